@@ -1,0 +1,33 @@
+/*
+ * err.h - internal error codes.
+ *
+ * Functions return 0, a negative CN_E* code, or -errno.  Kafka's error codes
+ * are a separate enum (proto/kerr.h); handlers map between the two.
+ */
+#ifndef CN_BASE_ERR_H
+#define CN_BASE_ERR_H
+
+enum {
+    CN_EBASE = -10000,
+    CN_ETRUNC,   /* input ended before the structure did */
+    CN_EBADLEN,  /* a length or count that cannot be right */
+    CN_ECORRUPT, /* checksum or structure mismatch in stored or sent data */
+    CN_ENOMEM,
+    CN_EINVAL,   /* a value out of its allowed range */
+    CN_EOFFLINE, /* log directory taken offline after an I/O error */
+    CN_ENOTFOUND,
+    CN_EEXIST,
+    CN_EFAILPOINT, /* a fail point configured as "error" fired */
+    CN_EUNSUPPORTED,
+    CN_ETOOBIG,
+    CN_ERANGE,   /* offset outside the log */
+};
+
+const char *cn_strerror(int err);
+
+/* Records where corruption was detected (file, line) and returns CN_ECORRUPT.
+ * Keeping one funnel makes corruption greppable in logs and breakable in gdb. */
+int cn_corrupt_at(const char *file, int line, const char *what);
+#define cn_corrupt(what) cn_corrupt_at(__FILE__, __LINE__, (what))
+
+#endif
