@@ -1,0 +1,308 @@
+/*
+ * broker.c - start-up, timers and clean shutdown.
+ *
+ * Start: validate and lock the data directory, read or create its
+ * meta.properties (cluster id and node id, as Kafka's), load every topic
+ * (each partition log recovers itself), then listen.  Shutdown on SIGTERM
+ * or SIGINT: stop accepting and close connections, let the sync round in
+ * flight finish, then close every log (sync + checkpoint) and let the loop
+ * end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/say.h"
+#include "broker.h"
+#include "broker_int.h"
+
+struct cn_broker_priv {
+    struct cn_broker b;
+    int lock_fd; /* flock on <data>/.lock: one broker per directory */
+};
+
+static int mkdirs(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+/* Reads or writes <data>/meta.properties: cluster.id and node.id. */
+static int meta_properties(struct cn_broker *b, char *err, size_t err_len)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/meta.properties", b->data_dir);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        char line[512];
+        int32_t stored_node = -1;
+        while (fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\r\n")] = '\0';
+            if (strncmp(line, "cluster.id=", 11) == 0 &&
+                strlen(line + 11) < sizeof b->cluster_id)
+                memcpy(b->cluster_id, line + 11, strlen(line + 11) + 1);
+            else if (strncmp(line, "node.id=", 8) == 0)
+                stored_node = (int32_t)strtol(line + 8, NULL, 10);
+        }
+        fclose(f);
+        if (stored_node >= 0 && stored_node != b->node_id) {
+            snprintf(err, err_len,
+                     "node.id: configured %d but %s was written by node %d",
+                     b->node_id, path, stored_node);
+            return CN_EINVAL;
+        }
+        if (b->cluster_id[0])
+            return 0;
+    }
+    /* A new directory gets a random cluster id: 16 bytes, base64url
+     * without padding (22 characters), the form Kafka uses. */
+    static const char b64[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    uint8_t raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return -errno;
+    uint32_t acc = 0;
+    int bits = 0, n = 0;
+    for (int i = 0; i < 16; i++) {
+        acc = (acc << 8) | raw[i];
+        bits += 8;
+        while (bits >= 6) {
+            b->cluster_id[n++] = b64[(acc >> (bits - 6)) & 63];
+            bits -= 6;
+        }
+    }
+    if (bits)
+        b->cluster_id[n++] = b64[(acc << (6 - bits)) & 63];
+    b->cluster_id[n] = '\0';
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, err_len, "log.dirs: cannot write %s: %s", tmp,
+                 strerror(errno));
+        return -errno;
+    }
+    fprintf(f, "version=1\ncluster.id=%s\nnode.id=%d\n", b->cluster_id,
+            b->node_id);
+    int rc = (fflush(f) || fsync(fileno(f))) ? -errno : 0;
+    fclose(f);
+    if (!rc && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc)
+        snprintf(err, err_len, "log.dirs: cannot write %s: %s", path,
+                 strerror(-rc));
+    return rc;
+}
+
+static void on_retention(uv_timer_t *t)
+{
+    struct cn_broker *b = t->data;
+    int64_t now = cn_clock_wall_ms();
+    for (size_t i = 0; i < b->topic_buckets; i++)
+        for (struct cn_topic *tp = b->topic_table[i]; tp; tp = tp->hash_next)
+            for (int32_t p = 0; p < tp->partition_count; p++)
+                cn_log_enforce_retention(tp->partitions[p]->log, now);
+}
+
+/* Kafka's flush.messages / flush.ms: with group commit on, every append
+ * is synced anyway; otherwise this is the only thing that syncs. */
+static void on_flush(uv_timer_t *t)
+{
+    struct cn_broker *b = t->data;
+    if (b->cfg->cairn_fsync_group_commit)
+        return;
+    int64_t now = cn_clock_wall_ms();
+    for (size_t i = 0; i < b->topic_buckets; i++)
+        for (struct cn_topic *tp = b->topic_table[i]; tp; tp = tp->hash_next)
+            for (int32_t p = 0; p < tp->partition_count; p++) {
+                struct cn_log *log = tp->partitions[p]->log;
+                if (!cn_log_needs_flush(log, now))
+                    continue;
+                /* Synchronous here: the policy is opt-in and rare. */
+                struct cn_log_sync *s = cn_log_sync_begin(log);
+                if (s)
+                    cn_log_sync_end(log, s, cn_log_sync_run(s));
+            }
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    struct cn_broker *b = s->data;
+    CN_INFO("received signal %d: shutting down", signum);
+    cn_broker_stop(b);
+}
+
+int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
+                    struct cn_broker **out, char *err, size_t err_len)
+{
+    struct cn_broker_priv *bp = calloc(1, sizeof *bp);
+    if (!bp) {
+        cn_config_fini(cfg);
+        free(cfg);
+        return CN_ENOMEM;
+    }
+    struct cn_broker *b = &bp->b;
+    bp->lock_fd = -1;
+    b->loop = loop;
+    b->cfg = cfg;
+    b->node_id = cfg->node_id;
+    b->sync_next_round = 1;
+    snprintf(b->adv_host, sizeof b->adv_host, "%s",
+             cfg->advertised_host[0] ? cfg->advertised_host : "127.0.0.1");
+    b->adv_port = cfg->advertised_port;
+
+    /* Only the first of log.dirs is used: one directory per broker. */
+    size_t n = strcspn(cfg->log_dirs, ",");
+    if (n == 0 || n >= sizeof b->data_dir) {
+        snprintf(err, err_len, "log.dirs: '%s' is not a usable directory",
+                 cfg->log_dirs);
+        goto out_free;
+    }
+    memcpy(b->data_dir, cfg->log_dirs, n);
+    b->data_dir[n] = '\0';
+    int rc = mkdirs(b->data_dir);
+    if (rc) {
+        snprintf(err, err_len, "log.dirs: cannot create '%s': %s",
+                 b->data_dir, strerror(-rc));
+        goto out_free;
+    }
+    if (access(b->data_dir, R_OK | W_OK | X_OK) != 0) {
+        snprintf(err, err_len, "log.dirs: '%s' is not writable: %s",
+                 b->data_dir, strerror(errno));
+        goto out_free;
+    }
+    char lock_path[4200];
+    snprintf(lock_path, sizeof lock_path, "%s/.lock", b->data_dir);
+    bp->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (bp->lock_fd < 0 || flock(bp->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, err_len,
+                 "log.dirs: '%s' is in use by another broker (cannot lock "
+                 "%s)",
+                 b->data_dir, lock_path);
+        goto out_free;
+    }
+    if (meta_properties(b, err, err_len) != 0)
+        goto out_free;
+    int64_t t0 = cn_clock_mono_ms();
+    if (cn_topics_load(b, err, err_len) != 0)
+        goto out_topics;
+    CN_INFO("loaded %zu topics from %s in %lld ms", b->topic_count,
+            b->data_dir, (long long)(cn_clock_mono_ms() - t0));
+
+    struct cn_server_config sc = {
+        .host = cfg->listen_host,
+        .port = cfg->listen_port,
+        .max_request_bytes = (size_t)cfg->socket_request_max_bytes,
+        .idle_ms = cfg->connections_max_idle_ms,
+        .max_inflight = cfg->queued_max_requests,
+    };
+    rc = cn_server_start(loop, &sc, cn_dispatch, b, &b->server);
+    if (rc) {
+        snprintf(err, err_len, "listeners: cannot listen on %s:%d: %s",
+                 cfg->listen_host[0] ? cfg->listen_host : "*",
+                 cfg->listen_port, uv_strerror(rc));
+        goto out_topics;
+    }
+    if (b->adv_port == 0)
+        b->adv_port = cn_server_port(b->server);
+
+    uv_timer_init(loop, &b->retention_timer);
+    b->retention_timer.data = b;
+    uint64_t every = (uint64_t)cfg->log_retention_check_interval_ms;
+    uv_timer_start(&b->retention_timer, on_retention, every, every);
+    uv_timer_init(loop, &b->flush_timer);
+    b->flush_timer.data = b;
+    uint64_t flush_every = (uint64_t)cfg->log_flush_scheduler_interval_ms;
+    if (flush_every == 0 || flush_every > 1000)
+        flush_every = 1000;
+    uv_timer_start(&b->flush_timer, on_flush, flush_every, flush_every);
+    uv_signal_init(loop, &b->sig_term);
+    uv_signal_init(loop, &b->sig_int);
+    b->sig_term.data = b->sig_int.data = b;
+    uv_signal_start(&b->sig_term, on_signal, SIGTERM);
+    uv_signal_start(&b->sig_int, on_signal, SIGINT);
+    CN_INFO("cairn node %d (cluster %s) listening on %s:%d, data in %s",
+            b->node_id, b->cluster_id,
+            cfg->listen_host[0] ? cfg->listen_host : "*",
+            cn_server_port(b->server), b->data_dir);
+    *out = b;
+    return 0;
+
+out_topics:
+    cn_topics_close_all(b);
+out_free:
+    if (bp->lock_fd >= 0)
+        close(bp->lock_fd);
+    cn_config_fini(cfg);
+    free(cfg);
+    free(bp);
+    return CN_EINVAL;
+}
+
+int cn_broker_port(const struct cn_broker *b)
+{
+    return cn_server_port(b->server);
+}
+
+static void on_stop_poll(uv_timer_t *t)
+{
+    struct cn_broker *b = t->data;
+    /* Wait for the sync round in flight: its worker uses the logs. */
+    if (b->sync_running)
+        return;
+    uv_timer_stop(t);
+    uv_close((uv_handle_t *)t, NULL);
+    cn_topics_close_all(b);
+    CN_INFO("shutdown complete: logs synced and checkpointed");
+}
+
+void cn_broker_stop(struct cn_broker *b)
+{
+    if (b->stopping)
+        return;
+    b->stopping = true;
+    cn_fetch_cancel_all(b);
+    cn_server_stop(b->server);
+    uv_timer_stop(&b->retention_timer);
+    uv_timer_stop(&b->flush_timer);
+    uv_close((uv_handle_t *)&b->retention_timer, NULL);
+    uv_close((uv_handle_t *)&b->flush_timer, NULL);
+    uv_signal_stop(&b->sig_term);
+    uv_signal_stop(&b->sig_int);
+    uv_close((uv_handle_t *)&b->sig_term, NULL);
+    uv_close((uv_handle_t *)&b->sig_int, NULL);
+    static uv_timer_t stop_poll;
+    uv_timer_init(b->loop, &stop_poll);
+    stop_poll.data = b;
+    uv_timer_start(&stop_poll, on_stop_poll, 0, 5);
+}
+
+void cn_broker_free(struct cn_broker *b)
+{
+    struct cn_broker_priv *bp = (struct cn_broker_priv *)b;
+    cn_topics_close_all(b);
+    if (bp->lock_fd >= 0)
+        close(bp->lock_fd);
+    cn_config_fini(b->cfg);
+    free(b->cfg);
+    free(bp);
+}

@@ -1,0 +1,136 @@
+/*
+ * broker_int.h - state shared by the broker's own files (handlers, topics,
+ * sync, delayed fetches).  Nothing outside src/broker includes this.
+ *
+ * Everything here is owned by the loop thread.
+ */
+#ifndef CN_BROKER_INT_H
+#define CN_BROKER_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "base/arena.h"
+#include "base/bytes.h"
+#include "base/config.h"
+#include "base/err.h"
+#include "base/wr.h"
+#include "log/log.h"
+#include "net/net.h"
+#include "proto/header.h"
+
+struct cn_topic;
+struct cn_broker;
+
+struct cn_partition {
+    struct cn_topic *topic;   /* owner */
+    int32_t index;            /* partition number */
+    struct cn_log *log;       /* its on-disk log */
+    int64_t high_watermark;   /* offsets below are visible to consumers */
+    bool in_sync_list;        /* queued for the next sync round */
+    struct cn_partition *sync_next;
+};
+
+struct cn_topic {
+    char *name;                       /* owned, NUL-terminated */
+    struct cn_uuid id;                /* topic id (KIP-516) */
+    int32_t partition_count;          /* entries in partitions */
+    struct cn_partition **partitions; /* owned */
+    struct cn_topic_config config;    /* retention, segment size, ... */
+    bool internal;                    /* __consumer_offsets and friends */
+    struct cn_topic *hash_next;       /* chain in the name table */
+};
+
+/* Produce responses that wait for their data to be synced. */
+struct cn_sync_waiter {
+    struct cn_req *req;
+    uint64_t round; /* done when this sync round has completed */
+    void (*finish)(struct cn_broker *b, struct cn_sync_waiter *w);
+    struct cn_sync_waiter *next;
+};
+
+/* Fetch requests parked until data arrives or max wait passes. */
+struct cn_fetch_wait {
+    struct cn_req *req;
+    uv_timer_t timer;
+    struct cn_broker *broker;
+    bool timer_closed;
+    struct cn_fetch_wait *prev, *next;
+};
+
+struct cn_broker {
+    uv_loop_t *loop;
+    struct cn_config *cfg;          /* owned */
+    struct cn_server *server;
+    char cluster_id[32];            /* persisted in meta.properties */
+    char data_dir[4096];            /* first of log.dirs */
+    char adv_host[256];             /* what Metadata tells clients */
+    int adv_port;
+    int32_t node_id;
+    bool stopping;
+
+    struct cn_topic **topic_table;  /* hash by name */
+    size_t topic_buckets;
+    size_t topic_count;
+
+    /* Group commit: partitions appended to since the last round started
+     * are listed; one fdatasync round runs at a time on a worker. */
+    struct cn_partition *sync_list;
+    uint64_t sync_next_round;       /* number the next round will get */
+    uint64_t sync_done_round;       /* last completed round */
+    bool sync_running;
+    struct cn_sync_waiter *sync_waiters;
+
+    struct cn_fetch_wait *fetch_waits;
+
+    uv_timer_t retention_timer;
+    uv_timer_t flush_timer;
+    uv_signal_t sig_term, sig_int;
+    int stop_stage;
+};
+
+/* Kafka's limits on topic names. */
+#define CN_TOPIC_NAME_MAX 249
+
+/* topics.c */
+struct cn_topic *cn_topic_find(struct cn_broker *b, struct cn_bytes name);
+struct cn_topic *cn_topic_find_id(struct cn_broker *b,
+                                  const struct cn_uuid *id);
+struct cn_partition *cn_partition_find(struct cn_broker *b,
+                                       struct cn_bytes topic, int32_t part);
+/* 0 or a Kafka error code (INVALID_TOPIC_EXCEPTION...) for the name. */
+int16_t cn_topic_name_check(struct cn_bytes name);
+/* Creates a topic with its partition logs and persists its metadata.
+ * Returns a Kafka error code; *out set on success. */
+int16_t cn_topic_create(struct cn_broker *b, struct cn_bytes name,
+                        int32_t partitions, const struct cn_topic_config *tc,
+                        struct cn_topic **out, char *msg, size_t msg_len);
+int16_t cn_topic_delete(struct cn_broker *b, struct cn_topic *t);
+int16_t cn_topic_add_partitions(struct cn_broker *b, struct cn_topic *t,
+                                int32_t new_count);
+int cn_topic_persist(struct cn_broker *b, const struct cn_topic *t);
+/* Applies the topic's configuration to its partition logs. */
+void cn_topic_apply_config(struct cn_topic *t);
+int cn_topics_load(struct cn_broker *b, char *err, size_t err_len);
+void cn_topics_close_all(struct cn_broker *b);
+/* Calls fn for every topic (order unspecified). */
+void cn_topics_foreach(struct cn_broker *b,
+                       void (*fn)(struct cn_topic *t, void *arg), void *arg);
+
+/* sync.c: group commit and the high watermark. */
+void cn_sync_appended(struct cn_broker *b, struct cn_partition *p);
+void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w);
+/* Called after data became visible (high watermark moved). */
+void cn_broker_data_arrived(struct cn_broker *b);
+
+/* dispatch.c */
+void cn_dispatch(struct cn_req *req, void *opaque);
+/* Writes the response header for req's API and version into req->resp. */
+void cn_resp_begin(struct cn_req *req, const struct cn_req_header *h);
+
+/* delayed fetch (h_fetch.c) */
+void cn_fetch_wake_all(struct cn_broker *b);
+void cn_fetch_cancel_all(struct cn_broker *b);
+
+#endif

@@ -1,0 +1,150 @@
+/*
+ * dispatch.c - request header, the API table, and ApiVersions.
+ *
+ * One table (cn_handlers) says which APIs and versions Cairn serves; the
+ * ApiVersions answer is built from it, so the broker never advertises what
+ * it does not implement.  Versions below a table row's minimum exist in
+ * Kafka's schemas but need message formats Cairn does not store (magic 0
+ * and 1 record sets), so they are not advertised.
+ */
+#include <string.h>
+
+#include "base/say.h"
+#include "handlers.h"
+#include "proto/gen/msgs.h"
+#include "proto/kerr.h"
+
+const struct cn_handler cn_handlers[] = {
+    {0, 3, 11, cn_h_produce},
+    {1, 4, 17, cn_h_fetch},
+    {2, 0, 10, cn_h_list_offsets},
+    {3, 0, 12, cn_h_metadata},
+    {18, 0, 4, cn_h_api_versions},
+    {19, 0, 7, cn_h_create_topics},
+    {20, 0, 6, cn_h_delete_topics},
+    {21, 0, 2, cn_h_delete_records},
+    {23, 0, 4, cn_h_offset_for_leader_epoch},
+    {32, 0, 4, cn_h_describe_configs},
+    {33, 0, 2, cn_h_alter_configs},
+    {37, 0, 3, cn_h_create_partitions},
+    {44, 0, 1, cn_h_incremental_alter_configs},
+    {60, 0, 1, cn_h_describe_cluster},
+};
+const size_t cn_handler_count = sizeof cn_handlers / sizeof cn_handlers[0];
+
+static const struct cn_handler *handler_find(int16_t key)
+{
+    for (size_t i = 0; i < cn_handler_count; i++)
+        if (cn_handlers[i].api_key == key)
+            return &cn_handlers[i];
+    return NULL;
+}
+
+void cn_resp_begin(struct cn_req *req, const struct cn_req_header *h)
+{
+    cn_resp_header_encode(&req->resp, h->api_key, h->api_version,
+                          h->correlation_id);
+}
+
+void cn_req_bad(struct cn_req *req, const struct cn_req_header *h, int err)
+{
+    CN_WARN("closing %s: malformed %s v%d request (%s)", cn_req_peer(req),
+            cn_api_info_get(h->api_key) ? cn_api_info_get(h->api_key)->name
+                                        : "?",
+            h->api_version, cn_strerror(err));
+    cn_req_close_conn(req);
+    req->no_response = true;
+    cn_req_done(req);
+}
+
+/* KIP-511: an ApiVersions request of a version we do not know is answered
+ * in the v0 layout with UNSUPPORTED_VERSION and our own range, so that a
+ * newer client can retry with a version we speak. */
+static void api_versions_answer(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h,
+                                int16_t version, int16_t error)
+{
+    (void)b;
+    struct cn_api_versions_response resp;
+    cn_api_versions_response_init(&resp);
+    resp.error_code = error;
+    size_t n = error ? 1 : cn_handler_count;
+    resp.api_keys = cn_arena_calloc(&req->arena, n, sizeof *resp.api_keys);
+    if (!resp.api_keys) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    if (error) {
+        const struct cn_handler *av = handler_find(18);
+        resp.api_keys[0].api_key = 18;
+        resp.api_keys[0].min_version = av->min_version;
+        resp.api_keys[0].max_version = av->max_version;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            resp.api_keys[i].api_key = cn_handlers[i].api_key;
+            resp.api_keys[i].min_version = cn_handlers[i].min_version;
+            resp.api_keys[i].max_version = cn_handlers[i].max_version;
+        }
+    }
+    resp.api_keys_len = (int32_t)n;
+    /* ApiVersions responses always use response header v0 (KIP-511). */
+    cn_wr_i32(&req->resp, h->correlation_id);
+    cn_api_versions_response_encode(&req->resp, version, &resp);
+    cn_req_done(req);
+}
+
+void cn_h_api_versions(struct cn_broker *b, struct cn_req *req,
+                       const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_api_versions_request rq;
+    int err = cn_api_versions_request_decode(body, &req->arena,
+                                             h->api_version, &rq);
+    if (err) {
+        /* Kafka answers INVALID_REQUEST for a v3+ body it cannot read. */
+        api_versions_answer(b, req, h, 0, KAFKA_INVALID_REQUEST);
+        return;
+    }
+    api_versions_answer(b, req, h, h->api_version, KAFKA_NONE);
+}
+
+void cn_dispatch(struct cn_req *req, void *opaque)
+{
+    struct cn_broker *b = opaque;
+    struct cn_rd rd;
+    cn_rd_init(&rd, req->frame, req->frame_len);
+    struct cn_req_header h;
+    int rc = cn_req_header_decode(&rd, &h);
+    if (rc < 0) {
+        CN_WARN("closing %s: unreadable request header", cn_req_peer(req));
+        cn_req_close_conn(req);
+        req->no_response = true;
+        cn_req_done(req);
+        return;
+    }
+    const struct cn_handler *hd = handler_find(h.api_key);
+    if (h.api_key == 18 && (!hd || h.api_version < hd->min_version ||
+                            h.api_version > hd->max_version)) {
+        api_versions_answer(b, req, &h, 0, KAFKA_UNSUPPORTED_VERSION);
+        return;
+    }
+    if (!hd || h.api_version < hd->min_version ||
+        h.api_version > hd->max_version) {
+        /* Without a schema for this key/version there is no correct error
+         * body to send; Kafka closes the connection too. */
+        CN_WARN("closing %s: unsupported API key %d version %d from "
+                "client '%.*s'",
+                cn_req_peer(req), h.api_key, h.api_version,
+                h.client_id.len > 0 ? h.client_id.len : 0,
+                h.client_id.len > 0 ? (const char *)h.client_id.ptr : "");
+        cn_req_close_conn(req);
+        req->no_response = true;
+        cn_req_done(req);
+        return;
+    }
+    if (b->stopping) {
+        req->no_response = true;
+        cn_req_done(req);
+        return;
+    }
+    hd->fn(b, req, &h, &rd);
+}

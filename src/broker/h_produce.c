@@ -1,0 +1,279 @@
+/*
+ * h_produce.c - Produce: validate each partition's batches, append them,
+ * and answer by acks (0: no answer; 1: once appended; -1: once synced).
+ *
+ * A partition's records are validated whole before anything is appended,
+ * so a bad batch anywhere leaves that partition untouched.  The batches
+ * are appended straight from the request frame, which the request owns:
+ * the base offset is patched into the frame's bytes, so no copy is made.
+ */
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/say.h"
+#include "handlers.h"
+#include "proto/batch.h"
+#include "proto/gen/msgs.h"
+#include "proto/kerr.h"
+
+struct produce_state {
+    struct cn_sync_waiter waiter;      /* for acks=-1 */
+    struct cn_req_header h;            /* copy: the caller's is on stack */
+    struct cn_produce_response rs;     /* filled as partitions are done */
+    struct cn_partition ***parts;      /* [topic][partition] appended to */
+};
+
+static int16_t kerr_from_batch_err(int err, const struct cn_batch_hdr *hdr)
+{
+    switch (err) {
+    case CN_ECORRUPT: return KAFKA_CORRUPT_MESSAGE;
+    case CN_EINVAL: return KAFKA_INVALID_RECORD;
+    case CN_ETOOBIG: return KAFKA_MESSAGE_TOO_LARGE;
+    case CN_EUNSUPPORTED:
+        if (hdr->magic == 2)
+            return KAFKA_UNSUPPORTED_COMPRESSION_TYPE;
+        return KAFKA_UNSUPPORTED_FOR_MESSAGE_FORMAT;
+    default: return KAFKA_UNKNOWN_SERVER_ERROR;
+    }
+}
+
+static int16_t kerr_from_log_err(int err)
+{
+    if (err == CN_EOFFLINE || err == -EIO || err == -ENOSPC)
+        return KAFKA_KAFKA_STORAGE_ERROR;
+    return KAFKA_UNKNOWN_SERVER_ERROR;
+}
+
+struct append_ctx {
+    struct cn_partition *p;
+    int64_t first_offset;
+    int64_t append_time; /* LogAppendTime, or -1 */
+    int err;
+};
+
+static int append_one(void *arg, const uint8_t *batch, size_t len,
+                      const struct cn_batch_hdr *hdr)
+{
+    struct append_ctx *ac = arg;
+    (void)hdr;
+    /* The frame belongs to this request; writing into it is ours to do. */
+    uint8_t *mut = (uint8_t *)(uintptr_t)batch;
+    cn_batch_set_leader_epoch(mut, 0);
+    if (ac->append_time >= 0)
+        cn_batch_set_log_append_time(mut, len, ac->append_time);
+    int64_t base;
+    int err = cn_log_append(ac->p->log, mut, len, &base);
+    if (err) {
+        ac->err = err;
+        return err;
+    }
+    if (ac->first_offset < 0)
+        ac->first_offset = base;
+    return 0;
+}
+
+/* Checks everything the partition's producer state would check.  Cairn
+ * does not yet keep producer state (idempotence comes with its own
+ * module), so batches that carry a producer id cannot be verified and are
+ * refused rather than written unchecked. */
+static int16_t check_producer_fields(struct append_ctx *ac,
+                                     const struct cn_batch_hdr *hdr)
+{
+    (void)ac;
+    if (cn_batch_has_producer_id(hdr))
+        return cn_batch_is_transactional(hdr)
+                   ? KAFKA_INVALID_PRODUCER_ID_MAPPING
+                   : KAFKA_UNKNOWN_PRODUCER_ID;
+    return KAFKA_NONE;
+}
+
+struct check_ctx {
+    struct append_ctx *ac;
+    int16_t kerr;
+};
+
+static int check_one(void *arg, const uint8_t *batch, size_t len,
+                     const struct cn_batch_hdr *hdr)
+{
+    struct check_ctx *cc = arg;
+    (void)batch;
+    (void)len;
+    cc->kerr = check_producer_fields(cc->ac, hdr);
+    return cc->kerr ? -1 : 0;
+}
+
+/* Returns the partition appended to, or NULL when nothing was. */
+static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req *req,
+                              int16_t version, struct cn_topic *t,
+                              const struct cn_produce_request_partition_produce_data *pd,
+                              struct cn_produce_response_partition_produce_response *pr,
+                              struct cn_wr *scratch)
+{
+    pr->index = pd->index;
+    if (!t || pd->index < 0 || pd->index >= t->partition_count) {
+        pr->error_code = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+        return NULL;
+    }
+    struct cn_partition *p = t->partitions[pd->index];
+    if (cn_log_is_offline(p->log)) {
+        pr->error_code = KAFKA_KAFKA_STORAGE_ERROR;
+        return NULL;
+    }
+    if (version < 3) {
+        /* Magic 0/1 message sets: Cairn stores magic 2 only. */
+        pr->error_code = KAFKA_UNSUPPORTED_VERSION;
+        return NULL;
+    }
+    if (pd->records.len <= 0) {
+        pr->error_code = KAFKA_CORRUPT_MESSAGE;
+        return NULL;
+    }
+    struct cn_batch_limits lim = {
+        .max_batch_bytes = (size_t)t->config.max_message_bytes,
+        .max_uncompressed_bytes = 0,
+        .allow_control = false,
+    };
+    struct append_ctx ac = {p, -1, -1, 0};
+    struct check_ctx cc = {&ac, 0};
+    struct cn_batch_hdr hdr;
+    memset(&hdr, 0, sizeof hdr);
+    int n = cn_batch_validate_set(pd->records.ptr, (size_t)pd->records.len,
+                                  &lim, scratch, check_one, &cc);
+    if (n < 0) {
+        if (cc.kerr) {
+            pr->error_code = cc.kerr;
+            return NULL;
+        }
+        /* Validation failed before any callback: find the header for the
+         * error mapping. */
+        cn_batch_hdr_parse(pd->records.ptr, (size_t)pd->records.len, &hdr);
+        pr->error_code = kerr_from_batch_err(n, &hdr);
+        CN_DEBUG("rejected produce to %s-%d from %s: %s", t->name, pd->index,
+                 cn_req_peer(req), cn_strerror(n));
+        return NULL;
+    }
+    if (t->config.message_timestamp_type == CN_TS_LOG_APPEND_TIME)
+        ac.append_time = cn_clock_wall_ms();
+    /* Validated already; walk again without re-validating to append. */
+    const uint8_t *pos = pd->records.ptr;
+    const uint8_t *end = pos + pd->records.len;
+    while (pos < end) {
+        if (cn_batch_hdr_parse(pos, (size_t)(end - pos), &hdr) != 0)
+            break;
+        size_t len = cn_batch_size(&hdr);
+        if (append_one(&ac, pos, len, &hdr) != 0)
+            break;
+        pos += len;
+    }
+    if (ac.err) {
+        pr->error_code = kerr_from_log_err(ac.err);
+        CN_ERROR("append to %s-%d failed: %s", t->name, pd->index,
+                 cn_strerror(ac.err));
+        if (ac.first_offset < 0)
+            return NULL;
+    }
+    pr->base_offset = ac.first_offset;
+    pr->log_append_time_ms = ac.append_time;
+    pr->log_start_offset = cn_log_start_offset(p->log);
+    cn_sync_appended(b, p);
+    return p;
+}
+
+static void produce_finish(struct cn_broker *b, struct cn_sync_waiter *w)
+{
+    struct produce_state *ps = (struct produce_state *)w;
+    struct cn_req *req = w->req;
+    (void)b;
+    /* A sync that failed took the log offline: the data is not durable. */
+    for (int32_t i = 0; i < ps->rs.responses_len; i++) {
+        struct cn_produce_response_topic_produce_response *tr =
+            &ps->rs.responses[i];
+        for (int32_t j = 0; j < tr->partition_responses_len; j++) {
+            struct cn_partition *p = ps->parts[i][j];
+            if (p && !tr->partition_responses[j].error_code &&
+                cn_log_is_offline(p->log))
+                tr->partition_responses[j].error_code =
+                    KAFKA_KAFKA_STORAGE_ERROR;
+        }
+    }
+    cn_resp_begin(req, &ps->h);
+    cn_produce_response_encode(&req->resp, ps->h.api_version, &ps->rs);
+    cn_req_done(req);
+}
+
+void cn_h_produce(struct cn_broker *b, struct cn_req *req,
+                  const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_produce_request rq;
+    int err = cn_produce_request_decode(body, &req->arena, h->api_version,
+                                        &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct produce_state *ps = cn_arena_alloc(&req->arena, sizeof *ps);
+    int32_t nt = rq.topic_data_len > 0 ? rq.topic_data_len : 0;
+    if (!ps)
+        goto nomem;
+    ps->h = *h;
+    ps->waiter.req = req;
+    ps->waiter.finish = produce_finish;
+    cn_produce_response_init(&ps->rs);
+    ps->rs.responses =
+        cn_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *ps->rs.responses);
+    ps->parts = cn_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *ps->parts);
+    if (!ps->rs.responses || !ps->parts)
+        goto nomem;
+    ps->rs.responses_len = nt;
+    bool bad_acks = rq.acks != 0 && rq.acks != 1 && rq.acks != -1;
+    struct cn_wr scratch;
+    cn_wr_init(&scratch, 0);
+    for (int32_t i = 0; i < nt; i++) {
+        const struct cn_produce_request_topic_produce_data *td =
+            &rq.topic_data[i];
+        struct cn_produce_response_topic_produce_response *tr =
+            &ps->rs.responses[i];
+        cn_produce_response_topic_produce_response_init(tr);
+        tr->name = td->name;
+        int32_t np = td->partition_data_len > 0 ? td->partition_data_len : 0;
+        tr->partition_responses = cn_arena_calloc(
+            &req->arena, (size_t)np + 1, sizeof *tr->partition_responses);
+        ps->parts[i] = cn_arena_calloc(&req->arena, (size_t)np + 1,
+                                       sizeof *ps->parts[i]);
+        if (!tr->partition_responses || !ps->parts[i]) {
+            cn_wr_fini(&scratch);
+            goto nomem;
+        }
+        tr->partition_responses_len = np;
+        struct cn_topic *t = cn_topic_find(b, td->name);
+        for (int32_t j = 0; j < np; j++) {
+            struct cn_produce_response_partition_produce_response *pr =
+                &tr->partition_responses[j];
+            cn_produce_response_partition_produce_response_init(pr);
+            pr->index = td->partition_data[j].index;
+            if (bad_acks) {
+                pr->error_code = KAFKA_INVALID_REQUIRED_ACKS;
+                continue;
+            }
+            pr->base_offset = -1;
+            ps->parts[i][j] = produce_partition(
+                b, req, h->api_version, t, &td->partition_data[j], pr,
+                &scratch);
+        }
+    }
+    cn_wr_fini(&scratch);
+    if (rq.acks == 0) {
+        req->no_response = true;
+        cn_req_done(req);
+        return;
+    }
+    if (rq.acks == -1) {
+        cn_sync_wait(b, &ps->waiter);
+        return;
+    }
+    produce_finish(b, &ps->waiter);
+    return;
+nomem:
+    cn_req_bad(req, h, CN_ENOMEM);
+}

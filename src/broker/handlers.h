@@ -1,0 +1,73 @@
+/*
+ * handlers.h - one function per Kafka API, called by dispatch.c with the
+ * request header decoded and `body` positioned at the request body.
+ *
+ * A handler decodes the body into req->arena, does the work, writes the
+ * response (cn_resp_begin, then the generated encoder) and calls
+ * cn_req_done(), now or when what it waits for has happened.  A body that
+ * does not decode closes the connection, as Kafka does.
+ */
+#ifndef CN_BROKER_HANDLERS_H
+#define CN_BROKER_HANDLERS_H
+
+#include "base/rd.h"
+#include "broker_int.h"
+
+typedef void (*cn_handler_fn)(struct cn_broker *b, struct cn_req *req,
+                              const struct cn_req_header *h,
+                              struct cn_rd *body);
+
+struct cn_handler {
+    int16_t api_key;
+    int16_t min_version; /* what Cairn serves, within the schema's range */
+    int16_t max_version;
+    cn_handler_fn fn;
+};
+
+/* The table that drives both dispatch and ApiVersions. */
+extern const struct cn_handler cn_handlers[];
+extern const size_t cn_handler_count;
+
+/* A decode failure: log, close the connection, finish the request. */
+void cn_req_bad(struct cn_req *req, const struct cn_req_header *h, int err);
+
+void cn_h_api_versions(struct cn_broker *b, struct cn_req *req,
+                       const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_metadata(struct cn_broker *b, struct cn_req *req,
+                   const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_produce(struct cn_broker *b, struct cn_req *req,
+                  const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_fetch(struct cn_broker *b, struct cn_req *req,
+                const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_list_offsets(struct cn_broker *b, struct cn_req *req,
+                       const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_delete_records(struct cn_broker *b, struct cn_req *req,
+                         const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_offset_for_leader_epoch(struct cn_broker *b, struct cn_req *req,
+                                  const struct cn_req_header *h,
+                                  struct cn_rd *body);
+void cn_h_create_topics(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_delete_topics(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_create_partitions(struct cn_broker *b, struct cn_req *req,
+                            const struct cn_req_header *h,
+                            struct cn_rd *body);
+void cn_h_describe_configs(struct cn_broker *b, struct cn_req *req,
+                           const struct cn_req_header *h,
+                           struct cn_rd *body);
+void cn_h_alter_configs(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_incremental_alter_configs(struct cn_broker *b, struct cn_req *req,
+                                    const struct cn_req_header *h,
+                                    struct cn_rd *body);
+void cn_h_describe_cluster(struct cn_broker *b, struct cn_req *req,
+                           const struct cn_req_header *h,
+                           struct cn_rd *body);
+
+/* Topic auto-creation for Metadata and Produce: returns the topic, or NULL
+ * with *kerr set. */
+struct cn_topic *cn_topic_autocreate(struct cn_broker *b,
+                                     struct cn_bytes name, int16_t *kerr);
+
+#endif

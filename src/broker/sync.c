@@ -1,0 +1,169 @@
+/*
+ * sync.c - group commit: one fdatasync round covers every batch appended
+ * before the round began, and the high watermark follows the sync.
+ *
+ * A round snapshots, on the loop, each dirty log's unsynced range
+ * (cn_log_sync_begin), runs the fdatasyncs on a libuv worker, and on
+ * completion moves each partition's high watermark to what is now
+ * durable, answers acks=-1 produce requests waiting for that round, and
+ * wakes parked fetches.  Appends that arrive while a round runs join the
+ * next round, so under load each round covers many batches.
+ *
+ * Consumers see only synced data while group commit is on: a record that a
+ * crash could still take away is never handed out.  With
+ * cairn.fsync.group.commit=false the broker follows Kafka's flush.messages
+ * and flush.ms instead, and the high watermark is the log end offset.
+ */
+#include <stdlib.h>
+
+#include "base/say.h"
+#include "broker_int.h"
+
+struct sync_round {
+    uv_work_t work;
+    struct cn_broker *broker;
+    uint64_t round;
+    size_t n;
+    struct cn_partition **parts;
+    struct cn_log_sync **syncs;
+    int *errs;
+};
+
+static void sync_start_round(struct cn_broker *b);
+
+static void round_work(uv_work_t *w)
+{
+    struct sync_round *r = w->data;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->syncs[i])
+            r->errs[i] = cn_log_sync_run(r->syncs[i]);
+}
+
+static void finish_waiters(struct cn_broker *b)
+{
+    struct cn_sync_waiter **pp = &b->sync_waiters;
+    struct cn_sync_waiter *ready = NULL, **ready_tail = &ready;
+    while (*pp) {
+        struct cn_sync_waiter *w = *pp;
+        if (w->round <= b->sync_done_round) {
+            *pp = w->next;
+            w->next = NULL;
+            *ready_tail = w;
+            ready_tail = &w->next;
+        } else {
+            pp = &w->next;
+        }
+    }
+    /* Answer in arrival order; finish() may free the waiter. */
+    while (ready) {
+        struct cn_sync_waiter *w = ready;
+        ready = w->next;
+        w->finish(b, w);
+    }
+}
+
+static void round_done(uv_work_t *w, int status)
+{
+    struct sync_round *r = w->data;
+    struct cn_broker *b = r->broker;
+    (void)status;
+    for (size_t i = 0; i < r->n; i++) {
+        struct cn_partition *p = r->parts[i];
+        if (r->syncs[i])
+            cn_log_sync_end(p->log, r->syncs[i], r->errs[i]);
+        if (r->errs[i])
+            CN_ERROR("fdatasync of %s-%d failed (%s): log offline",
+                     p->topic->name, p->index, cn_strerror(r->errs[i]));
+        int64_t synced = cn_log_synced_offset(p->log);
+        if (synced > p->high_watermark)
+            p->high_watermark = synced;
+    }
+    b->sync_done_round = r->round;
+    b->sync_running = false;
+    free(r->parts);
+    free(r->syncs);
+    free(r->errs);
+    free(r);
+    finish_waiters(b);
+    cn_broker_data_arrived(b);
+    if (b->sync_list)
+        sync_start_round(b);
+}
+
+static void sync_start_round(struct cn_broker *b)
+{
+    size_t n = 0;
+    for (struct cn_partition *p = b->sync_list; p; p = p->sync_next)
+        n++;
+    struct sync_round *r = calloc(1, sizeof *r);
+    if (r) {
+        r->parts = calloc(n, sizeof *r->parts);
+        r->syncs = calloc(n, sizeof *r->syncs);
+        r->errs = calloc(n, sizeof *r->errs);
+    }
+    if (!r || !r->parts || !r->syncs || !r->errs) {
+        /* Without memory we cannot sync; leave the list for the next try
+         * (the flush timer retries). */
+        if (r) {
+            free(r->parts);
+            free(r->syncs);
+            free(r->errs);
+        }
+        free(r);
+        return;
+    }
+    r->broker = b;
+    r->round = b->sync_next_round++;
+    size_t i = 0;
+    struct cn_partition *p = b->sync_list;
+    b->sync_list = NULL;
+    while (p) {
+        struct cn_partition *next = p->sync_next;
+        p->in_sync_list = false;
+        p->sync_next = NULL;
+        r->parts[i] = p;
+        r->syncs[i] = cn_log_sync_begin(p->log);
+        i++;
+        p = next;
+    }
+    r->n = i;
+    r->work.data = r;
+    b->sync_running = true;
+    if (uv_queue_work(b->loop, &r->work, round_work, round_done) < 0) {
+        round_work(&r->work);
+        round_done(&r->work, 0);
+    }
+}
+
+void cn_sync_appended(struct cn_broker *b, struct cn_partition *p)
+{
+    if (!b->cfg->cairn_fsync_group_commit) {
+        p->high_watermark = cn_log_end_offset(p->log);
+        return;
+    }
+    if (!p->in_sync_list) {
+        p->in_sync_list = true;
+        p->sync_next = b->sync_list;
+        b->sync_list = p;
+    }
+    if (!b->sync_running)
+        sync_start_round(b);
+}
+
+void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w)
+{
+    /* Data appended now is covered by the round that starts next (or the
+     * one just started by cn_sync_appended). */
+    w->round = b->sync_running ? b->sync_next_round - 1 : b->sync_next_round;
+    if (b->sync_list)
+        w->round = b->sync_next_round;
+    if (!b->cfg->cairn_fsync_group_commit || w->round <= b->sync_done_round) {
+        w->finish(b, w);
+        return;
+    }
+    w->next = NULL;
+    struct cn_sync_waiter **pp = &b->sync_waiters;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = w;
+}
