@@ -23,6 +23,7 @@
 #include "base/say.h"
 #include "broker.h"
 #include "broker_int.h"
+#include "proto/kerr.h"
 
 struct cn_broker_priv {
     struct cn_broker b;
@@ -170,6 +171,14 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
              cfg->advertised_host[0] ? cfg->advertised_host : "127.0.0.1");
     b->adv_port = cfg->advertised_port;
 
+    struct cn_topic_config defaults;
+    cn_topic_config_init_defaults(&defaults, cfg);
+    char why[256];
+    if (cn_topic_config_check(&defaults, why, sizeof why) != KAFKA_NONE) {
+        snprintf(err, err_len, "topic defaults (log.cleanup.policy, "
+                 "compression.type): %s", why);
+        goto out_free;
+    }
     /* Only the first of log.dirs is used: one directory per broker. */
     size_t n = strcspn(cfg->log_dirs, ",");
     if (n == 0 || n >= sizeof b->data_dir) {

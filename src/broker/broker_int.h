@@ -110,6 +110,10 @@ int16_t cn_topic_delete(struct cn_broker *b, struct cn_topic *t);
 int16_t cn_topic_add_partitions(struct cn_broker *b, struct cn_topic *t,
                                 int32_t new_count);
 int cn_topic_persist(struct cn_broker *b, const struct cn_topic *t);
+/* Refuses settings Cairn accepts by name but cannot honour yet, with a
+ * message naming the key.  Returns a Kafka error code. */
+int16_t cn_topic_config_check(const struct cn_topic_config *tc, char *msg,
+                              size_t msg_len);
 /* Applies the topic's configuration to its partition logs. */
 void cn_topic_apply_config(struct cn_topic *t);
 int cn_topics_load(struct cn_broker *b, char *err, size_t err_len);

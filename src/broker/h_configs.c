@@ -288,12 +288,9 @@ static int16_t alter_topic(struct cn_broker *b, struct cn_bytes name,
         if (cn_topic_config_set(&tc, key, val, msg, MSG_MAX) != 0)
             return KAFKA_INVALID_CONFIG;
     }
-    if (tc.cleanup_policy & CN_CLEANUP_COMPACT) {
-        snprintf(msg, MSG_MAX,
-                 "cleanup.policy=compact is not supported for user topics "
-                 "yet: Cairn has no log cleaner for them.");
-        return KAFKA_INVALID_CONFIG;
-    }
+    int16_t unsupported = cn_topic_config_check(&tc, msg, MSG_MAX);
+    if (unsupported)
+        return unsupported;
     if (validate_only)
         return KAFKA_NONE;
     struct cn_topic_config old = t->config;

@@ -115,12 +115,9 @@ static int16_t create_one(struct cn_broker *b, struct cn_req *req,
         if (cn_topic_config_set(&tc, key, val, msg, MSG_MAX) != 0)
             return KAFKA_INVALID_CONFIG;
     }
-    if (tc.cleanup_policy & CN_CLEANUP_COMPACT) {
-        snprintf(msg, MSG_MAX,
-                 "cleanup.policy=compact is not supported for user topics "
-                 "yet: Cairn has no log cleaner for them.");
-        return KAFKA_INVALID_CONFIG;
-    }
+    int16_t unsupported = cn_topic_config_check(&tc, msg, MSG_MAX);
+    if (unsupported)
+        return unsupported;
     struct cn_topic *t = NULL;
     if (!validate_only) {
         kerr = cn_topic_create(b, qt->name, parts, &tc, &t, msg, MSG_MAX);

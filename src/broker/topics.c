@@ -152,6 +152,24 @@ int16_t cn_topic_name_check(struct cn_bytes name)
     return KAFKA_NONE;
 }
 
+int16_t cn_topic_config_check(const struct cn_topic_config *tc, char *msg,
+                              size_t msg_len)
+{
+    if (tc->cleanup_policy & CN_CLEANUP_COMPACT) {
+        snprintf(msg, msg_len,
+                 "cleanup.policy=compact is not supported for user topics "
+                 "yet: Cairn has no log cleaner for them.");
+        return KAFKA_INVALID_CONFIG;
+    }
+    if (tc->compression_type != CN_COMPRESSION_PRODUCER) {
+        snprintf(msg, msg_len,
+                 "compression.type must be 'producer': Cairn stores batches "
+                 "as the producer compressed them and does not recompress.");
+        return KAFKA_INVALID_CONFIG;
+    }
+    return KAFKA_NONE;
+}
+
 static void log_config_from_topic(const struct cn_topic_config *tc,
                                   struct cn_log_config *lc)
 {

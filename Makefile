@@ -1,0 +1,54 @@
+# Cairn: the two commands a newcomer needs are `make run` and `make test`.
+#
+#   make          build build/cairn and build/cairnctl (release, -O2 -g)
+#   make run      install missing packages, build, start a broker on
+#                 127.0.0.1:9092 with its data in ./data
+#   make test     install what tests need, build (plain, ASan+UBSan, and
+#                 libFuzzer builds), run every test
+#   make bench    throughput against this machine's limits
+#   make gen      regenerate src/proto/gen from ../shared/kafka-protocol
+
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+PY := /usr/bin/python3
+
+.PHONY: all build build-asan build-fuzz deps test-deps run test bench gen check-gen clean
+
+all: build
+
+deps:
+	@tools/deps.sh build
+
+test-deps:
+	@tools/deps.sh test
+
+build: deps
+	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build -j$(JOBS)
+
+build-asan: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCN_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j$(JOBS)
+
+build-fuzz: test-deps
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug \
+		-DCN_FUZZ=ON -DCN_SANITIZE=ON >/dev/null
+	@cmake --build build-fuzz -j$(JOBS) --target fuzz_request fuzz_batch fuzz_log_recovery
+
+run: build
+	./build/cairn
+
+test: test-deps build build-asan build-fuzz
+	@tests/run_all.sh
+
+bench: build
+	$(PY) bench/run.py
+
+gen:
+	$(PY) tools/protogen.py
+
+check-gen:
+	@if [ -d ../shared/kafka-protocol ]; then $(PY) tools/protogen.py --check; \
+	else echo "check-gen: ../shared/kafka-protocol not present; skipped"; fi
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Cairn needs, when they are missing.
+#   tools/deps.sh build   what `make` needs
+#   tools/deps.sh test    plus the real clients and fuzzing runtime for tests
+# Safe to run again: installed packages are skipped without touching apt.
+set -euo pipefail
+
+build_pkgs=(build-essential cmake pkg-config libuv1-dev zlib1g-dev
+            liblz4-dev libzstd-dev libsnappy-dev librdkafka-dev)
+test_pkgs=(clang libclang-rt-14-dev kcat python3 python3-pytest
+           python3-confluent-kafka)
+
+want=("${build_pkgs[@]}")
+if [ "${1:-build}" = test ]; then
+    want+=("${test_pkgs[@]}")
+fi
+
+missing=()
+for p in "${want[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+        missing+=("$p")
+    fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: not root; install these packages first: ${missing[*]}" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
