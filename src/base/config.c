@@ -1,0 +1,1311 @@
+/*
+ * config.c - parsing, validation and lookup of broker and topic settings;
+ * see config.h.  The key tables live in config_keys.c.
+ *
+ * The text of each explicitly set broker key is the source of truth; typed
+ * fields are written when a key is set and derived fields (precedence,
+ * aliases, listeners) are recomputed after every change.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "err.h"
+
+#define NONE SIZE_MAX
+#define WHY_MAX 256 /* bytes for a reason */
+#define MSG_MAX 1024 /* bytes for a message before its location prefix */
+
+/* A parsed value of any non-text type. */
+union val {
+    bool b;
+    int32_t i32;
+    int64_t i64;
+    double d;
+    int e;
+    unsigned mask;
+};
+
+static void seterr(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t err_len, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err || !err_len)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+}
+
+/* Copies s[0..n) without leading and trailing whitespace; NULL on ENOMEM. */
+static char *dup_trim(const char *s, size_t n)
+{
+    while (n && isspace((unsigned char)*s)) {
+        s++;
+        n--;
+    }
+    while (n && isspace((unsigned char)s[n - 1]))
+        n--;
+    char *out = malloc(n + 1);
+    if (!out)
+        return NULL;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* ---- Scalars ---- */
+
+/* Decimal integer with optional sign, nothing else (Java's parseLong). */
+static int parse_i64(const char *s, int64_t *out, char *why, size_t why_len)
+{
+    const char *p = s;
+    bool neg = false;
+    uint64_t v = 0;
+    uint64_t lim = (uint64_t)INT64_MAX;
+
+    if (*p == '+' || *p == '-')
+        neg = *p++ == '-';
+    if (neg)
+        lim += 1;
+    if (!isdigit((unsigned char)*p)) {
+        seterr(why, why_len, "not an integer");
+        return CN_EINVAL;
+    }
+    for (; isdigit((unsigned char)*p); p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (lim - d) / 10) {
+            seterr(why, why_len, "out of range for a 64-bit integer");
+            return CN_EINVAL;
+        }
+        v = v * 10 + d;
+    }
+    if (*p) {
+        seterr(why, why_len, "not an integer");
+        return CN_EINVAL;
+    }
+    if (neg)
+        *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+    else
+        *out = (int64_t)v;
+    return 0;
+}
+
+/* Out-of-range message for k's [min, max]. */
+static int range_err(const struct cn_config_key *k, char *why, size_t why_len)
+{
+    int64_t top = k->type == CN_CFG_INT16   ? INT16_MAX
+                  : k->type == CN_CFG_INT32 ? INT32_MAX
+                                            : INT64_MAX;
+    if (k->max == top)
+        seterr(why, why_len, "must be at least %lld", (long long)k->min);
+    else
+        seterr(why, why_len, "must be between %lld and %lld",
+               (long long)k->min, (long long)k->max);
+    return CN_EINVAL;
+}
+
+static int enum_index(const char *const *enums, const char *s, size_t n)
+{
+    for (int i = 0; enums[i]; i++)
+        if (strlen(enums[i]) == n && !memcmp(enums[i], s, n))
+            return i;
+    return -1;
+}
+
+static void enum_choices(const char *const *enums, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; enums[i] && used < len; i++) {
+        int n = snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+                         enums[i]);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
+/* ---- Listeners ---- */
+
+/* Parses one trimmed listener of n bytes; writes a bare reason on error.
+ * *plain says whether it is PLAINTEXT or scheme-less. */
+static int parse_one_listener(const char *s, size_t n, char *host,
+                              size_t host_len, int *port, bool *plain,
+                              char *why, size_t why_len)
+{
+    const char *end = s + n, *hs, *he, *ps;
+    const char *sep = NULL;
+
+    for (const char *p = s; p + 2 < end; p++)
+        if (p[0] == ':' && p[1] == '/' && p[2] == '/') {
+            sep = p;
+            break;
+        }
+    *plain = true;
+    if (sep) {
+        size_t sl = (size_t)(sep - s);
+        static const char *const secure[] = {"SSL", "SASL_PLAINTEXT",
+                                             "SASL_SSL", NULL};
+        if (sl == 0) {
+            seterr(why, why_len, "empty listener name");
+            return CN_EINVAL;
+        }
+        for (size_t i = 0; i < sl; i++)
+            if (!isalnum((unsigned char)s[i]) && s[i] != '_' &&
+                s[i] != '-') {
+                seterr(why, why_len, "bad listener name");
+                return CN_EINVAL;
+            }
+        for (int i = 0; secure[i]; i++)
+            if (strlen(secure[i]) == sl && !strncasecmp(s, secure[i], sl)) {
+                seterr(why, why_len,
+                       "security protocol %s is not supported (only "
+                       "PLAINTEXT)",
+                       secure[i]);
+                return CN_EINVAL;
+            }
+        *plain = sl == 9 && !strncasecmp(s, "PLAINTEXT", 9);
+        s = sep + 3;
+    }
+    if (s < end && *s == '[') {
+        hs = s + 1;
+        he = memchr(hs, ']', (size_t)(end - hs));
+        if (!he) {
+            seterr(why, why_len, "missing ']' after IPv6 address");
+            return CN_EINVAL;
+        }
+        if (he + 1 >= end || he[1] != ':') {
+            seterr(why, why_len, "missing port (expected [host]:port)");
+            return CN_EINVAL;
+        }
+        ps = he + 2;
+    } else {
+        const char *colon = NULL;
+        int colons = 0;
+        for (const char *p = s; p < end; p++)
+            if (*p == ':') {
+                colon = p;
+                colons++;
+            }
+        if (!colon) {
+            seterr(why, why_len, "missing port (expected host:port)");
+            return CN_EINVAL;
+        }
+        if (colons > 1) {
+            seterr(why, why_len, "IPv6 address must be in brackets");
+            return CN_EINVAL;
+        }
+        hs = s;
+        he = colon;
+        ps = colon + 1;
+    }
+    for (const char *p = hs; p < he; p++)
+        if (isspace((unsigned char)*p) || *p == '/' || *p == '[' ||
+            *p == ']' || *p == ',') {
+            seterr(why, why_len, "bad character in host");
+            return CN_EINVAL;
+        }
+    if ((size_t)(he - hs) >= host_len) {
+        seterr(why, why_len, "host name too long");
+        return CN_EINVAL;
+    }
+    if (ps >= end) {
+        seterr(why, why_len, "missing port");
+        return CN_EINVAL;
+    }
+    long v = 0;
+    for (const char *p = ps; p < end; p++) {
+        if (!isdigit((unsigned char)*p) || v > 65535) {
+            seterr(why, why_len, "port is not a number in 0..65535");
+            return CN_EINVAL;
+        }
+        v = v * 10 + (*p - '0');
+    }
+    if (v > 65535) {
+        seterr(why, why_len, "port is not a number in 0..65535");
+        return CN_EINVAL;
+    }
+    memcpy(host, hs, (size_t)(he - hs));
+    host[he - hs] = '\0';
+    *port = (int)v;
+    return 0;
+}
+
+/* Comma list; picks the first plaintext entry, else the first.  A bare
+ * reason on error. */
+static int parse_listener_list(const char *text, char *host, size_t host_len,
+                               int *port, char *why, size_t why_len)
+{
+    char h[CN_CONFIG_HOST_MAX];
+    bool found = false, any = false;
+    const char *p = text;
+
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        const char *e = comma ? comma : p + strlen(p);
+        const char *s = p;
+        while (s < e && isspace((unsigned char)*s))
+            s++;
+        while (e > s && isspace((unsigned char)e[-1]))
+            e--;
+        if (s == e) {
+            seterr(why, why_len, "empty listener");
+            return CN_EINVAL;
+        }
+        int pt;
+        bool plain;
+        char w[WHY_MAX];
+        if (parse_one_listener(s, (size_t)(e - s), h, sizeof h, &pt, &plain,
+                               w, sizeof w)) {
+            seterr(why, why_len, "\"%.*s\": %s", (int)(e - s), s, w);
+            return CN_EINVAL;
+        }
+        if ((plain && !found) || !any) {
+            if (strlen(h) >= host_len) {
+                seterr(why, why_len, "host name too long");
+                return CN_EINVAL;
+            }
+            strcpy(host, h);
+            *port = pt;
+            found = found || plain;
+            any = true;
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+int cn_config_parse_listener(const char *text, char *host, size_t host_len,
+                             int *port, char *err, size_t err_len)
+{
+    char why[WHY_MAX];
+    bool plain;
+    const char *s = text, *e = text + strlen(text);
+    while (s < e && isspace((unsigned char)*s))
+        s++;
+    while (e > s && isspace((unsigned char)e[-1]))
+        e--;
+    if (s == e) {
+        seterr(err, err_len, "invalid listener \"%s\": empty", text);
+        return CN_EINVAL;
+    }
+    if (parse_one_listener(s, (size_t)(e - s), host, host_len, port, &plain,
+                           why, sizeof why)) {
+        seterr(err, err_len, "invalid listener \"%s\": %s", text, why);
+        return CN_EINVAL;
+    }
+    return 0;
+}
+
+int cn_config_parse_listeners(const char *text, char *host, size_t host_len,
+                              int *port, char *err, size_t err_len)
+{
+    char why[WHY_MAX];
+    if (parse_listener_list(text, host, host_len, port, why, sizeof why)) {
+        seterr(err, err_len, "invalid listeners \"%s\": %s", text, why);
+        return CN_EINVAL;
+    }
+    return 0;
+}
+
+/* ---- Values ---- */
+
+/*
+ * Validates v (already trimmed) for key k.  Non-text types are returned in
+ * *out.  On error writes a bare reason to why.
+ */
+static int check_value(const struct cn_config_key *k, const char *v,
+                       union val *out, char *why, size_t why_len)
+{
+    int64_t i;
+    union val tmp;
+    if (!out)
+        out = &tmp;
+
+    switch (k->type) {
+    case CN_CFG_BOOL:
+        if (!strcasecmp(v, "true"))
+            out->b = true;
+        else if (!strcasecmp(v, "false"))
+            out->b = false;
+        else {
+            seterr(why, why_len, "not a boolean (true or false)");
+            return CN_EINVAL;
+        }
+        return 0;
+    case CN_CFG_INT16:
+    case CN_CFG_INT32:
+    case CN_CFG_INT64:
+        if (parse_i64(v, &i, why, why_len))
+            return CN_EINVAL;
+        if (k->type == CN_CFG_INT16 && (i < INT16_MIN || i > INT16_MAX)) {
+            seterr(why, why_len, "out of range for a 16-bit integer");
+            return CN_EINVAL;
+        }
+        if (k->type == CN_CFG_INT32 && (i < INT32_MIN || i > INT32_MAX)) {
+            seterr(why, why_len, "out of range for a 32-bit integer");
+            return CN_EINVAL;
+        }
+        if (i < k->min || i > k->max)
+            return range_err(k, why, why_len);
+        if (k->type == CN_CFG_INT64)
+            out->i64 = i;
+        else
+            out->i32 = (int32_t)i;
+        return 0;
+    case CN_CFG_DOUBLE: {
+        char *end;
+        errno = 0;
+        double d = strtod(v, &end);
+        if (!*v || *end || errno || !isfinite(d)) {
+            seterr(why, why_len, "not a number");
+            return CN_EINVAL;
+        }
+        if (d < (double)k->min || d > (double)k->max)
+            return range_err(k, why, why_len);
+        out->d = d;
+        return 0;
+    }
+    case CN_CFG_ENUM: {
+        int e = enum_index(k->enums, v, strlen(v));
+        if (e < 0) {
+            char c[WHY_MAX];
+            enum_choices(k->enums, c, sizeof c);
+            seterr(why, why_len, "must be one of: %s", c);
+            return CN_EINVAL;
+        }
+        out->e = e;
+        return 0;
+    }
+    case CN_CFG_ENUM_LIST: {
+        unsigned mask = 0;
+        const char *p = v;
+        for (;;) {
+            const char *comma = strchr(p, ',');
+            const char *s = p, *e = comma ? comma : p + strlen(p);
+            while (s < e && isspace((unsigned char)*s))
+                s++;
+            while (e > s && isspace((unsigned char)e[-1]))
+                e--;
+            int x = enum_index(k->enums, s, (size_t)(e - s));
+            if (x < 0) {
+                char c[WHY_MAX];
+                enum_choices(k->enums, c, sizeof c);
+                seterr(why, why_len,
+                       "must be a comma-separated list of: %s", c);
+                return CN_EINVAL;
+            }
+            mask |= 1u << x;
+            if (!comma)
+                break;
+            p = comma + 1;
+        }
+        out->mask = mask;
+        return 0;
+    }
+    case CN_CFG_LISTENERS: {
+        char h[CN_CONFIG_HOST_MAX];
+        int port;
+        if (!*v) {
+            if (k->min == 0)
+                return 0;
+            seterr(why, why_len, "must not be empty");
+            return CN_EINVAL;
+        }
+        return parse_listener_list(v, h, sizeof h, &port, why, why_len);
+    }
+    case CN_CFG_STRING:
+    case CN_CFG_LIST:
+        return 0;
+    }
+    seterr(why, why_len, "unknown type");
+    return CN_EINVAL;
+}
+
+/* Writes a validated non-text value into its typed field at base + off. */
+static void store(void *base, const struct cn_config_key *k,
+                  const union val *v)
+{
+    char *p = (char *)base + k->off;
+    switch (k->type) {
+    case CN_CFG_BOOL:
+        memcpy(p, &v->b, sizeof v->b);
+        break;
+    case CN_CFG_INT16:
+    case CN_CFG_INT32:
+        memcpy(p, &v->i32, sizeof v->i32);
+        break;
+    case CN_CFG_INT64:
+        memcpy(p, &v->i64, sizeof v->i64);
+        break;
+    case CN_CFG_DOUBLE:
+        memcpy(p, &v->d, sizeof v->d);
+        break;
+    case CN_CFG_ENUM:
+        memcpy(p, &v->e, sizeof v->e);
+        break;
+    case CN_CFG_ENUM_LIST:
+        memcpy(p, &v->mask, sizeof v->mask);
+        break;
+    default:
+        break;
+    }
+}
+
+static void load(const void *base, size_t off, enum cn_config_type type,
+                 union val *v)
+{
+    const char *p = (const char *)base + off;
+    memset(v, 0, sizeof *v);
+    switch (type) {
+    case CN_CFG_BOOL:
+        memcpy(&v->b, p, sizeof v->b);
+        break;
+    case CN_CFG_INT16:
+    case CN_CFG_INT32:
+        memcpy(&v->i32, p, sizeof v->i32);
+        break;
+    case CN_CFG_INT64:
+        memcpy(&v->i64, p, sizeof v->i64);
+        break;
+    case CN_CFG_DOUBLE:
+        memcpy(&v->d, p, sizeof v->d);
+        break;
+    case CN_CFG_ENUM:
+        memcpy(&v->e, p, sizeof v->e);
+        break;
+    case CN_CFG_ENUM_LIST:
+        memcpy(&v->mask, p, sizeof v->mask);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Text of a typed value, as DescribeConfigs and serialization show it. */
+static void format_val(const struct cn_config_key *k, const union val *v,
+                       char *buf, size_t len)
+{
+    switch (k->type) {
+    case CN_CFG_BOOL:
+        snprintf(buf, len, "%s", v->b ? "true" : "false");
+        break;
+    case CN_CFG_INT16:
+    case CN_CFG_INT32:
+        snprintf(buf, len, "%d", (int)v->i32);
+        break;
+    case CN_CFG_INT64:
+        snprintf(buf, len, "%lld", (long long)v->i64);
+        break;
+    case CN_CFG_DOUBLE:
+        /* Shortest of the two that reads back to the same double. */
+        snprintf(buf, len, "%.15g", v->d);
+        if (strtod(buf, NULL) != v->d)
+            snprintf(buf, len, "%.17g", v->d);
+        break;
+    case CN_CFG_ENUM:
+        snprintf(buf, len, "%s", k->enums[v->e]);
+        break;
+    case CN_CFG_ENUM_LIST: {
+        size_t used = 0;
+        buf[0] = '\0';
+        for (int i = 0; k->enums[i] && used < len; i++) {
+            if (!(v->mask & (1u << i)))
+                continue;
+            int n = snprintf(buf + used, len - used, "%s%s",
+                             used ? "," : "", k->enums[i]);
+            if (n < 0)
+                break;
+            used += (size_t)n;
+        }
+        break;
+    }
+    default:
+        buf[0] = '\0';
+        break;
+    }
+}
+
+int cn_config_kafka_type(const struct cn_config_key *k)
+{
+    switch (k->type) {
+    case CN_CFG_BOOL: return CN_KTYPE_BOOLEAN;
+    case CN_CFG_INT16: return CN_KTYPE_SHORT;
+    case CN_CFG_INT32: return CN_KTYPE_INT;
+    case CN_CFG_INT64: return CN_KTYPE_LONG;
+    case CN_CFG_DOUBLE: return CN_KTYPE_DOUBLE;
+    case CN_CFG_LIST:
+    case CN_CFG_ENUM_LIST: return CN_KTYPE_LIST;
+    case CN_CFG_STRING:
+    case CN_CFG_ENUM:
+    case CN_CFG_LISTENERS: return CN_KTYPE_STRING;
+    }
+    return CN_KTYPE_UNKNOWN;
+}
+
+static const char *type_name(enum cn_config_type t)
+{
+    switch (t) {
+    case CN_CFG_BOOL: return "bool";
+    case CN_CFG_INT16: return "short";
+    case CN_CFG_INT32: return "int";
+    case CN_CFG_INT64: return "long";
+    case CN_CFG_DOUBLE: return "double";
+    case CN_CFG_STRING: return "string";
+    case CN_CFG_LIST: return "list";
+    case CN_CFG_ENUM: return "enum";
+    case CN_CFG_ENUM_LIST: return "enum list";
+    case CN_CFG_LISTENERS: return "listeners";
+    }
+    return "?";
+}
+
+/* ---- Broker configuration ---- */
+
+static int key_index(const char *name)
+{
+    size_t n = cn_config_key_count();
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(cn_config_key_at(i)->name, name))
+            return (int)i;
+    return -1;
+}
+
+const struct cn_config_key *cn_config_key_find(const char *name)
+{
+    int i = key_index(name);
+    return i < 0 ? NULL : cn_config_key_at((size_t)i);
+}
+
+/* Current text of key i: explicit value, else default (may be NULL). */
+static const char *cur_text(const struct cn_config *cfg, int i)
+{
+    if (i < 0)
+        return NULL;
+    return cfg->text[i] ? cfg->text[i] : cn_config_key_at((size_t)i)->def;
+}
+
+static const char *cur(const struct cn_config *cfg, const char *name)
+{
+    return cur_text(cfg, key_index(name));
+}
+
+static bool is_set(const struct cn_config *cfg, const char *name)
+{
+    int i = key_index(name);
+    return i >= 0 && cfg->is_set[i];
+}
+
+/* Integer value of a key known to be valid, or dflt when it is null. */
+static int64_t cur_int(const struct cn_config *cfg, const char *name,
+                       int64_t dflt)
+{
+    const char *t = cur(cfg, name);
+    int64_t v;
+    if (!t || parse_i64(t, &v, NULL, 0))
+        return dflt;
+    return v;
+}
+
+/* Copies the first comma-separated entry of s, trimmed. */
+static int first_entry(const char *s, char *out, size_t len)
+{
+    const char *e = strchr(s, ',');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    while (n && isspace((unsigned char)*s)) {
+        s++;
+        n--;
+    }
+    while (n && isspace((unsigned char)s[n - 1]))
+        n--;
+    if (n == 0 || n >= len)
+        return CN_EINVAL;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return 0;
+}
+
+/* Recomputes every field that depends on more than one key. */
+static void recompute(struct cn_config *cfg)
+{
+    cfg->listeners = cur(cfg, "listeners");
+    parse_listener_list(cfg->listeners, cfg->listen_host,
+                        sizeof cfg->listen_host, &cfg->listen_port, NULL, 0);
+    cfg->advertised_listeners = cur(cfg, "advertised.listeners");
+    if (!cfg->advertised_listeners)
+        cfg->advertised_listeners = cfg->listeners;
+    parse_listener_list(cfg->advertised_listeners, cfg->advertised_host,
+                        sizeof cfg->advertised_host, &cfg->advertised_port,
+                        NULL, 0);
+    cfg->http_listener = cur(cfg, "http.listener");
+    cfg->http_host[0] = '\0';
+    cfg->http_port = 0;
+    if (cfg->http_listener[0])
+        parse_listener_list(cfg->http_listener, cfg->http_host,
+                            sizeof cfg->http_host, &cfg->http_port, NULL, 0);
+
+    cfg->log_dirs = cur(cfg, "log.dirs");
+    if (!cfg->log_dirs)
+        cfg->log_dirs = cur(cfg, "log.dir");
+    if (first_entry(cfg->log_dirs, cfg->data_dir, sizeof cfg->data_dir))
+        cfg->data_dir[0] = '\0';
+
+    if (!is_set(cfg, "node.id") && is_set(cfg, "broker.id"))
+        cfg->node_id = (int32_t)cur_int(cfg, "broker.id", 1);
+    else
+        cfg->node_id = (int32_t)cur_int(cfg, "node.id", 1);
+
+    /* Kafka's precedence: .ms, then .minutes, then .hours. */
+    if (cur(cfg, "log.roll.ms"))
+        cfg->log_roll_ms = cur_int(cfg, "log.roll.ms", 0);
+    else
+        cfg->log_roll_ms = cur_int(cfg, "log.roll.hours", 168) * 3600000;
+    int64_t ret;
+    if (cur(cfg, "log.retention.ms"))
+        ret = cur_int(cfg, "log.retention.ms", 0);
+    else if (cur(cfg, "log.retention.minutes"))
+        ret = cur_int(cfg, "log.retention.minutes", 0) * 60000;
+    else
+        ret = cur_int(cfg, "log.retention.hours", 168) * 3600000;
+    cfg->log_retention_ms = ret < 0 ? -1 : ret;
+    cfg->log_flush_interval_ms =
+        cur_int(cfg, "log.flush.interval.ms",
+                cfg->log_flush_scheduler_interval_ms);
+}
+
+int cn_config_init(struct cn_config *cfg)
+{
+    size_t n = cn_config_key_count();
+    memset(cfg, 0, sizeof *cfg);
+    cfg->text = calloc(n, sizeof *cfg->text);
+    cfg->is_set = calloc(n, sizeof *cfg->is_set);
+    if (!cfg->text || !cfg->is_set) {
+        cn_config_fini(cfg);
+        return CN_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct cn_config_key *k = cn_config_key_at(i);
+        union val v;
+        if (k->off == NONE || !k->def)
+            continue;
+        int rc = check_value(k, k->def, &v, NULL, 0);
+        (void)rc;
+        store(cfg, k, &v);
+    }
+    recompute(cfg);
+    return 0;
+}
+
+void cn_config_fini(struct cn_config *cfg)
+{
+    if (cfg->text)
+        for (size_t i = 0; i < cn_config_key_count(); i++)
+            free(cfg->text[i]);
+    free(cfg->text);
+    free(cfg->is_set);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+/* node.id and broker.id name the same thing; refuse two different values. */
+static int check_alias(const struct cn_config *cfg, const char *key,
+                       const char *value, char *why, size_t why_len)
+{
+    const char *other;
+    if (!strcmp(key, "node.id"))
+        other = "broker.id";
+    else if (!strcmp(key, "broker.id"))
+        other = "node.id";
+    else
+        return 0;
+    if (!is_set(cfg, other))
+        return 0;
+    int64_t a = 0, b = cur_int(cfg, other, 0);
+    parse_i64(value, &a, NULL, 0);
+    if (a != b) {
+        seterr(why, why_len, "conflicts with %s=%lld", other, (long long)b);
+        return CN_EINVAL;
+    }
+    return 0;
+}
+
+/* Data directory keys must leave a usable first entry. */
+static int check_dir(const char *key, const char *value, char *why,
+                     size_t why_len)
+{
+    char tmp[CN_CONFIG_PATH_MAX];
+    if (strcmp(key, "log.dir") && strcmp(key, "log.dirs"))
+        return 0;
+    if (first_entry(value, tmp, sizeof tmp)) {
+        seterr(why, why_len, "first directory is empty or too long");
+        return CN_EINVAL;
+    }
+    return 0;
+}
+
+int cn_config_set(struct cn_config *cfg, const char *key, const char *value,
+                  char *err, size_t err_len)
+{
+    char why[WHY_MAX];
+    union val v;
+    int i = key_index(key);
+    if (i < 0) {
+        seterr(err, err_len, "unknown config key \"%s\"", key);
+        return CN_EINVAL;
+    }
+    const struct cn_config_key *k = cn_config_key_at((size_t)i);
+    if (!value) {
+        seterr(err, err_len, "missing value for %s", key);
+        return CN_EINVAL;
+    }
+    char *t = dup_trim(value, strlen(value));
+    if (!t) {
+        seterr(err, err_len, "out of memory setting %s", key);
+        return CN_EINVAL;
+    }
+    if (check_value(k, t, &v, why, sizeof why) ||
+        check_alias(cfg, key, t, why, sizeof why) ||
+        check_dir(key, t, why, sizeof why)) {
+        seterr(err, err_len, "invalid value \"%s\" for %s: %s", t, key, why);
+        free(t);
+        return CN_EINVAL;
+    }
+    free(cfg->text[i]);
+    cfg->text[i] = t;
+    cfg->is_set[i] = true;
+    if (k->off != NONE)
+        store(cfg, k, &v);
+    recompute(cfg);
+    return 0;
+}
+
+int cn_config_get(const struct cn_config *cfg, const char *key,
+                  const char **value, bool *set)
+{
+    int i = key_index(key);
+    if (i < 0)
+        return CN_ENOTFOUND;
+    *value = cur_text(cfg, i);
+    if (set)
+        *set = cfg->is_set[i];
+    return 0;
+}
+
+void cn_config_describe(const struct cn_config *cfg, size_t i,
+                        struct cn_config_entry *out)
+{
+    const struct cn_config_key *k = cn_config_key_at(i);
+    memset(out, 0, sizeof *out);
+    out->name = k->name;
+    out->value = cur_text(cfg, (int)i);
+    out->source = cfg->is_set[i] ? CN_CFG_SRC_STATIC_BROKER
+                                 : CN_CFG_SRC_DEFAULT;
+    out->read_only = k->read_only;
+    out->sensitive = k->sensitive;
+    out->kafka_type = cn_config_kafka_type(k);
+    out->doc = k->doc;
+}
+
+int cn_config_describe_key(const struct cn_config *cfg, const char *name,
+                           struct cn_config_entry *out)
+{
+    int i = key_index(name);
+    if (i < 0)
+        return CN_ENOTFOUND;
+    cn_config_describe(cfg, (size_t)i, out);
+    return 0;
+}
+
+/* ---- Properties text ---- */
+
+typedef int (*kv_fn)(void *ctx, const char *key, const char *value,
+                     char *err, size_t err_len);
+
+/* Appends the UTF-8 encoding of code point c. */
+static size_t put_utf8(char *o, unsigned c)
+{
+    if (c < 0x80) {
+        o[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (char)(0xc0 | (c >> 6));
+        o[1] = (char)(0x80 | (c & 0x3f));
+        return 2;
+    }
+    o[0] = (char)(0xe0 | (c >> 12));
+    o[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+    o[2] = (char)(0x80 | (c & 0x3f));
+    return 3;
+}
+
+/*
+ * Unescapes s[0..n) into o (at least n bytes; \uXXXX shrinks from 6 to at
+ * most 3), Java Properties style.  Returns the length written.
+ */
+static size_t unescape(const char *s, size_t n, char *o)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '\\' || i + 1 == n) {
+            o[j++] = s[i];
+            continue;
+        }
+        char c = s[++i];
+        switch (c) {
+        case 't': o[j++] = '\t'; break;
+        case 'n': o[j++] = '\n'; break;
+        case 'r': o[j++] = '\r'; break;
+        case 'f': o[j++] = '\f'; break;
+        case 'u': {
+            unsigned cp = 0;
+            size_t k;
+            for (k = 0; k < 4 && i + 1 + k < n &&
+                        isxdigit((unsigned char)s[i + 1 + k]);
+                 k++) {
+                char h = s[i + 1 + k];
+                cp = cp * 16 + (unsigned)(isdigit((unsigned char)h)
+                                              ? h - '0'
+                                              : (tolower((unsigned char)h) -
+                                                 'a' + 10));
+            }
+            if (k == 4) {
+                j += put_utf8(o + j, cp);
+                i += 4;
+            } else {
+                o[j++] = 'u';
+            }
+            break;
+        }
+        default: o[j++] = c; break;
+        }
+    }
+    return j;
+}
+
+/* Splits one logical line (continuations joined, leading space gone) into
+ * key and value and hands them to fn. */
+static int handle_line(char *line, size_t n, kv_fn fn, void *ctx, char *msg,
+                       size_t msg_len)
+{
+    size_t i = 0;
+    while (i < n && line[i] != '=' && line[i] != ':' &&
+           !isspace((unsigned char)line[i])) {
+        if (line[i] == '\\' && i + 1 < n)
+            i++;
+        i++;
+    }
+    size_t klen = i;
+    while (i < n && isspace((unsigned char)line[i]))
+        i++;
+    if (i < n && (line[i] == '=' || line[i] == ':'))
+        i++;
+    while (i < n && isspace((unsigned char)line[i]))
+        i++;
+
+    char *key = malloc(klen + 1), *val = malloc(n - i + 1);
+    int rc = CN_EINVAL;
+    if (!key || !val) {
+        seterr(msg, msg_len, "out of memory");
+        goto out_free;
+    }
+    key[unescape(line, klen, key)] = '\0';
+    size_t vlen = unescape(line + i, n - i, val);
+    while (vlen && isspace((unsigned char)val[vlen - 1]))
+        vlen--;
+    val[vlen] = '\0';
+    if (!key[0]) {
+        seterr(msg, msg_len, "missing key before '%c'", line[0]);
+        goto out_free;
+    }
+    rc = fn(ctx, key, val, msg, msg_len);
+out_free:
+    free(key);
+    free(val);
+    return rc;
+}
+
+static int parse_props(const char *text, const char *origin, kv_fn fn,
+                       void *ctx, char *err, size_t err_len)
+{
+    char msg[MSG_MAX];
+    size_t cap = 256, len = 0;
+    char *buf = malloc(cap);
+    const char *p = text;
+    int line = 0, start = 0, rc = 0;
+    bool cont = false;
+
+    if (!buf) {
+        seterr(err, err_len, "%s: out of memory", origin ? origin : "config");
+        return CN_EINVAL;
+    }
+    while (*p || cont) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        const char *s = p;
+        line++;
+        p = e ? e + 1 : p + n;
+        if (n && s[n - 1] == '\r')
+            n--;
+        while (n && isspace((unsigned char)*s)) {
+            s++;
+            n--;
+        }
+        if (!cont) {
+            start = line;
+            len = 0;
+            if (n == 0 || *s == '#' || *s == '!')
+                goto next;
+        }
+        /* An odd number of trailing backslashes continues the line. */
+        size_t bs = 0;
+        while (bs < n && s[n - 1 - bs] == '\\')
+            bs++;
+        bool more = bs % 2 == 1;
+        if (more)
+            n--;
+        if (len + n + 1 > cap) {
+            char *nb;
+            while (len + n + 1 > cap)
+                cap *= 2;
+            nb = realloc(buf, cap);
+            if (!nb) {
+                seterr(err, err_len, "%s: out of memory",
+                       origin ? origin : "config");
+                rc = CN_EINVAL;
+                goto out_free;
+            }
+            buf = nb;
+        }
+        memcpy(buf + len, s, n);
+        len += n;
+        cont = more && (e != NULL);
+        if (cont)
+            continue;
+        if (len && handle_line(buf, len, fn, ctx, msg, sizeof msg)) {
+            seterr(err, err_len, "%s:%d: %s", origin ? origin : "line",
+                   start, msg);
+            rc = CN_EINVAL;
+            goto out_free;
+        }
+    next:
+        cont = false;
+        if (!e)
+            break;
+    }
+out_free:
+    free(buf);
+    return rc;
+}
+
+static int broker_kv(void *ctx, const char *key, const char *value,
+                     char *err, size_t err_len)
+{
+    return cn_config_set(ctx, key, value, err, err_len);
+}
+
+int cn_config_load_text(struct cn_config *cfg, const char *text,
+                        const char *origin, char *err, size_t err_len)
+{
+    return parse_props(text, origin, broker_kv, cfg, err, err_len);
+}
+
+int cn_config_load_file(struct cn_config *cfg, const char *path, char *err,
+                        size_t err_len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = CN_EINVAL;
+
+    if (!f) {
+        seterr(err, err_len, "cannot open config file %s: %s", path,
+               strerror(errno));
+        return CN_EINVAL;
+    }
+    for (;;) {
+        if (cap - len < 4096) {
+            cap = cap ? cap * 2 : 8192;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                seterr(err, err_len, "%s: out of memory", path);
+                goto out_close;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        seterr(err, err_len, "cannot read config file %s: %s", path,
+               strerror(errno));
+        goto out_close;
+    }
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        seterr(err, err_len, "%s: contains a NUL byte", path);
+        goto out_close;
+    }
+    rc = cn_config_load_text(cfg, buf, path, err, err_len);
+out_close:
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+int cn_config_set_arg(struct cn_config *cfg, const char *kv, char *err,
+                      size_t err_len)
+{
+    char msg[MSG_MAX];
+    const char *eq = strchr(kv, '=');
+    if (!eq) {
+        seterr(err, err_len, "--set: expected key=value, got \"%s\"", kv);
+        return CN_EINVAL;
+    }
+    char *key = dup_trim(kv, (size_t)(eq - kv));
+    if (!key) {
+        seterr(err, err_len, "--set: out of memory");
+        return CN_EINVAL;
+    }
+    int rc = cn_config_set(cfg, key, eq + 1, msg, sizeof msg);
+    if (rc)
+        seterr(err, err_len, "--set: %s", msg);
+    free(key);
+    return rc;
+}
+
+int cn_config_from_args(struct cn_config *cfg, int argc, char **argv,
+                        char *err, size_t err_len)
+{
+    const char *file = NULL;
+    int i;
+
+    /* The file goes first wherever -c appears: --set always wins. */
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool is_file = !strcmp(a, "-c") || !strcmp(a, "--config");
+        const char *path = NULL;
+        if (is_file || !strcmp(a, "--set")) {
+            if (i + 1 >= argc) {
+                seterr(err, err_len, "%s needs an argument", a);
+                return CN_EINVAL;
+            }
+            if (is_file)
+                path = argv[i + 1];
+            i++;
+        } else if (!strncmp(a, "--config=", 9)) {
+            path = a + 9;
+        } else if (strncmp(a, "--set=", 6)) {
+            seterr(err, err_len, "unknown argument \"%s\"", a);
+            return CN_EINVAL;
+        }
+        if (path && file) {
+            seterr(err, err_len, "only one config file allowed");
+            return CN_EINVAL;
+        }
+        if (path)
+            file = path;
+    }
+    if (file && cn_config_load_file(cfg, file, err, err_len))
+        return CN_EINVAL;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--set")) {
+            if (cn_config_set_arg(cfg, argv[++i], err, err_len))
+                return CN_EINVAL;
+        } else if (!strncmp(a, "--set=", 6)) {
+            if (cn_config_set_arg(cfg, a + 6, err, err_len))
+                return CN_EINVAL;
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--config")) {
+            i++;
+        }
+    }
+    return 0;
+}
+
+void cn_config_print_help(FILE *f)
+{
+    size_t n = cn_config_key_count();
+    fprintf(f, "Broker keys (cairn -c FILE, --set key=value):\n\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct cn_config_key *k = cn_config_key_at(i);
+        fprintf(f, "  %s (%s, default: %s)\n      %s\n", k->name,
+                type_name(k->type), k->def ? (k->def[0] ? k->def : "\"\"")
+                                           : "null",
+                k->doc);
+    }
+    fprintf(f, "\nTopic keys (CreateTopics, IncrementalAlterConfigs):\n\n");
+    for (int t = 0; t < CN_TOPIC_NKEYS; t++) {
+        const struct cn_config_key *k = cn_topic_config_key(t);
+        fprintf(f, "  %s (%s, default: %s from %s)\n      %s\n", k->name,
+                type_name(k->type), k->def, k->synonyms[0], k->doc);
+    }
+}
+
+/* ---- Topic configuration ---- */
+
+int cn_topic_config_key_find(const char *name)
+{
+    for (int t = 0; t < CN_TOPIC_NKEYS; t++)
+        if (!strcmp(cn_topic_config_key(t)->name, name))
+            return t;
+    return -1;
+}
+
+static void topic_reset(struct cn_topic_config *tc, int t)
+{
+    const struct cn_config_key *k = cn_topic_config_key(t);
+    union val v;
+    if (tc->broker) {
+        load(tc->broker, k->syn_off, k->type, &v);
+    } else {
+        int rc = check_value(k, k->def, &v, NULL, 0);
+        (void)rc;
+    }
+    store(tc, k, &v);
+    tc->overrides &= ~(1u << t);
+}
+
+void cn_topic_config_init_defaults(struct cn_topic_config *tc,
+                                   const struct cn_config *broker)
+{
+    memset(tc, 0, sizeof *tc);
+    tc->broker = broker;
+    for (int t = 0; t < CN_TOPIC_NKEYS; t++)
+        topic_reset(tc, t);
+}
+
+/* Validates one topic key; fills *t and *v on success. */
+static int topic_check(const char *key, const char *value, int *t,
+                       union val *v, char *err, size_t err_len)
+{
+    char why[WHY_MAX];
+    *t = cn_topic_config_key_find(key);
+    if (*t < 0) {
+        seterr(err, err_len, "unknown topic config key \"%s\"", key);
+        return CN_EINVAL;
+    }
+    if (!value) {
+        seterr(err, err_len, "missing value for %s", key);
+        return CN_EINVAL;
+    }
+    char *trim = dup_trim(value, strlen(value));
+    if (!trim) {
+        seterr(err, err_len, "out of memory setting %s", key);
+        return CN_EINVAL;
+    }
+    int rc = check_value(cn_topic_config_key(*t), trim, v, why, sizeof why);
+    if (rc)
+        seterr(err, err_len, "invalid value \"%s\" for %s: %s", trim, key,
+               why);
+    free(trim);
+    return rc;
+}
+
+int cn_topic_config_validate(const char *key, const char *value, char *err,
+                             size_t err_len)
+{
+    int t;
+    union val v;
+    return topic_check(key, value, &t, &v, err, err_len);
+}
+
+int cn_topic_config_set(struct cn_topic_config *tc, const char *key,
+                        const char *value, char *err, size_t err_len)
+{
+    int t;
+    union val v;
+    if (topic_check(key, value, &t, &v, err, err_len))
+        return CN_EINVAL;
+    store(tc, cn_topic_config_key(t), &v);
+    tc->overrides |= 1u << t;
+    return 0;
+}
+
+int cn_topic_config_delete(struct cn_topic_config *tc, const char *key)
+{
+    int t = cn_topic_config_key_find(key);
+    if (t < 0)
+        return CN_ENOTFOUND;
+    topic_reset(tc, t);
+    return 0;
+}
+
+bool cn_topic_config_is_override(const struct cn_topic_config *tc,
+                                 enum cn_topic_key k)
+{
+    return (unsigned)k < CN_TOPIC_NKEYS && (tc->overrides & (1u << k));
+}
+
+void cn_topic_config_describe(const struct cn_topic_config *tc,
+                              enum cn_topic_key t, char *buf, size_t buf_len,
+                              struct cn_config_entry *out)
+{
+    const struct cn_config_key *k = cn_topic_config_key(t);
+    union val v;
+
+    memset(out, 0, sizeof *out);
+    load(tc, k->off, k->type, &v);
+    format_val(k, &v, buf, buf_len);
+    out->name = k->name;
+    out->value = buf;
+    out->source = CN_CFG_SRC_DEFAULT;
+    if (cn_topic_config_is_override(tc, t)) {
+        out->source = CN_CFG_SRC_TOPIC;
+    } else if (tc->broker) {
+        for (int i = 0; k->synonyms[i]; i++)
+            if (is_set(tc->broker, k->synonyms[i]))
+                out->source = CN_CFG_SRC_STATIC_BROKER;
+    }
+    out->read_only = k->read_only;
+    out->sensitive = k->sensitive;
+    out->kafka_type = cn_config_kafka_type(k);
+    out->doc = k->doc;
+    out->synonyms = k->synonyms;
+}
+
+char *cn_topic_config_serialize(const struct cn_topic_config *tc)
+{
+    /* Every value is a number or an enum name, so a line is < 128 bytes. */
+    char out[CN_TOPIC_NKEYS * 128 + 1];
+    size_t used = 0;
+    out[0] = '\0';
+    for (int t = 0; t < CN_TOPIC_NKEYS; t++) {
+        char val[96];
+        union val v;
+        const struct cn_config_key *k = cn_topic_config_key(t);
+        if (!cn_topic_config_is_override(tc, t))
+            continue;
+        load(tc, k->off, k->type, &v);
+        format_val(k, &v, val, sizeof val);
+        int n = snprintf(out + used, sizeof out - used, "%s=%s\n", k->name,
+                         val);
+        if (n > 0)
+            used += (size_t)n;
+    }
+    return strdup(out);
+}
+
+static int topic_kv(void *ctx, const char *key, const char *value, char *err,
+                    size_t err_len)
+{
+    return cn_topic_config_set(ctx, key, value, err, err_len);
+}
+
+int cn_topic_config_parse(struct cn_topic_config *tc, const char *text,
+                          const char *origin, char *err, size_t err_len)
+{
+    return parse_props(text, origin, topic_kv, tc, err, err_len);
+}

@@ -1,0 +1,396 @@
+/*
+ * config.h - broker settings and per-topic settings.
+ *
+ * The broker reads a Kafka-style .properties file (`cairn -c FILE`) and then
+ * applies `--set key=value` overrides in order.  Key names and defaults are
+ * Kafka's wherever Kafka has the key; Cairn's own keys start with "cairn.".
+ * Every key is described by a row in a static table (config_keys.c) that
+ * drives parsing, validation, DescribeConfigs and `cairn --help-config`.
+ *
+ * Topic settings use Kafka's topic key names (retention.ms, ...).  A topic's
+ * default for each key comes from its broker synonym (log.retention.ms, ...);
+ * explicit per-topic overrides are persisted by the broker as a small
+ * properties text (cn_topic_config_serialize / _parse).
+ *
+ * Errors: every function that can fail returns 0 or CN_EINVAL (CN_ENOMEM
+ * where noted) and writes one line to the caller's `err` buffer naming the
+ * key, the value and the reason, prefixed with "FILE:LINE: " for a file and
+ * "--set: " for an override.  `err` may be NULL when err_len is 0.
+ *
+ * Runs on: the loop thread at start-up and in config-changing handlers; the
+ * structures are not locked.
+ */
+#ifndef CN_BASE_CONFIG_H
+#define CN_BASE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Value types of the key table. */
+enum cn_config_type {
+    CN_CFG_BOOL,      /* "true" / "false" (any case), stored as bool */
+    CN_CFG_INT16,     /* stored as int32_t; Kafka type SHORT */
+    CN_CFG_INT32,     /* int32_t */
+    CN_CFG_INT64,     /* int64_t */
+    CN_CFG_DOUBLE,    /* double */
+    CN_CFG_STRING,    /* const char * into cfg-owned text */
+    CN_CFG_LIST,      /* comma list, stored as const char * (normalized) */
+    CN_CFG_ENUM,      /* one of `enums`, stored as int (index) */
+    CN_CFG_ENUM_LIST, /* comma list of `enums`, stored as unsigned bitmask */
+    CN_CFG_LISTENERS, /* comma list of listeners, stored as const char * */
+};
+
+/* DescribeConfigs ConfigSource (DescribeConfigsResponse.json v1+). */
+enum cn_config_source {
+    CN_CFG_SRC_UNKNOWN = 0,
+    CN_CFG_SRC_TOPIC = 1, /* DYNAMIC_TOPIC_CONFIG: a topic override */
+    CN_CFG_SRC_DYNAMIC_BROKER = 2,
+    CN_CFG_SRC_DYNAMIC_DEFAULT_BROKER = 3,
+    CN_CFG_SRC_STATIC_BROKER = 4, /* set in the file or by --set */
+    CN_CFG_SRC_DEFAULT = 5,       /* built-in default */
+    CN_CFG_SRC_DYNAMIC_BROKER_LOGGER = 6,
+};
+
+/* DescribeConfigs ConfigType (v3+). */
+enum cn_config_kafka_type {
+    CN_KTYPE_UNKNOWN = 0,
+    CN_KTYPE_BOOLEAN = 1,
+    CN_KTYPE_STRING = 2,
+    CN_KTYPE_INT = 3,
+    CN_KTYPE_SHORT = 4,
+    CN_KTYPE_LONG = 5,
+    CN_KTYPE_DOUBLE = 6,
+    CN_KTYPE_LIST = 7,
+    CN_KTYPE_CLASS = 8,
+    CN_KTYPE_PASSWORD = 9,
+};
+
+/* Bits of log.cleanup.policy / cleanup.policy. */
+#define CN_CLEANUP_DELETE 1u
+#define CN_CLEANUP_COMPACT 2u
+
+/* log.message.timestamp.type / message.timestamp.type. */
+enum cn_ts_type { CN_TS_CREATE_TIME = 0, CN_TS_LOG_APPEND_TIME = 1 };
+
+/* compression.type (topic and broker). */
+enum cn_compression_cfg {
+    CN_COMPRESSION_PRODUCER = 0, /* keep what the producer sent */
+    CN_COMPRESSION_GZIP,
+    CN_COMPRESSION_SNAPPY,
+    CN_COMPRESSION_LZ4,
+    CN_COMPRESSION_ZSTD,
+    CN_COMPRESSION_UNCOMPRESSED,
+};
+
+/* cairn.log.level; same order as enum cn_say_level in say.h. */
+enum cn_cfg_log_level {
+    CN_CFG_LOG_ERROR,
+    CN_CFG_LOG_WARN,
+    CN_CFG_LOG_INFO,
+    CN_CFG_LOG_DEBUG
+};
+
+#define CN_CONFIG_HOST_MAX 256  /* bytes for a host name, with NUL */
+#define CN_CONFIG_PATH_MAX 1024 /* bytes for the data directory, with NUL */
+
+/* One row of a key table.  Tables are static and never change. */
+struct cn_config_key {
+    const char *name;            /* Kafka key name */
+    enum cn_config_type type;
+    const char *def;             /* default as text; NULL: no value (null) */
+    int64_t min, max;            /* inclusive range for numbers; for
+                                    LISTENERS min 0 allows "" */
+    const char *const *enums;    /* NULL-terminated; ENUM and ENUM_LIST */
+    const char *doc;             /* one line for --help-config */
+    bool read_only;              /* DescribeConfigs read_only */
+    bool sensitive;              /* DescribeConfigs is_sensitive */
+    size_t off;                  /* offset of the typed field (struct
+                                    cn_config or cn_topic_config), or
+                                    SIZE_MAX when there is none */
+    const char *const *synonyms; /* topic keys: NULL-terminated broker keys
+                                    it defaults from, strongest first */
+    size_t syn_off;              /* topic keys: offset of the broker's
+                                    effective field in struct cn_config */
+};
+
+/*
+ * The broker's settings.  Typed fields are the effective values (aliases and
+ * precedence already applied); strings point into text owned by the struct
+ * and stay valid until that key is set again or cn_config_fini().
+ */
+struct cn_config {
+    /* Listeners.  Only the first entry of `listeners` is bound. */
+    const char *listeners;          /* text as configured */
+    char listen_host[CN_CONFIG_HOST_MAX]; /* "" = all interfaces */
+    int listen_port;
+    const char *advertised_listeners; /* effective (defaults to listeners) */
+    char advertised_host[CN_CONFIG_HOST_MAX];
+    int advertised_port;
+    const char *http_listener;      /* "" = metrics endpoint disabled */
+    char http_host[CN_CONFIG_HOST_MAX];
+    int http_port;                  /* 0 when disabled */
+
+    const char *log_dirs;           /* effective: log.dirs, else log.dir */
+    char data_dir[CN_CONFIG_PATH_MAX]; /* first entry of log_dirs */
+    int32_t node_id;                /* node.id (broker.id alias) */
+
+    /* Topics and log defaults. */
+    int32_t num_partitions;
+    int32_t default_replication_factor;
+    bool auto_create_topics_enable;
+    bool delete_topic_enable;
+    int32_t log_segment_bytes;      /* bytes */
+    int64_t log_roll_ms;            /* effective: ms, else hours; ms */
+    int64_t log_roll_jitter_ms;     /* ms */
+    int64_t log_retention_ms;       /* effective; -1 = unlimited; ms */
+    int64_t log_retention_bytes;    /* -1 = unlimited; bytes */
+    int64_t log_retention_check_interval_ms;
+    int32_t log_index_interval_bytes;
+    int32_t log_index_size_max_bytes;
+    int64_t log_flush_interval_messages;
+    int64_t log_flush_interval_ms;  /* effective: else scheduler interval */
+    int64_t log_flush_scheduler_interval_ms;
+    int64_t log_segment_delete_delay_ms;
+    bool log_preallocate;
+    int log_message_timestamp_type; /* enum cn_ts_type */
+    int64_t log_message_timestamp_difference_max_ms;
+    int64_t log_message_timestamp_before_max_ms;
+    int64_t log_message_timestamp_after_max_ms;
+    unsigned log_cleanup_policy;    /* CN_CLEANUP_* bits */
+    int64_t log_cleaner_delete_retention_ms;
+    int64_t log_cleaner_min_compaction_lag_ms;
+    int64_t log_cleaner_max_compaction_lag_ms;
+    double log_cleaner_min_cleanable_ratio;
+    int compression_type;           /* enum cn_compression_cfg */
+    int32_t message_max_bytes;      /* bytes */
+    int32_t min_insync_replicas;
+    bool unclean_leader_election_enable;
+
+    /* Network. */
+    int32_t socket_request_max_bytes;
+    int32_t socket_send_buffer_bytes;    /* -1 = OS default */
+    int32_t socket_receive_buffer_bytes; /* -1 = OS default */
+    int64_t connections_max_idle_ms;
+    int32_t queued_max_requests;
+    int32_t fetch_max_bytes;
+    int32_t num_io_threads;         /* informational */
+    int32_t num_network_threads;    /* informational */
+
+    /* Group coordinator. */
+    int32_t group_initial_rebalance_delay_ms;
+    int32_t offsets_topic_num_partitions;
+    int32_t offsets_topic_replication_factor;
+    int32_t offsets_retention_minutes;
+
+    /* Transactions and producer ids. */
+    int32_t transaction_state_log_num_partitions;
+    int32_t transaction_state_log_replication_factor;
+    int32_t transaction_state_log_min_isr;
+    int32_t transaction_max_timeout_ms;
+    int32_t transactional_id_expiration_ms;
+    int32_t transaction_abort_timed_out_transaction_cleanup_interval_ms;
+    int32_t transaction_remove_expired_transaction_cleanup_interval_ms;
+    int32_t producer_id_expiration_ms;
+    int32_t producer_id_expiration_check_interval_ms;
+    bool transaction_partition_verification_enable;
+
+    /* Cairn's own. */
+    bool cairn_fsync_group_commit;
+    int cairn_log_level;            /* enum cn_cfg_log_level */
+
+    /* Generic view, one slot per broker key table row. */
+    char **text;                    /* owned value text; NULL = default */
+    bool *is_set;                   /* set by file or --set */
+};
+
+/* One DescribeConfigs entry.  Strings point into static or config text. */
+struct cn_config_entry {
+    const char *name;
+    const char *value;              /* NULL for a null value */
+    int source;                     /* enum cn_config_source */
+    bool read_only;
+    bool sensitive;
+    int kafka_type;                 /* enum cn_config_kafka_type */
+    const char *doc;
+    const char *const *synonyms;    /* topic entries: broker keys, else NULL */
+};
+
+/* Fills cfg with defaults.  Returns 0 or CN_ENOMEM; then cn_config_fini(). */
+int cn_config_init(struct cn_config *cfg);
+void cn_config_fini(struct cn_config *cfg);
+
+/* Validates and applies one key.  Unknown key, bad type, range, enum value
+ * or listener give CN_EINVAL and leave cfg as it was. */
+int cn_config_set(struct cn_config *cfg, const char *key, const char *value,
+                  char *err, size_t err_len);
+
+/* Parses properties text (Java Properties syntax: key=value, key: value or
+ * key value; # and ! comments; backslash continuation and escapes; values
+ * trimmed).  `origin` (a file name) prefixes errors with "origin:LINE: ".
+ * Stops at the first bad line; earlier lines stay applied. */
+int cn_config_load_text(struct cn_config *cfg, const char *text,
+                        const char *origin, char *err, size_t err_len);
+/* Reads and parses a file.  An unreadable file is CN_EINVAL too. */
+int cn_config_load_file(struct cn_config *cfg, const char *path, char *err,
+                        size_t err_len);
+/* Applies one "--set" argument of the form key=value. */
+int cn_config_set_arg(struct cn_config *cfg, const char *kv, char *err,
+                      size_t err_len);
+
+/*
+ * Handles the command line: `-c FILE` / `--config FILE` / `--config=FILE`
+ * is loaded first, then each `--set key=value` / `--set=key=value` in order.
+ * Any other argument is an error (the caller handles --help and friends
+ * before calling).  cfg must be initialised.  Returns 0 or CN_EINVAL.
+ */
+int cn_config_from_args(struct cn_config *cfg, int argc, char **argv,
+                        char *err, size_t err_len);
+
+/* Current text of a broker key (NULL for a null value) and whether it was
+ * set explicitly.  Returns CN_ENOTFOUND for an unknown key.  is_set may be
+ * NULL. */
+int cn_config_get(const struct cn_config *cfg, const char *key,
+                  const char **value, bool *is_set);
+
+/* Broker key table, for iteration (DescribeConfigs with no names). */
+size_t cn_config_key_count(void);
+const struct cn_config_key *cn_config_key_at(size_t i);
+/* Row for a broker key, or NULL. */
+const struct cn_config_key *cn_config_key_find(const char *name);
+/* The Kafka ConfigType for a table row. */
+int cn_config_kafka_type(const struct cn_config_key *k);
+
+/* DescribeConfigs entry for broker key i (< cn_config_key_count()). */
+void cn_config_describe(const struct cn_config *cfg, size_t i,
+                        struct cn_config_entry *out);
+/* Same by name; CN_ENOTFOUND for an unknown key. */
+int cn_config_describe_key(const struct cn_config *cfg, const char *name,
+                           struct cn_config_entry *out);
+
+/* Lists every broker and topic key with type, default and doc. */
+void cn_config_print_help(FILE *f);
+
+/*
+ * Parses one listener: "PLAINTEXT://host:port", "host:port", "[::1]:port";
+ * an empty host (":9092", "PLAINTEXT://:9092") means all interfaces and
+ * gives host "".  SSL and SASL_* are rejected as unsupported; any other
+ * listener name (CONTROLLER, ...) is taken as plaintext.  Brackets are
+ * removed from IPv6 hosts.  Port 0 (ephemeral) is allowed.  For a comma
+ * list use cn_config_parse_listeners.
+ */
+int cn_config_parse_listener(const char *text, char *host, size_t host_len,
+                             int *port, char *err, size_t err_len);
+/* Validates every entry of a comma list and returns the one Cairn binds:
+ * the first PLAINTEXT (or scheme-less) entry, else the first entry, so
+ * Kafka's "PLAINTEXT://:9092,CONTROLLER://:9093" binds 9092.  Listener
+ * names other than PLAINTEXT (CONTROLLER, ...) are accepted as plaintext;
+ * SSL and SASL_* are rejected. */
+int cn_config_parse_listeners(const char *text, char *host, size_t host_len,
+                              int *port, char *err, size_t err_len);
+
+/* ---- Topic settings ---- */
+
+enum cn_topic_key {
+    CN_TOPIC_CLEANUP_POLICY,
+    CN_TOPIC_COMPRESSION_TYPE,
+    CN_TOPIC_DELETE_RETENTION_MS,
+    CN_TOPIC_FILE_DELETE_DELAY_MS,
+    CN_TOPIC_FLUSH_MESSAGES,
+    CN_TOPIC_FLUSH_MS,
+    CN_TOPIC_INDEX_INTERVAL_BYTES,
+    CN_TOPIC_MAX_COMPACTION_LAG_MS,
+    CN_TOPIC_MAX_MESSAGE_BYTES,
+    CN_TOPIC_MESSAGE_TIMESTAMP_AFTER_MAX_MS,
+    CN_TOPIC_MESSAGE_TIMESTAMP_BEFORE_MAX_MS,
+    CN_TOPIC_MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS,
+    CN_TOPIC_MESSAGE_TIMESTAMP_TYPE,
+    CN_TOPIC_MIN_CLEANABLE_DIRTY_RATIO,
+    CN_TOPIC_MIN_COMPACTION_LAG_MS,
+    CN_TOPIC_MIN_INSYNC_REPLICAS,
+    CN_TOPIC_PREALLOCATE,
+    CN_TOPIC_RETENTION_BYTES,
+    CN_TOPIC_RETENTION_MS,
+    CN_TOPIC_SEGMENT_BYTES,
+    CN_TOPIC_SEGMENT_INDEX_BYTES,
+    CN_TOPIC_SEGMENT_JITTER_MS,
+    CN_TOPIC_SEGMENT_MS,
+    CN_TOPIC_UNCLEAN_LEADER_ELECTION_ENABLE,
+    CN_TOPIC_NKEYS
+};
+
+/*
+ * One topic's effective settings.  A plain value: copy it freely.  `broker`
+ * must outlive it (it supplies defaults on delete and describe).
+ */
+struct cn_topic_config {
+    unsigned cleanup_policy;        /* CN_CLEANUP_* bits */
+    int compression_type;           /* enum cn_compression_cfg */
+    int64_t delete_retention_ms;
+    int64_t file_delete_delay_ms;
+    int64_t flush_messages;         /* fsync after this many messages */
+    int64_t flush_ms;               /* fsync after this long; ms */
+    int32_t index_interval_bytes;
+    int64_t max_compaction_lag_ms;
+    int32_t max_message_bytes;      /* largest batch accepted; bytes */
+    int64_t message_timestamp_after_max_ms;
+    int64_t message_timestamp_before_max_ms;
+    int64_t message_timestamp_difference_max_ms;
+    int message_timestamp_type;     /* enum cn_ts_type */
+    double min_cleanable_dirty_ratio;
+    int64_t min_compaction_lag_ms;
+    int32_t min_insync_replicas;
+    bool preallocate;
+    int64_t retention_bytes;        /* -1 = unlimited */
+    int64_t retention_ms;           /* -1 = unlimited */
+    int32_t segment_bytes;
+    int32_t segment_index_bytes;
+    int64_t segment_jitter_ms;
+    int64_t segment_ms;
+    bool unclean_leader_election_enable;
+
+    uint32_t overrides;             /* bit (1u << enum cn_topic_key) */
+    const struct cn_config *broker; /* defaults; may be NULL: built-ins */
+};
+
+/* Every key takes the broker's effective value (built-in defaults when
+ * broker is NULL); no overrides. */
+void cn_topic_config_init_defaults(struct cn_topic_config *tc,
+                                   const struct cn_config *broker);
+/* Validates and applies one topic override.  Unknown key or bad value is
+ * CN_EINVAL with tc unchanged. */
+int cn_topic_config_set(struct cn_topic_config *tc, const char *key,
+                        const char *value, char *err, size_t err_len);
+/* Validates without applying (CreateTopics validate_only, AlterConfigs). */
+int cn_topic_config_validate(const char *key, const char *value, char *err,
+                             size_t err_len);
+/* Reverts one key to its default.  CN_ENOTFOUND for an unknown key. */
+int cn_topic_config_delete(struct cn_topic_config *tc, const char *key);
+bool cn_topic_config_is_override(const struct cn_topic_config *tc,
+                                 enum cn_topic_key k);
+
+/* Topic key table. */
+const struct cn_config_key *cn_topic_config_key(enum cn_topic_key k);
+/* Returns the key id, or -1 for an unknown name. */
+int cn_topic_config_key_find(const char *name);
+
+/*
+ * DescribeConfigs entry for topic key k.  The value is formatted into buf
+ * (64 bytes is always enough) and out->value points at it.  Source is
+ * TOPIC for an override, STATIC_BROKER when the broker synonym was set,
+ * else DEFAULT.
+ */
+void cn_topic_config_describe(const struct cn_topic_config *tc,
+                              enum cn_topic_key k, char *buf, size_t buf_len,
+                              struct cn_config_entry *out);
+
+/* Writes the overrides as "key=value\n" lines in table order.  Returns a
+ * malloc'd NUL-terminated string the caller frees, or NULL on no memory. */
+char *cn_topic_config_serialize(const struct cn_topic_config *tc);
+/* Applies the overrides in `text` (properties syntax) on top of tc.  On
+ * error the lines before the bad one stay applied. */
+int cn_topic_config_parse(struct cn_topic_config *tc, const char *text,
+                          const char *origin, char *err, size_t err_len);
+
+#endif

@@ -1,0 +1,375 @@
+/*
+ * config_keys.c - the broker and topic key tables; see config.h.
+ *
+ * Defaults are Kafka's (3.x) unless the doc says "Cairn:".  Keys marked
+ * "informational" are validated by type and shown by DescribeConfigs so a
+ * typical single-node KRaft server.properties loads, but Cairn does not act
+ * on them.  Broker keys are all read-only for DescribeConfigs because Cairn
+ * has no dynamic broker configuration.
+ */
+#include "config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define NONE SIZE_MAX
+#define I32_MAX INT32_MAX
+#define I64_MAX INT64_MAX
+#define LONG_MAX_TEXT "9223372036854775807"
+
+/* A broker key with a typed field in struct cn_config. */
+#define B(name, type, def, lo, hi, en, field, doc)                         \
+    {name, type, def, lo, hi, en, doc, true, false,                        \
+     offsetof(struct cn_config, field), NULL, NONE}
+/* A broker key without its own typed field (derived or informational). */
+#define BX(name, type, def, lo, hi, en, doc)                                \
+    {name, type, def, lo, hi, en, doc, true, false, NONE, NULL, NONE}
+/* A topic key: field in struct cn_topic_config, default from the broker's
+ * effective field bfield. */
+#define T(name, type, def, lo, hi, en, field, syn, bfield, doc)             \
+    {name, type, def, lo, hi, en, doc, false, false,                       \
+     offsetof(struct cn_topic_config, field), syn,                         \
+     offsetof(struct cn_config, bfield)}
+
+static const char *const cleanup_enums[] = {"delete", "compact", NULL};
+static const char *const ts_enums[] = {"CreateTime", "LogAppendTime", NULL};
+static const char *const compression_enums[] = {
+    "producer", "gzip", "snappy", "lz4", "zstd", "uncompressed", NULL};
+static const char *const level_enums[] = {"error", "warn", "info", "debug",
+                                          NULL};
+static const char *const roles_enums[] = {"broker", "controller", NULL};
+
+/* Keep sorted by name: DescribeConfigs lists them in this order. */
+static const struct cn_config_key broker_keys[] = {
+    B("advertised.listeners", CN_CFG_LISTENERS, NULL, 1, 0, NULL,
+      advertised_listeners,
+      "Listener given to clients in Metadata; default: listeners. The "
+      "entry is picked as for listeners"),
+    B("auto.create.topics.enable", CN_CFG_BOOL, "true", 0, 0, NULL,
+      auto_create_topics_enable,
+      "Create a missing topic when a client asks for it in Metadata"),
+    BX("auto.leader.rebalance.enable", CN_CFG_BOOL, "true", 0, 0, NULL,
+       "Informational (single node)"),
+    BX("broker.id", CN_CFG_INT32, NULL, 0, I32_MAX, NULL,
+       "Alias of node.id; must match node.id when both are set"),
+    B("cairn.fsync.group.commit", CN_CFG_BOOL, "true", 0, 0, NULL,
+      cairn_fsync_group_commit,
+      "Cairn: batch fsyncs of concurrent appends into one"),
+    B("cairn.log.level", CN_CFG_ENUM, "info", 0, 0, level_enums,
+      cairn_log_level, "Cairn: broker log verbosity: error|warn|info|debug"),
+    B("compression.type", CN_CFG_ENUM, "producer", 0, 0, compression_enums,
+      compression_type,
+      "Default topic compression: producer|gzip|snappy|lz4|zstd|"
+      "uncompressed"),
+    B("connections.max.idle.ms", CN_CFG_INT64, "600000", -1, I64_MAX, NULL,
+      connections_max_idle_ms,
+      "Close connections idle this long; -1 never"),
+    BX("controller.listener.names", CN_CFG_STRING, NULL, 0, 0, NULL,
+       "Informational (KRaft; Cairn has no controller listener)"),
+    BX("controller.quorum.bootstrap.servers", CN_CFG_LIST, "", 0, 0, NULL,
+       "Informational (KRaft)"),
+    BX("controller.quorum.voters", CN_CFG_LIST, "", 0, 0, NULL,
+       "Informational (KRaft)"),
+    B("default.replication.factor", CN_CFG_INT32, "1", 1, I32_MAX, NULL,
+      default_replication_factor,
+      "Replication factor for auto-created topics (only 1 is possible)"),
+    B("delete.topic.enable", CN_CFG_BOOL, "true", 0, 0, NULL,
+      delete_topic_enable,
+      "Allow DeleteTopics"),
+    B("fetch.max.bytes", CN_CFG_INT32, "57671680", 1024, I32_MAX, NULL,
+      fetch_max_bytes,
+      "Upper bound on a Fetch response's size; bytes"),
+    B("group.initial.rebalance.delay.ms", CN_CFG_INT32, "3000", 0, I32_MAX,
+      NULL, group_initial_rebalance_delay_ms,
+      "Wait this long for more members before the first rebalance"),
+    BX("http.listener", CN_CFG_LISTENERS, "127.0.0.1:9464", 0, 0, NULL,
+       "Cairn: host:port of the HTTP metrics/health endpoint; empty "
+       "disables it"),
+    BX("inter.broker.listener.name", CN_CFG_STRING, NULL, 0, 0, NULL,
+       "Informational (single node)"),
+    BX("listener.security.protocol.map", CN_CFG_STRING,
+       "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+       "SASL_SSL:SASL_SSL",
+       0, 0, NULL, "Informational (only PLAINTEXT is served)"),
+    BX("listeners", CN_CFG_LISTENERS, "PLAINTEXT://127.0.0.1:9092", 1, 0,
+       NULL,
+       "Address to bind (Cairn: loopback by default). One is bound: the "
+       "first PLAINTEXT entry, else the first; no SSL/SASL"),
+    B("log.cleaner.delete.retention.ms", CN_CFG_INT64, "86400000", 0, I64_MAX,
+      NULL, log_cleaner_delete_retention_ms,
+      "Keep delete tombstones this long in compacted topics"),
+    BX("log.cleaner.enable", CN_CFG_BOOL, "true", 0, 0, NULL,
+       "Run the log cleaner for compacted topics"),
+    B("log.cleaner.max.compaction.lag.ms", CN_CFG_INT64, LONG_MAX_TEXT, 1,
+      I64_MAX, NULL, log_cleaner_max_compaction_lag_ms,
+      "Longest a record stays uncompacted"),
+    B("log.cleaner.min.cleanable.ratio", CN_CFG_DOUBLE, "0.5", 0, 1, NULL,
+      log_cleaner_min_cleanable_ratio,
+      "Dirty/total ratio that makes a log eligible for cleaning"),
+    B("log.cleaner.min.compaction.lag.ms", CN_CFG_INT64, "0", 0, I64_MAX,
+      NULL, log_cleaner_min_compaction_lag_ms,
+      "Shortest a record stays uncompacted"),
+    BX("log.cleaner.threads", CN_CFG_INT32, "1", 0, I32_MAX, NULL,
+       "Informational"),
+    B("log.cleanup.policy", CN_CFG_ENUM_LIST, "delete", 0, 0, cleanup_enums,
+      log_cleanup_policy, "Default topic cleanup policy: delete,compact"),
+    BX("log.dir", CN_CFG_STRING, "./data", 0, 0, NULL,
+       "Data directory, used when log.dirs is not set"),
+    BX("log.dirs", CN_CFG_LIST, NULL, 0, 0, NULL,
+       "Data directories; Cairn uses the first; default: log.dir"),
+    B("log.flush.interval.messages", CN_CFG_INT64, LONG_MAX_TEXT, 1, I64_MAX,
+      NULL, log_flush_interval_messages,
+      "Fsync a partition after this many messages"),
+    BX("log.flush.interval.ms", CN_CFG_INT64, NULL, 0, I64_MAX, NULL,
+       "Fsync a partition after this long; default: "
+       "log.flush.scheduler.interval.ms"),
+    B("log.flush.scheduler.interval.ms", CN_CFG_INT64, LONG_MAX_TEXT, 0,
+      I64_MAX, NULL, log_flush_scheduler_interval_ms,
+      "How often to check for partitions due a time-based flush"),
+    B("log.index.interval.bytes", CN_CFG_INT32, "4096", 0, I32_MAX, NULL,
+      log_index_interval_bytes, "Bytes between offset index entries"),
+    B("log.index.size.max.bytes", CN_CFG_INT32, "10485760", 4, I32_MAX, NULL,
+      log_index_size_max_bytes, "Largest offset index file; bytes"),
+    B("log.message.timestamp.after.max.ms", CN_CFG_INT64, LONG_MAX_TEXT, 0,
+      I64_MAX, NULL, log_message_timestamp_after_max_ms,
+      "Reject batches stamped this far ahead of broker time (CreateTime)"),
+    B("log.message.timestamp.before.max.ms", CN_CFG_INT64, LONG_MAX_TEXT, 0,
+      I64_MAX, NULL, log_message_timestamp_before_max_ms,
+      "Reject batches stamped this far behind broker time (CreateTime)"),
+    B("log.message.timestamp.difference.max.ms", CN_CFG_INT64, LONG_MAX_TEXT,
+      0, I64_MAX, NULL, log_message_timestamp_difference_max_ms,
+      "Deprecated by the before/after keys (KIP-937)"),
+    B("log.message.timestamp.type", CN_CFG_ENUM, "CreateTime", 0, 0,
+      ts_enums, log_message_timestamp_type,
+      "Default timestamp type: CreateTime|LogAppendTime"),
+    B("log.preallocate", CN_CFG_BOOL, "false", 0, 0, NULL, log_preallocate,
+      "Preallocate new segment files"),
+    B("log.retention.bytes", CN_CFG_INT64, "-1", INT64_MIN, I64_MAX,
+      NULL, log_retention_bytes,
+      "Delete old segments beyond this partition size; -1 unlimited"),
+    B("log.retention.check.interval.ms", CN_CFG_INT64, "300000", 1, I64_MAX,
+      NULL, log_retention_check_interval_ms,
+      "How often retention is enforced"),
+    BX("log.retention.hours", CN_CFG_INT32, "168", INT32_MIN, I32_MAX, NULL,
+       "Retention in hours; used when neither .ms nor .minutes is set"),
+    BX("log.retention.minutes", CN_CFG_INT32, NULL, INT32_MIN, I32_MAX, NULL,
+       "Retention in minutes; used when log.retention.ms is not set"),
+    BX("log.retention.ms", CN_CFG_INT64, NULL, INT64_MIN, I64_MAX, NULL,
+       "Retention in ms; takes precedence; -1 unlimited"),
+    BX("log.roll.hours", CN_CFG_INT32, "168", 1, I32_MAX, NULL,
+       "Roll a segment this old; used when log.roll.ms is not set"),
+    B("log.roll.jitter.ms", CN_CFG_INT64, "0", 0, I64_MAX, NULL,
+      log_roll_jitter_ms, "Random jitter subtracted from segment roll time"),
+    BX("log.roll.ms", CN_CFG_INT64, NULL, 1, I64_MAX, NULL,
+       "Roll a segment this old; takes precedence over log.roll.hours"),
+    B("log.segment.bytes", CN_CFG_INT32, "1073741824", 14, I32_MAX, NULL,
+      log_segment_bytes, "Roll a segment at this size; bytes"),
+    B("log.segment.delete.delay.ms", CN_CFG_INT64, "60000", 0, I64_MAX, NULL,
+      log_segment_delete_delay_ms,
+      "Wait this long before deleting a removed segment's files"),
+    B("message.max.bytes", CN_CFG_INT32, "1048588", 0, I32_MAX, NULL,
+      message_max_bytes, "Largest record batch accepted; bytes"),
+    BX("metadata.log.dir", CN_CFG_STRING, NULL, 0, 0, NULL,
+       "Informational (KRaft)"),
+    B("min.insync.replicas", CN_CFG_INT32, "1", 1, I32_MAX, NULL,
+      min_insync_replicas, "Minimum ISR size for acks=all"),
+    BX("node.id", CN_CFG_INT32, "1", 0, I32_MAX, NULL,
+       "This broker's id (Cairn default 1); broker.id is an alias"),
+    B("num.io.threads", CN_CFG_INT32, "8", 1, I32_MAX, NULL, num_io_threads,
+      "Informational"),
+    B("num.network.threads", CN_CFG_INT32, "3", 1, I32_MAX, NULL,
+      num_network_threads, "Informational (one libuv loop serves all)"),
+    B("num.partitions", CN_CFG_INT32, "1", 1, I32_MAX, NULL, num_partitions,
+      "Partitions of an auto-created topic"),
+    BX("num.recovery.threads.per.data.dir", CN_CFG_INT32, "1", 1, I32_MAX,
+       NULL, "Informational"),
+    B("offsets.retention.minutes", CN_CFG_INT32, "10080", 1, I32_MAX, NULL,
+      offsets_retention_minutes,
+      "Keep committed offsets of empty groups this long"),
+    B("offsets.topic.num.partitions", CN_CFG_INT32, "50", 1, I32_MAX, NULL,
+      offsets_topic_num_partitions, "Partitions of __consumer_offsets"),
+    B("offsets.topic.replication.factor", CN_CFG_INT16, "1", 1, INT16_MAX,
+      NULL, offsets_topic_replication_factor,
+      "Cairn default 1 (Kafka: 3); only 1 is possible"),
+    BX("process.roles", CN_CFG_ENUM_LIST, NULL, 0, 0, roles_enums,
+       "Informational (KRaft): broker,controller"),
+    B("producer.id.expiration.check.interval.ms", CN_CFG_INT32, "600000", 1,
+      I32_MAX, NULL, producer_id_expiration_check_interval_ms,
+      "How often idle producer ids are expired"),
+    B("producer.id.expiration.ms", CN_CFG_INT32, "86400000", 1, I32_MAX,
+      NULL, producer_id_expiration_ms,
+      "Forget a producer id idle this long"),
+    B("queued.max.requests", CN_CFG_INT32, "500", 1, I32_MAX, NULL,
+      queued_max_requests, "Requests queued before reading pauses"),
+    BX("share.coordinator.state.topic.min.isr", CN_CFG_INT16, "2", 1,
+       INT16_MAX, NULL, "Informational"),
+    BX("share.coordinator.state.topic.replication.factor", CN_CFG_INT16, "3",
+       1, INT16_MAX, NULL, "Informational"),
+    B("socket.receive.buffer.bytes", CN_CFG_INT32, "102400", -1, I32_MAX,
+      NULL, socket_receive_buffer_bytes, "SO_RCVBUF; -1 OS default"),
+    B("socket.request.max.bytes", CN_CFG_INT32, "104857600", 1, I32_MAX,
+      NULL, socket_request_max_bytes, "Largest request accepted; bytes"),
+    B("socket.send.buffer.bytes", CN_CFG_INT32, "102400", -1, I32_MAX, NULL,
+      socket_send_buffer_bytes, "SO_SNDBUF; -1 OS default"),
+    B("transaction.abort.timed.out.transaction.cleanup.interval.ms",
+      CN_CFG_INT32, "10000", 1, I32_MAX, NULL,
+      transaction_abort_timed_out_transaction_cleanup_interval_ms,
+      "How often timed-out transactions are aborted"),
+    B("transaction.max.timeout.ms", CN_CFG_INT32, "900000", 1, I32_MAX, NULL,
+      transaction_max_timeout_ms, "Largest transaction timeout allowed"),
+    B("transaction.partition.verification.enable", CN_CFG_BOOL, "true", 0, 0,
+      NULL, transaction_partition_verification_enable,
+      "Verify a transactional produce joined the transaction (KIP-890)"),
+    B("transaction.remove.expired.transaction.cleanup.interval.ms",
+      CN_CFG_INT32, "3600000", 1, I32_MAX, NULL,
+      transaction_remove_expired_transaction_cleanup_interval_ms,
+      "How often expired transactional ids are removed"),
+    B("transaction.state.log.min.isr", CN_CFG_INT32, "1", 1, I32_MAX, NULL,
+      transaction_state_log_min_isr, "Cairn default 1 (Kafka: 2)"),
+    B("transaction.state.log.num.partitions", CN_CFG_INT32, "50", 1, I32_MAX,
+      NULL, transaction_state_log_num_partitions,
+      "Partitions of __transaction_state"),
+    B("transaction.state.log.replication.factor", CN_CFG_INT16, "1", 1,
+      INT16_MAX, NULL, transaction_state_log_replication_factor,
+      "Cairn default 1 (Kafka: 3); only 1 is possible"),
+    B("transactional.id.expiration.ms", CN_CFG_INT32, "604800000", 1, I32_MAX,
+      NULL, transactional_id_expiration_ms,
+      "Forget a transactional id idle this long"),
+    B("unclean.leader.election.enable", CN_CFG_BOOL, "false", 0, 0, NULL,
+      unclean_leader_election_enable, "Informational (single node)"),
+    BX("zookeeper.connect", CN_CFG_STRING, NULL, 0, 0, NULL,
+       "Ignored (accepted so old server.properties files load)"),
+    BX("zookeeper.connection.timeout.ms", CN_CFG_INT32, NULL, 0, I32_MAX,
+       NULL, "Ignored (accepted so old server.properties files load)"),
+};
+
+static const char *const syn_cleanup[] = {"log.cleanup.policy", NULL};
+static const char *const syn_compression[] = {"compression.type", NULL};
+static const char *const syn_delete_ret[] = {
+    "log.cleaner.delete.retention.ms", NULL};
+static const char *const syn_file_delay[] = {"log.segment.delete.delay.ms",
+                                             NULL};
+static const char *const syn_flush_msgs[] = {"log.flush.interval.messages",
+                                             NULL};
+static const char *const syn_flush_ms[] = {"log.flush.interval.ms",
+                                           "log.flush.scheduler.interval.ms",
+                                           NULL};
+static const char *const syn_index_int[] = {"log.index.interval.bytes", NULL};
+static const char *const syn_max_lag[] = {
+    "log.cleaner.max.compaction.lag.ms", NULL};
+static const char *const syn_max_msg[] = {"message.max.bytes", NULL};
+static const char *const syn_ts_after[] = {
+    "log.message.timestamp.after.max.ms", NULL};
+static const char *const syn_ts_before[] = {
+    "log.message.timestamp.before.max.ms", NULL};
+static const char *const syn_ts_diff[] = {
+    "log.message.timestamp.difference.max.ms", NULL};
+static const char *const syn_ts_type[] = {"log.message.timestamp.type", NULL};
+static const char *const syn_ratio[] = {"log.cleaner.min.cleanable.ratio",
+                                        NULL};
+static const char *const syn_min_lag[] = {
+    "log.cleaner.min.compaction.lag.ms", NULL};
+static const char *const syn_min_isr[] = {"min.insync.replicas", NULL};
+static const char *const syn_prealloc[] = {"log.preallocate", NULL};
+static const char *const syn_ret_bytes[] = {"log.retention.bytes", NULL};
+static const char *const syn_ret_ms[] = {
+    "log.retention.ms", "log.retention.minutes", "log.retention.hours", NULL};
+static const char *const syn_seg_bytes[] = {"log.segment.bytes", NULL};
+static const char *const syn_seg_index[] = {"log.index.size.max.bytes",
+                                            NULL};
+static const char *const syn_jitter[] = {"log.roll.jitter.ms", NULL};
+static const char *const syn_seg_ms[] = {"log.roll.ms", "log.roll.hours",
+                                         NULL};
+static const char *const syn_unclean[] = {"unclean.leader.election.enable",
+                                          NULL};
+
+/* Indexed by enum cn_topic_key; keep in that (alphabetical) order. */
+static const struct cn_config_key topic_keys[CN_TOPIC_NKEYS] = {
+    T("cleanup.policy", CN_CFG_ENUM_LIST, "delete", 0, 0, cleanup_enums,
+      cleanup_policy, syn_cleanup, log_cleanup_policy,
+      "delete, compact or both"),
+    T("compression.type", CN_CFG_ENUM, "producer", 0, 0, compression_enums,
+      compression_type, syn_compression, compression_type,
+      "producer|gzip|snappy|lz4|zstd|uncompressed"),
+    T("delete.retention.ms", CN_CFG_INT64, "86400000", 0, I64_MAX, NULL,
+      delete_retention_ms, syn_delete_ret, log_cleaner_delete_retention_ms,
+      "Keep delete tombstones this long (compacted topics)"),
+    T("file.delete.delay.ms", CN_CFG_INT64, "60000", 0, I64_MAX, NULL,
+      file_delete_delay_ms, syn_file_delay, log_segment_delete_delay_ms,
+      "Wait before deleting a removed segment's files"),
+    T("flush.messages", CN_CFG_INT64, LONG_MAX_TEXT, 1, I64_MAX, NULL,
+      flush_messages, syn_flush_msgs, log_flush_interval_messages,
+      "Fsync after this many messages"),
+    T("flush.ms", CN_CFG_INT64, LONG_MAX_TEXT, 0, I64_MAX, NULL, flush_ms,
+      syn_flush_ms, log_flush_interval_ms, "Fsync after this long"),
+    T("index.interval.bytes", CN_CFG_INT32, "4096", 0, I32_MAX, NULL,
+      index_interval_bytes, syn_index_int, log_index_interval_bytes,
+      "Bytes between offset index entries"),
+    T("max.compaction.lag.ms", CN_CFG_INT64, LONG_MAX_TEXT, 1, I64_MAX, NULL,
+      max_compaction_lag_ms, syn_max_lag, log_cleaner_max_compaction_lag_ms,
+      "Longest a record stays uncompacted"),
+    T("max.message.bytes", CN_CFG_INT32, "1048588", 0, I32_MAX, NULL,
+      max_message_bytes, syn_max_msg, message_max_bytes,
+      "Largest record batch accepted; bytes"),
+    T("message.timestamp.after.max.ms", CN_CFG_INT64, LONG_MAX_TEXT, 0,
+      I64_MAX, NULL, message_timestamp_after_max_ms, syn_ts_after,
+      log_message_timestamp_after_max_ms,
+      "Reject batches stamped this far in the future"),
+    T("message.timestamp.before.max.ms", CN_CFG_INT64, LONG_MAX_TEXT, 0,
+      I64_MAX, NULL, message_timestamp_before_max_ms, syn_ts_before,
+      log_message_timestamp_before_max_ms,
+      "Reject batches stamped this far in the past"),
+    T("message.timestamp.difference.max.ms", CN_CFG_INT64, LONG_MAX_TEXT, 0,
+      I64_MAX, NULL, message_timestamp_difference_max_ms, syn_ts_diff,
+      log_message_timestamp_difference_max_ms, "Deprecated (KIP-937)"),
+    T("message.timestamp.type", CN_CFG_ENUM, "CreateTime", 0, 0, ts_enums,
+      message_timestamp_type, syn_ts_type, log_message_timestamp_type,
+      "CreateTime|LogAppendTime"),
+    T("min.cleanable.dirty.ratio", CN_CFG_DOUBLE, "0.5", 0, 1, NULL,
+      min_cleanable_dirty_ratio, syn_ratio, log_cleaner_min_cleanable_ratio,
+      "Dirty ratio that makes the log eligible for cleaning"),
+    T("min.compaction.lag.ms", CN_CFG_INT64, "0", 0, I64_MAX, NULL,
+      min_compaction_lag_ms, syn_min_lag, log_cleaner_min_compaction_lag_ms,
+      "Shortest a record stays uncompacted"),
+    T("min.insync.replicas", CN_CFG_INT32, "1", 1, I32_MAX, NULL,
+      min_insync_replicas, syn_min_isr, min_insync_replicas,
+      "Minimum ISR size for acks=all"),
+    T("preallocate", CN_CFG_BOOL, "false", 0, 0, NULL, preallocate,
+      syn_prealloc, log_preallocate, "Preallocate new segment files"),
+    T("retention.bytes", CN_CFG_INT64, "-1", INT64_MIN, I64_MAX, NULL,
+      retention_bytes, syn_ret_bytes, log_retention_bytes,
+      "Partition size limit; -1 unlimited"),
+    T("retention.ms", CN_CFG_INT64, "604800000", -1, I64_MAX, NULL,
+      retention_ms, syn_ret_ms, log_retention_ms,
+      "Delete segments older than this; -1 unlimited"),
+    T("segment.bytes", CN_CFG_INT32, "1073741824", 14, I32_MAX, NULL,
+      segment_bytes, syn_seg_bytes, log_segment_bytes,
+      "Roll a segment at this size; bytes"),
+    T("segment.index.bytes", CN_CFG_INT32, "10485760", 4, I32_MAX, NULL,
+      segment_index_bytes, syn_seg_index, log_index_size_max_bytes,
+      "Largest offset index file; bytes"),
+    T("segment.jitter.ms", CN_CFG_INT64, "0", 0, I64_MAX, NULL,
+      segment_jitter_ms, syn_jitter, log_roll_jitter_ms,
+      "Random jitter subtracted from the roll time"),
+    T("segment.ms", CN_CFG_INT64, "604800000", 1, I64_MAX, NULL, segment_ms,
+      syn_seg_ms, log_roll_ms, "Roll a segment this old"),
+    T("unclean.leader.election.enable", CN_CFG_BOOL, "false", 0, 0, NULL,
+      unclean_leader_election_enable, syn_unclean,
+      unclean_leader_election_enable, "Informational (single node)"),
+};
+
+size_t cn_config_key_count(void)
+{
+    return sizeof broker_keys / sizeof broker_keys[0];
+}
+
+const struct cn_config_key *cn_config_key_at(size_t i)
+{
+    return i < cn_config_key_count() ? &broker_keys[i] : NULL;
+}
+
+const struct cn_config_key *cn_topic_config_key(enum cn_topic_key k)
+{
+    return (unsigned)k < CN_TOPIC_NKEYS ? &topic_keys[k] : NULL;
+}

@@ -1,0 +1,704 @@
+/* test_config.c - broker and topic configuration. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/config.h"
+#include "base/err.h"
+#include "unit.h"
+
+static char err[1024];
+
+/* True when the error message contains every one of the given pieces. */
+static bool err_has(const char *a, const char *b)
+{
+    bool ok = strstr(err, a) && (!b || strstr(err, b));
+    if (!ok)
+        fprintf(stderr, "  error was: %s\n", err);
+    return ok;
+}
+
+UNIT_TEST(defaults_match_kafka)
+{
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cfg.num_partitions, 1);
+    CHECK_EQ(cfg.default_replication_factor, 1);
+    CHECK(cfg.auto_create_topics_enable);
+    CHECK(cfg.delete_topic_enable);
+    CHECK_EQ(cfg.log_segment_bytes, 1073741824);
+    CHECK_EQ(cfg.log_roll_ms, 168LL * 3600 * 1000);
+    CHECK_EQ(cfg.log_retention_ms, 168LL * 3600 * 1000);
+    CHECK_EQ(cfg.log_retention_bytes, -1);
+    CHECK_EQ(cfg.log_retention_check_interval_ms, 300000);
+    CHECK_EQ(cfg.log_index_interval_bytes, 4096);
+    CHECK_EQ(cfg.log_flush_interval_messages, INT64_MAX);
+    CHECK_EQ(cfg.log_flush_interval_ms, INT64_MAX);
+    CHECK_EQ(cfg.message_max_bytes, 1048588);
+    CHECK_EQ(cfg.socket_request_max_bytes, 104857600);
+    CHECK_EQ(cfg.connections_max_idle_ms, 600000);
+    CHECK_EQ(cfg.fetch_max_bytes, 57671680);
+    CHECK_EQ(cfg.queued_max_requests, 500);
+    CHECK_EQ(cfg.group_initial_rebalance_delay_ms, 3000);
+    CHECK_EQ(cfg.offsets_topic_num_partitions, 50);
+    CHECK_EQ(cfg.offsets_topic_replication_factor, 1);
+    CHECK_EQ(cfg.transaction_state_log_num_partitions, 50);
+    CHECK_EQ(cfg.transaction_max_timeout_ms, 900000);
+    CHECK_EQ(cfg.transactional_id_expiration_ms, 604800000);
+    CHECK_EQ(cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+             10000);
+    CHECK_EQ(cfg.transaction_remove_expired_transaction_cleanup_interval_ms,
+             3600000);
+    CHECK_EQ(cfg.producer_id_expiration_ms, 86400000);
+    CHECK_EQ(cfg.producer_id_expiration_check_interval_ms, 600000);
+    CHECK(cfg.transaction_partition_verification_enable);
+    CHECK_EQ(cfg.min_insync_replicas, 1);
+    CHECK(!cfg.unclean_leader_election_enable);
+    CHECK_EQ(cfg.log_message_timestamp_type, CN_TS_CREATE_TIME);
+    CHECK_EQ(cfg.log_cleanup_policy, CN_CLEANUP_DELETE);
+    CHECK_EQ(cfg.compression_type, CN_COMPRESSION_PRODUCER);
+    CHECK(cfg.log_cleaner_min_cleanable_ratio == 0.5);
+    CHECK_EQ(cfg.node_id, 1);
+    CHECK(!strcmp(cfg.listeners, "PLAINTEXT://127.0.0.1:9092"));
+    CHECK(!strcmp(cfg.listen_host, "127.0.0.1"));
+    CHECK_EQ(cfg.listen_port, 9092);
+    CHECK(!strcmp(cfg.advertised_host, "127.0.0.1"));
+    CHECK_EQ(cfg.advertised_port, 9092);
+    CHECK(!strcmp(cfg.http_host, "127.0.0.1"));
+    CHECK_EQ(cfg.http_port, 9464);
+    CHECK(!strcmp(cfg.data_dir, "./data"));
+    CHECK(cfg.cairn_fsync_group_commit);
+    CHECK_EQ(cfg.cairn_log_level, CN_CFG_LOG_INFO);
+
+    const char *v;
+    bool set = true;
+    CHECK_EQ(cn_config_get(&cfg, "log.retention.hours", &v, &set), 0);
+    CHECK(v && !strcmp(v, "168"));
+    CHECK(!set);
+    CHECK_EQ(cn_config_get(&cfg, "log.retention.ms", &v, &set), 0);
+    CHECK(v == NULL);
+    CHECK_EQ(cn_config_get(&cfg, "no.such.key", &v, &set), CN_ENOTFOUND);
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(table_defaults_all_parse)
+{
+    /* Every default in both tables must pass its own validation. */
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    for (size_t i = 0; i < cn_config_key_count(); i++) {
+        const struct cn_config_key *k = cn_config_key_at(i);
+        if (i > 0)
+            CHECK(strcmp(cn_config_key_at(i - 1)->name, k->name) < 0);
+        if (!k->def)
+            continue;
+        if (cn_config_set(&cfg, k->name, k->def, err, sizeof err)) {
+            fprintf(stderr, "  %s\n", err);
+            CHECK(0);
+        }
+    }
+    for (int t = 0; t < CN_TOPIC_NKEYS; t++) {
+        const struct cn_config_key *k = cn_topic_config_key(t);
+        CHECK_EQ(cn_topic_config_key_find(k->name), t);
+        CHECK(cn_config_key_find(k->synonyms[0]) != NULL);
+        CHECK_EQ(cn_topic_config_validate(k->name, k->def, err, sizeof err),
+                 0);
+    }
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(file_parsing)
+{
+    static const char text[] =
+        "# a comment\n"
+        "! another comment\n"
+        "\n"
+        "   num.partitions = 3   \n"
+        "log.segment.bytes: 1048576\n"
+        "auto.create.topics.enable\tfalse\n"
+        "\tlog.dirs=/var/lib/cairn,/other\r\n"
+        "log.cleanup.policy = compact, \\\n"
+        "      delete\n"
+        "message.max.bytes=2000000";
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_load_text(&cfg, text, "t.properties", err, sizeof err),
+             0);
+    CHECK_EQ(cfg.num_partitions, 3);
+    CHECK_EQ(cfg.log_segment_bytes, 1048576);
+    CHECK(!cfg.auto_create_topics_enable);
+    CHECK(!strcmp(cfg.data_dir, "/var/lib/cairn"));
+    CHECK_EQ(cfg.log_cleanup_policy, CN_CLEANUP_COMPACT | CN_CLEANUP_DELETE);
+    CHECK_EQ(cfg.message_max_bytes, 2000000);
+
+    struct cn_config_entry e;
+    CHECK_EQ(cn_config_describe_key(&cfg, "num.partitions", &e), 0);
+    CHECK(!strcmp(e.value, "3"));
+    CHECK_EQ(e.source, CN_CFG_SRC_STATIC_BROKER);
+    CHECK_EQ(e.kafka_type, CN_KTYPE_INT);
+    CHECK(e.read_only);
+    CHECK_EQ(cn_config_describe_key(&cfg, "fetch.max.bytes", &e), 0);
+    CHECK(!strcmp(e.value, "57671680"));
+    CHECK_EQ(e.source, CN_CFG_SRC_DEFAULT);
+    CHECK_EQ(cn_config_describe_key(&cfg, "log.cleanup.policy", &e), 0);
+    CHECK_EQ(e.kafka_type, CN_KTYPE_LIST);
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(file_error_names_file_and_line)
+{
+    static const char text[] = "# header\n"
+                               "num.partitions=2\n"
+                               "\n"
+                               "num.io.threads=abc\n";
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_load_text(&cfg, text, "srv.properties", err,
+                                 sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("srv.properties:4:", "num.io.threads"));
+    CHECK(err_has("\"abc\"", "not an integer"));
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(load_file_and_missing_file)
+{
+    char *dir = unit_tmpdir("config");
+    char path[512];
+    snprintf(path, sizeof path, "%s/server.properties", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("node.id=7\nlisteners=PLAINTEXT://:19092\nbogus.key=1\n", f);
+    fclose(f);
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_load_file(&cfg, path, err, sizeof err), CN_EINVAL);
+    CHECK(err_has(path, ":3:"));
+    CHECK(err_has("unknown", "bogus.key"));
+    CHECK_EQ(cfg.node_id, 7);
+    CHECK(!strcmp(cfg.listen_host, ""));
+    CHECK_EQ(cfg.listen_port, 19092);
+    cn_config_fini(&cfg);
+
+    snprintf(path, sizeof path, "%s/missing.properties", dir);
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_load_file(&cfg, path, err, sizeof err), CN_EINVAL);
+    CHECK(err_has("missing.properties", NULL));
+    cn_config_fini(&cfg);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_TEST(set_overrides_file)
+{
+    char *dir = unit_tmpdir("config");
+    char path[512];
+    snprintf(path, sizeof path, "%s/c.properties", dir);
+    FILE *f = fopen(path, "w");
+    fputs("num.partitions=4\nlog.retention.hours=1\n", f);
+    fclose(f);
+    /* --set before -c still wins: the file is always applied first. */
+    char *argv[] = {"cairn", "--set", "num.partitions=9", "-c", path,
+                    "--set=cairn.log.level=debug"};
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_from_args(&cfg, 6, argv, err, sizeof err), 0);
+    CHECK_EQ(cfg.num_partitions, 9);
+    CHECK_EQ(cfg.log_retention_ms, 3600000);
+    CHECK_EQ(cfg.cairn_log_level, CN_CFG_LOG_DEBUG);
+    cn_config_fini(&cfg);
+
+    char *bad[] = {"cairn", "--set", "num.partitions"};
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_from_args(&cfg, 3, bad, err, sizeof err), CN_EINVAL);
+    CHECK(err_has("--set", "key=value"));
+    char *bad2[] = {"cairn", "--frobnicate"};
+    CHECK_EQ(cn_config_from_args(&cfg, 2, bad2, err, sizeof err), CN_EINVAL);
+    CHECK(err_has("--frobnicate", NULL));
+    char *bad3[] = {"cairn", "--set", "num.partitions=0"};
+    CHECK_EQ(cn_config_from_args(&cfg, 3, bad3, err, sizeof err), CN_EINVAL);
+    CHECK(err_has("--set: ", "num.partitions"));
+    CHECK(err_has("at least 1", NULL));
+    cn_config_fini(&cfg);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_TEST(unknown_key_named)
+{
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_set(&cfg, "num.partition", "1", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("unknown", "\"num.partition\""));
+    CHECK_EQ(cn_config_set_arg(&cfg, "retention.ms=5", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("retention.ms", NULL));
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(bad_ints)
+{
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_set(&cfg, "num.partitions", "abc", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("num.partitions", "\"abc\""));
+    CHECK(err_has("not an integer", NULL));
+    CHECK_EQ(cn_config_set(&cfg, "num.partitions", "1.5", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("\"1.5\"", "not an integer"));
+    CHECK_EQ(cn_config_set(&cfg, "num.partitions", "", err, sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_config_set(&cfg, "num.partitions", "2147483648", err,
+                           sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("num.partitions", "32-bit"));
+    CHECK_EQ(cn_config_set(&cfg, "log.retention.bytes",
+                           "9223372036854775808", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("log.retention.bytes", "64-bit"));
+    CHECK_EQ(cn_config_set(&cfg, "log.retention.bytes",
+                           "-9223372036854775808", err, sizeof err),
+             0);
+    CHECK_EQ(cfg.log_retention_bytes, INT64_MIN);
+    CHECK_EQ(cn_config_set(&cfg, "log.segment.bytes", "13", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("log.segment.bytes", "at least 14"));
+    CHECK_EQ(cn_config_set(&cfg, "offsets.topic.replication.factor",
+                           "40000", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("16-bit", NULL));
+    CHECK_EQ(cn_config_set(&cfg, "log.cleaner.min.cleanable.ratio", "1.5",
+                           err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("between 0 and 1", NULL));
+    CHECK_EQ(cn_config_set(&cfg, "delete.topic.enable", "yes", err,
+                           sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("delete.topic.enable", "boolean"));
+    CHECK_EQ(cn_config_set(&cfg, "delete.topic.enable", " FALSE ", err,
+                           sizeof err),
+             0);
+    CHECK(!cfg.delete_topic_enable);
+    /* A failed set leaves the old value. */
+    CHECK_EQ(cfg.num_partitions, 1);
+    CHECK_EQ(cfg.log_segment_bytes, 1073741824);
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(enum_values)
+{
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_set(&cfg, "log.message.timestamp.type", "createtime",
+                           err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("log.message.timestamp.type", "CreateTime, LogAppendTime"));
+    CHECK_EQ(cn_config_set(&cfg, "log.message.timestamp.type",
+                           "LogAppendTime", err, sizeof err),
+             0);
+    CHECK_EQ(cfg.log_message_timestamp_type, CN_TS_LOG_APPEND_TIME);
+    CHECK_EQ(cn_config_set(&cfg, "log.cleanup.policy", "delete,purge", err,
+                           sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("\"delete,purge\"", "delete, compact"));
+    CHECK_EQ(cn_config_set(&cfg, "cairn.log.level", "trace", err,
+                           sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_config_set(&cfg, "compression.type", "zstd", err,
+                           sizeof err),
+             0);
+    CHECK_EQ(cfg.compression_type, CN_COMPRESSION_ZSTD);
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(retention_precedence)
+{
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_set(&cfg, "log.retention.hours", "2", err, sizeof err),
+             0);
+    CHECK_EQ(cfg.log_retention_ms, 2 * 3600000);
+    CHECK_EQ(cn_config_set(&cfg, "log.retention.minutes", "3", err,
+                           sizeof err),
+             0);
+    CHECK_EQ(cfg.log_retention_ms, 3 * 60000);
+    CHECK_EQ(cn_config_set(&cfg, "log.retention.ms", "1234", err, sizeof err),
+             0);
+    CHECK_EQ(cfg.log_retention_ms, 1234);
+    /* Set in the other order: ms still wins. */
+    CHECK_EQ(cn_config_set(&cfg, "log.retention.hours", "5", err, sizeof err),
+             0);
+    CHECK_EQ(cfg.log_retention_ms, 1234);
+    CHECK_EQ(cn_config_set(&cfg, "log.retention.ms", "-1", err, sizeof err),
+             0);
+    CHECK_EQ(cfg.log_retention_ms, -1);
+    cn_config_fini(&cfg);
+
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_set(&cfg, "log.retention.hours", "-1", err, sizeof err),
+             0);
+    CHECK_EQ(cfg.log_retention_ms, -1);
+    CHECK_EQ(cn_config_set(&cfg, "log.roll.hours", "1", err, sizeof err), 0);
+    CHECK_EQ(cfg.log_roll_ms, 3600000);
+    CHECK_EQ(cn_config_set(&cfg, "log.roll.ms", "500", err, sizeof err), 0);
+    CHECK_EQ(cfg.log_roll_ms, 500);
+    CHECK_EQ(cn_config_set(&cfg, "log.flush.scheduler.interval.ms", "700",
+                           err, sizeof err),
+             0);
+    CHECK_EQ(cfg.log_flush_interval_ms, 700);
+    CHECK_EQ(cn_config_set(&cfg, "log.flush.interval.ms", "50", err,
+                           sizeof err),
+             0);
+    CHECK_EQ(cfg.log_flush_interval_ms, 50);
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(aliases)
+{
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_set(&cfg, "broker.id", "4", err, sizeof err), 0);
+    CHECK_EQ(cfg.node_id, 4);
+    CHECK_EQ(cn_config_set(&cfg, "node.id", "5", err, sizeof err), CN_EINVAL);
+    CHECK(err_has("node.id", "broker.id"));
+    CHECK_EQ(cn_config_set(&cfg, "node.id", "4", err, sizeof err), 0);
+    CHECK_EQ(cn_config_set(&cfg, "log.dir", "/a", err, sizeof err), 0);
+    CHECK(!strcmp(cfg.data_dir, "/a"));
+    CHECK_EQ(cn_config_set(&cfg, "log.dirs", " /b , /c", err, sizeof err), 0);
+    CHECK(!strcmp(cfg.data_dir, "/b"));
+    CHECK_EQ(cn_config_set(&cfg, "log.dirs", "", err, sizeof err), CN_EINVAL);
+    CHECK_EQ(cn_config_set(&cfg, "advertised.listeners",
+                           "PLAINTEXT://broker.example:9092", err, sizeof err),
+             0);
+    CHECK(!strcmp(cfg.advertised_host, "broker.example"));
+    CHECK(!strcmp(cfg.listen_host, "127.0.0.1"));
+    CHECK_EQ(cn_config_set(&cfg, "http.listener", "", err, sizeof err), 0);
+    CHECK_EQ(cfg.http_port, 0);
+    CHECK_EQ(cn_config_set(&cfg, "listeners", "", err, sizeof err),
+             CN_EINVAL);
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(kraft_server_properties_loads)
+{
+    /* The shape of Kafka's config/server.properties for a single node. */
+    static const char text[] =
+        "process.roles=broker,controller\n"
+        "node.id=1\n"
+        "controller.quorum.bootstrap.servers=localhost:9093\n"
+        "controller.quorum.voters=1@localhost:9093\n"
+        "listeners=PLAINTEXT://:9092,CONTROLLER://:9093\n"
+        "inter.broker.listener.name=PLAINTEXT\n"
+        "advertised.listeners=PLAINTEXT://localhost:9092,"
+        "CONTROLLER://localhost:9093\n"
+        "controller.listener.names=CONTROLLER\n"
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,"
+        "PLAINTEXT:PLAINTEXT,SSL:SSL\n"
+        "num.network.threads=3\n"
+        "num.io.threads=8\n"
+        "socket.send.buffer.bytes=102400\n"
+        "socket.receive.buffer.bytes=102400\n"
+        "socket.request.max.bytes=104857600\n"
+        "log.dirs=/tmp/kraft-combined-logs\n"
+        "num.partitions=1\n"
+        "num.recovery.threads.per.data.dir=1\n"
+        "offsets.topic.replication.factor=1\n"
+        "share.coordinator.state.topic.replication.factor=1\n"
+        "share.coordinator.state.topic.min.isr=1\n"
+        "transaction.state.log.replication.factor=1\n"
+        "transaction.state.log.min.isr=1\n"
+        "log.retention.hours=168\n"
+        "log.segment.bytes=1073741824\n"
+        "log.retention.check.interval.ms=300000\n"
+        "group.initial.rebalance.delay.ms=0\n";
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_load_text(&cfg, text, "server.properties", err,
+                                 sizeof err),
+             0);
+    CHECK(!strcmp(cfg.listen_host, ""));
+    CHECK_EQ(cfg.listen_port, 9092);
+    CHECK(!strcmp(cfg.advertised_host, "localhost"));
+    CHECK_EQ(cfg.advertised_port, 9092);
+    CHECK_EQ(cfg.group_initial_rebalance_delay_ms, 0);
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(listener_variants)
+{
+    char host[CN_CONFIG_HOST_MAX];
+    int port = -1;
+    CHECK_EQ(cn_config_parse_listener("PLAINTEXT://127.0.0.1:9092", host,
+                                      sizeof host, &port, err, sizeof err),
+             0);
+    CHECK(!strcmp(host, "127.0.0.1"));
+    CHECK_EQ(port, 9092);
+    CHECK_EQ(cn_config_parse_listener("localhost:1234", host, sizeof host,
+                                      &port, err, sizeof err),
+             0);
+    CHECK(!strcmp(host, "localhost"));
+    CHECK_EQ(port, 1234);
+    CHECK_EQ(cn_config_parse_listener("[::1]:9093", host, sizeof host, &port,
+                                      err, sizeof err),
+             0);
+    CHECK(!strcmp(host, "::1"));
+    CHECK_EQ(port, 9093);
+    CHECK_EQ(cn_config_parse_listener("plaintext://[fe80::1]:0", host,
+                                      sizeof host, &port, err, sizeof err),
+             0);
+    CHECK(!strcmp(host, "fe80::1"));
+    CHECK_EQ(port, 0);
+    CHECK_EQ(cn_config_parse_listener("PLAINTEXT://:9092", host, sizeof host,
+                                      &port, err, sizeof err),
+             0);
+    CHECK(!strcmp(host, ""));
+    CHECK_EQ(cn_config_parse_listener(":7", host, sizeof host, &port, err,
+                                      sizeof err),
+             0);
+    CHECK_EQ(port, 7);
+    /* Comma list: the first plaintext entry is the one bound. */
+    CHECK_EQ(cn_config_parse_listeners("CONTROLLER://:9093, PLAINTEXT://h:1",
+                                       host, sizeof host, &port, err,
+                                       sizeof err),
+             0);
+    CHECK(!strcmp(host, "h"));
+    CHECK_EQ(port, 1);
+}
+
+UNIT_TEST(listener_errors)
+{
+    char host[CN_CONFIG_HOST_MAX];
+    char tiny[4];
+    int port;
+    CHECK_EQ(cn_config_parse_listener("SSL://host:9093", host, sizeof host,
+                                      &port, err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("SSL", "not supported"));
+    CHECK_EQ(cn_config_parse_listener("SASL_PLAINTEXT://h:1", host,
+                                      sizeof host, &port, err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("SASL_PLAINTEXT", "not supported"));
+    CHECK_EQ(cn_config_parse_listener("host", host, sizeof host, &port, err,
+                                      sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("\"host\"", "missing port"));
+    CHECK_EQ(cn_config_parse_listener("host:", host, sizeof host, &port, err,
+                                      sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_config_parse_listener("host:65536", host, sizeof host, &port,
+                                      err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("port", NULL));
+    CHECK_EQ(cn_config_parse_listener("host:12x", host, sizeof host, &port,
+                                      err, sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_config_parse_listener("::1:9092", host, sizeof host, &port,
+                                      err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("brackets", NULL));
+    CHECK_EQ(cn_config_parse_listener("[::1:9092", host, sizeof host, &port,
+                                      err, sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_config_parse_listener("[::1]9092", host, sizeof host, &port,
+                                      err, sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_config_parse_listener("://h:1", host, sizeof host, &port,
+                                      err, sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_config_parse_listener("", host, sizeof host, &port, err,
+                                      sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_config_parse_listener("longhost:1", tiny, sizeof tiny, &port,
+                                      err, sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_config_parse_listeners("PLAINTEXT://:1,,x:2", host,
+                                       sizeof host, &port, err, sizeof err),
+             CN_EINVAL);
+
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_set(&cfg, "listeners",
+                           "PLAINTEXT://:9092,SSL://:9093", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("listeners", "SSL"));
+    CHECK_EQ(cfg.listen_port, 9092);
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(topic_defaults_follow_broker)
+{
+    struct cn_config cfg;
+    struct cn_topic_config tc;
+    struct cn_config_entry e;
+    char buf[64];
+
+    cn_topic_config_init_defaults(&tc, NULL);
+    CHECK_EQ(tc.retention_ms, 604800000);
+    CHECK_EQ(tc.segment_bytes, 1073741824);
+    CHECK_EQ(tc.max_message_bytes, 1048588);
+    CHECK_EQ(tc.flush_ms, INT64_MAX);
+    CHECK(tc.min_cleanable_dirty_ratio == 0.5);
+
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_set(&cfg, "log.retention.minutes", "10", err,
+                           sizeof err),
+             0);
+    CHECK_EQ(cn_config_set(&cfg, "log.roll.hours", "2", err, sizeof err), 0);
+    CHECK_EQ(cn_config_set(&cfg, "message.max.bytes", "5000", err,
+                           sizeof err),
+             0);
+    cn_topic_config_init_defaults(&tc, &cfg);
+    CHECK_EQ(tc.retention_ms, 600000);
+    CHECK_EQ(tc.segment_ms, 7200000);
+    CHECK_EQ(tc.max_message_bytes, 5000);
+    CHECK_EQ(tc.flush_ms, INT64_MAX);
+    CHECK_EQ(tc.overrides, 0);
+
+    cn_topic_config_describe(&tc, CN_TOPIC_RETENTION_MS, buf, sizeof buf, &e);
+    CHECK(!strcmp(e.name, "retention.ms"));
+    CHECK(!strcmp(e.value, "600000"));
+    CHECK_EQ(e.source, CN_CFG_SRC_STATIC_BROKER);
+    CHECK(!e.read_only);
+    CHECK_EQ(e.kafka_type, CN_KTYPE_LONG);
+    CHECK(!strcmp(e.synonyms[0], "log.retention.ms"));
+    cn_topic_config_describe(&tc, CN_TOPIC_SEGMENT_BYTES, buf, sizeof buf,
+                             &e);
+    CHECK(!strcmp(e.value, "1073741824"));
+    CHECK_EQ(e.source, CN_CFG_SRC_DEFAULT);
+
+    CHECK_EQ(cn_topic_config_set(&tc, "retention.ms", "1000", err,
+                                 sizeof err),
+             0);
+    CHECK_EQ(tc.retention_ms, 1000);
+    CHECK(cn_topic_config_is_override(&tc, CN_TOPIC_RETENTION_MS));
+    cn_topic_config_describe(&tc, CN_TOPIC_RETENTION_MS, buf, sizeof buf, &e);
+    CHECK(!strcmp(e.value, "1000"));
+    CHECK_EQ(e.source, CN_CFG_SRC_TOPIC);
+
+    CHECK_EQ(cn_topic_config_delete(&tc, "retention.ms"), 0);
+    CHECK_EQ(tc.retention_ms, 600000);
+    CHECK(!cn_topic_config_is_override(&tc, CN_TOPIC_RETENTION_MS));
+    CHECK_EQ(cn_topic_config_delete(&tc, "nope"), CN_ENOTFOUND);
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(topic_validation)
+{
+    struct cn_topic_config tc;
+    cn_topic_config_init_defaults(&tc, NULL);
+    CHECK_EQ(cn_topic_config_set(&tc, "retention.ms", "-2", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("retention.ms", "at least -1"));
+    CHECK_EQ(cn_topic_config_set(&tc, "segment.bytes", "10", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("segment.bytes", "\"10\""));
+    CHECK_EQ(cn_topic_config_set(&tc, "cleanup.policy", "shred", err,
+                                 sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_topic_config_set(&tc, "compression.type", "brotli", err,
+                                 sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("compression.type", "producer"));
+    CHECK_EQ(cn_topic_config_set(&tc, "log.retention.ms", "1", err,
+                                 sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("unknown", "log.retention.ms"));
+    CHECK_EQ(cn_topic_config_set(&tc, "min.cleanable.dirty.ratio", "x", err,
+                                 sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_topic_config_validate("max.message.bytes", "-1", err,
+                                      sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_topic_config_validate("max.message.bytes", "100", err,
+                                      sizeof err),
+             0);
+    CHECK_EQ(tc.overrides, 0);
+    CHECK_EQ(tc.segment_bytes, 1073741824);
+}
+
+UNIT_TEST(topic_serialize_round_trip)
+{
+    struct cn_topic_config tc, back;
+    cn_topic_config_init_defaults(&tc, NULL);
+    CHECK_EQ(cn_topic_config_set(&tc, "cleanup.policy", "compact,delete", err,
+                                 sizeof err),
+             0);
+    CHECK_EQ(cn_topic_config_set(&tc, "retention.ms", "-1", err, sizeof err),
+             0);
+    CHECK_EQ(cn_topic_config_set(&tc, "min.cleanable.dirty.ratio", "0.1",
+                                 err, sizeof err),
+             0);
+    CHECK_EQ(cn_topic_config_set(&tc, "message.timestamp.type",
+                                 "LogAppendTime", err, sizeof err),
+             0);
+    CHECK_EQ(cn_topic_config_set(&tc, "preallocate", "true", err, sizeof err),
+             0);
+    CHECK_EQ(cn_topic_config_set(&tc, "compression.type", "lz4", err,
+                                 sizeof err),
+             0);
+    char *text = cn_topic_config_serialize(&tc);
+    CHECK(text != NULL);
+    CHECK(strstr(text, "cleanup.policy=delete,compact\n") != NULL);
+    CHECK(strstr(text, "retention.ms=-1\n") != NULL);
+    CHECK(strstr(text, "min.cleanable.dirty.ratio=0.1\n") != NULL);
+    CHECK(strstr(text, "segment.bytes") == NULL);
+
+    cn_topic_config_init_defaults(&back, NULL);
+    CHECK_EQ(cn_topic_config_parse(&back, text, "topic.properties", err,
+                                   sizeof err),
+             0);
+    CHECK(memcmp(&tc, &back, sizeof tc) == 0);
+    CHECK_EQ(back.overrides, tc.overrides);
+    CHECK_EQ(back.cleanup_policy, CN_CLEANUP_COMPACT | CN_CLEANUP_DELETE);
+    CHECK(back.min_cleanable_dirty_ratio == 0.1);
+    CHECK_EQ(back.compression_type, CN_COMPRESSION_LZ4);
+    free(text);
+
+    cn_topic_config_init_defaults(&back, NULL);
+    text = cn_topic_config_serialize(&back);
+    CHECK(text && text[0] == '\0');
+    free(text);
+    CHECK_EQ(cn_topic_config_parse(&back, "# x\nsegment.ms=abc\n", "t", err,
+                                   sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("t:2:", "segment.ms"));
+}
+
+UNIT_TEST(properties_escapes)
+{
+    static const char text[] = "log.dir = /data/with\\ space\\\\\n"
+                               "cairn.log.level=\\u0064ebug\n"
+                               "inter.broker.listener.name=A\\:B\\=C\n";
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_load_text(&cfg, text, "e", err, sizeof err), 0);
+    CHECK(!strcmp(cfg.data_dir, "/data/with space\\"));
+    CHECK_EQ(cfg.cairn_log_level, CN_CFG_LOG_DEBUG);
+    const char *v;
+    CHECK_EQ(cn_config_get(&cfg, "inter.broker.listener.name", &v, NULL), 0);
+    CHECK(v && !strcmp(v, "A:B=C"));
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(help_lists_keys)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(f != NULL);
+    cn_config_print_help(f);
+    fclose(f);
+    CHECK(strstr(buf, "log.retention.hours (int, default: 168)") != NULL);
+    CHECK(strstr(buf, "retention.ms") != NULL);
+    CHECK(strstr(buf, "cairn.fsync.group.commit") != NULL);
+    free(buf);
+}
+
+UNIT_MAIN(defaults_match_kafka, table_defaults_all_parse, file_parsing,
+          file_error_names_file_and_line, load_file_and_missing_file,
+          set_overrides_file, unknown_key_named, bad_ints, enum_values,
+          retention_precedence, aliases, kraft_server_properties_loads,
+          listener_variants, listener_errors, topic_defaults_follow_broker,
+          topic_validation, topic_serialize_round_trip, properties_escapes,
+          help_lists_keys)
