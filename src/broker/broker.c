@@ -267,6 +267,17 @@ out_free:
     return CN_EINVAL;
 }
 
+void cn_broker_log_dir_failed(struct cn_broker *b, const char *what, int err)
+{
+    if (b->log_dir_offline)
+        return;
+    b->log_dir_offline = true;
+    CN_ERROR("log directory %s is offline after %s failed (%s); every "
+             "partition now answers KAFKA_STORAGE_ERROR; restart the broker "
+             "once the disk is healthy",
+             b->data_dir, what, cn_strerror(err));
+}
+
 int cn_broker_port(const struct cn_broker *b)
 {
     return cn_server_port(b->server);

@@ -69,6 +69,7 @@ struct cn_broker {
     int adv_port;
     int32_t node_id;
     bool stopping;
+    bool log_dir_offline;           /* a write or sync failed: see below */
 
     struct cn_topic **topic_table;  /* hash by name */
     size_t topic_buckets;
@@ -121,6 +122,21 @@ void cn_topics_close_all(struct cn_broker *b);
 /* Calls fn for every topic (order unspecified). */
 void cn_topics_foreach(struct cn_broker *b,
                        void (*fn)(struct cn_topic *t, void *arg), void *arg);
+
+/*
+ * Kafka's rule for a failed write or fsync: the log directory goes offline
+ * and is not retried, because after a failed fsync the page cache no
+ * longer says what is on disk.  Cairn has one directory, so every
+ * partition then answers KAFKA_STORAGE_ERROR until the broker is
+ * restarted (and recovers from what is really on disk).
+ */
+void cn_broker_log_dir_failed(struct cn_broker *b, const char *what, int err);
+
+static inline bool cn_partition_offline(const struct cn_broker *b,
+                                        const struct cn_partition *p)
+{
+    return b->log_dir_offline || cn_log_is_offline(p->log);
+}
 
 /* sync.c: group commit and the high watermark. */
 void cn_sync_appended(struct cn_broker *b, struct cn_partition *p);

@@ -15,20 +15,20 @@
 #include "proto/kerr.h"
 
 const struct cn_handler cn_handlers[] = {
-    {0, 3, 11, cn_h_produce},
-    {1, 4, 17, cn_h_fetch},
-    {2, 0, 10, cn_h_list_offsets},
-    {3, 0, 12, cn_h_metadata},
-    {18, 0, 4, cn_h_api_versions},
-    {19, 0, 7, cn_h_create_topics},
-    {20, 0, 6, cn_h_delete_topics},
-    {21, 0, 2, cn_h_delete_records},
-    {23, 0, 4, cn_h_offset_for_leader_epoch},
-    {32, 0, 4, cn_h_describe_configs},
-    {33, 0, 2, cn_h_alter_configs},
-    {37, 0, 3, cn_h_create_partitions},
-    {44, 0, 1, cn_h_incremental_alter_configs},
-    {60, 0, 1, cn_h_describe_cluster},
+    {0, 3, 11, 0, cn_h_produce},
+    {1, 4, 17, 0, cn_h_fetch},
+    {2, 0, 10, 0, cn_h_list_offsets},
+    {3, 0, 12, 0, cn_h_metadata},
+    {18, 0, 4, 0, cn_h_api_versions},
+    {19, 0, 7, 0, cn_h_create_topics},
+    {20, 0, 6, 0, cn_h_delete_topics},
+    {21, 0, 2, 0, cn_h_delete_records},
+    {23, 0, 4, 0, cn_h_offset_for_leader_epoch},
+    {32, 0, 4, 0, cn_h_describe_configs},
+    {33, 0, 2, 0, cn_h_alter_configs},
+    {37, 0, 3, 0, cn_h_create_partitions},
+    {44, 0, 1, 0, cn_h_incremental_alter_configs},
+    {60, 0, 1, 0, cn_h_describe_cluster},
 };
 const size_t cn_handler_count = sizeof cn_handlers / sizeof cn_handlers[0];
 
@@ -127,7 +127,7 @@ void cn_dispatch(struct cn_req *req, void *opaque)
         api_versions_answer(b, req, &h, 0, KAFKA_UNSUPPORTED_VERSION);
         return;
     }
-    if (!hd || h.api_version < hd->min_version ||
+    if (!hd || h.api_version < hd->decode_min ||
         h.api_version > hd->max_version) {
         /* Without a schema for this key/version there is no correct error
          * body to send; Kafka closes the connection too. */

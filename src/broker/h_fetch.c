@@ -139,7 +139,7 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
                 urgent = true;
                 continue;
             }
-            if (cn_log_is_offline(p->log)) {
+            if (cn_partition_offline(b, p)) {
                 pd->error_code = KAFKA_KAFKA_STORAGE_ERROR;
                 urgent = true;
                 continue;

@@ -70,7 +70,7 @@ static int fill_topic(struct cn_broker *b, struct cn_req *req,
         rp->isr_nodes = node;
         rp->isr_nodes_len = 1;
         rp->offline_replicas_len = 0;
-        if (cn_log_is_offline(t->partitions[i]->log)) {
+        if (cn_partition_offline(b, t->partitions[i])) {
             rp->error_code = KAFKA_KAFKA_STORAGE_ERROR;
             rp->isr_nodes_len = 0;
             rp->offline_replicas = node;

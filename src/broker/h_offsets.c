@@ -26,7 +26,7 @@ lookup(struct cn_broker *b, struct cn_bytes topic, int32_t part,
         *kerr = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
         return NULL;
     }
-    if (cn_log_is_offline(p->log)) {
+    if (cn_partition_offline(b, p)) {
         *kerr = KAFKA_KAFKA_STORAGE_ERROR;
         return NULL;
     }

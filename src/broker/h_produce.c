@@ -116,7 +116,7 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
         return NULL;
     }
     struct cn_partition *p = t->partitions[pd->index];
-    if (cn_log_is_offline(p->log)) {
+    if (cn_partition_offline(b, p)) {
         pr->error_code = KAFKA_KAFKA_STORAGE_ERROR;
         return NULL;
     }
@@ -170,6 +170,8 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
         pr->error_code = kerr_from_log_err(ac.err);
         CN_ERROR("append to %s-%d failed: %s", t->name, pd->index,
                  cn_strerror(ac.err));
+        if (ac.err != CN_ETOOBIG && ac.err != CN_EINVAL)
+            cn_broker_log_dir_failed(b, "a log write", ac.err);
         if (ac.first_offset < 0)
             return NULL;
     }
@@ -192,7 +194,7 @@ static void produce_finish(struct cn_broker *b, struct cn_sync_waiter *w)
         for (int32_t j = 0; j < tr->partition_responses_len; j++) {
             struct cn_partition *p = ps->parts[i][j];
             if (p && !tr->partition_responses[j].error_code &&
-                cn_log_is_offline(p->log))
+                cn_partition_offline(b, p))
                 tr->partition_responses[j].error_code =
                     KAFKA_KAFKA_STORAGE_ERROR;
         }

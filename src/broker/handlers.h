@@ -19,8 +19,10 @@ typedef void (*cn_handler_fn)(struct cn_broker *b, struct cn_req *req,
 
 struct cn_handler {
     int16_t api_key;
-    int16_t min_version; /* what Cairn serves, within the schema's range */
+    int16_t min_version;    /* advertised in ApiVersions */
     int16_t max_version;
+    int16_t decode_min;     /* older versions still decoded and answered
+                               with an error per partition */
     cn_handler_fn fn;
 };
 

@@ -71,9 +71,11 @@ static void round_done(uv_work_t *w, int status)
         struct cn_partition *p = r->parts[i];
         if (r->syncs[i])
             cn_log_sync_end(p->log, r->syncs[i], r->errs[i]);
-        if (r->errs[i])
-            CN_ERROR("fdatasync of %s-%d failed (%s): log offline",
-                     p->topic->name, p->index, cn_strerror(r->errs[i]));
+        if (r->errs[i]) {
+            CN_ERROR("fdatasync of %s-%d failed (%s)", p->topic->name,
+                     p->index, cn_strerror(r->errs[i]));
+            cn_broker_log_dir_failed(b, "fdatasync", r->errs[i]);
+        }
         int64_t synced = cn_log_synced_offset(p->log);
         if (synced > p->high_watermark)
             p->high_watermark = synced;
