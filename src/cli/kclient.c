@@ -1,0 +1,521 @@
+/*
+ * kclient.c - blocking Kafka protocol client: sockets with poll timeouts,
+ * framing, ApiVersions negotiation and controller lookup.
+ */
+#include "cli/kclient.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/rd.h"
+#include "base/wr.h"
+#include "proto/gen/msgs.h"
+#include "proto/header.h"
+#include "proto/kerr.h"
+
+#define API_VERSIONS_KEY 18
+#define METADATA_KEY 3
+
+static const char client_id[] = "cairnctl";
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *describe_err(int err)
+{
+    if (err > -10000 && err < 0)
+        return strerror(-err);
+    return cn_strerror(err);
+}
+
+int cn_kclient_parse_addr(const char *addr, char *host, size_t host_size,
+                          int *port)
+{
+    const char *h = addr, *colon;
+    size_t hlen;
+    char *end;
+    long p = 9092;
+
+    if (!addr || !*addr)
+        return CN_EINVAL;
+    if (*addr == '[') {
+        const char *close = strchr(addr, ']');
+        if (!close)
+            return CN_EINVAL;
+        h = addr + 1;
+        hlen = (size_t)(close - h);
+        colon = close[1] == ':' ? close + 1 : NULL;
+        if (close[1] && !colon)
+            return CN_EINVAL;
+    } else {
+        colon = strrchr(addr, ':');
+        /* Two colons and no brackets: a bare IPv6 address, no port. */
+        if (colon && strchr(addr, ':') != colon)
+            colon = NULL;
+        hlen = colon ? (size_t)(colon - addr) : strlen(addr);
+    }
+    if (hlen == 0 || hlen >= host_size)
+        return CN_EINVAL;
+    if (colon) {
+        errno = 0;
+        p = strtol(colon + 1, &end, 10);
+        if (errno || end == colon + 1 || *end || p <= 0 || p > 65535)
+            return CN_EINVAL;
+    }
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    *port = (int)p;
+    return 0;
+}
+
+void cn_kclient_init(struct cn_kclient *c)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    c->timeout_ms = CN_KCLIENT_TIMEOUT_MS;
+    c->next_correlation_id = 1;
+    for (int i = 0; i <= CN_API_KEY_MAX; i++)
+        c->api_max[i] = -1;
+}
+
+void cn_kclient_close(struct cn_kclient *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+}
+
+/* Waits until fd is ready for events or the deadline passes. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+    struct pollfd pfd = {.fd = fd, .events = events};
+
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        int n = poll(&pfd, 1, (int)left);
+        if (n > 0)
+            return 0;
+        if (n == 0)
+            return -ETIMEDOUT;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+/* Non-blocking connect to one resolved address, bounded by deadline. */
+static int connect_one(const struct addrinfo *ai, int64_t deadline, int *out)
+{
+    int fd, err, one = 1;
+    socklen_t len = sizeof err;
+
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                ai->ai_protocol);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+        if (errno != EINPROGRESS) {
+            err = -errno;
+            goto out_close;
+        }
+        err = wait_fd(fd, POLLOUT, deadline);
+        if (err)
+            goto out_close;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) {
+            err = -errno;
+            goto out_close;
+        }
+        if (err) {
+            err = -err;
+            goto out_close;
+        }
+    }
+    /* Requests are small and answered one at a time: no Nagle delay. */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    *out = fd;
+    return 0;
+
+out_close:
+    close(fd);
+    return err;
+}
+
+static int send_all(struct cn_kclient *c, const uint8_t *p, size_t n)
+{
+    int64_t deadline = now_ms() + c->timeout_ms;
+
+    while (n > 0) {
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        int err = wait_fd(c->fd, POLLOUT, deadline);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+static int recv_all(struct cn_kclient *c, uint8_t *p, size_t n,
+                    int64_t deadline)
+{
+    while (n > 0) {
+        ssize_t r = recv(c->fd, p, n, 0);
+        if (r > 0) {
+            p += r;
+            n -= (size_t)r;
+            continue;
+        }
+        if (r == 0)
+            return CN_ETRUNC; /* peer closed the connection */
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        int err = wait_fd(c->fd, POLLIN, deadline);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+/* Records a socket failure and closes, since framing is lost after it. */
+static int io_fail(struct cn_kclient *c, const char *what, int err)
+{
+    snprintf(c->err, sizeof c->err, "%s %s:%d failed: %s", what, c->host,
+             c->port,
+             err == CN_ETRUNC    ? "connection closed by broker"
+             : err == -ETIMEDOUT ? "timed out"
+                                 : describe_err(err));
+    cn_kclient_close(c);
+    return err;
+}
+
+/*
+ * Sends one request and reads the reply, leaving *body positioned after the
+ * response header.  The frame lives in arena.
+ */
+static int exchange(struct cn_kclient *c, int16_t api_key, int16_t version,
+                    const void *request, struct cn_arena *arena,
+                    struct cn_rd *body)
+{
+    const struct cn_api_info *api = cn_api_info_get(api_key);
+    struct cn_req_header h;
+    struct cn_wr wr;
+    uint8_t sz[4];
+    uint8_t *frame;
+    int32_t corr, len;
+    size_t off;
+    int err;
+
+    if (c->fd < 0) {
+        snprintf(c->err, sizeof c->err, "not connected to %s:%d", c->host,
+                 c->port);
+        return CN_EINVAL;
+    }
+    if (!api || version < api->min_version || version > api->max_version) {
+        snprintf(c->err, sizeof c->err,
+                 "API key %d version %d is not supported by this client",
+                 api_key, version);
+        return CN_EUNSUPPORTED;
+    }
+    corr = c->next_correlation_id++;
+    h.api_key = api_key;
+    h.api_version = version;
+    h.correlation_id = corr;
+    h.client_id = cn_bytes_str(client_id);
+
+    cn_wr_init(&wr, 256);
+    off = cn_wr_reserve(&wr, 4);
+    cn_req_header_encode(&wr, &h);
+    api->encode_request(&wr, version, request);
+    if (wr.err || wr.len - 4 > INT32_MAX) {
+        err = wr.err ? wr.err : CN_ETOOBIG;
+        cn_wr_fini(&wr);
+        snprintf(c->err, sizeof c->err, "cannot encode %s request: %s",
+                 api->name, cn_strerror(err));
+        return err;
+    }
+    cn_wr_patch_i32(&wr, off, (int32_t)(wr.len - 4));
+    err = send_all(c, wr.buf, wr.len);
+    cn_wr_fini(&wr);
+    if (err)
+        return io_fail(c, "sending to", err);
+
+    int64_t deadline = now_ms() + c->timeout_ms;
+    err = recv_all(c, sz, 4, deadline);
+    if (err)
+        return io_fail(c, "reading from", err);
+    len = (int32_t)((uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 |
+                    (uint32_t)sz[2] << 8 | sz[3]);
+    if (len < 4 || len > CN_KCLIENT_FRAME_MAX) {
+        snprintf(c->err, sizeof c->err,
+                 "%s:%d sent a response frame of %d bytes (not Kafka?)",
+                 c->host, c->port, len);
+        cn_kclient_close(c);
+        return CN_EBADLEN;
+    }
+    frame = cn_arena_alloc(arena, (size_t)len);
+    if (!frame) {
+        snprintf(c->err, sizeof c->err, "out of memory");
+        cn_kclient_close(c);
+        return CN_ENOMEM;
+    }
+    err = recv_all(c, frame, (size_t)len, deadline);
+    if (err)
+        return io_fail(c, "reading from", err);
+
+    cn_rd_init(body, frame, (size_t)len);
+    int32_t got = cn_rd_i32(body);
+    if (got != corr) {
+        snprintf(c->err, sizeof c->err,
+                 "%s:%d answered correlation id %d, expected %d", c->host,
+                 c->port, got, corr);
+        cn_kclient_close(c);
+        return CN_ECORRUPT;
+    }
+    if (cn_api_response_header_version(api_key, version) >= 1)
+        cn_rd_skip_tags(body);
+    if (body->err) {
+        snprintf(c->err, sizeof c->err, "bad %s response header from %s:%d",
+                 api->name, c->host, c->port);
+        return body->err;
+    }
+    return 0;
+}
+
+static int decode_body(struct cn_kclient *c, int16_t api_key, int16_t version,
+                       struct cn_rd *body, void *response,
+                       struct cn_arena *arena)
+{
+    const struct cn_api_info *api = cn_api_info_get(api_key);
+    int err;
+
+    api->init_response(response);
+    err = api->decode_response(body, arena, version, response);
+    if (!err)
+        err = body->err;
+    if (err) {
+        snprintf(c->err, sizeof c->err,
+                 "cannot decode %s v%d response from %s:%d: %s", api->name,
+                 version, c->host, c->port, cn_strerror(err));
+        return err;
+    }
+    return 0;
+}
+
+int cn_kclient_call(struct cn_kclient *c, int16_t api_key, int16_t version,
+                    const void *request, void *response, struct cn_arena *arena)
+{
+    struct cn_rd body;
+    int err;
+
+    err = exchange(c, api_key, version, request, arena, &body);
+    if (err)
+        return err;
+    return decode_body(c, api_key, version, &body, response, arena);
+}
+
+/*
+ * ApiVersions at v3, falling back to v0 when the broker does not know v3.
+ * A broker that rejects our version answers in v0 form, so the error code
+ * is read before the body is decoded at the version we sent.
+ */
+static int negotiate(struct cn_kclient *c)
+{
+    struct cn_api_versions_request rq;
+    struct cn_api_versions_response rs;
+    struct cn_arena arena;
+    struct cn_rd body;
+    int16_t version = 3;
+    int err;
+
+    cn_arena_init(&arena);
+    cn_api_versions_request_init(&rq);
+    rq.client_software_name = cn_bytes_str(client_id);
+    rq.client_software_version = cn_bytes_str("0.1");
+    for (;;) {
+        err = exchange(c, API_VERSIONS_KEY, version, &rq, &arena, &body);
+        if (err)
+            goto out;
+        struct cn_rd peek = body;
+        int16_t code = cn_rd_i16(&peek);
+        if (code == KAFKA_UNSUPPORTED_VERSION && version > 0) {
+            version = 0;
+            continue;
+        }
+        err = decode_body(c, API_VERSIONS_KEY, version, &body, &rs, &arena);
+        if (err)
+            goto out;
+        if (rs.error_code) {
+            snprintf(c->err, sizeof c->err, "ApiVersions to %s:%d failed: %s",
+                     c->host, c->port, cn_kerr_name(rs.error_code));
+            err = CN_EUNSUPPORTED;
+            goto out;
+        }
+        break;
+    }
+    for (int i = 0; i <= CN_API_KEY_MAX; i++)
+        c->api_max[i] = -1;
+    for (int32_t i = 0; i < rs.api_keys_len; i++) {
+        const struct cn_api_versions_response_api_version *a = &rs.api_keys[i];
+        if (a->api_key < 0 || a->api_key > CN_API_KEY_MAX)
+            continue;
+        c->api_min[a->api_key] = a->min_version;
+        c->api_max[a->api_key] = a->max_version;
+    }
+out:
+    cn_arena_fini(&arena);
+    return err;
+}
+
+int cn_kclient_connect(struct cn_kclient *c, const char *host, int port,
+                       int timeout_ms)
+{
+    struct addrinfo hints, *res, *ai;
+    char portstr[16];
+    int64_t deadline;
+    int err, fd = -1;
+
+    cn_kclient_close(c);
+    if (timeout_ms > 0)
+        c->timeout_ms = timeout_ms;
+    snprintf(c->host, sizeof c->host, "%s", host);
+    c->port = port;
+    snprintf(portstr, sizeof portstr, "%d", port);
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    err = getaddrinfo(host, portstr, &hints, &res);
+    if (err) {
+        snprintf(c->err, sizeof c->err, "cannot connect to %s:%d: %s", host,
+                 port, gai_strerror(err));
+        return CN_ENOTFOUND;
+    }
+    deadline = now_ms() + c->timeout_ms;
+    err = -ECONNREFUSED;
+    for (ai = res; ai; ai = ai->ai_next) {
+        err = connect_one(ai, deadline, &fd);
+        if (!err)
+            break;
+    }
+    freeaddrinfo(res);
+    if (err) {
+        snprintf(c->err, sizeof c->err, "cannot connect to %s:%d: %s", host,
+                 port, err == -ETIMEDOUT ? "timed out" : describe_err(err));
+        return err;
+    }
+    c->fd = fd;
+    err = negotiate(c);
+    if (err) {
+        char why[sizeof c->err];
+        snprintf(why, sizeof why, "%s", c->err);
+        snprintf(c->err, sizeof c->err, "cannot connect to %.150s:%d: %.300s",
+                 host, port, why);
+        cn_kclient_close(c);
+    }
+    return err;
+}
+
+int cn_kclient_bootstrap(struct cn_kclient *c, const char *addr, int timeout_ms)
+{
+    char host[CN_KCLIENT_HOST_MAX];
+    int port;
+
+    if (cn_kclient_parse_addr(addr, host, sizeof host, &port)) {
+        snprintf(c->err, sizeof c->err,
+                 "bad bootstrap server '%s' (want HOST:PORT)", addr);
+        return CN_EINVAL;
+    }
+    return cn_kclient_connect(c, host, port, timeout_ms);
+}
+
+int16_t cn_kclient_version(const struct cn_kclient *c, int16_t api_key)
+{
+    const struct cn_api_info *api = cn_api_info_get(api_key);
+    int16_t ours_max, hi, lo;
+
+    if (!api || api_key < 0 || api_key > CN_API_KEY_MAX)
+        return -1;
+    if (c->api_max[api_key] < 0)
+        return -1;
+    ours_max = api->max_version;
+    if (api->latest_unstable && ours_max > api->min_version)
+        ours_max--;
+    hi = c->api_max[api_key] < ours_max ? c->api_max[api_key] : ours_max;
+    lo = c->api_min[api_key] > api->min_version ? c->api_min[api_key]
+                                                : api->min_version;
+    return hi >= lo ? hi : -1;
+}
+
+int cn_kclient_controller(struct cn_kclient *c, struct cn_kclient *ctl,
+                          struct cn_kclient **out)
+{
+    struct cn_metadata_request rq;
+    struct cn_metadata_response rs;
+    const struct cn_metadata_response_metadata_response_broker *b = NULL;
+    struct cn_arena arena;
+    char host[CN_KCLIENT_HOST_MAX];
+    int16_t v = cn_kclient_version(c, METADATA_KEY);
+    int err;
+
+    /* ControllerId arrived in Metadata v1. */
+    if (v < 1) {
+        *out = c;
+        return 0;
+    }
+    cn_arena_init(&arena);
+    cn_metadata_request_init(&rq);
+    rq.topics = NULL;
+    rq.topics_len = 0; /* no topics: we only want brokers and controller */
+    err = cn_kclient_call(c, METADATA_KEY, v, &rq, &rs, &arena);
+    if (err)
+        goto out;
+    for (int32_t i = 0; i < rs.brokers_len; i++)
+        if (rs.brokers[i].node_id == rs.controller_id)
+            b = &rs.brokers[i];
+    if (!b || rs.brokers_len == 1 || b->host.len <= 0 ||
+        (size_t)b->host.len >= sizeof host) {
+        *out = c;
+        goto out;
+    }
+    memcpy(host, b->host.ptr, (size_t)b->host.len);
+    host[b->host.len] = '\0';
+    if (strcmp(host, c->host) == 0 && b->port == c->port) {
+        *out = c;
+        goto out;
+    }
+    err = cn_kclient_connect(ctl, host, b->port, c->timeout_ms);
+    if (err) {
+        snprintf(c->err, sizeof c->err, "controller %d: %.400s", b->node_id,
+                 ctl->err);
+        goto out;
+    }
+    *out = ctl;
+out:
+    cn_arena_fini(&arena);
+    return err;
+}
