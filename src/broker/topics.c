@@ -574,7 +574,7 @@ int cn_topics_load(struct cn_broker *b, char *err, size_t err_len)
         if (e->d_name[0] == '.')
             continue;
         if (n > 4 && strcmp(e->d_name + n - 4, ".tmp") == 0) {
-            char tmp[4400];
+            char tmp[4608];
             snprintf(tmp, sizeof tmp, "%s/%s", dir, e->d_name);
             unlink(tmp);
             continue;

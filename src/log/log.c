@@ -1,0 +1,995 @@
+/*
+ * log.c - the partition log: open and recovery, append, read, roll, sync,
+ * retention, DeleteRecords.  See log.h for the files and the threading.
+ */
+#include "log_int.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/crc32c.h"
+#include "base/err.h"
+#include "base/failpoint.h"
+#include "base/say.h"
+#include "file.h"
+#include "proto/batch.h"
+
+#define CKPT_NAME "partition.checkpoint"
+#define CKPT_MAGIC "cn-partition-checkpoint 1\n"
+#define CKPT_MAX 512
+
+void cn_log_config_default(struct cn_log_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->segment_bytes = 1LL << 30;
+    cfg->segment_ms = 7LL * 24 * 3600 * 1000;
+    cfg->retention_ms = 7LL * 24 * 3600 * 1000;
+    cfg->retention_bytes = -1;
+    cfg->index_interval_bytes = 4096;
+    cfg->flush_messages = INT64_MAX;
+    cfg->flush_ms = INT64_MAX;
+}
+
+static void set_cfg(struct cn_log *log, const struct cn_log_config *cfg)
+{
+    log->cfg = *cfg;
+    /* Positions in .index are uint32; Kafka caps segment.bytes likewise. */
+    if (log->cfg.segment_bytes > INT32_MAX || log->cfg.segment_bytes <= 0)
+        log->cfg.segment_bytes = INT32_MAX;
+    if (log->cfg.segment_ms <= 0)
+        log->cfg.segment_ms = INT64_MAX;
+    if (log->cfg.index_interval_bytes < 0)
+        log->cfg.index_interval_bytes = 0;
+    if (log->cfg.flush_messages <= 0)
+        log->cfg.flush_messages = 1;
+}
+
+void cn_log_set_config(struct cn_log *log, const struct cn_log_config *cfg)
+{
+    set_cfg(log, cfg);
+}
+
+static struct cn_segment *active(const struct cn_log *log)
+{
+    return log->segs[log->nsegs - 1];
+}
+
+static void go_offline(struct cn_log *log, const char *what, int err)
+{
+    if (!log->offline)
+        CN_ERROR("log %s: %s failed: %s; taking the log offline", log->dir,
+                 what, cn_strerror(err));
+    log->offline = true;
+}
+
+static int push_seg(struct cn_log *log, struct cn_segment *seg)
+{
+    if (log->nsegs == log->segs_cap) {
+        size_t ncap = log->segs_cap ? log->segs_cap * 2 : 8;
+        void *p = realloc(log->segs, ncap * sizeof *log->segs);
+        if (!p)
+            return CN_ENOMEM;
+        log->segs = p;
+        log->segs_cap = ncap;
+    }
+    log->segs[log->nsegs++] = seg;
+    return 0;
+}
+
+/* Drops a segment the log no longer lists; a sync holding its fds frees it
+ * when it ends. */
+static void seg_release(struct cn_segment *seg)
+{
+    seg->dead = true;
+    if (seg->refs == 0)
+        log_seg_free(seg);
+}
+
+/* Removes segs[0], unlinking its files (the caller fsyncs the dir). */
+static int drop_first(struct cn_log *log)
+{
+    struct cn_segment *seg = log->segs[0];
+    memmove(log->segs, log->segs + 1, (log->nsegs - 1) * sizeof *log->segs);
+    log->nsegs--;
+    int err = log_seg_unlink(log, seg->base);
+    seg_release(seg);
+    return err;
+}
+
+/* --- checkpoint --------------------------------------------------------- */
+
+static int ckpt_write(struct cn_log *log, int64_t start, int64_t rp,
+                      bool clean)
+{
+    char buf[CKPT_MAX];
+    int n = snprintf(buf, sizeof buf,
+                     CKPT_MAGIC "log_start_offset %" PRId64
+                                "\nrecovery_point %" PRId64
+                                "\nclean_shutdown %d\n",
+                     start, rp, clean ? 1 : 0);
+    uint32_t crc = cn_crc32c(0, buf, (size_t)n);
+    n += snprintf(buf + n, sizeof buf - (size_t)n, "crc %08" PRIx32 "\n", crc);
+    int err = cn_file_write_atomic(log->dir, CKPT_NAME, buf, (size_t)n);
+    if (err)
+        return err;
+    log->ckpt_start = start;
+    log->ckpt_rp = rp;
+    return 0;
+}
+
+/* Reads the checkpoint; a missing or damaged one leaves the defaults (start
+ * unknown, recovery point 0: scan everything). */
+static void ckpt_read(struct cn_log *log, int64_t *start, int64_t *rp,
+                      bool *clean)
+{
+    char path[PATH_MAX], buf[CKPT_MAX + 1];
+    *start = -1;
+    *rp = 0;
+    *clean = false;
+    if (snprintf(path, sizeof path, "%s/" CKPT_NAME, log->dir) >=
+        (int)sizeof path)
+        return;
+    int fd = cn_file_ops->open(path, O_RDONLY, 0);
+    if (fd < 0) {
+        if (fd != -ENOENT)
+            CN_WARN("log %s: cannot open checkpoint: %s", log->dir,
+                    cn_strerror(fd));
+        return;
+    }
+    ssize_t n = cn_file_pread_all(fd, buf, CKPT_MAX, 0);
+    cn_file_ops->close(fd);
+    if (n <= 0)
+        goto bad;
+    buf[n] = '\0';
+    char *crc_line = strstr(buf, "crc ");
+    long long s, r;
+    int c;
+    unsigned int crc;
+    if (!crc_line || sscanf(crc_line, "crc %8x", &crc) != 1 ||
+        cn_crc32c(0, buf, (size_t)(crc_line - buf)) != crc ||
+        sscanf(buf, CKPT_MAGIC "log_start_offset %lld recovery_point %lld "
+                               "clean_shutdown %d",
+               &s, &r, &c) != 3 ||
+        s < 0 || r < 0)
+        goto bad;
+    *start = s;
+    *rp = r;
+    *clean = c == 1;
+    return;
+bad:
+    CN_WARN("log %s: checkpoint damaged; recovering every segment",
+            log->dir);
+}
+
+/* --- open and recovery -------------------------------------------------- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* "<20 digits>.<ext>" -> base offset, or -1. */
+static int64_t parse_seg_name(const char *name, const char *ext)
+{
+    size_t el = strlen(ext);
+    if (strlen(name) != 21 + el || name[20] != '.' ||
+        strcmp(name + 21, ext) != 0)
+        return -1;
+    int64_t v = 0;
+    for (int i = 0; i < 20; i++) {
+        if (name[i] < '0' || name[i] > '9')
+            return -1;
+        if (v > (INT64_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (name[i] - '0');
+    }
+    return v;
+}
+
+static bool has_suffix(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static int unlink_in(const struct cn_log *log, const char *name)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", log->dir, name) >=
+        (int)sizeof path)
+        return -ENAMETOOLONG;
+    return cn_file_ops->unlink(path);
+}
+
+/* Lists segment bases (sorted) and removes temp files and index files whose
+ * .log is gone. */
+static int list_dir(struct cn_log *log, int64_t **bases_out, size_t *n_out)
+{
+    DIR *d = opendir(log->dir);
+    if (!d)
+        return -errno;
+    int64_t *bases = NULL;
+    size_t n = 0, cap = 0;
+    int err = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        int64_t b = parse_seg_name(de->d_name, "log");
+        if (b >= 0) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                int64_t *nb = realloc(bases, cap * sizeof *bases);
+                if (!nb) {
+                    err = CN_ENOMEM;
+                    break;
+                }
+                bases = nb;
+            }
+            bases[n++] = b;
+        } else if (has_suffix(de->d_name, ".tmp")) {
+            CN_INFO("log %s: removing stray %s", log->dir, de->d_name);
+            unlink_in(log, de->d_name);
+        }
+    }
+    closedir(d);
+    if (err) {
+        free(bases);
+        return err;
+    }
+    if (n > 1)
+        qsort(bases, n, sizeof *bases, cmp_i64);
+
+    /* Orphan index files: a crash between unlinking .log and its indexes. */
+    d = opendir(log->dir);
+    if (d) {
+        while ((de = readdir(d)) != NULL) {
+            int64_t b = parse_seg_name(de->d_name, "index");
+            if (b < 0)
+                b = parse_seg_name(de->d_name, "timeindex");
+            if (b >= 0 &&
+                (n == 0 || !bsearch(&b, bases, n, sizeof *bases, cmp_i64)))
+                unlink_in(log, de->d_name);
+        }
+        closedir(d);
+    }
+    *bases_out = bases;
+    *n_out = n;
+    return 0;
+}
+
+static int mkdir_synced(const char *dir)
+{
+    int err = cn_file_ops->mkdir(dir, 0755);
+    if (err == -EEXIST)
+        return 0;
+    if (err)
+        return err;
+    char parent[PATH_MAX];
+    if (snprintf(parent, sizeof parent, "%s", dir) >= (int)sizeof parent)
+        return -ENAMETOOLONG;
+    char *slash = strrchr(parent, '/');
+    if (slash == parent)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(parent, sizeof parent, ".");
+    return cn_file_sync_dir(parent);
+}
+
+/* Deletes segs[from..] (recovery found them after a gap or a cut). */
+static void drop_tail(struct cn_log *log, size_t from, const char *why)
+{
+    while (log->nsegs > from) {
+        struct cn_segment *seg = log->segs[--log->nsegs];
+        CN_WARN("log %s: deleting segment %020lld: %s", log->dir,
+                (long long)seg->base, why);
+        log->stats.recovery_truncated_bytes += seg->size;
+        log_seg_unlink(log, seg->base);
+        log_seg_free(seg);
+    }
+}
+
+static int sync_seg_all(struct cn_segment *seg)
+{
+    int err = cn_file_ops->fdatasync(seg->log_fd);
+    if (!err)
+        err = cn_file_ops->fdatasync(seg->idx_fd);
+    if (!err)
+        err = cn_file_ops->fdatasync(seg->tidx_fd);
+    return err;
+}
+
+/* First batch's max timestamp as the segment's age origin, else now. */
+static void set_created(struct cn_log *log, struct cn_segment *seg)
+{
+    struct log_bhdr h;
+    seg->created_ms = log_now_ms(log);
+    seg->last_write_ms = seg->created_ms;
+    if (log_seg_read_hdr(seg, 0, &h) == 0 && h.max_timestamp >= 0 &&
+        h.max_timestamp < seg->created_ms)
+        seg->created_ms = h.max_timestamp;
+}
+
+static int recover(struct cn_log *log)
+{
+    int64_t *bases = NULL, start, rp;
+    size_t n = 0;
+    bool clean;
+    int err = list_dir(log, &bases, &n);
+    if (err)
+        return err;
+    ckpt_read(log, &start, &rp, &clean);
+
+    bool cut = false;
+    for (size_t i = 0; i < n && !cut; i++) {
+        struct cn_segment *seg;
+        err = log_seg_open_files(log, bases[i], &seg);
+        if (err)
+            goto out_free;
+        err = push_seg(log, seg);
+        if (err) {
+            log_seg_free(seg);
+            goto out_free;
+        }
+        bool trusted = clean || (i + 1 < n && bases[i + 1] <= rp);
+        if (trusted) {
+            err = log_seg_load_trusted(log, seg);
+            if (err == CN_ECORRUPT) {
+                CN_WARN("log %s: segment %020lld: indexes disagree with "
+                        "the log; rebuilding",
+                        log->dir, (long long)seg->base);
+                trusted = false;
+            } else if (err) {
+                goto out_free;
+            }
+        }
+        if (!trusted) {
+            int64_t scanned = 0, truncated = 0;
+            err = log_seg_recover(log, seg, &scanned, &truncated);
+            if (err)
+                goto out_free;
+            log->stats.recovery_scanned_bytes += scanned;
+            log->stats.recovery_truncated_bytes += truncated;
+            err = sync_seg_all(seg);
+            if (err)
+                goto out_free;
+            if (truncated > 0)
+                cut = true; /* later segments follow a hole: drop them */
+        }
+        seg->durable = true;
+        if (seg->size == 0 && i + 1 < n) {
+            /* An empty segment before others holds nothing. */
+            drop_tail(log, log->nsegs - 1, "empty, not last");
+            continue;
+        }
+        if (log->nsegs > 1) {
+            struct cn_segment *prev = log->segs[log->nsegs - 2];
+            if (seg->base != prev->next_offset) {
+                CN_WARN("log %s: segment %020lld does not follow offset "
+                        "%lld",
+                        log->dir, (long long)seg->base,
+                        (long long)prev->next_offset);
+                drop_tail(log, log->nsegs - 1, "offsets not contiguous");
+                cut = true;
+            }
+        }
+    }
+    if (cut && log->nsegs < n) {
+        for (size_t i = 0; i < n; i++) {
+            bool kept = false;
+            for (size_t j = 0; j < log->nsegs; j++)
+                kept = kept || log->segs[j]->base == bases[i];
+            if (!kept) {
+                CN_WARN("log %s: deleting segment %020lld after a "
+                        "truncation",
+                        log->dir, (long long)bases[i]);
+                log_seg_unlink(log, bases[i]);
+            }
+        }
+    }
+    if (log->nsegs > 0 && start > active(log)->next_offset) {
+        /* DeleteRecords raised the start past data a crash then lost. */
+        CN_WARN("log %s: log start %lld past recovered end %lld; emptying",
+                log->dir, (long long)start,
+                (long long)active(log)->next_offset);
+        drop_tail(log, 0, "below the log start offset");
+    }
+    if (log->nsegs == 0) {
+        struct cn_segment *seg;
+        err = log_seg_create(log, start > 0 ? start : 0, &seg);
+        if (err)
+            goto out_free;
+        seg->durable = true;
+        err = push_seg(log, seg);
+        if (err) {
+            log_seg_free(seg);
+            goto out_free;
+        }
+    }
+    err = cn_file_sync_dir(log->dir);
+    if (err)
+        goto out_free;
+    if (start < log->segs[0]->base)
+        start = log->segs[0]->base;
+    log->start_offset = start;
+    log->end_offset = active(log)->next_offset;
+    log->synced_offset = log->end_offset;
+    log->max_ts = log->max_ts_offset = -1;
+    for (size_t i = 0; i < log->nsegs; i++) {
+        struct cn_segment *seg = log->segs[i];
+        if (seg->max_ts > log->max_ts) {
+            log->max_ts = seg->max_ts;
+            log->max_ts_offset = seg->max_ts_offset;
+        }
+        set_created(log, seg);
+    }
+    log->last_sync_ms = log_now_ms(log);
+    /* Not clean from here on: a crash must not be taken for a clean stop. */
+    err = ckpt_write(log, log->start_offset, log->end_offset, false);
+out_free:
+    free(bases);
+    return err;
+}
+
+static void free_log(struct cn_log *log)
+{
+    for (size_t i = 0; i < log->nsegs; i++)
+        seg_release(log->segs[i]);
+    free(log->segs);
+    free(log->dir);
+    free(log);
+}
+
+int cn_log_open(const char *dir, const struct cn_log_config *cfg,
+                struct cn_log **out)
+{
+    struct cn_log *log = calloc(1, sizeof *log);
+    if (!log)
+        return CN_ENOMEM;
+    log->dir = strdup(dir);
+    if (!log->dir) {
+        free(log);
+        return CN_ENOMEM;
+    }
+    size_t dl = strlen(log->dir);
+    while (dl > 1 && log->dir[dl - 1] == '/')
+        log->dir[--dl] = '\0';
+    set_cfg(log, cfg);
+    int err = mkdir_synced(log->dir);
+    if (!err)
+        err = recover(log);
+    if (err) {
+        CN_ERROR("log %s: open failed: %s", log->dir, cn_strerror(err));
+        free_log(log);
+        return err;
+    }
+    *out = log;
+    return 0;
+}
+
+void cn_log_close(struct cn_log *log)
+{
+    if (!log)
+        return;
+    assert(log->syncs_in_flight == 0);
+    if (!log->offline) {
+        int err = log_seg_seal_timeindex(active(log));
+        active(log)->durable = false; /* the seal may have written */
+        for (size_t i = 0; !err && i < log->nsegs; i++)
+            if (!log->segs[i]->durable)
+                err = sync_seg_all(log->segs[i]);
+        if (!err)
+            err = ckpt_write(log, log->start_offset, log->end_offset, true);
+        if (err)
+            CN_ERROR("log %s: clean close failed: %s", log->dir,
+                     cn_strerror(err));
+    }
+    free_log(log);
+}
+
+int cn_log_delete(struct cn_log *log)
+{
+    assert(log->syncs_in_flight == 0);
+    int first = 0;
+    /* Close first, then remove everything in the directory, including files
+     * other modules keep there (producer snapshots). */
+    for (size_t i = 0; i < log->nsegs; i++)
+        seg_release(log->segs[i]);
+    log->nsegs = 0;
+    DIR *d = opendir(log->dir);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                continue;
+            int err = unlink_in(log, de->d_name);
+            if (err && !first)
+                first = err;
+        }
+        closedir(d);
+    } else {
+        first = -errno;
+    }
+    int err = cn_file_ops->rmdir(log->dir);
+    if (err && !first)
+        first = err;
+    if (!err) {
+        char parent[PATH_MAX];
+        snprintf(parent, sizeof parent, "%s", log->dir);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+            *slash = '\0';
+            cn_file_sync_dir(parent);
+        }
+    }
+    free_log(log);
+    return first;
+}
+
+int64_t cn_log_start_offset(const struct cn_log *log)
+{
+    return log->start_offset;
+}
+
+int64_t cn_log_end_offset(const struct cn_log *log)
+{
+    return log->end_offset;
+}
+
+int64_t cn_log_synced_offset(const struct cn_log *log)
+{
+    return log->synced_offset;
+}
+
+bool cn_log_is_offline(const struct cn_log *log)
+{
+    return log->offline;
+}
+
+void cn_log_stats(const struct cn_log *log, struct cn_log_stats *out)
+{
+    *out = log->stats;
+    out->segments = (int32_t)log->nsegs;
+    out->bytes = 0;
+    for (size_t i = 0; i < log->nsegs; i++)
+        out->bytes += log->segs[i]->size;
+}
+
+/* --- append ------------------------------------------------------------- */
+
+static int roll(struct cn_log *log)
+{
+    struct cn_segment *seg;
+    int err = log_seg_seal_timeindex(active(log));
+    /* Rolled segments are synced whole (data and indexes) by the next sync,
+     * even one untouched since open: the seal may just have written. */
+    active(log)->durable = false;
+    if (!err)
+        err = log_seg_create(log, log->end_offset, &seg);
+    if (err) {
+        go_offline(log, "segment roll", err);
+        return CN_EOFFLINE;
+    }
+    err = push_seg(log, seg);
+    if (err) {
+        log_seg_unlink(log, seg->base);
+        log_seg_free(seg);
+        return err;
+    }
+    CN_DEBUG("log %s: rolled to segment %020lld", log->dir,
+             (long long)seg->base);
+    return 0;
+}
+
+int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
+                  int64_t *base_offset_out)
+{
+    struct cn_batch_hdr bh;
+    struct log_bhdr h;
+    if (log->offline)
+        return CN_EOFFLINE;
+    if (cn_batch_hdr_parse(batch, len, &bh) || cn_batch_size(&bh) != len ||
+        log_bhdr_parse(batch, len, &h))
+        return CN_EINVAL;
+    int64_t base = log->end_offset;
+    if (base > INT64_MAX - 1 - h.last_offset_delta)
+        return CN_EINVAL;
+    struct cn_segment *seg = active(log);
+    int64_t now = log_now_ms(log);
+    if (seg->size > 0 &&
+        ((int64_t)len > log->cfg.segment_bytes - seg->size ||
+         now - seg->created_ms >= log->cfg.segment_ms ||
+         base + h.last_offset_delta - seg->base > INT32_MAX)) {
+        int err = roll(log);
+        if (err)
+            return err;
+        seg = active(log);
+    }
+    cn_batch_set_base_offset(batch, base);
+    h.base_offset = base;
+
+    int64_t pos = seg->size;
+    size_t first = len;
+    if (cn_failpoints_armed)
+        first = len / 2; /* lets a crash point leave a torn batch */
+    int err = cn_file_pwrite_all(seg->log_fd, batch, first, pos);
+    if (!err && first < len) {
+        err = CN_FAILPOINT("log.mid_append");
+        if (!err)
+            err = cn_file_pwrite_all(seg->log_fd, batch + first, len - first,
+                                     pos + (int64_t)first);
+    }
+    if (!err)
+        err = log_seg_index_batch(log, seg, &h, pos);
+    if (err) {
+        go_offline(log, "append", err);
+        return CN_EOFFLINE;
+    }
+    seg->size += (int64_t)len;
+    seg->next_offset = base + h.last_offset_delta + 1;
+    seg->durable = false;
+    seg->last_write_ms = now;
+    log->end_offset = seg->next_offset;
+    if (h.max_timestamp > log->max_ts) {
+        log->max_ts = h.max_timestamp;
+        log->max_ts_offset = base + h.last_offset_delta;
+    }
+    if (base_offset_out)
+        *base_offset_out = base;
+    (void)CN_FAILPOINT("log.after_append_before_sync");
+    return 0;
+}
+
+/* --- read --------------------------------------------------------------- */
+
+/* Index of the segment holding offset: the last with base <= offset. */
+static size_t find_seg(const struct cn_log *log, int64_t offset)
+{
+    size_t lo = 0, hi = log->nsegs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (log->segs[mid]->base <= offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo == 0 ? 0 : lo - 1;
+}
+
+static int copy_run(const struct cn_segment *seg, int64_t from, int64_t to,
+                    struct cn_wr *out)
+{
+    size_t n = (size_t)(to - from);
+    if (n == 0)
+        return 0;
+    if (!cn_wr_ensure(out, n))
+        return CN_ENOMEM;
+    ssize_t r = cn_file_pread_all(seg->log_fd, out->buf + out->len, n, from);
+    if (r < 0)
+        return (int)r;
+    if ((size_t)r != n)
+        return cn_corrupt("segment shorter than its size");
+    out->len += n;
+    return 0;
+}
+
+int cn_log_read(struct cn_log *log, int64_t offset, int64_t max_offset,
+                size_t max_bytes, bool min_one, struct cn_wr *out,
+                size_t *bytes_read)
+{
+    if (bytes_read)
+        *bytes_read = 0;
+    if (log->offline)
+        return CN_EOFFLINE;
+    if (offset < log->start_offset || offset > log->end_offset)
+        return CN_ERANGE;
+    size_t done = 0;
+    bool stop = false;
+    for (size_t si = find_seg(log, offset); si < log->nsegs && !stop; si++) {
+        const struct cn_segment *seg = log->segs[si];
+        int64_t pos = log_seg_lookup(seg, offset);
+        int64_t run_start = -1, run_end = -1;
+        while (pos < seg->size) {
+            struct log_bhdr h;
+            int err = log_seg_read_hdr(seg, pos, &h);
+            if (err)
+                return err;
+            if (h.base_offset + h.last_offset_delta < offset) {
+                pos += h.total_bytes;
+                continue;
+            }
+            if (h.base_offset >= max_offset ||
+                (done + (size_t)h.total_bytes > max_bytes &&
+                 !(min_one && done == 0))) {
+                stop = true;
+                break;
+            }
+            if (run_start < 0)
+                run_start = pos;
+            pos += h.total_bytes;
+            run_end = pos;
+            done += (size_t)h.total_bytes;
+            if (done >= max_bytes) {
+                stop = true;
+                break;
+            }
+        }
+        if (run_start >= 0) {
+            int err = copy_run(seg, run_start, run_end, out);
+            if (err)
+                return err;
+        }
+    }
+    if (bytes_read)
+        *bytes_read = done;
+    return 0;
+}
+
+/* --- timestamps --------------------------------------------------------- */
+
+int cn_log_offset_for_time(struct cn_log *log, int64_t ts_ms,
+                           int64_t *offset_out, int64_t *timestamp_out)
+{
+    *offset_out = -1;
+    if (timestamp_out)
+        *timestamp_out = -1;
+    if (log->offline)
+        return CN_EOFFLINE;
+    for (size_t si = 0; si < log->nsegs; si++) {
+        const struct cn_segment *seg = log->segs[si];
+        if (seg->max_ts < ts_ms || seg->next_offset <= log->start_offset)
+            continue;
+        /* Batches up to the last entry below ts all have smaller maxima. */
+        int64_t from = log->start_offset;
+        size_t lo = 0, hi = seg->tidx_n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (seg->tidx[mid].ts < ts_ms)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && seg->base + seg->tidx[lo - 1].rel + 1 > from)
+            from = seg->base + seg->tidx[lo - 1].rel + 1;
+        int64_t pos = log_seg_lookup(seg, from);
+        while (pos < seg->size) {
+            struct log_bhdr h;
+            int err = log_seg_read_hdr(seg, pos, &h);
+            if (err)
+                return err;
+            pos += h.total_bytes;
+            if (h.base_offset + h.last_offset_delta < from)
+                continue;
+            if (h.max_timestamp >= ts_ms) {
+                *offset_out = h.base_offset > log->start_offset
+                                  ? h.base_offset
+                                  : log->start_offset;
+                if (timestamp_out)
+                    *timestamp_out = h.max_timestamp;
+                return 0;
+            }
+        }
+    }
+    return 0;
+}
+
+void cn_log_max_timestamp(const struct cn_log *log, int64_t *ts_out,
+                          int64_t *offset_out)
+{
+    *ts_out = log->max_ts;
+    *offset_out = log->max_ts_offset;
+}
+
+/* --- durability --------------------------------------------------------- */
+
+struct cn_log_sync {
+    int64_t end_offset;        /* synced offset once this succeeds */
+    size_t nsegs;              /* segments referenced */
+    struct cn_segment **segs;  /* referenced segments */
+    bool *full;                /* per segment: indexes synced too */
+    size_t nfds;               /* fds to fdatasync */
+    int *fds;                  /* copied so the worker reads only this */
+};
+
+int64_t cn_log_sync_target(const struct cn_log *log)
+{
+    return log->end_offset;
+}
+
+struct cn_log_sync *cn_log_sync_begin(struct cn_log *log)
+{
+    if (log->offline)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < log->nsegs; i++) {
+        const struct cn_segment *seg = log->segs[i];
+        if (i + 1 == log->nsegs ? seg->next_offset > log->synced_offset
+                                : !seg->durable)
+            n++;
+    }
+    if (n == 0)
+        return NULL;
+    struct cn_log_sync *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->segs = calloc(n, sizeof *s->segs);
+    s->full = calloc(n, sizeof *s->full);
+    s->fds = calloc(3 * n, sizeof *s->fds);
+    if (!s->segs || !s->full || !s->fds) {
+        free(s->segs);
+        free(s->full);
+        free(s->fds);
+        free(s);
+        return NULL;
+    }
+    for (size_t i = 0; i < log->nsegs; i++) {
+        struct cn_segment *seg = log->segs[i];
+        bool is_active = i + 1 == log->nsegs;
+        if (is_active ? seg->next_offset <= log->synced_offset
+                      : seg->durable)
+            continue;
+        seg->refs++;
+        s->segs[s->nsegs] = seg;
+        s->full[s->nsegs] = !is_active;
+        s->nsegs++;
+        s->fds[s->nfds++] = seg->log_fd;
+        if (!is_active) {
+            s->fds[s->nfds++] = seg->idx_fd;
+            s->fds[s->nfds++] = seg->tidx_fd;
+        }
+    }
+    s->end_offset = log->end_offset;
+    log->syncs_in_flight++;
+    return s;
+}
+
+int cn_log_sync_run(struct cn_log_sync *s)
+{
+    for (size_t i = 0; i < s->nfds; i++) {
+        int err = cn_file_ops->fdatasync(s->fds[i]);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+void cn_log_sync_end(struct cn_log *log, struct cn_log_sync *s, int err)
+{
+    log->syncs_in_flight--;
+    if (err) {
+        go_offline(log, "fdatasync", err);
+    } else if (!log->offline) {
+        if (s->end_offset > log->synced_offset)
+            log->synced_offset = s->end_offset;
+        log->last_sync_ms = log_now_ms(log);
+        for (size_t i = 0; i < s->nsegs; i++)
+            if (s->full[i] && !s->segs[i]->dead)
+                s->segs[i]->durable = true;
+        /* Recovery point: base of the first segment not fully durable.
+         * It moves only when a rolled segment became durable, so the
+         * checkpoint is rewritten about once per roll. */
+        int64_t rp = log->end_offset;
+        for (size_t i = 0; i < log->nsegs; i++)
+            if (!log->segs[i]->durable) {
+                rp = log->segs[i]->base;
+                break;
+            }
+        if (rp > log->ckpt_rp && rp <= log->synced_offset) {
+            int e = ckpt_write(log, log->start_offset, rp, false);
+            if (e)
+                go_offline(log, "checkpoint write", e);
+        }
+    }
+    for (size_t i = 0; i < s->nsegs; i++) {
+        s->segs[i]->refs--;
+        if (s->segs[i]->dead && s->segs[i]->refs == 0)
+            log_seg_free(s->segs[i]);
+    }
+    free(s->segs);
+    free(s->full);
+    free(s->fds);
+    free(s);
+}
+
+bool cn_log_needs_flush(const struct cn_log *log, int64_t now_ms)
+{
+    int64_t unsynced = log->end_offset - log->synced_offset;
+    if (log->offline || unsynced <= 0)
+        return false;
+    if (unsynced >= log->cfg.flush_messages)
+        return true;
+    return log->cfg.flush_ms != INT64_MAX &&
+           now_ms - log->last_sync_ms >= log->cfg.flush_ms;
+}
+
+/* --- retention and DeleteRecords ---------------------------------------- */
+
+static int after_delete(struct cn_log *log, int deleted)
+{
+    if (log->segs[0]->base > log->start_offset)
+        log->start_offset = log->segs[0]->base;
+    if (deleted == 0 && log->ckpt_start == log->start_offset)
+        return 0;
+    int err = cn_file_sync_dir(log->dir);
+    if (!err && log->ckpt_start != log->start_offset)
+        err = ckpt_write(log, log->start_offset, log->ckpt_rp, false);
+    if (err) {
+        go_offline(log, "segment deletion", err);
+        return CN_EOFFLINE;
+    }
+    return 0;
+}
+
+int cn_log_enforce_retention(struct cn_log *log, int64_t now_ms)
+{
+    if (log->offline)
+        return CN_EOFFLINE;
+    int64_t total = 0;
+    for (size_t i = 0; i < log->nsegs; i++)
+        total += log->segs[i]->size;
+    int deleted = 0;
+    while (log->nsegs > 1) {
+        const struct cn_segment *seg = log->segs[0];
+        int64_t age_ref = seg->max_ts >= 0 ? seg->max_ts : seg->last_write_ms;
+        bool by_time = log->cfg.retention_ms >= 0 &&
+                       now_ms - age_ref > log->cfg.retention_ms;
+        bool by_bytes = log->cfg.retention_bytes >= 0 &&
+                        total - seg->size >= log->cfg.retention_bytes;
+        bool below = log->segs[1]->base <= log->start_offset;
+        if (!by_time && !by_bytes && !below)
+            break;
+        CN_INFO("log %s: deleting segment %020lld (%s)", log->dir,
+                (long long)seg->base,
+                by_time ? "retention.ms" : by_bytes ? "retention.bytes"
+                                                    : "below log start");
+        total -= seg->size;
+        int err = drop_first(log);
+        deleted++;
+        if (err) {
+            go_offline(log, "segment unlink", err);
+            return CN_EOFFLINE;
+        }
+    }
+    int err = after_delete(log, deleted);
+    return err ? err : deleted;
+}
+
+int cn_log_delete_records(struct cn_log *log, int64_t offset)
+{
+    if (log->offline)
+        return CN_EOFFLINE;
+    if (offset > log->end_offset || offset < 0)
+        return CN_ERANGE;
+    if (offset <= log->start_offset)
+        return 0;
+    log->start_offset = offset;
+    int err = ckpt_write(log, log->start_offset, log->ckpt_rp, false);
+    if (err) {
+        go_offline(log, "checkpoint write", err);
+        return CN_EOFFLINE;
+    }
+    /* Everything deleted: roll so the old active segment can go too. */
+    if (offset == log->end_offset && active(log)->size > 0) {
+        err = roll(log);
+        if (err)
+            return err;
+    }
+    int deleted = 0;
+    while (log->nsegs > 1 && log->segs[1]->base <= log->start_offset) {
+        err = drop_first(log);
+        deleted++;
+        if (err) {
+            go_offline(log, "segment unlink", err);
+            return CN_EOFFLINE;
+        }
+    }
+    return after_delete(log, deleted);
+}

@@ -1,0 +1,192 @@
+/*
+ * log.h - the partition log: the whole interface other modules call.
+ *
+ * One directory per partition, <log.dirs>/<topic>-<partition>/, holding:
+ *
+ *   <20-digit base>.log        record batches exactly as appended, base
+ *                              offset patched in; a batch takes
+ *                              12 + batchLength bytes
+ *   <base>.index               sparse offset index, 8-byte entries
+ *                                0  uint32 offset - base (batch base offset)
+ *                                4  uint32 byte position in .log
+ *                              one at least every index.interval.bytes
+ *   <base>.timeindex           12-byte entries, added when the segment's
+ *                              max timestamp grows (sparse, same interval)
+ *                                0  int64  max timestamp so far (ms)
+ *                                8  uint32 offset - base of that batch
+ *   partition.checkpoint       text, replaced atomically:
+ *                                cn-partition-checkpoint 1
+ *                                log_start_offset N
+ *                                recovery_point N
+ *                                clean_shutdown 0|1
+ *                                crc XXXXXXXX   (CRC-32C of the lines above)
+ *
+ * All integers in index files are big-endian.  Index files are appended to,
+ * not preallocated, so after a crash they may be short or hold garbage;
+ * recovery checks them against the log and rebuilds them.
+ *
+ * The recovery point is an offset below which every segment (data and
+ * indexes) is known synced.  After a crash only segments from the one
+ * holding the recovery point onward are scanned (CRC-checked, torn tail
+ * truncated); after a clean close nothing is scanned.
+ *
+ * Threading: one loop thread owns a struct cn_log and makes every call,
+ * except cn_log_sync_run(), which runs on a worker while the loop keeps
+ * appending (begin/run/end, no locks).
+ */
+#ifndef CN_LOG_LOG_H
+#define CN_LOG_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/wr.h"
+
+struct cn_log; /* opaque; see log_int.h */
+
+struct cn_log_config {
+    int64_t segment_bytes;        /* segment.bytes; capped at INT32_MAX */
+    int64_t segment_ms;           /* segment.ms: roll an older segment */
+    int64_t retention_ms;         /* retention.ms, -1 unlimited */
+    int64_t retention_bytes;      /* retention.bytes, -1 unlimited */
+    int32_t index_interval_bytes; /* index.interval.bytes */
+    int64_t flush_messages;       /* flush.messages; INT64_MAX never */
+    int64_t flush_ms;             /* flush.ms; INT64_MAX never */
+    /* Clock for segment.ms ages and flush.ms; NULL means cn_clock_wall_ms.
+     * Tests inject a fake clock here. */
+    int64_t (*now_ms)(void);
+};
+
+struct cn_log_stats {
+    int32_t segments;              /* segment files */
+    int64_t bytes;                 /* sum of .log sizes */
+    int64_t recovery_scanned_bytes; /* bytes CRC-scanned by recovery at open */
+    int64_t recovery_truncated_bytes; /* bytes cut off by recovery */
+};
+
+/* Fills cfg with Kafka's defaults: 1 GiB segments, 7-day segment.ms and
+ * retention.ms, unlimited retention.bytes, 4096-byte index interval, no
+ * forced flush. */
+void cn_log_config_default(struct cn_log_config *cfg);
+
+/* Opens (creating if missing, and fsyncing the parent) the partition log in
+ * dir and recovers it: stray temp files removed, segments after the
+ * recovery point CRC-scanned and cut at the first bad batch, indexes checked
+ * and rebuilt, a fresh checkpoint written.  cfg is copied.  On success
+ * *out is a log the caller frees with cn_log_close() or cn_log_delete().
+ * Runs on: loop (blocking I/O; call before serving the partition). */
+int cn_log_open(const char *dir, const struct cn_log_config *cfg,
+                struct cn_log **out);
+
+/* Clean shutdown: syncs data and indexes, writes the checkpoint with the
+ * recovery point at the end offset and the clean flag (so the next open
+ * scans nothing), closes files and frees log.  No sync may be in flight.
+ * If the log is offline only the files are closed.  Runs on: loop. */
+void cn_log_close(struct cn_log *log);
+
+/* Replaces the configuration (topic config change); takes effect at the next
+ * append / retention pass.  A smaller index.interval.bytes makes the next
+ * open rebuild older indexes (they look sparser than it allows).
+ * Runs on: loop. */
+void cn_log_set_config(struct cn_log *log, const struct cn_log_config *cfg);
+
+/* Topic deletion: closes and removes every file and the directory, then
+ * frees log (even on error).  No sync may be in flight.  Returns 0 or
+ * -errno of the first failure.  Runs on: loop. */
+int cn_log_delete(struct cn_log *log);
+
+/* Log start offset (lowest readable offset), log end offset (next offset
+ * to assign) and synced offset (everything below it is durable). */
+int64_t cn_log_start_offset(const struct cn_log *log);
+int64_t cn_log_end_offset(const struct cn_log *log);
+int64_t cn_log_synced_offset(const struct cn_log *log);
+
+/* Appends one validated magic-2 batch of len bytes (CRC is not rechecked).
+ * Assigns its base offset = end offset, patches it into batch (the caller's
+ * buffer, so it must be writable; the CRC does not cover that field), rolls
+ * the segment first if the batch would take it past segment.bytes or it is
+ * older than segment.ms, writes it, and updates the indexes.  On success
+ * *base_offset_out (may be NULL) is the assigned offset.  Returns CN_EINVAL
+ * for a malformed header; on a write error the log goes offline and this
+ * and every later call return CN_EOFFLINE.  The data is not durable until a
+ * sync covering it ends.  Runs on: loop. */
+int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
+                  int64_t *base_offset_out);
+
+/* Reads whole batches starting with the one containing offset, stopping
+ * before any batch whose base offset is >= max_offset (e.g. the high
+ * watermark) and before exceeding max_bytes, except that with min_one the
+ * first batch is returned whole even if larger (KIP-74).  Batches may come
+ * from several segments.  Appends the bytes to out; *bytes_read (may be
+ * NULL) gets how many.  Returns 0 (possibly with 0 bytes, e.g. at the end
+ * offset), CN_ERANGE if offset < start or > end offset, CN_ENOMEM, or
+ * CN_EOFFLINE.  Runs on: loop (pread, normally from the page cache). */
+int cn_log_read(struct cn_log *log, int64_t offset, int64_t max_offset,
+                size_t max_bytes, bool min_one, struct cn_wr *out,
+                size_t *bytes_read);
+
+/* ListOffsets by timestamp: *offset_out = base offset of the first batch at
+ * or after the log start whose max timestamp is >= ts_ms, and
+ * *timestamp_out (may be NULL) its max timestamp; both -1 if there is none.
+ * Uses each segment's max timestamp and time index, then scans a little.
+ * Batch granularity: the offset is the batch's base offset, not the exact
+ * record's.  Returns 0, or CN_EOFFLINE / -errno.  Runs on: loop. */
+int cn_log_offset_for_time(struct cn_log *log, int64_t ts_ms,
+                           int64_t *offset_out, int64_t *timestamp_out);
+
+/* ListOffsets MAX_TIMESTAMP (-3): the largest batch max timestamp in the
+ * log and the last offset of the batch that had it (first such batch);
+ * -1, -1 for an empty log.  Tracked in memory, rebuilt at open. */
+void cn_log_max_timestamp(const struct cn_log *log, int64_t *ts_out,
+                          int64_t *offset_out);
+
+/* Durability in three steps so fdatasync runs off the loop.
+ *
+ * cn_log_sync_begin() snapshots the fds needing a sync (the active segment's
+ * .log if it has unsynced data; for rolled segments not yet synced, .log,
+ * .index and .timeindex) and the end offset they cover, holding references
+ * so retention cannot close those fds meanwhile.  Returns NULL if there is
+ * nothing to sync, the log is offline, or memory is short.  Runs on: loop.
+ *
+ * cn_log_sync_run() fdatasyncs them; returns 0 or -errno of the first
+ * failure.  Touches only the snapshot.  Runs on: worker.
+ *
+ * cn_log_sync_end() takes run's result: on success raises the synced offset
+ * and, when a rolled segment became durable, rewrites the checkpoint's
+ * recovery point; on failure takes the log offline (no retry: after a failed
+ * fsync the page cache state is unknown).  Drops the references and frees
+ * s.  Several syncs may be in flight; each must be ended.  Runs on: loop. */
+struct cn_log_sync;
+struct cn_log_sync *cn_log_sync_begin(struct cn_log *log);
+int cn_log_sync_run(struct cn_log_sync *s);
+void cn_log_sync_end(struct cn_log *log, struct cn_log_sync *s, int err);
+/* The offset a sync begun now would cover up to (for acks waiters). */
+int64_t cn_log_sync_target(const struct cn_log *log);
+
+/* True when flush.messages unsynced records have piled up, or flush.ms has
+ * passed since the last sync with data unsynced.  Runs on: loop. */
+bool cn_log_needs_flush(const struct cn_log *log, int64_t now_ms);
+
+/* Deletes whole segments from the oldest while they are past retention.ms
+ * (by their largest timestamp) or while the log exceeds retention.bytes
+ * without them; never the active segment.  Advances the log start offset
+ * and persists it.  Returns the number of segments deleted, or CN_EOFFLINE /
+ * -errno.  Runs on: loop. */
+int cn_log_enforce_retention(struct cn_log *log, int64_t now_ms);
+
+/* DeleteRecords: raises the log start offset to offset (a lower offset is a
+ * no-op), persists it in the checkpoint before returning, and deletes the
+ * segments wholly below it (rolling first if that is every segment).
+ * Returns 0, CN_ERANGE if offset > end offset, CN_EOFFLINE or -errno.
+ * Runs on: loop. */
+int cn_log_delete_records(struct cn_log *log, int64_t offset);
+
+/* True after a write or sync error; the broker reports KAFKA_STORAGE_ERROR
+ * and stops serving the partition. */
+bool cn_log_is_offline(const struct cn_log *log);
+
+/* Segment count, bytes, and what recovery scanned/truncated at open. */
+void cn_log_stats(const struct cn_log *log, struct cn_log_stats *out);
+
+#endif

@@ -1,0 +1,164 @@
+/*
+ * log_int.h - internals of the partition log, for the files of src/log only.
+ *
+ * A struct cn_log owns an array of segments sorted by base offset; the last
+ * one is active (appended to).  Each segment keeps its offset and time index
+ * in memory as well as on disk, so lookups are a binary search with no I/O;
+ * the files exist so a restart need not rescan trusted segments.
+ */
+#ifndef CN_LOG_LOG_INT_H
+#define CN_LOG_LOG_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+/* Record batch v2 header bytes the log looks at (offsets into a batch). */
+#define LOG_BATCH_HDR_BYTES 61      /* fixed header, records follow */
+#define LOG_BATCH_LENGTH_OFF 8      /* int32 bytes after this field */
+#define LOG_BATCH_MAGIC_OFF 16      /* int8, must be 2 */
+#define LOG_BATCH_CRC_OFF 17        /* uint32 CRC-32C of bytes 21.. */
+#define LOG_BATCH_CRC_FROM 21       /* attributes: first CRC'd byte */
+#define LOG_BATCH_LAST_DELTA_OFF 23 /* int32 last offset delta */
+#define LOG_BATCH_BASE_TS_OFF 27    /* int64 base timestamp */
+#define LOG_BATCH_MAX_TS_OFF 35     /* int64 max timestamp */
+#define LOG_BATCH_COUNT_OFF 57      /* int32 records count */
+#define LOG_BATCH_OVERHEAD 12       /* base offset + batch length */
+
+#define LOG_IDX_ENTRY 8   /* .index entry bytes */
+#define LOG_TIDX_ENTRY 12 /* .timeindex entry bytes */
+
+/* The few batch header fields the log needs. */
+struct log_bhdr {
+    int64_t base_offset;       /* first offset in the batch */
+    int64_t total_bytes;       /* 12 + batchLength: bytes on disk */
+    int32_t last_offset_delta; /* last offset - base offset */
+    int8_t magic;              /* 2 */
+    uint32_t crc;              /* stored CRC-32C */
+    int64_t max_timestamp;     /* ms; -1 if none */
+};
+
+struct log_idx_entry {
+    uint32_t rel; /* batch base offset - segment base */
+    uint32_t pos; /* byte position of the batch in .log */
+};
+
+struct log_tidx_entry {
+    int64_t ts;   /* segment max timestamp so far, ms */
+    uint32_t rel; /* offset - segment base of the batch that raised it */
+};
+
+struct cn_segment {
+    int64_t base;        /* base offset, also the file name */
+    int64_t next_offset; /* last offset in the segment + 1 */
+    int64_t size;        /* bytes in .log */
+    int log_fd;          /* .log, read/write */
+    int idx_fd;          /* .index */
+    int tidx_fd;         /* .timeindex */
+    int refs;            /* sync snapshots holding the fds */
+    bool durable;        /* rolled, and data + indexes fdatasynced */
+    bool dead;           /* unlinked; freed when refs drop to 0 */
+    int64_t created_ms;  /* segment.ms age origin, ms */
+    int64_t max_ts;      /* largest batch max timestamp, -1 if none */
+    int64_t max_ts_offset; /* last offset of the batch that had max_ts */
+    int64_t last_write_ms; /* retention.ms fallback without timestamps */
+    int64_t idx_bytes;   /* .log bytes since the last offset index entry */
+    int64_t tidx_bytes;  /* .log bytes since the last time index entry */
+    struct log_idx_entry *idx;   /* offset index, in memory */
+    size_t idx_n, idx_cap;       /* entries used / allocated */
+    struct log_tidx_entry *tidx; /* time index, in memory */
+    size_t tidx_n, tidx_cap;     /* entries used / allocated */
+};
+
+struct cn_log {
+    char *dir;                   /* partition directory, owned */
+    struct cn_log_config cfg;    /* copy */
+    struct cn_segment **segs;    /* sorted by base; last is active */
+    size_t nsegs, segs_cap;      /* used / allocated */
+    int64_t start_offset;        /* log start offset */
+    int64_t end_offset;          /* next offset to assign */
+    int64_t synced_offset;       /* all below durable */
+    int64_t ckpt_start;          /* log start in the checkpoint on disk */
+    int64_t ckpt_rp;             /* recovery point in the checkpoint */
+    int64_t max_ts;              /* largest batch max timestamp, -1 none */
+    int64_t max_ts_offset;       /* last offset of that batch */
+    int64_t last_sync_ms;        /* clock at the last completed sync */
+    int syncs_in_flight;         /* begun, not yet ended */
+    bool offline;                /* after a write or sync error */
+    struct cn_log_stats stats;   /* recovery figures; rest computed */
+};
+
+/* Big-endian helpers. */
+static inline uint32_t log_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+           (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t log_be64(const uint8_t *p)
+{
+    return (uint64_t)log_be32(p) << 32 | log_be32(p + 4);
+}
+
+static inline void log_put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static inline void log_put64(uint8_t *p, uint64_t v)
+{
+    log_put32(p, (uint32_t)(v >> 32));
+    log_put32(p + 4, (uint32_t)v);
+}
+
+/* segment.c */
+
+/* Parses the header fields above from the 61 header bytes alone: disk walks
+ * read headers without their records, and proto's cn_batch_hdr_parse()
+ * wants the whole batch in memory.
+ * Checks only what is needed to walk: magic 2, batchLength large enough,
+ * last offset delta >= 0.  Returns 0 or CN_ECORRUPT. */
+int log_bhdr_parse(const uint8_t *p, size_t len, struct log_bhdr *h);
+
+/* Creates an empty segment at base (files truncated), fsyncs the dir. */
+int log_seg_create(struct cn_log *log, int64_t base, struct cn_segment **out);
+/* Opens an existing segment's files without reading them. */
+int log_seg_open_files(struct cn_log *log, int64_t base,
+                       struct cn_segment **out);
+/* Closes fds and frees (no unlink). */
+void log_seg_free(struct cn_segment *seg);
+/* Unlinks the three files (no dir fsync); returns the first -errno. */
+int log_seg_unlink(struct cn_log *log, int64_t base);
+/* Appends index entries (memory and file) for a batch just written at pos.
+ * Returns 0 or -errno. */
+int log_seg_index_batch(struct cn_log *log, struct cn_segment *seg,
+                        const struct log_bhdr *h, int64_t pos);
+/* Appends a final time index entry holding the segment's max timestamp if
+ * the sparse entries missed it (before a roll or a clean close), so the
+ * last entry is the max when the segment is next loaded. */
+int log_seg_seal_timeindex(struct cn_segment *seg);
+/* Position of the batch to start scanning from for offset: the largest
+ * indexed batch with base <= offset (0 if none). */
+int64_t log_seg_lookup(const struct cn_segment *seg, int64_t offset);
+/* Scans the whole .log checking every batch (lengths, magic, offsets, CRC);
+ * truncates at the first bad one, rebuilds both indexes in memory and on
+ * disk.  *scanned gets the bytes examined, *truncated what was cut.  The
+ * first batch must have offset seg->base. */
+int log_seg_recover(struct cn_log *log, struct cn_segment *seg,
+                    int64_t *scanned, int64_t *truncated);
+/* Trusts the .log but validates the index files against it; sets size,
+ * next_offset, max_ts.  Returns 0, or CN_ECORRUPT if the caller must fall
+ * back to log_seg_recover(). */
+int log_seg_load_trusted(struct cn_log *log, struct cn_segment *seg);
+/* Reads the header at pos; returns 0, CN_ETRUNC at/after end, or an error. */
+int log_seg_read_hdr(const struct cn_segment *seg, int64_t pos,
+                     struct log_bhdr *h);
+
+int64_t log_now_ms(const struct cn_log *log);
+
+#endif

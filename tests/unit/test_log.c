@@ -1,0 +1,1139 @@
+/* test_log.c - partition log: append/read, roll, retention, recovery, I/O
+ * faults.  Crashes are simulated by copying the directory while the log is
+ * open (the "crash image": what a kill -9 would leave, since all writes go
+ * straight to files) and opening the copy. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/crc32c.h"
+#include "base/err.h"
+#include "base/failpoint.h"
+#include "base/say.h"
+#include "base/wr.h"
+#include "log/file.h"
+#include "log/log.h"
+#include "unit.h"
+
+static int64_t fake_now = 1000000;
+static int64_t fake_clock(void)
+{
+    return fake_now;
+}
+
+static void cfg_small(struct cn_log_config *cfg)
+{
+    cn_log_config_default(cfg);
+    cfg->segment_bytes = 1024;
+    cfg->index_interval_bytes = 128;
+    cfg->now_ms = fake_clock;
+}
+
+/* A valid magic-2 batch of nrec records with timestamps ts, ts+1, ... and
+ * vlen-byte values; the log never looks inside the records, but they are
+ * well formed anyway. */
+static void make_batch(struct cn_wr *w, int nrec, int64_t ts, size_t vlen)
+{
+    size_t start = w->len;
+    cn_wr_i64(w, 0);                /* base offset */
+    size_t len_slot = cn_wr_reserve(w, 4);
+    cn_wr_i32(w, -1);               /* leader epoch */
+    cn_wr_i8(w, 2);                 /* magic */
+    size_t crc_slot = cn_wr_reserve(w, 4);
+    cn_wr_i16(w, 0);                /* attributes */
+    cn_wr_i32(w, nrec - 1);         /* last offset delta */
+    cn_wr_i64(w, ts);               /* base timestamp */
+    cn_wr_i64(w, ts + nrec - 1);    /* max timestamp */
+    cn_wr_i64(w, -1);               /* producer id */
+    cn_wr_i16(w, -1);
+    cn_wr_i32(w, -1);
+    cn_wr_i32(w, nrec);
+    for (int i = 0; i < nrec; i++) {
+        int32_t body = (int32_t)(1 + cn_varint_size(i) + cn_varint_size(i) +
+                                 cn_varint_size(-1) +
+                                 cn_varint_size((int32_t)vlen) + vlen +
+                                 cn_varint_size(0));
+        cn_wr_varint(w, body);
+        cn_wr_i8(w, 0);
+        cn_wr_varlong(w, i);
+        cn_wr_varint(w, i);
+        cn_wr_varint(w, -1);
+        cn_wr_varint(w, (int32_t)vlen);
+        for (size_t k = 0; k < vlen; k++)
+            cn_wr_i8(w, (int8_t)('a' + (i + k) % 26));
+        cn_wr_varint(w, 0);
+    }
+    cn_wr_patch_i32(w, len_slot, (int32_t)(w->len - start - 12));
+    cn_wr_patch_u32(w, crc_slot,
+                    cn_crc32c(0, w->buf + start + 21, w->len - start - 21));
+}
+
+static int append_one(struct cn_log *log, int nrec, int64_t ts, size_t vlen,
+                      int64_t *base)
+{
+    struct cn_wr w;
+    cn_wr_init(&w, 256);
+    make_batch(&w, nrec, ts, vlen);
+    int err = cn_log_append(log, w.buf, w.len, base);
+    cn_wr_fini(&w);
+    return err;
+}
+
+static int64_t be64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return (int64_t)v;
+}
+
+static int32_t be32(const uint8_t *p)
+{
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+                     (uint32_t)p[2] << 8 | p[3]);
+}
+
+/* Walks batches in buf; checks contiguity from first and CRCs; returns the
+ * count and the next offset after the last batch. */
+static int walk(const uint8_t *buf, size_t len, int64_t first, int64_t *next)
+{
+    size_t pos = 0;
+    int n = 0;
+    int64_t expect = first;
+    while (pos < len) {
+        CHECK(len - pos >= 61);
+        if (len - pos < 61)
+            break;
+        int64_t base = be64(buf + pos);
+        size_t total = (size_t)be32(buf + pos + 8) + 12;
+        CHECK(pos + total <= len);
+        if (pos + total > len)
+            break;
+        if (expect >= 0)
+            CHECK_EQ(base, expect);
+        CHECK_EQ((uint32_t)be32(buf + pos + 17),
+                 cn_crc32c(0, buf + pos + 21, total - 21));
+        expect = base + be32(buf + pos + 23) + 1;
+        pos += total;
+        n++;
+    }
+    if (next)
+        *next = expect;
+    return n;
+}
+
+/* Fills a log with n batches of 3 records (offsets 3i..3i+2), timestamps
+ * 1000*(i+1). */
+static void fill(struct cn_log *log, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int64_t base = -1;
+        CHECK_EQ(append_one(log, 3, 1000 * (int64_t)(i + 1), 40, &base), 0);
+        CHECK_EQ(base, 3 * i);
+    }
+}
+
+static char *path_in(const char *dir, const char *name)
+{
+    char *p;
+    if (asprintf(&p, "%s/%s", dir, name) < 0)
+        abort();
+    return p;
+}
+
+static char *seg_file(const char *dir, int64_t base, const char *ext)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%020lld.%s", (long long)base, ext);
+    return path_in(dir, name);
+}
+
+/* Copies every file of src into a fresh dir: what kill -9 leaves. */
+static char *crash_image(const char *src)
+{
+    char *dst = unit_tmpdir("logcrash");
+    DIR *d = opendir(src);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char *a = path_in(src, de->d_name), *b = path_in(dst, de->d_name);
+        int in = open(a, O_RDONLY), out = open(b, O_WRONLY | O_CREAT, 0644);
+        char buf[4096];
+        ssize_t r;
+        while ((r = read(in, buf, sizeof buf)) > 0)
+            CHECK(write(out, buf, (size_t)r) == r);
+        close(in);
+        close(out);
+        free(a);
+        free(b);
+    }
+    closedir(d);
+    return dst;
+}
+
+static int64_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+static bool exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+static size_t read_all(struct cn_log *log, int64_t from, struct cn_wr *w)
+{
+    size_t n = 0;
+    cn_wr_reset(w);
+    CHECK_EQ(cn_log_read(log, from, INT64_MAX, SIZE_MAX, true, w, &n), 0);
+    CHECK_EQ(n, w->len);
+    return n;
+}
+
+/* Segment bases, in order, from the directory. */
+static int list_bases(const char *dir, int64_t *bases, int max)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (l == 24 && strcmp(de->d_name + 20, ".log") == 0 && n < max)
+            bases[n++] = strtoll(de->d_name, NULL, 10);
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (bases[j] < bases[i]) {
+                int64_t t = bases[i];
+                bases[i] = bases[j];
+                bases[j] = t;
+            }
+    return n;
+}
+
+UNIT_TEST(test_round_trip_segments)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    char *sub = path_in(dir, "t-0");
+    CHECK_EQ(cn_log_open(sub, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), 0);
+    fill(log, 40);
+    CHECK_EQ(cn_log_end_offset(log), 120);
+    CHECK_EQ(cn_log_start_offset(log), 0);
+    struct cn_log_stats st;
+    cn_log_stats(log, &st);
+    CHECK(st.segments >= 5);
+    struct cn_wr w;
+    cn_wr_init(&w, 0);
+    size_t n = read_all(log, 0, &w);
+    CHECK_EQ(n, st.bytes);
+    int64_t next;
+    CHECK_EQ(walk(w.buf, w.len, 0, &next), 40);
+    CHECK_EQ(next, 120);
+    /* Segment files are each a whole number of batches and chain. */
+    int64_t bases[64];
+    int nb = list_bases(sub, bases, 64);
+    CHECK_EQ(nb, st.segments);
+    for (int i = 0; i < nb; i++) {
+        char *p = seg_file(sub, bases[i], "log");
+        CHECK(file_size(p) <= 1024);
+        free(p);
+    }
+    cn_wr_fini(&w);
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(sub);
+    free(dir);
+}
+
+UNIT_TEST(test_read_bounds)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 10);
+    struct cn_wr w;
+    cn_wr_init(&w, 0);
+    size_t n, one = read_all(log, 0, &w) / 10; /* all batches same size */
+    int64_t next;
+
+    /* max_offset is exclusive on batch base offsets. */
+    cn_wr_reset(&w);
+    CHECK_EQ(cn_log_read(log, 0, 9, SIZE_MAX, true, &w, &n), 0);
+    CHECK_EQ(walk(w.buf, w.len, 0, &next), 3);
+    cn_wr_reset(&w);
+    CHECK_EQ(cn_log_read(log, 0, 10, SIZE_MAX, true, &w, &n), 0);
+    CHECK_EQ(walk(w.buf, w.len, 0, &next), 4);
+    cn_wr_reset(&w);
+    CHECK_EQ(cn_log_read(log, 3, 3, SIZE_MAX, true, &w, &n), 0);
+    CHECK_EQ(n, 0);
+
+    /* max_bytes: whole batches only; min_one returns one anyway. */
+    cn_wr_reset(&w);
+    CHECK_EQ(cn_log_read(log, 0, INT64_MAX, 2 * one + 5, false, &w, &n), 0);
+    CHECK_EQ(n, 2 * one);
+    cn_wr_reset(&w);
+    CHECK_EQ(cn_log_read(log, 0, INT64_MAX, 10, false, &w, &n), 0);
+    CHECK_EQ(n, 0);
+    cn_wr_reset(&w);
+    CHECK_EQ(cn_log_read(log, 0, INT64_MAX, 10, true, &w, &n), 0);
+    CHECK_EQ(n, one);
+
+    /* At the end: nothing; outside the log: CN_ERANGE. */
+    cn_wr_reset(&w);
+    CHECK_EQ(cn_log_read(log, 30, INT64_MAX, SIZE_MAX, true, &w, &n), 0);
+    CHECK_EQ(n, 0);
+    CHECK_EQ(cn_log_read(log, 31, INT64_MAX, SIZE_MAX, true, &w, &n),
+             CN_ERANGE);
+    CHECK_EQ(cn_log_read(log, -1, INT64_MAX, SIZE_MAX, true, &w, &n),
+             CN_ERANGE);
+    cn_wr_fini(&w);
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+/* Every offset, including mid-batch ones, returns its containing batch. */
+static void check_every_offset(struct cn_log *log)
+{
+    struct cn_wr w;
+    cn_wr_init(&w, 0);
+    for (int64_t off = cn_log_start_offset(log); off < cn_log_end_offset(log);
+         off++) {
+        size_t n;
+        cn_wr_reset(&w);
+        CHECK_EQ(cn_log_read(log, off, INT64_MAX, 1, true, &w, &n), 0);
+        CHECK(n >= 61);
+        if (n < 61)
+            continue;
+        int64_t base = be64(w.buf), last = base + be32(w.buf + 23);
+        CHECK(base <= off && off <= last);
+        if (!(base <= off && off <= last))
+            fprintf(stderr, "  offset %lld got batch %lld..%lld\n",
+                    (long long)off, (long long)base, (long long)last);
+    }
+    cn_wr_fini(&w);
+}
+
+UNIT_TEST(test_index_lookup)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    cfg.segment_bytes = 8192;
+    cfg.index_interval_bytes = 200;
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    for (int i = 0; i < 60; i++)
+        CHECK_EQ(append_one(log, 1 + i % 5, 1000 + i, 10 + (size_t)i * 3,
+                            NULL), 0);
+    check_every_offset(log);
+    char *idx = seg_file(dir, 0, "index");
+    CHECK(file_size(idx) >= 8 * 5);
+    CHECK_EQ(file_size(idx) % 8, 0);
+    free(idx);
+    cn_log_close(log);
+    /* Same after a clean reopen (indexes loaded, not rebuilt). */
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    struct cn_log_stats st;
+    cn_log_stats(log, &st);
+    CHECK_EQ(st.recovery_scanned_bytes, 0);
+    check_every_offset(log);
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_TEST(test_roll_by_time)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    cfg.segment_bytes = 1 << 20;
+    cfg.segment_ms = 1000;
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(append_one(log, 1, fake_now, 10, NULL), 0);
+    fake_now += 500;
+    CHECK_EQ(append_one(log, 1, fake_now, 10, NULL), 0);
+    struct cn_log_stats st;
+    cn_log_stats(log, &st);
+    CHECK_EQ(st.segments, 1);
+    fake_now += 600;
+    CHECK_EQ(append_one(log, 1, fake_now, 10, NULL), 0);
+    cn_log_stats(log, &st);
+    CHECK_EQ(st.segments, 2);
+    char *p = seg_file(dir, 2, "log");
+    CHECK(exists(p));
+    free(p);
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_TEST(test_retention_bytes)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    cfg.retention_ms = -1;
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 40);
+    struct cn_log_stats before, after;
+    cn_log_stats(log, &before);
+    CHECK_EQ(cn_log_enforce_retention(log, fake_now), 0);
+    cfg.retention_bytes = 2500;
+    cn_log_set_config(log, &cfg);
+    int del = cn_log_enforce_retention(log, fake_now);
+    CHECK(del > 0);
+    cn_log_stats(log, &after);
+    CHECK_EQ(after.segments, before.segments - del);
+    /* Kafka keeps at least retention.bytes: a segment goes only if the
+     * rest still holds that much. */
+    CHECK(after.bytes >= 2500);
+    CHECK(after.bytes < 2500 + 1024);
+    int64_t start = cn_log_start_offset(log);
+    CHECK(start > 0);
+    CHECK_EQ(start % 3, 0);
+    struct cn_wr w;
+    cn_wr_init(&w, 0);
+    size_t n;
+    CHECK_EQ(cn_log_read(log, start - 1, INT64_MAX, SIZE_MAX, true, &w, &n),
+             CN_ERANGE);
+    int64_t next;
+    read_all(log, start, &w);
+    walk(w.buf, w.len, start, &next);
+    CHECK_EQ(next, 120);
+    int64_t bases[64];
+    CHECK_EQ(list_bases(dir, bases, 64), after.segments);
+    CHECK_EQ(bases[0], start);
+    cn_log_close(log);
+    /* The start offset survives a reopen. */
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(cn_log_start_offset(log), start);
+    cn_wr_fini(&w);
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_TEST(test_retention_time)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    cfg.retention_ms = 10000;
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 40); /* timestamps 1000 .. 40000 */
+    struct cn_log_stats st;
+    cn_log_stats(log, &st);
+    int segs = st.segments;
+    /* At now = 25000 segments whose max timestamp < 15000 go. */
+    int del = cn_log_enforce_retention(log, 25000);
+    CHECK(del > 0 && del < segs - 1);
+    int64_t start = cn_log_start_offset(log);
+    int64_t off, ts;
+    CHECK_EQ(cn_log_offset_for_time(log, 0, &off, &ts), 0);
+    CHECK_EQ(off, start);
+    CHECK_EQ(ts, 11002); /* segments with max 5002 and 10002 went */
+    /* Far in the future: everything but the active segment. */
+    del = cn_log_enforce_retention(log, 1000000);
+    cn_log_stats(log, &st);
+    CHECK_EQ(st.segments, 1);
+    CHECK_EQ(cn_log_end_offset(log), 120);
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_TEST(test_delete_records)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 40);
+    struct cn_log_stats before, after;
+    cn_log_stats(log, &before);
+    CHECK_EQ(cn_log_delete_records(log, 121), CN_ERANGE);
+    CHECK_EQ(cn_log_delete_records(log, 50), 0);
+    CHECK_EQ(cn_log_start_offset(log), 50);
+    cn_log_stats(log, &after);
+    CHECK(after.segments < before.segments);
+    int64_t bases[64];
+    int nb = list_bases(dir, bases, 64);
+    CHECK(bases[0] <= 50);
+    CHECK(nb < 2 || bases[1] > 50);
+    /* Reading at the start returns the batch containing it (48..50). */
+    struct cn_wr w;
+    cn_wr_init(&w, 0);
+    size_t n;
+    CHECK_EQ(cn_log_read(log, 50, INT64_MAX, 1, true, &w, &n), 0);
+    CHECK_EQ(be64(w.buf), 48);
+    CHECK_EQ(cn_log_read(log, 49, INT64_MAX, 1, true, &w, &n), CN_ERANGE);
+    CHECK_EQ(cn_log_delete_records(log, 10), 0); /* lower: no-op */
+    CHECK_EQ(cn_log_start_offset(log), 50);
+    /* Persisted at once: a crash image keeps it. */
+    char *img = crash_image(dir);
+    struct cn_log *log2;
+    CHECK_EQ(cn_log_open(img, &cfg, &log2), 0);
+    CHECK_EQ(cn_log_start_offset(log2), 50);
+    CHECK_EQ(cn_log_end_offset(log2), 120);
+    cn_log_close(log2);
+    /* Up to the end: every old segment goes. */
+    CHECK_EQ(cn_log_delete_records(log, 120), 0);
+    cn_log_stats(log, &after);
+    CHECK_EQ(after.segments, 1);
+    CHECK_EQ(after.bytes, 0);
+    CHECK_EQ(cn_log_start_offset(log), 120);
+    CHECK_EQ(append_one(log, 1, 5, 5, NULL), 0);
+    CHECK_EQ(cn_log_end_offset(log), 121);
+    cn_log_close(log);
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(cn_log_start_offset(log), 120);
+    CHECK_EQ(cn_log_end_offset(log), 121);
+    cn_wr_fini(&w);
+    cn_log_close(log);
+    unit_rmtree(img);
+    unit_rmtree(dir);
+    free(img);
+    free(dir);
+}
+
+UNIT_TEST(test_clean_reopen_scans_nothing)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 30);
+    struct cn_wr a, b;
+    cn_wr_init(&a, 0);
+    cn_wr_init(&b, 0);
+    read_all(log, 0, &a);
+    int64_t ts, off;
+    cn_log_max_timestamp(log, &ts, &off);
+    CHECK_EQ(ts, 30002);
+    CHECK_EQ(off, 89);
+    cn_log_close(log);
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    struct cn_log_stats st;
+    cn_log_stats(log, &st);
+    CHECK_EQ(st.recovery_scanned_bytes, 0);
+    CHECK_EQ(st.recovery_truncated_bytes, 0);
+    CHECK_EQ(cn_log_end_offset(log), 90);
+    CHECK_EQ(cn_log_synced_offset(log), 90);
+    read_all(log, 0, &b);
+    CHECK_EQ(a.len, b.len);
+    CHECK(memcmp(a.buf, b.buf, a.len) == 0);
+    cn_log_max_timestamp(log, &ts, &off);
+    CHECK_EQ(ts, 30002);
+    CHECK_EQ(off, 89);
+    /* Appends continue where they left off. */
+    fill(log, 0);
+    int64_t base;
+    CHECK_EQ(append_one(log, 2, 99999, 5, &base), 0);
+    CHECK_EQ(base, 90);
+    cn_log_close(log);
+    cn_wr_fini(&a);
+    cn_wr_fini(&b);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_TEST(test_offset_for_time)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    int64_t off, ts;
+    CHECK_EQ(cn_log_offset_for_time(log, 0, &off, &ts), 0);
+    CHECK_EQ(off, -1);
+    cn_log_max_timestamp(log, &ts, &off);
+    CHECK_EQ(ts, -1);
+    fill(log, 30); /* batch i: offsets 3i.., max ts 1000(i+1)+2 */
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 30; i++) {
+            CHECK_EQ(cn_log_offset_for_time(log, 1000 * (i + 1) + 2, &off,
+                                            &ts), 0);
+            CHECK_EQ(off, 3 * i);
+            CHECK_EQ(ts, 1000 * (i + 1) + 2);
+            CHECK_EQ(cn_log_offset_for_time(log, 1000 * (i + 1) + 3, &off,
+                                            &ts), 0);
+            CHECK_EQ(off, i == 29 ? -1 : 3 * (i + 1));
+        }
+        cn_log_close(log);
+        CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    }
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+/* Opens a crash image of a 20-batch log after damage() and checks the end
+ * offset and what recovery cut. */
+static void torn_case(void (*damage)(const char *dir, int64_t last_base),
+                      int64_t want_end, bool want_cut)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    cfg.segment_bytes = 1 << 20;
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 20);
+    char *img = crash_image(dir);
+    cn_log_close(log);
+    damage(img, 0);
+    CHECK_EQ(cn_log_open(img, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), want_end);
+    struct cn_log_stats st;
+    cn_log_stats(log, &st);
+    CHECK(st.recovery_scanned_bytes > 0);
+    CHECK_EQ(st.recovery_truncated_bytes > 0, want_cut);
+    struct cn_wr w;
+    cn_wr_init(&w, 0);
+    int64_t next;
+    read_all(log, 0, &w);
+    CHECK_EQ(walk(w.buf, w.len, 0, &next), want_end / 3);
+    CHECK_EQ(next, want_end);
+    char *p = seg_file(img, 0, "log");
+    CHECK_EQ(file_size(p), (int64_t)w.len);
+    free(p);
+    /* The log keeps working after the cut. */
+    int64_t base;
+    CHECK_EQ(append_one(log, 3, 1, 40, &base), 0);
+    CHECK_EQ(base, want_end);
+    cn_log_close(log);
+    CHECK_EQ(cn_log_open(img, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), want_end + 3);
+    cn_log_close(log);
+    cn_wr_fini(&w);
+    unit_rmtree(img);
+    unit_rmtree(dir);
+    free(img);
+    free(dir);
+}
+
+static void damage_truncate(const char *dir, int64_t b)
+{
+    char *p = seg_file(dir, b, "log");
+    CHECK_EQ(truncate(p, file_size(p) - 30), 0);
+    free(p);
+}
+
+static void damage_garbage(const char *dir, int64_t b)
+{
+    char *p = seg_file(dir, b, "log");
+    int fd = open(p, O_WRONLY | O_APPEND);
+    CHECK(write(fd, "\x00\x00\x00\x00\x00\x00\x00\x3c\x00\x00\x00\x20zzzz",
+                16) == 16);
+    close(fd);
+    free(p);
+}
+
+static void damage_crc(const char *dir, int64_t b)
+{
+    char *p = seg_file(dir, b, "log");
+    int fd = open(p, O_RDWR);
+    uint8_t c;
+    off_t at = (off_t)file_size(p) - 5; /* inside the last batch's records */
+    CHECK(pread(fd, &c, 1, at) == 1);
+    c ^= 0x40;
+    CHECK(pwrite(fd, &c, 1, at) == 1);
+    close(fd);
+    free(p);
+}
+
+static void damage_none(const char *dir, int64_t b)
+{
+    (void)dir;
+    (void)b;
+}
+
+UNIT_TEST(test_torn_tail)
+{
+    torn_case(damage_truncate, 57, true);
+    torn_case(damage_garbage, 60, true);
+    torn_case(damage_crc, 57, true);
+    torn_case(damage_none, 60, false);
+}
+
+/* A bad batch in a middle segment (past the recovery point) cuts there and
+ * deletes every later segment. */
+UNIT_TEST(test_torn_middle_segment)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 30);
+    char *img = crash_image(dir);
+    cn_log_close(log);
+    int64_t bases[64];
+    int nb = list_bases(img, bases, 64);
+    CHECK(nb >= 4);
+    damage_crc(img, bases[1]);
+    CHECK_EQ(cn_log_open(img, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), bases[2] - 3);
+    CHECK_EQ(list_bases(img, bases, 64), 2);
+    check_every_offset(log);
+    cn_log_close(log);
+    unit_rmtree(img);
+    unit_rmtree(dir);
+    free(img);
+    free(dir);
+}
+
+UNIT_TEST(test_index_rebuild)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    cfg.segment_bytes = 2048;
+    cfg.index_interval_bytes = 100;
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 40);
+    cn_log_close(log);
+    int64_t bases[64];
+    int nb = list_bases(dir, bases, 64);
+    CHECK(nb >= 3);
+    char *idx0 = seg_file(dir, bases[0], "index");
+    char *tidx1 = seg_file(dir, bases[1], "timeindex");
+    char *idx2 = seg_file(dir, bases[2], "index");
+    int64_t idx0_size = file_size(idx0), tidx1_size = file_size(tidx1),
+            idx2_size = file_size(idx2);
+    CHECK(idx0_size > 0 && tidx1_size > 0);
+    unlink(idx0);
+    CHECK_EQ(truncate(tidx1, tidx1_size - 5), 0);
+    int fd = open(idx2, O_WRONLY | O_APPEND);
+    CHECK(write(fd, "\xff\xff\xff\xff\xff\xff\xff\xff", 8) == 8);
+    close(fd);
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    struct cn_log_stats st;
+    cn_log_stats(log, &st);
+    CHECK(st.recovery_scanned_bytes > 0);
+    CHECK_EQ(st.recovery_truncated_bytes, 0);
+    CHECK_EQ(file_size(idx0), idx0_size);
+    CHECK_EQ(file_size(tidx1), tidx1_size);
+    CHECK_EQ(file_size(idx2), idx2_size);
+    CHECK_EQ(cn_log_end_offset(log), 120);
+    check_every_offset(log);
+    int64_t off, ts;
+    CHECK_EQ(cn_log_offset_for_time(log, 15002, &off, &ts), 0);
+    CHECK_EQ(off, 42);
+    cn_log_close(log);
+    /* A shortened (but sane) index also gets noticed: entries lost. */
+    CHECK_EQ(truncate(idx0, 8), 0);
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(file_size(idx0), idx0_size);
+    cn_log_close(log);
+    free(idx0);
+    free(tidx1);
+    free(idx2);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+/* --- fault injection ----------------------------------------------------- */
+
+static int inject_pwrite_err;   /* -errno to return, 0 none */
+static size_t inject_short;     /* max bytes per pwrite, 0 none */
+static int inject_sync_err;     /* -errno from fdatasync, 0 none */
+static int pwrite_calls;
+
+static ssize_t test_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    pwrite_calls++;
+    if (inject_pwrite_err)
+        return inject_pwrite_err;
+    if (inject_short && n > inject_short)
+        n = inject_short;
+    return cn_file_ops_real.pwrite(fd, buf, n, off);
+}
+
+static int test_fdatasync(int fd)
+{
+    if (inject_sync_err)
+        return inject_sync_err;
+    return cn_file_ops_real.fdatasync(fd);
+}
+
+static struct cn_file_ops test_ops;
+
+static void install_faults(void)
+{
+    test_ops = cn_file_ops_real;
+    test_ops.pwrite = test_pwrite;
+    test_ops.fdatasync = test_fdatasync;
+    cn_file_ops = &test_ops;
+    inject_pwrite_err = inject_sync_err = 0;
+    inject_short = 0;
+}
+
+static void remove_faults(void)
+{
+    cn_file_ops = &cn_file_ops_real;
+}
+
+UNIT_TEST(test_eio_on_write)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    install_faults();
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 5);
+    enum cn_say_level lvl = cn_say_max_level;
+    inject_pwrite_err = -EIO;
+    CHECK_EQ(append_one(log, 1, 1, 1, NULL), CN_EOFFLINE);
+    CHECK(cn_log_is_offline(log));
+    inject_pwrite_err = 0;
+    CHECK_EQ(append_one(log, 1, 1, 1, NULL), CN_EOFFLINE);
+    struct cn_wr w;
+    cn_wr_init(&w, 0);
+    size_t n;
+    CHECK_EQ(cn_log_read(log, 0, INT64_MAX, SIZE_MAX, true, &w, &n),
+             CN_EOFFLINE);
+    CHECK(cn_log_sync_begin(log) == NULL);
+    CHECK_EQ(cn_log_delete_records(log, 3), CN_EOFFLINE);
+    cn_log_close(log);
+    cn_say_max_level = lvl;
+    /* ENOSPC likewise; the log reopens with everything before it. */
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), 15);
+    inject_pwrite_err = -ENOSPC;
+    CHECK_EQ(append_one(log, 1, 1, 1, NULL), CN_EOFFLINE);
+    cn_say_max_level = lvl;
+    inject_pwrite_err = 0;
+    cn_log_close(log);
+    remove_faults();
+    cn_wr_fini(&w);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_TEST(test_eio_on_sync)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    install_faults();
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 5);
+    struct cn_log_sync *s = cn_log_sync_begin(log);
+    CHECK(s != NULL);
+    inject_sync_err = -EIO;
+    int err = cn_log_sync_run(s);
+    CHECK_EQ(err, -EIO);
+    enum cn_say_level lvl = cn_say_max_level;
+    cn_log_sync_end(log, s, err);
+    cn_say_max_level = lvl;
+    CHECK(cn_log_is_offline(log));
+    CHECK_EQ(cn_log_synced_offset(log), 0);
+    CHECK_EQ(append_one(log, 1, 1, 1, NULL), CN_EOFFLINE);
+    inject_sync_err = 0;
+    cn_log_close(log);
+    remove_faults();
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_TEST(test_short_writes)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    install_faults();
+    inject_short = 7;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    pwrite_calls = 0;
+    fill(log, 20);
+    CHECK(pwrite_calls > 20 * 10);
+    check_every_offset(log);
+    cn_log_close(log);
+    inject_short = 0;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), 60);
+    struct cn_wr w;
+    cn_wr_init(&w, 0);
+    int64_t next;
+    read_all(log, 0, &w);
+    CHECK_EQ(walk(w.buf, w.len, 0, &next), 20);
+    cn_wr_fini(&w);
+    cn_log_close(log);
+    remove_faults();
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_TEST(test_mid_append_failpoint)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    cfg.segment_bytes = 1 << 20;
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 5);
+    CHECK_EQ(cn_failpoint_set("log.mid_append", "error"), 0);
+    enum cn_say_level lvl = cn_say_max_level;
+    CHECK_EQ(append_one(log, 3, 1, 40, NULL), CN_EOFFLINE);
+    cn_say_max_level = lvl;
+    CHECK_EQ(cn_failpoint_set("log.mid_append", NULL), 0);
+    char *img = crash_image(dir);
+    cn_log_close(log);
+    char *p = seg_file(img, 0, "log");
+    int64_t torn = file_size(p);
+    struct cn_log *log2;
+    CHECK_EQ(cn_log_open(img, &cfg, &log2), 0);
+    CHECK_EQ(cn_log_end_offset(log2), 15);
+    CHECK(file_size(p) < torn);
+    struct cn_log_stats st;
+    cn_log_stats(log2, &st);
+    CHECK_EQ(st.recovery_truncated_bytes, torn - file_size(p));
+    cn_log_close(log2);
+    free(p);
+    unit_rmtree(img);
+    unit_rmtree(dir);
+    free(img);
+    free(dir);
+}
+
+/* Real kill -9 through the crash fail points, in a child process. */
+static void kill9_case(const char *point, int64_t want_end, bool want_cut)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    cfg.segment_bytes = 1 << 20;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct cn_log *log;
+        if (cn_log_open(dir, &cfg, &log) != 0)
+            _exit(2);
+        fill(log, 5);
+        cn_failpoint_set(point, "crash");
+        append_one(log, 3, 1, 40, NULL);
+        _exit(3); /* not reached: the fail point kills us */
+    }
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), want_end);
+    struct cn_log_stats st;
+    cn_log_stats(log, &st);
+    CHECK_EQ(st.recovery_truncated_bytes > 0, want_cut);
+    check_every_offset(log);
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_TEST(test_kill9)
+{
+    kill9_case("log.mid_append", 15, true);
+    kill9_case("log.after_append_before_sync", 18, false);
+}
+
+/* --- durability -------------------------------------------------------- */
+
+static void sync_now(struct cn_log *log)
+{
+    struct cn_log_sync *s = cn_log_sync_begin(log);
+    CHECK(s != NULL);
+    if (s)
+        cn_log_sync_end(log, s, cn_log_sync_run(s));
+}
+
+UNIT_TEST(test_sync_flow)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    cfg.flush_messages = 10;
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK(cn_log_sync_begin(log) == NULL);
+    CHECK(!cn_log_needs_flush(log, fake_now));
+    fill(log, 3);
+    CHECK_EQ(cn_log_synced_offset(log), 0);
+    CHECK(!cn_log_needs_flush(log, fake_now));
+    fill(log, 0);
+    CHECK_EQ(append_one(log, 3, 1, 4, NULL), 0);
+    CHECK(cn_log_needs_flush(log, fake_now));
+    /* Appends between begin and end are not covered by that sync. */
+    struct cn_log_sync *s = cn_log_sync_begin(log);
+    CHECK(s != NULL);
+    CHECK_EQ(append_one(log, 3, 1, 4, NULL), 0);
+    CHECK_EQ(cn_log_sync_run(s), 0);
+    cn_log_sync_end(log, s, 0);
+    CHECK_EQ(cn_log_synced_offset(log), 12);
+    sync_now(log);
+    CHECK_EQ(cn_log_synced_offset(log), 15);
+    CHECK(cn_log_sync_begin(log) == NULL);
+    /* flush.ms */
+    cfg.flush_messages = INT64_MAX;
+    cfg.flush_ms = 100;
+    cn_log_set_config(log, &cfg);
+    CHECK_EQ(append_one(log, 1, 1, 4, NULL), 0);
+    CHECK(!cn_log_needs_flush(log, fake_now + 50));
+    CHECK(cn_log_needs_flush(log, fake_now + 150));
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+/* Synced rolled segments move the recovery point: a crash then rescans only
+ * from the active segment on. */
+UNIT_TEST(test_recovery_point)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 30);
+    /* A sync in flight while retention deletes one of its segments. */
+    struct cn_log_sync *s = cn_log_sync_begin(log);
+    CHECK(s != NULL);
+    cfg.retention_bytes = 3000;
+    cn_log_set_config(log, &cfg);
+    CHECK(cn_log_enforce_retention(log, fake_now) > 0);
+    CHECK_EQ(cn_log_sync_run(s), 0);
+    cn_log_sync_end(log, s, 0);
+    CHECK_EQ(cn_log_synced_offset(log), 90);
+    struct cn_log_stats total;
+    cn_log_stats(log, &total);
+    char *img = crash_image(dir);
+    fill(log, 0);
+    cn_log_close(log);
+    CHECK_EQ(cn_log_open(img, &cfg, &log), 0);
+    struct cn_log_stats st;
+    cn_log_stats(log, &st);
+    CHECK(st.recovery_scanned_bytes > 0);
+    CHECK(st.recovery_scanned_bytes <= 1024);
+    CHECK_EQ(cn_log_end_offset(log), 90);
+    CHECK_EQ(st.segments, total.segments);
+    check_every_offset(log);
+    cn_log_close(log);
+    unit_rmtree(img);
+    unit_rmtree(dir);
+    free(img);
+    free(dir);
+}
+
+UNIT_TEST(test_stray_files_and_delete)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    char *sub = path_in(dir, "topic-3");
+    CHECK_EQ(cn_log_open(sub, &cfg, &log), 0);
+    fill(log, 10);
+    cn_log_close(log);
+    char *tmp = path_in(sub, "partition.checkpoint.tmp");
+    char *orphan = seg_file(sub, 999, "index");
+    close(open(tmp, O_WRONLY | O_CREAT, 0644));
+    close(open(orphan, O_WRONLY | O_CREAT, 0644));
+    /* A damaged checkpoint means: scan everything. */
+    char *ck = path_in(sub, "partition.checkpoint");
+    int fd = open(ck, O_WRONLY);
+    CHECK(pwrite(fd, "X", 1, 30) == 1);
+    close(fd);
+    enum cn_say_level lvl = cn_say_max_level;
+    cn_say_max_level = CN_SAY_ERROR;
+    CHECK_EQ(cn_log_open(sub, &cfg, &log), 0);
+    cn_say_max_level = lvl;
+    CHECK(!exists(tmp));
+    CHECK(!exists(orphan));
+    struct cn_log_stats st;
+    cn_log_stats(log, &st);
+    CHECK_EQ(st.recovery_scanned_bytes, st.bytes);
+    CHECK_EQ(cn_log_end_offset(log), 30);
+    CHECK_EQ(cn_log_delete(log), 0);
+    CHECK(!exists(sub));
+    free(tmp);
+    free(orphan);
+    free(ck);
+    free(sub);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_TEST(test_fuzz_corpus)
+{
+    /* Replays tests/fuzz/corpus/log_recovery/ as single-segment logs: open
+     * must succeed or fail cleanly, never crash. */
+    DIR *d = opendir("tests/fuzz/corpus/log_recovery");
+    if (!d)
+        return;
+    struct dirent *de;
+    struct cn_log_config cfg;
+    cn_log_config_default(&cfg);
+    enum cn_say_level lvl = cn_say_max_level;
+    cn_say_max_level = CN_SAY_ERROR;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char *src = path_in("tests/fuzz/corpus/log_recovery", de->d_name);
+        char *dir = unit_tmpdir("logfz");
+        char *dst = seg_file(dir, 0, "log");
+        int in = open(src, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT, 0644);
+        char buf[4096];
+        ssize_t r;
+        while ((r = read(in, buf, sizeof buf)) > 0)
+            CHECK(write(out, buf, (size_t)r) == r);
+        close(in);
+        close(out);
+        struct cn_log *log;
+        if (cn_log_open(dir, &cfg, &log) == 0) {
+            check_every_offset(log);
+            cn_log_close(log);
+        }
+        unit_rmtree(dir);
+        free(src);
+        free(dst);
+        free(dir);
+    }
+    cn_say_max_level = lvl;
+    closedir(d);
+}
+
+UNIT_MAIN(test_round_trip_segments, test_read_bounds, test_index_lookup,
+          test_roll_by_time, test_retention_bytes, test_retention_time,
+          test_delete_records, test_clean_reopen_scans_nothing,
+          test_offset_for_time, test_torn_tail, test_torn_middle_segment,
+          test_index_rebuild, test_eio_on_write, test_eio_on_sync,
+          test_short_writes, test_mid_append_failpoint, test_sync_flow,
+          test_recovery_point, test_stray_files_and_delete, test_fuzz_corpus,
+          test_kill9)
