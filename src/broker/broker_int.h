@@ -84,6 +84,9 @@ struct cn_broker {
     struct cn_sync_waiter *sync_waiters;
 
     struct cn_fetch_wait *fetch_waits;
+    /* Partitions of deleted topics whose logs a sync round may still be
+     * using; freed when no round runs. */
+    struct cn_partition *doomed;
 
     uv_timer_t retention_timer;
     uv_timer_t flush_timer;
@@ -119,6 +122,8 @@ int16_t cn_topic_config_check(const struct cn_topic_config *tc, char *msg,
 void cn_topic_apply_config(struct cn_topic *t);
 int cn_topics_load(struct cn_broker *b, char *err, size_t err_len);
 void cn_topics_close_all(struct cn_broker *b);
+/* Deletes the logs of deleted topics once no sync round uses them. */
+void cn_topics_reap(struct cn_broker *b);
 /* Calls fn for every topic (order unspecified). */
 void cn_topics_foreach(struct cn_broker *b,
                        void (*fn)(struct cn_topic *t, void *arg), void *arg);

@@ -8,6 +8,7 @@
 
 #include "base/err.h"
 #include "handlers.h"
+#include "proto/batch.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 
@@ -32,6 +33,42 @@ lookup(struct cn_broker *b, struct cn_bytes topic, int32_t part,
     }
     *kerr = KAFKA_NONE;
     return p;
+}
+
+/*
+ * The log indexes batches; Kafka answers with a record.  Reads the batch
+ * holding `batch_offset` and finds the first record whose timestamp is at
+ * least ts (want_max: equal to ts).  Leaves *offset_out alone when the
+ * batch cannot be read.
+ */
+static void exact_record(struct cn_partition *p, int64_t batch_offset,
+                         int64_t ts, bool want_max, int64_t *offset_out,
+                         int64_t *ts_out)
+{
+    struct cn_wr buf, scratch;
+    cn_wr_init(&buf, 0);
+    cn_wr_init(&scratch, 0);
+    size_t got = 0;
+    if (cn_log_read(p->log, batch_offset, p->high_watermark, 1, true, &buf,
+                    &got) != 0 || got == 0)
+        goto out;
+    struct cn_batch_hdr hdr;
+    struct cn_record_iter it;
+    if (cn_batch_records(buf.buf, got, 0, &scratch, &hdr, &it) != 0)
+        goto out;
+    struct cn_record rec;
+    while (cn_record_iter_next(&it, &rec) == 1) {
+        if (rec.offset < batch_offset && !want_max)
+            continue;
+        if (want_max ? rec.timestamp == ts : rec.timestamp >= ts) {
+            *offset_out = rec.offset;
+            *ts_out = rec.timestamp;
+            break;
+        }
+    }
+out:
+    cn_wr_fini(&buf);
+    cn_wr_fini(&scratch);
 }
 
 static void list_one(struct cn_broker *b, struct cn_req *req, int16_t v,
@@ -70,9 +107,11 @@ static void list_one(struct cn_broker *b, struct cn_req *req, int16_t v,
         break;
     case LIST_OFFSETS_MAX_TIMESTAMP:
         cn_log_max_timestamp(p->log, &ts, &offset);
-        if (offset >= p->high_watermark) {
+        if (offset >= p->high_watermark || offset < 0) {
             offset = -1;
             ts = -1;
+        } else {
+            exact_record(p, offset, ts, true, &offset, &ts);
         }
         break;
     default:
@@ -81,9 +120,11 @@ static void list_one(struct cn_broker *b, struct cn_req *req, int16_t v,
             return;
         }
         if (cn_log_offset_for_time(p->log, qp->timestamp, &offset, &ts) != 0 ||
-            offset >= p->high_watermark) {
+            offset < 0 || offset >= p->high_watermark) {
             offset = -1;
             ts = -1;
+        } else {
+            exact_record(p, offset, qp->timestamp, false, &offset, &ts);
         }
         break;
     }

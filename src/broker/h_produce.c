@@ -21,7 +21,7 @@ struct produce_state {
     struct cn_sync_waiter waiter;      /* for acks=-1 */
     struct cn_req_header h;            /* copy: the caller's is on stack */
     struct cn_produce_response rs;     /* filled as partitions are done */
-    struct cn_partition ***parts;      /* [topic][partition] appended to */
+    bool appended;                     /* some partition was written */
 };
 
 static int16_t kerr_from_batch_err(int err, const struct cn_batch_hdr *hdr)
@@ -186,17 +186,16 @@ static void produce_finish(struct cn_broker *b, struct cn_sync_waiter *w)
 {
     struct produce_state *ps = (struct produce_state *)w;
     struct cn_req *req = w->req;
-    (void)b;
-    /* A sync that failed took the log offline: the data is not durable. */
-    for (int32_t i = 0; i < ps->rs.responses_len; i++) {
-        struct cn_produce_response_topic_produce_response *tr =
-            &ps->rs.responses[i];
-        for (int32_t j = 0; j < tr->partition_responses_len; j++) {
-            struct cn_partition *p = ps->parts[i][j];
-            if (p && !tr->partition_responses[j].error_code &&
-                cn_partition_offline(b, p))
-                tr->partition_responses[j].error_code =
-                    KAFKA_KAFKA_STORAGE_ERROR;
+    /* A failed sync takes the log directory offline: what this request
+     * appended is not known to be durable, so it is not acknowledged. */
+    if (b->log_dir_offline && ps->appended) {
+        for (int32_t i = 0; i < ps->rs.responses_len; i++) {
+            struct cn_produce_response_topic_produce_response *tr =
+                &ps->rs.responses[i];
+            for (int32_t j = 0; j < tr->partition_responses_len; j++)
+                if (!tr->partition_responses[j].error_code)
+                    tr->partition_responses[j].error_code =
+                        KAFKA_KAFKA_STORAGE_ERROR;
         }
     }
     cn_resp_begin(req, &ps->h);
@@ -224,8 +223,7 @@ void cn_h_produce(struct cn_broker *b, struct cn_req *req,
     cn_produce_response_init(&ps->rs);
     ps->rs.responses =
         cn_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *ps->rs.responses);
-    ps->parts = cn_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *ps->parts);
-    if (!ps->rs.responses || !ps->parts)
+    if (!ps->rs.responses)
         goto nomem;
     ps->rs.responses_len = nt;
     bool bad_acks = rq.acks != 0 && rq.acks != 1 && rq.acks != -1;
@@ -241,9 +239,7 @@ void cn_h_produce(struct cn_broker *b, struct cn_req *req,
         int32_t np = td->partition_data_len > 0 ? td->partition_data_len : 0;
         tr->partition_responses = cn_arena_calloc(
             &req->arena, (size_t)np + 1, sizeof *tr->partition_responses);
-        ps->parts[i] = cn_arena_calloc(&req->arena, (size_t)np + 1,
-                                       sizeof *ps->parts[i]);
-        if (!tr->partition_responses || !ps->parts[i]) {
+        if (!tr->partition_responses) {
             cn_wr_fini(&scratch);
             goto nomem;
         }
@@ -259,9 +255,9 @@ void cn_h_produce(struct cn_broker *b, struct cn_req *req,
                 continue;
             }
             pr->base_offset = -1;
-            ps->parts[i][j] = produce_partition(
-                b, req, h->api_version, t, &td->partition_data[j], pr,
-                &scratch);
+            if (produce_partition(b, req, h->api_version, t,
+                                  &td->partition_data[j], pr, &scratch))
+                ps->appended = true;
         }
     }
     cn_wr_fini(&scratch);

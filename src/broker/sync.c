@@ -72,8 +72,9 @@ static void round_done(uv_work_t *w, int status)
         if (r->syncs[i])
             cn_log_sync_end(p->log, r->syncs[i], r->errs[i]);
         if (r->errs[i]) {
-            CN_ERROR("fdatasync of %s-%d failed (%s)", p->topic->name,
-                     p->index, cn_strerror(r->errs[i]));
+            CN_ERROR("fdatasync of %s-%d failed (%s)",
+                     p->topic ? p->topic->name : "(deleted topic)", p->index,
+                     cn_strerror(r->errs[i]));
             cn_broker_log_dir_failed(b, "fdatasync", r->errs[i]);
         }
         int64_t synced = cn_log_synced_offset(p->log);
@@ -87,8 +88,11 @@ static void round_done(uv_work_t *w, int status)
     free(r->errs);
     free(r);
     finish_waiters(b);
+    cn_topics_reap(b);
     cn_broker_data_arrived(b);
-    if (b->sync_list)
+    /* Waiters for the next round still need one even if the partitions
+     * they wrote to were deleted meanwhile. */
+    if (b->sync_list || b->sync_waiters)
         sync_start_round(b);
 }
 
@@ -99,9 +103,9 @@ static void sync_start_round(struct cn_broker *b)
         n++;
     struct sync_round *r = calloc(1, sizeof *r);
     if (r) {
-        r->parts = calloc(n, sizeof *r->parts);
-        r->syncs = calloc(n, sizeof *r->syncs);
-        r->errs = calloc(n, sizeof *r->errs);
+        r->parts = calloc(n + 1, sizeof *r->parts);
+        r->syncs = calloc(n + 1, sizeof *r->syncs);
+        r->errs = calloc(n + 1, sizeof *r->errs);
     }
     if (!r || !r->parts || !r->syncs || !r->errs) {
         /* Without memory we cannot sync; leave the list for the next try

@@ -396,13 +396,29 @@ int16_t cn_topic_delete(struct cn_broker *b, struct cn_topic *t)
             if (*pp)
                 *pp = p->sync_next;
         }
-        cn_log_delete(p->log);
-        free(p);
+        /* The topic is freed now; the partition's log may outlive it until
+         * the sync round using it ends. */
+        p->topic = NULL;
+        p->sync_next = b->doomed;
+        b->doomed = p;
         t->partitions[i] = NULL;
     }
     CN_INFO("deleted topic %s", t->name);
     topic_free(t);
+    cn_topics_reap(b);
     return KAFKA_NONE;
+}
+
+void cn_topics_reap(struct cn_broker *b)
+{
+    if (b->sync_running)
+        return;
+    while (b->doomed) {
+        struct cn_partition *p = b->doomed;
+        b->doomed = p->sync_next;
+        cn_log_delete(p->log);
+        free(p);
+    }
 }
 
 int16_t cn_topic_add_partitions(struct cn_broker *b, struct cn_topic *t,
