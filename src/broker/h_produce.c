@@ -153,6 +153,11 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
                  cn_req_peer(req), cn_strerror(n));
         return NULL;
     }
+    if (n != 1) {
+        /* Produce v3+ carries exactly one batch per partition. */
+        pr->error_code = KAFKA_INVALID_RECORD;
+        return NULL;
+    }
     if (t->config.message_timestamp_type == CN_TS_LOG_APPEND_TIME)
         ac.append_time = cn_clock_wall_ms();
     /* Validated already; walk again without re-validating to append. */
