@@ -8,6 +8,7 @@
 #   make bench    throughput against this machine's limits
 #   make gen      regenerate src/proto/gen from ../shared/kafka-protocol
 
+MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 

@@ -105,6 +105,7 @@ static void on_write(uv_write_t *w, int status)
 {
     struct conn_write *cw = (struct conn_write *)w;
     struct cn_conn *c = cw->conn;
+    c->refs++;
     c->writes_pending--;
     req_free(cw->req);
     free(cw);
@@ -112,11 +113,14 @@ static void on_write(uv_write_t *w, int status)
         CN_DEBUG("write to %s failed: %s", c->peer, uv_strerror(status));
         conn_close(c);
     }
+    conn_unref(c);
 }
 
 /* Sends every finished request at the head of the queue, in order. */
 static void conn_flush(struct cn_conn *c)
 {
+    /* Freeing a request may drop the last other reference to c. */
+    c->refs++;
     while (c->head && c->head->done) {
         struct cn_req *req = c->head;
         c->head = req->next;
@@ -154,6 +158,7 @@ static void conn_flush(struct cn_conn *c)
         c->writes_pending++;
     }
     update_reading(c);
+    conn_unref(c);
 }
 
 void cn_req_done(struct cn_req *req)
