@@ -1,0 +1,253 @@
+/*
+ * bench_client: produce then consume throughput through a real client.
+ *
+ *   bench_client --brokers B --topic T [--partitions P] [--messages N]
+ *                [--size BYTES] [--acks -1|0|1] [--codec C] [--create]
+ *
+ * Produces N values of BYTES bytes round-robin over P partitions with
+ * throughput-oriented batching and waits for every delivery report, then
+ * consumes the same data with assign() from the beginning. The topic
+ * should be new (or --create makes it) so the consume phase reads exactly
+ * what was produced. Prints one JSON object per phase.
+ */
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static long dr_ok, dr_fail;
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void conf_set(rd_kafka_conf_t *conf, const char *k, const char *v)
+{
+    char errstr[256];
+
+    if (rd_kafka_conf_set(conf, k, v, errstr, sizeof(errstr)) !=
+        RD_KAFKA_CONF_OK) {
+        fprintf(stderr, "config %s=%s: %s\n", k, v, errstr);
+        exit(2);
+    }
+}
+
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    (void)opaque;
+    if (m->err) {
+        if (dr_fail++ < 5)
+            fprintf(stderr, "delivery failed: %s\n",
+                    rd_kafka_err2str(m->err));
+    } else {
+        dr_ok++;
+    }
+}
+
+static int create_topic(const char *brokers, const char *topic, int parts)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_t *rk;
+    rd_kafka_NewTopic_t *nt;
+    rd_kafka_queue_t *q;
+    rd_kafka_event_t *ev;
+    int rc = 0;
+
+    conf_set(conf, "bootstrap.servers", brokers);
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk)
+        return -1;
+    nt = rd_kafka_NewTopic_new(topic, parts, 1, errstr, sizeof(errstr));
+    q = rd_kafka_queue_new(rk);
+    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+    ev = rd_kafka_queue_poll(q, 30000);
+    if (!ev || rd_kafka_event_error(ev)) {
+        fprintf(stderr, "CreateTopics: %s\n",
+                ev ? rd_kafka_event_error_string(ev) : "timed out");
+        rc = -1;
+    } else {
+        size_t cnt;
+        const rd_kafka_topic_result_t **tr =
+            rd_kafka_CreateTopics_result_topics(
+                rd_kafka_event_CreateTopics_result(ev), &cnt);
+
+        if (cnt == 1 && rd_kafka_topic_result_error(tr[0]) &&
+            rd_kafka_topic_result_error(tr[0]) !=
+                RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+            fprintf(stderr, "CreateTopics: %s\n",
+                    rd_kafka_topic_result_error_string(tr[0]));
+            rc = -1;
+        }
+    }
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_NewTopic_destroy(nt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *brokers = NULL, *topic = NULL, *acks = "-1";
+    const char *codec = "none";
+    long messages = 1000000, i, consumed = 0;
+    int size = 1024, parts = 6, create = 0, p;
+    char errstr[256];
+    rd_kafka_conf_t *conf;
+    rd_kafka_t *rk;
+    rd_kafka_topic_partition_list_t *tl;
+    char *buf;
+    double t0, t, last;
+    long long bytes = 0;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+
+        if (!strcmp(a, "--create")) {
+            create = 1;
+            continue;
+        }
+        i++;
+        if (!strcmp(a, "--brokers"))
+            brokers = v;
+        else if (!strcmp(a, "--topic"))
+            topic = v;
+        else if (!strcmp(a, "--partitions"))
+            parts = atoi(v);
+        else if (!strcmp(a, "--messages"))
+            messages = atol(v);
+        else if (!strcmp(a, "--size"))
+            size = atoi(v);
+        else if (!strcmp(a, "--acks"))
+            acks = v;
+        else if (!strcmp(a, "--codec"))
+            codec = v;
+        else
+            brokers = NULL, i = argc;
+    }
+    if (!brokers || !topic || parts < 1 || size < 1 || messages < 1) {
+        fprintf(stderr, "usage: bench_client --brokers B --topic T "
+                "[--partitions P] [--messages N] [--size BYTES] "
+                "[--acks A] [--codec C] [--create]\n");
+        return 2;
+    }
+    if (create && create_topic(brokers, topic, parts))
+        return 1;
+
+    conf = rd_kafka_conf_new();
+    conf_set(conf, "bootstrap.servers", brokers);
+    conf_set(conf, "acks", acks);
+    conf_set(conf, "compression.codec", codec);
+    conf_set(conf, "linger.ms", "10");
+    conf_set(conf, "batch.size", "1000000");
+    conf_set(conf, "batch.num.messages", "100000");
+    conf_set(conf, "queue.buffering.max.messages", "1000000");
+    conf_set(conf, "queue.buffering.max.kbytes", "1048576");
+    conf_set(conf, "message.timeout.ms", "120000");
+    rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        fprintf(stderr, "rd_kafka_new: %s\n", errstr);
+        return 2;
+    }
+    buf = malloc((size_t)size);
+    for (p = 0; p < size; p++)
+        buf[p] = (char)('a' + p % 26);
+    /* Metadata first, so the clock measures the broker, not start-up. */
+    {
+        const struct rd_kafka_metadata *md;
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+
+        if (!rd_kafka_metadata(rk, 0, rkt, &md, 10000))
+            rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+    }
+    t0 = now_s();
+    for (i = 0; i < messages; i++) {
+        rd_kafka_resp_err_t err;
+
+        for (;;) {
+            err = rd_kafka_producev(
+                rk, RD_KAFKA_V_TOPIC(topic),
+                RD_KAFKA_V_PARTITION((int32_t)(i % parts)),
+                RD_KAFKA_V_VALUE(buf, (size_t)size),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+            if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                break;
+            rd_kafka_poll(rk, 5);
+        }
+        if (err) {
+            fprintf(stderr, "producev: %s\n", rd_kafka_err2str(err));
+            return 1;
+        }
+        if ((i & 1023) == 0)
+            rd_kafka_poll(rk, 0);
+    }
+    rd_kafka_flush(rk, 300000);
+    t = now_s() - t0;
+    rd_kafka_destroy(rk);
+    free(buf);
+    printf("{\"test\": \"produce\", \"messages\": %ld, \"size\": %d, "
+           "\"partitions\": %d, \"acks\": \"%s\", \"codec\": \"%s\", "
+           "\"delivered\": %ld, \"failed\": %ld, \"seconds\": %.3f, "
+           "\"msgs_per_s\": %.0f, \"mb_per_s\": %.1f}\n",
+           messages, size, parts, acks, codec, dr_ok, dr_fail, t,
+           dr_ok / t, dr_ok * (double)size / t / 1e6);
+    fflush(stdout);
+    if (dr_ok != messages)
+        return 1;
+
+    conf = rd_kafka_conf_new();
+    conf_set(conf, "bootstrap.servers", brokers);
+    conf_set(conf, "group.id", "bench_client");
+    conf_set(conf, "enable.auto.commit", "false");
+    conf_set(conf, "fetch.max.bytes", "52428800");
+    conf_set(conf, "max.partition.fetch.bytes", "10485760");
+    conf_set(conf, "queued.max.messages.kbytes", "262144");
+    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        fprintf(stderr, "rd_kafka_new: %s\n", errstr);
+        return 2;
+    }
+    tl = rd_kafka_topic_partition_list_new(parts);
+    for (p = 0; p < parts; p++)
+        rd_kafka_topic_partition_list_add(tl, topic, p)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
+    t0 = 0;
+    last = now_s();
+    rd_kafka_assign(rk, tl);
+    rd_kafka_topic_partition_list_destroy(tl);
+    while (consumed < messages && now_s() - last < 20) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+
+        if (!m)
+            continue;
+        if (!m->err) {
+            /* Clock starts at the first record: steady state, not the
+             * consumer's start-up. */
+            if (!consumed)
+                t0 = now_s();
+            consumed++;
+            bytes += (long long)m->len;
+            last = now_s();
+        }
+        rd_kafka_message_destroy(m);
+    }
+    t = consumed > 1 ? last - t0 : 1e-9;
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    printf("{\"test\": \"fetch\", \"messages\": %ld, \"size\": %d, "
+           "\"partitions\": %d, \"consumed\": %ld, \"seconds\": %.3f, "
+           "\"msgs_per_s\": %.0f, \"mb_per_s\": %.1f}\n",
+           messages, size, parts, consumed, t, consumed / t,
+           bytes / t / 1e6);
+    return consumed == messages ? 0 : 1;
+}

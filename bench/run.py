@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""Broker benchmark: machine limits, then real-client throughput.
+
+Builds nothing. Starts build/cairn on a free loopback port with a data
+dir on the same filesystem as the disk test, runs bench_limits, then
+bench_client for 1 KiB and 100 B messages at acks=-1 over 6 partitions,
+prints each broker figure as a ratio of the relevant limit (produce vs
+fdatasync'd sequential disk writes, fetch vs one loopback TCP stream)
+and writes bench/out/report.json.
+
+  /usr/bin/python3 bench/run.py [--build-dir build] [--cairn build/cairn]
+                               [--dir DIR] [--scale F] [--mock]
+
+--scale multiplies the message counts (default 1: 300k x 1 KiB and
+1M x 100 B). --mock runs against librdkafka's mock cluster
+(tests/e2e/e2e_mockbroker) to check the harness; its numbers mean nothing
+and its log retention is small, so use a small --scale with it.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PARTITIONS = 6
+CASES = [  # (message bytes, message count at scale 1)
+    (1024, 300000),
+    (100, 1000000),
+]
+
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def json_lines(text):
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def start_broker(args, tmp, topics):
+    log = open(tmp / "broker.log", "wb")
+    if args.mock:
+        argv = [str(Path(args.build_dir) / "e2e_mockbroker")]
+        for t in topics:
+            argv += ["--topic", "%s:%d" % (t, PARTITIONS)]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log,
+                                stdin=subprocess.DEVNULL)
+        return proc, proc.stdout.readline().split()[1].decode()
+    port = free_port()
+    data = tmp / "data"
+    data.mkdir()
+    argv = [args.cairn, "--set", "listeners=PLAINTEXT://127.0.0.1:%d" % port,
+            "--set", "log.dirs=%s" % data]
+    proc = subprocess.Popen(argv, stdout=log, stderr=log,
+                            stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop_broker(proc)
+                sys.exit("broker did not start; see %s" % (tmp / "broker.log"))
+            time.sleep(0.05)
+    return proc, "127.0.0.1:%d" % port
+
+
+def stop_broker(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir",
+                    default=os.environ.get("CAIRN_BUILD_DIR",
+                                           str(REPO / "build")))
+    ap.add_argument("--cairn", default=os.environ.get(
+        "CAIRN_BIN", str(REPO / "build" / "cairn")))
+    ap.add_argument("--dir", default=str(REPO / "bench" / "out"),
+                    help="where the disk test and broker data go")
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--mock", action="store_true")
+    args = ap.parse_args()
+
+    out_dir = REPO / "bench" / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    Path(args.dir).mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="cairn-bench-", dir=args.dir))
+    build = Path(args.build_dir)
+    report = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+              "mock": args.mock, "dir": str(tmp), "limits": {},
+              "runs": []}
+    proc = None
+    try:
+        res = subprocess.run([str(build / "bench_limits"), "--dir", str(tmp)],
+                             stdout=subprocess.PIPE, text=True, timeout=60,
+                             check=True)
+        for rec in json_lines(res.stdout):
+            report["limits"][rec["test"]] = rec
+
+        topics = ["bench-%d" % size for size, _ in CASES]
+        proc, bootstrap = start_broker(args, tmp, topics)
+        for (size, count), topic in zip(CASES, topics):
+            n = max(1000, int(count * args.scale))
+            res = subprocess.run(
+                [str(build / "bench_client"), "--brokers", bootstrap,
+                 "--topic", topic, "--partitions", str(PARTITIONS),
+                 "--messages", str(n), "--size", str(size), "--acks", "-1"]
+                + ([] if args.mock else ["--create"]),
+                stdout=subprocess.PIPE, text=True, timeout=600)
+            recs = json_lines(res.stdout)
+            if res.returncode != 0:
+                print("bench_client exited %d for size %d" %
+                      (res.returncode, size), file=sys.stderr)
+            report["runs"].extend(recs)
+            if proc.poll() is not None:
+                sys.exit("broker died; see %s" % (tmp / "broker.log"))
+    finally:
+        if proc is not None:
+            stop_broker(proc)
+
+    disk = report["limits"]["disk_write_fdatasync"]["mb_per_s"]
+    tcp = report["limits"]["tcp_loopback"]["mb_per_s"]
+    sync = report["limits"]["fdatasync_4k"]
+    print("machine: fdatasync'd 256 KiB writes %.0f MB/s, 4 KiB fdatasync "
+          "p50 %.0f us p99 %.0f us, loopback TCP %.0f MB/s"
+          % (disk, sync["p50_us"], sync["p99_us"], tcp))
+    print("%-8s %-6s %9s %11s %8s  %s" % ("phase", "size", "MB/s",
+                                          "msgs/s", "ratio", "limit"))
+    for rec in report["runs"]:
+        limit, name = ((disk, "disk") if rec["test"] == "produce"
+                       else (tcp, "tcp"))
+        rec["limit_mb_per_s"] = limit
+        rec["ratio"] = round(rec["mb_per_s"] / limit, 3) if limit else None
+        print("%-8s %-6d %9.1f %11.0f %8.3f  %s %.0f MB/s"
+              % (rec["test"], rec["size"], rec["mb_per_s"],
+                 rec["msgs_per_s"], rec["ratio"] or 0, name, limit))
+    with open(out_dir / "report.json", "w") as f:
+        json.dump(report, f, indent=2)
+    print("wrote", out_dir / "report.json")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

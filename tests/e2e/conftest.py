@@ -1,0 +1,279 @@
+"""Fixtures for end-to-end tests against a real build/cairn process.
+
+Environment:
+  CAIRN_BIN        broker binary (default <repo>/build/cairn)
+  CAIRN_BUILD_DIR  where e2e_* helper programs are (default <repo>/build)
+  CAIRN_SANITIZED  "1" under ASan/UBSan: message counts and waits scale
+  CAIRN_E2E_MOCK   "1" runs against librdkafka's mock cluster (the
+                   e2e_mockbroker helper) instead of cairn, to check the
+                   tests themselves; tests needing cairn itself are skipped
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_DIR = Path(os.environ.get("CAIRN_BUILD_DIR", REPO / "build"))
+CAIRN_BIN = Path(os.environ.get("CAIRN_BIN", REPO / "build" / "cairn"))
+SANITIZED = os.environ.get("CAIRN_SANITIZED") == "1"
+MOCK = os.environ.get("CAIRN_E2E_MOCK") == "1"
+# Counts are divided and waits multiplied by this under the sanitizers.
+SCALE = 10 if SANITIZED else 1
+SLOW = 3 if SANITIZED else 1
+
+needs_cairn = pytest.mark.skipif(MOCK, reason="needs the real broker")
+
+
+def scaled(n):
+    """A message count reduced for sanitizer builds."""
+    return max(1, n // SCALE)
+
+
+def tool(name):
+    """Path of a helper program built from tests/e2e or bench."""
+    path = BUILD_DIR / name
+    if not path.exists():
+        pytest.fail("%s not built (CAIRN_BUILD_DIR=%s)" % (name, BUILD_DIR))
+    return str(path)
+
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def port_open(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+def run(args, timeout, **kw):
+    """subprocess.run with output captured and a hard timeout."""
+    res = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         timeout=timeout, text=True, **kw)
+    return res
+
+
+class Broker:
+    """One broker process on a fixed port and data dir across restarts."""
+
+    def __init__(self, workdir, sets=None):
+        self.port = free_port()
+        self.bootstrap = "127.0.0.1:%d" % self.port
+        self.data_dir = str(Path(workdir) / "data")
+        os.makedirs(self.data_dir, exist_ok=True)
+        self.log_path = str(Path(workdir) / "broker.log")
+        self.sets = dict(sets or {})
+        self.proc = None
+        self.unexpected_exit = None    # (rc, log tail) of a crash we saw
+        self.mock_topics = {}          # mock mode only: topic -> partitions
+
+    def _argv(self):
+        if MOCK:
+            argv = [tool("e2e_mockbroker")]
+            for t, n in self.mock_topics.items():
+                argv += ["--topic", "%s:%d" % (t, n)]
+            return argv
+        argv = [str(CAIRN_BIN),
+                "--set", "listeners=PLAINTEXT://127.0.0.1:%d" % self.port,
+                "--set", "log.dirs=%s" % self.data_dir]
+        for k, v in self.sets.items():
+            argv += ["--set", "%s=%s" % (k, v)]
+        return argv
+
+    def log_tail(self, n=40):
+        """The log's last n lines, or a sanitizer report's first 60."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                lines = f.readlines()
+        except OSError:
+            return ""
+        for i, line in enumerate(lines):
+            if ("ERROR: AddressSanitizer" in line or "runtime error:" in line
+                    or "ERROR: LeakSanitizer" in line):
+                return "".join(lines[max(0, i - 3):i + 60])
+        return "".join(lines[-n:])
+
+    def _check_alive(self):
+        """Record an exit nobody asked for, so teardown can fail on it."""
+        if self.proc is not None and self.proc.poll() is not None:
+            if self.unexpected_exit is None:
+                self.unexpected_exit = (self.proc.returncode,
+                                        self.log_tail())
+
+    def alive(self):
+        self._check_alive()
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout=10 * SLOW):
+        assert self.proc is None or self.proc.poll() is not None
+        if not MOCK and not CAIRN_BIN.exists():
+            pytest.fail("broker binary %s not found" % CAIRN_BIN)
+        log = open(self.log_path, "ab")
+        log.write(b"=== start %s\n" % " ".join(self._argv()).encode())
+        log.flush()
+        self.proc = subprocess.Popen(
+            self._argv(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if MOCK else log, stderr=log,
+            cwd=str(Path(self.data_dir).parent))
+        log.close()
+        if MOCK:
+            line = self.proc.stdout.readline().split()
+            assert line and line[0] == b"bootstrap", line
+            self.bootstrap = line[1].decode()
+            self.port = int(self.bootstrap.rsplit(":", 1)[1])
+            return
+        deadline = time.monotonic() + timeout
+        while not port_open(self.port):
+            if self.proc.poll() is not None:
+                pytest.fail("broker exited with %s during start-up:\n%s"
+                            % (self.proc.returncode, self.log_tail()))
+            if time.monotonic() > deadline:
+                self.kill9()
+                pytest.fail("broker did not listen on %d within %ss:\n%s"
+                            % (self.port, timeout, self.log_tail()))
+            time.sleep(0.05)
+
+    def kill9(self):
+        """SIGKILL and reap; the exit is expected."""
+        self._check_alive()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self, timeout=10 * SLOW):
+        """SIGTERM, then SIGKILL after timeout. Returns the exit code."""
+        self._check_alive()
+        if self.proc is None or self.proc.poll() is not None:
+            return None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+            return "killed"
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+    def create_topic(self, name, partitions=1, config=None, timeout=15):
+        """Create a topic through the admin API and wait until usable."""
+        if MOCK:
+            # The mock cluster has no CreateTopics: restart it with the
+            # topic declared (losing earlier data, fine for test set-up).
+            self.mock_topics[name] = partitions
+            self.stop()
+            self.start()
+            return
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        fut = admin.create_topics(
+            [NewTopic(name, partitions, 1, config=config or {})],
+            operation_timeout=timeout)[name]
+        fut.result(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            md = admin.list_topics(topic=name, timeout=5)
+            t = md.topics.get(name)
+            if t and not t.error and len(t.partitions) == partitions:
+                return
+            time.sleep(0.1)
+        pytest.fail("topic %s not visible with %d partitions"
+                    % (name, partitions))
+
+
+@pytest.fixture
+def broker_factory(tmp_path):
+    """Make brokers with extra --set options; all are checked and stopped."""
+    made = []
+
+    def make(**sets):
+        b = Broker(tmp_path / ("b%d" % len(made)), sets)
+        made.append(b)
+        b.start()
+        return b
+
+    yield make
+    problems = []
+    for b in made:
+        b._check_alive()
+        if b.unexpected_exit is not None:
+            rc, tail = b.unexpected_exit
+            problems.append("broker on port %d died unexpectedly (exit %s)"
+                            ":\n%s" % (b.port, rc, tail))
+        rc = b.stop()
+        if rc not in (None, 0, "killed") and not MOCK:
+            problems.append("broker exited %s on SIGTERM:\n%s"
+                            % (rc, b.log_tail()))
+        if rc == "killed":
+            problems.append("broker ignored SIGTERM for %ss" % (10 * SLOW))
+    if problems:
+        pytest.fail("\n".join(problems))
+
+
+@pytest.fixture
+def broker(broker_factory):
+    return broker_factory()
+
+
+class Background:
+    """A helper program running while a test does other things."""
+
+    def __init__(self, args, log_path):
+        self.log_path = log_path
+        self.log = open(log_path, "wb")
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=self.log)
+
+    def stop(self, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.log.close()
+        return self.proc.returncode
+
+    def output(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+
+@pytest.fixture
+def background(tmp_path):
+    """Start helper programs; all are stopped by pid at teardown."""
+    started = []
+
+    def start(args, name="bg"):
+        bg = Background(args, str(tmp_path / ("%s.log" % name)))
+        started.append(bg)
+        return bg
+
+    yield start
+    for bg in started:
+        bg.stop(timeout=10)
+
+
+@pytest.fixture
+def workdir():
+    d = tempfile.mkdtemp(prefix="cairn-e2e-")
+    yield Path(d)
+    shutil.rmtree(d, ignore_errors=True)
