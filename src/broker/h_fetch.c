@@ -55,8 +55,13 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
     int16_t v = fs->h.api_version;
     struct cn_fetch_response rs;
     cn_fetch_response_init(&rs);
-    struct cn_wr data;
-    cn_wr_init(&data, 0);
+    /* Record bytes are read into one buffer the broker keeps between
+     * fetches: fresh multi-megabyte buffers cost a page fault per 4 KiB,
+     * which used to dominate fetch time. */
+    struct cn_wr *dp = &b->fetch_scratch;
+    cn_wr_reset(dp);
+#define data (*dp)
+    int32_t nt = 0;
     bool urgent = false;
 
     if (v >= 7 && (rq->session_id != 0 || rq->session_epoch > 0)) {
@@ -67,7 +72,7 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
             goto encode;
         }
     }
-    int32_t nt = rq->topics_len > 0 ? rq->topics_len : 0;
+    nt = rq->topics_len > 0 ? rq->topics_len : 0;
     rs.responses = cn_arena_calloc(&req->arena, (size_t)nt + 1,
                                    sizeof *rs.responses);
     if (!rs.responses)
@@ -183,10 +188,8 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
     if (data.err)
         goto nomem;
     if (!final && !urgent && rq->max_wait_ms > 0 &&
-        total < (size_t)(rq->min_bytes > 0 ? rq->min_bytes : 1)) {
-        cn_wr_fini(&data);
+        total < (size_t)(rq->min_bytes > 0 ? rq->min_bytes : 1))
         return false;
-    }
     k = 0;
     for (int32_t i = 0; i < nt; i++)
         for (int32_t j = 0; j < rs.responses[i].partitions_len; j++, k++)
@@ -196,14 +199,15 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
 encode:
     rs.session_id = 0;
     cn_wr_reset(&req->resp);
+    /* One allocation of the right size instead of doubling copies. */
+    cn_wr_ensure(&req->resp, data.len + 1024 + (size_t)nt * 64);
     cn_resp_begin(req, &fs->h);
     cn_fetch_response_encode(&req->resp, v, &rs);
-    cn_wr_fini(&data);
     return true;
 nomem:
-    cn_wr_fini(&data);
     req->resp.err = CN_ENOMEM; /* the net layer closes the connection */
     return true;
+#undef data
 }
 
 static void wait_unlink(struct cn_broker *b, struct cn_fetch_wait *w)
