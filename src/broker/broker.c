@@ -121,7 +121,18 @@ static void on_retention(uv_timer_t *t)
     for (size_t i = 0; i < b->topic_buckets; i++)
         for (struct cn_topic *tp = b->topic_table[i]; tp; tp = tp->hash_next)
             for (int32_t p = 0; p < tp->partition_count; p++)
-                cn_log_enforce_retention(tp->partitions[p]->log, now);
+                if (cn_log_enforce_retention(tp->partitions[p]->log, now) > 0)
+                    cn_partition_after_retention(tp->partitions[p]);
+}
+
+static void on_expiry(uv_timer_t *t)
+{
+    struct cn_broker *b = t->data;
+    int64_t now = cn_clock_wall_ms();
+    for (size_t i = 0; i < b->topic_buckets; i++)
+        for (struct cn_topic *tp = b->topic_table[i]; tp; tp = tp->hash_next)
+            for (int32_t p = 0; p < tp->partition_count; p++)
+                cn_partition_expire_producers(b, tp->partitions[p], now);
 }
 
 /* Kafka's flush.messages / flush.ms: with group commit on, every append
@@ -211,6 +222,14 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     }
     if (meta_properties(b, err, err_len) != 0)
         goto out_free;
+    rc = cn_pidalloc_open(&b->pids, b->data_dir);
+    if (rc) {
+        snprintf(err, err_len,
+                 "log.dirs: cannot read %s/producer-id-block (%s); refusing "
+                 "to start rather than risk reusing producer ids",
+                 b->data_dir, cn_strerror(rc));
+        goto out_free;
+    }
     int64_t t0 = cn_clock_mono_ms();
     if (cn_topics_load(b, err, err_len) != 0)
         goto out_topics;
@@ -238,6 +257,11 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     b->retention_timer.data = b;
     uint64_t every = (uint64_t)cfg->log_retention_check_interval_ms;
     uv_timer_start(&b->retention_timer, on_retention, every, every);
+    uv_timer_init(loop, &b->expiry_timer);
+    b->expiry_timer.data = b;
+    uint64_t expiry_every =
+        (uint64_t)cfg->producer_id_expiration_check_interval_ms;
+    uv_timer_start(&b->expiry_timer, on_expiry, expiry_every, expiry_every);
     uv_timer_init(loop, &b->flush_timer);
     b->flush_timer.data = b;
     uint64_t flush_every = (uint64_t)cfg->log_flush_scheduler_interval_ms;
@@ -304,6 +328,8 @@ void cn_broker_stop(struct cn_broker *b)
     cn_server_stop(b->server);
     uv_timer_stop(&b->retention_timer);
     uv_timer_stop(&b->flush_timer);
+    uv_timer_stop(&b->expiry_timer);
+    uv_close((uv_handle_t *)&b->expiry_timer, NULL);
     uv_close((uv_handle_t *)&b->retention_timer, NULL);
     uv_close((uv_handle_t *)&b->flush_timer, NULL);
     uv_signal_stop(&b->sig_term);

@@ -18,6 +18,8 @@
 #include "base/wr.h"
 #include "log/log.h"
 #include "net/net.h"
+#include "producer/pid.h"
+#include "producer/pstate.h"
 #include "proto/header.h"
 
 struct cn_topic;
@@ -28,6 +30,8 @@ struct cn_partition {
     int32_t index;            /* partition number */
     struct cn_log *log;       /* its on-disk log */
     int64_t high_watermark;   /* offsets below are visible to consumers */
+    struct cn_pstate *pstate; /* producer ids that wrote here */
+    int64_t active_base;      /* active segment's base: a change = roll */
     bool in_sync_list;        /* queued for the next sync round */
     struct cn_partition *sync_next;
 };
@@ -89,7 +93,10 @@ struct cn_broker {
      * using; freed when no round runs. */
     struct cn_partition *doomed;
 
+    struct cn_pidalloc pids;        /* InitProducerId without txn id */
+
     uv_timer_t retention_timer;
+    uv_timer_t expiry_timer;
     uv_timer_t flush_timer;
     uv_signal_t sig_term, sig_int;
     int stop_stage;
@@ -149,6 +156,23 @@ void cn_sync_appended(struct cn_broker *b, struct cn_partition *p);
 void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w);
 /* Called after data became visible (high watermark moved). */
 void cn_broker_data_arrived(struct cn_broker *b);
+
+/* producers.c: producer state beside each partition log. */
+int cn_partition_producers_load(struct cn_partition *p, const char *name);
+/* Records an appended batch (data or marker) in the producer table. */
+int cn_partition_record_batch(struct cn_partition *p, const uint8_t *batch,
+                              size_t len, const struct cn_batch_hdr *hdr);
+/* Call after each append and before recording the batch: snapshots the
+ * table when the append rolled a new segment. */
+void cn_partition_check_roll(struct cn_partition *p);
+void cn_partition_producers_close(struct cn_partition *p);
+void cn_partition_after_retention(struct cn_partition *p);
+void cn_partition_expire_producers(struct cn_broker *b, struct cn_partition *p,
+                                   int64_t now_ms);
+/* Reads a control batch's marker: type (CN_CONTROL_*) and coordinator
+ * epoch.  Returns 0 or CN_ECORRUPT. */
+int cn_batch_marker(const uint8_t *batch, size_t len, int *type,
+                    int32_t *coordinator_epoch);
 
 /* dispatch.c */
 void cn_dispatch(struct cn_req *req, void *opaque);

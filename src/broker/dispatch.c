@@ -23,12 +23,14 @@ const struct cn_handler cn_handlers[] = {
     {19, 0, 7, 0, cn_h_create_topics},
     {20, 0, 6, 0, cn_h_delete_topics},
     {21, 0, 2, 0, cn_h_delete_records},
+    {22, 0, 5, 0, cn_h_init_producer_id},
     {23, 0, 4, 0, cn_h_offset_for_leader_epoch},
     {32, 0, 4, 0, cn_h_describe_configs},
     {33, 0, 2, 0, cn_h_alter_configs},
     {37, 0, 3, 0, cn_h_create_partitions},
     {44, 0, 1, 0, cn_h_incremental_alter_configs},
     {60, 0, 1, 0, cn_h_describe_cluster},
+    {61, 0, 0, 0, cn_h_describe_producers},
 };
 const size_t cn_handler_count = sizeof cn_handlers / sizeof cn_handlers[0];
 

@@ -70,27 +70,53 @@ static int append_one(void *arg, const uint8_t *batch, size_t len,
     }
     if (ac->first_offset < 0)
         ac->first_offset = base;
+    /* Roll first: a snapshot taken at the new segment's base must not
+     * include the batch that starts it. */
+    cn_partition_check_roll(ac->p);
+    struct cn_batch_hdr appended;
+    if (cn_batch_hdr_parse(mut, len, &appended) == 0 &&
+        cn_partition_record_batch(ac->p, mut, len, &appended) != 0) {
+        ac->err = CN_ENOMEM;
+        return CN_ENOMEM;
+    }
     return 0;
 }
 
-/* Checks everything the partition's producer state would check.  Cairn
- * does not yet keep producer state (idempotence comes with its own
- * module), so batches that carry a producer id cannot be verified and are
- * refused rather than written unchecked. */
-static int16_t check_producer_fields(struct append_ctx *ac,
-                                     const struct cn_batch_hdr *hdr)
+/* What the partition's producer state says about a batch, as a Kafka
+ * error; *dup set (with KAFKA_NONE) when it was appended before. */
+static int16_t check_producer(struct append_ctx *ac,
+                              const struct cn_batch_hdr *hdr, bool *dup,
+                              int64_t *dup_offset)
 {
-    (void)ac;
-    if (cn_batch_has_producer_id(hdr))
-        return cn_batch_is_transactional(hdr)
-                   ? KAFKA_INVALID_PRODUCER_ID_MAPPING
-                   : KAFKA_UNKNOWN_PRODUCER_ID;
-    return KAFKA_NONE;
+    *dup = false;
+    if (!cn_batch_has_producer_id(hdr))
+        return KAFKA_NONE;
+    /* Transactions need the coordinator; until it exists nothing can have
+     * put this producer in a transaction. */
+    if (cn_batch_is_transactional(hdr))
+        return KAFKA_INVALID_TXN_STATE;
+    switch (cn_pstate_check(ac->p->pstate, hdr, dup_offset)) {
+    case CN_PCHECK_APPEND:
+        return KAFKA_NONE;
+    case CN_PCHECK_DUPLICATE:
+        *dup = true;
+        return KAFKA_NONE;
+    case CN_PCHECK_FENCED:
+        /* Since Kafka 2.7 (KIP-588) an old epoch on produce is
+         * INVALID_PRODUCER_EPOCH at every version; PRODUCER_FENCED is for
+         * the coordinator's APIs. */
+        return KAFKA_INVALID_PRODUCER_EPOCH;
+    case CN_PCHECK_OUT_OF_ORDER:
+    default:
+        return KAFKA_OUT_OF_ORDER_SEQUENCE_NUMBER;
+    }
 }
 
 struct check_ctx {
     struct append_ctx *ac;
     int16_t kerr;
+    bool dup;           /* the batch was appended before */
+    int64_t dup_offset; /* its first offset then */
 };
 
 static int check_one(void *arg, const uint8_t *batch, size_t len,
@@ -99,7 +125,7 @@ static int check_one(void *arg, const uint8_t *batch, size_t len,
     struct check_ctx *cc = arg;
     (void)batch;
     (void)len;
-    cc->kerr = check_producer_fields(cc->ac, hdr);
+    cc->kerr = check_producer(cc->ac, hdr, &cc->dup, &cc->dup_offset);
     return cc->kerr ? -1 : 0;
 }
 
@@ -135,7 +161,7 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
         .allow_control = false,
     };
     struct append_ctx ac = {p, -1, -1, 0};
-    struct check_ctx cc = {&ac, 0};
+    struct check_ctx cc = {&ac, 0, false, -1};
     struct cn_batch_hdr hdr;
     memset(&hdr, 0, sizeof hdr);
     int n = cn_batch_validate_set(pd->records.ptr, (size_t)pd->records.len,
@@ -157,6 +183,16 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
         /* Produce v3+ carries exactly one batch per partition. */
         pr->error_code = KAFKA_INVALID_RECORD;
         return NULL;
+    }
+    if (cc.dup) {
+        /* A retry of a batch already appended: answer as the original was
+         * answered, write nothing.  The original may not be synced yet,
+         * so an acks=-1 answer still waits for the next sync round. */
+        pr->base_offset = cc.dup_offset;
+        pr->log_append_time_ms = -1;
+        pr->log_start_offset = cn_log_start_offset(p->log);
+        cn_sync_appended(b, p);
+        return p;
     }
     if (t->config.message_timestamp_type == CN_TS_LOG_APPEND_TIME)
         ac.append_time = cn_clock_wall_ms();

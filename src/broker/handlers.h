@@ -67,6 +67,12 @@ void cn_h_describe_cluster(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h,
                            struct cn_rd *body);
 
+void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
+                           const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_describe_producers(struct cn_broker *b, struct cn_req *req,
+                             const struct cn_req_header *h,
+                             struct cn_rd *body);
+
 /* Topic auto-creation for Metadata and Produce: returns the topic, or NULL
  * with *kerr set. */
 struct cn_topic *cn_topic_autocreate(struct cn_broker *b,

@@ -275,6 +275,16 @@ static int partition_open(struct cn_broker *b, struct cn_topic *t,
     p->high_watermark = b->cfg->cairn_fsync_group_commit
                             ? cn_log_synced_offset(p->log)
                             : cn_log_end_offset(p->log);
+    err = cn_partition_producers_load(p, dir + strlen(b->data_dir) + 1);
+    if (err) {
+        CN_ERROR("cannot load producer state of %s: %s", dir,
+                 cn_strerror(err));
+        if (p->pstate)
+            cn_pstate_free(p->pstate);
+        cn_log_close(p->log);
+        free(p);
+        return err;
+    }
     t->partitions[index] = p;
     return 0;
 }
@@ -306,6 +316,7 @@ static void close_partitions(struct cn_topic *t)
 {
     for (int32_t i = 0; i < t->partition_count; i++)
         if (t->partitions[i]) {
+            cn_partition_producers_close(t->partitions[i]);
             cn_log_close(t->partitions[i]->log);
             free(t->partitions[i]);
             t->partitions[i] = NULL;
@@ -417,6 +428,8 @@ void cn_topics_reap(struct cn_broker *b)
         struct cn_partition *p = b->doomed;
         b->doomed = p->sync_next;
         cn_log_delete(p->log);
+        if (p->pstate)
+            cn_pstate_free(p->pstate);
         free(p);
     }
 }

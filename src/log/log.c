@@ -544,6 +544,21 @@ int64_t cn_log_end_offset(const struct cn_log *log)
     return log->end_offset;
 }
 
+int64_t cn_log_active_base(const struct cn_log *log)
+{
+    return log->nsegs ? log->segs[log->nsegs - 1]->base : log->end_offset;
+}
+
+int64_t cn_log_oldest_base(const struct cn_log *log)
+{
+    return log->nsegs ? log->segs[0]->base : log->end_offset;
+}
+
+const char *cn_log_dir(const struct cn_log *log)
+{
+    return log->dir;
+}
+
 int64_t cn_log_synced_offset(const struct cn_log *log)
 {
     return log->synced_offset;

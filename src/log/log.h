@@ -101,6 +101,13 @@ int cn_log_delete(struct cn_log *log);
 int64_t cn_log_start_offset(const struct cn_log *log);
 int64_t cn_log_end_offset(const struct cn_log *log);
 int64_t cn_log_synced_offset(const struct cn_log *log);
+/* Base offset of the active (newest) segment and of the oldest one: a
+ * change of the first tells the caller a segment rolled, the second
+ * bounds what snapshots of derived state are still useful. */
+int64_t cn_log_active_base(const struct cn_log *log);
+int64_t cn_log_oldest_base(const struct cn_log *log);
+/* The partition directory (owned by the log). */
+const char *cn_log_dir(const struct cn_log *log);
 
 /* Appends one validated magic-2 batch of len bytes (CRC is not rechecked).
  * Assigns its base offset = end offset, patches it into batch (the caller's

@@ -1,0 +1,69 @@
+/* pid.c - durable producer id blocks; see pid.h. */
+#include "pid.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/crc32c.h"
+#include "base/err.h"
+#include "log/file.h"
+
+#define PID_FILE "producer-id-block"
+
+static int write_block(struct cn_pidalloc *pa, int64_t end)
+{
+    char text[128];
+    int n = snprintf(text, sizeof text, "next_block_start=%" PRId64, end);
+    uint32_t crc = cn_crc32c(0, text, (size_t)n);
+    n += snprintf(text + n, sizeof text - (size_t)n, " crc=%08" PRIx32 "\n",
+                  crc);
+    int rc = cn_file_write_atomic(pa->dir, PID_FILE, text, (size_t)n);
+    if (rc == 0)
+        pa->block_end = end;
+    return rc;
+}
+
+int cn_pidalloc_open(struct cn_pidalloc *pa, const char *dir)
+{
+    memset(pa, 0, sizeof *pa);
+    snprintf(pa->dir, sizeof pa->dir, "%s", dir);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, PID_FILE);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (errno != ENOENT)
+            return -errno;
+        /* First start: nothing was ever handed out. */
+        pa->next = 0;
+        pa->block_end = 0;
+        return 0;
+    }
+    char text[128] = "";
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    int64_t start;
+    uint32_t crc;
+    char *sep = strstr(text, " crc=");
+    if (!sep || sscanf(text, "next_block_start=%" SCNd64, &start) != 1 ||
+        sscanf(sep, " crc=%" SCNx32, &crc) != 1 || start < 0 ||
+        cn_crc32c(0, text, (size_t)(sep - text)) != crc)
+        return cn_corrupt("producer-id-block");
+    /* Everything below the durable reservation may have been used. */
+    pa->next = start;
+    pa->block_end = start;
+    return 0;
+}
+
+int cn_pidalloc_next(struct cn_pidalloc *pa, int64_t *pid)
+{
+    if (pa->next >= pa->block_end) {
+        int rc = write_block(pa, pa->next + CN_PID_BLOCK);
+        if (rc)
+            return rc;
+    }
+    *pid = pa->next++;
+    return 0;
+}
