@@ -81,6 +81,7 @@ class Broker:
         self.proc = None
         self.unexpected_exit = None    # (rc, log tail) of a crash we saw
         self.mock_topics = {}          # mock mode only: topic -> partitions
+        self.failpoints = None         # CAIRN_FAILPOINTS for the next start
 
     def _argv(self):
         if MOCK:
@@ -126,8 +127,12 @@ class Broker:
         log = open(self.log_path, "ab")
         log.write(b"=== start %s\n" % " ".join(self._argv()).encode())
         log.flush()
+        env = dict(os.environ)
+        env.pop("CAIRN_FAILPOINTS", None)
+        if self.failpoints:
+            env["CAIRN_FAILPOINTS"] = self.failpoints
         self.proc = subprocess.Popen(
-            self._argv(), stdin=subprocess.DEVNULL,
+            self._argv(), stdin=subprocess.DEVNULL, env=env,
             stdout=subprocess.PIPE if MOCK else log, stderr=log,
             cwd=str(Path(self.data_dir).parent))
         log.close()
