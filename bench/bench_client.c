@@ -3,12 +3,15 @@
  *
  *   bench_client --brokers B --topic T [--partitions P] [--messages N]
  *                [--size BYTES] [--acks -1|0|1] [--codec C] [--create]
+ *                [--consume-only] [--consumer batch|poll]
+ *                [--fetch-max-bytes B] [--partition-max-bytes B]
  *
  * Produces N values of BYTES bytes round-robin over P partitions with
  * throughput-oriented batching and waits for every delivery report, then
  * consumes the same data with assign() from the beginning. The topic
  * should be new (or --create makes it) so the consume phase reads exactly
- * what was produced. Prints one JSON object per phase.
+ * what was produced; --consume-only skips producing, for a topic that
+ * already holds N messages. Prints one JSON object per phase.
  */
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
@@ -94,25 +97,134 @@ static int create_topic(const char *brokers, const char *topic, int parts)
     return rc;
 }
 
+/* Consumer tuning, from the command line. */
+struct consume_opts {
+    const char *mode;            /* "batch" or "poll" */
+    const char *fetch_max_bytes; /* fetch.max.bytes */
+    const char *part_max_bytes;  /* max.partition.fetch.bytes */
+};
+
+static struct consume_opts copts = {"batch", "52428800", "1048576"};
+
+/*
+ * Reads `messages` records from the start of every partition and prints the
+ * fetch JSON line; returns 0 when all arrived.
+ *
+ * "batch" (the default) drains the consumer queue with
+ * rd_kafka_consume_batch_queue, up to BATCH_MSGS messages per call: one
+ * queue lock and wake-up per batch instead of per message, which matters
+ * on a 2-core machine where the broker, librdkafka's fetcher thread and
+ * this loop share the CPUs.  "poll" is the usual rd_kafka_consumer_poll
+ * loop, one message per call, kept for comparison.
+ *
+ * Measured with 300k x 1 KiB on 6 partitions: batch 514-590 MB/s, poll
+ * 313-344 MB/s.
+ *
+ * Fetch sizes follow librdkafka's defaults (50 MiB per request, 1 MiB per
+ * partition): queued.min.messages is raised instead so the fetcher keeps
+ * requests going back to back while this loop drains the queue.  The old
+ * 10 MiB per partition made 50 MiB responses, which the broker builds in
+ * a fresh mmap each time (page faults): ~120 MB/s instead of ~550.
+ */
+#define BATCH_MSGS 10000
+
+static int consume(const char *brokers, const char *topic, int parts,
+                   long messages, int size)
+{
+    static rd_kafka_message_t *msgs[BATCH_MSGS];
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_topic_partition_list_t *tl;
+    rd_kafka_queue_t *q;
+    rd_kafka_t *rk;
+    long consumed = 0;
+    long long bytes = 0;
+    double t0 = 0, last, t;
+    int batch = strcmp(copts.mode, "poll") != 0;
+    int p;
+
+    conf_set(conf, "bootstrap.servers", brokers);
+    conf_set(conf, "group.id", "bench_client");
+    conf_set(conf, "enable.auto.commit", "false");
+    conf_set(conf, "fetch.max.bytes", copts.fetch_max_bytes);
+    conf_set(conf, "max.partition.fetch.bytes", copts.part_max_bytes);
+    conf_set(conf, "queued.min.messages", "1000000");
+    conf_set(conf, "queued.max.messages.kbytes", "262144");
+    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        fprintf(stderr, "rd_kafka_new: %s\n", errstr);
+        return -1;
+    }
+    q = rd_kafka_queue_get_consumer(rk);
+    tl = rd_kafka_topic_partition_list_new(parts);
+    for (p = 0; p < parts; p++)
+        rd_kafka_topic_partition_list_add(tl, topic, p)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
+    last = now_s();
+    rd_kafka_assign(rk, tl);
+    rd_kafka_topic_partition_list_destroy(tl);
+    while (consumed < messages && now_s() - last < 20) {
+        ssize_t n, i;
+
+        if (batch) {
+            n = rd_kafka_consume_batch_queue(q, 100, msgs, BATCH_MSGS);
+        } else {
+            msgs[0] = rd_kafka_consumer_poll(rk, 100);
+            n = msgs[0] != NULL;
+        }
+        for (i = 0; i < n; i++) {
+            rd_kafka_message_t *m = msgs[i];
+
+            if (!m->err) {
+                /* Clock starts at the first record: steady state, not
+                 * the consumer's start-up. */
+                if (!consumed)
+                    t0 = now_s();
+                consumed++;
+                bytes += (long long)m->len;
+            }
+            rd_kafka_message_destroy(m);
+        }
+        if (n > 0)
+            last = now_s();
+    }
+    t = consumed > 1 ? last - t0 : 1e-9;
+    rd_kafka_queue_destroy(q);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    printf("{\"test\": \"fetch\", \"client\": \"librdkafka-%s\", "
+           "\"messages\": %ld, \"size\": %d, \"partitions\": %d, "
+           "\"fetch_max_bytes\": %s, \"partition_max_bytes\": %s, "
+           "\"consumed\": %ld, \"seconds\": %.3f, \"msgs_per_s\": %.0f, "
+           "\"mb_per_s\": %.1f}\n",
+           batch ? "batch" : "poll", messages, size, parts,
+           copts.fetch_max_bytes, copts.part_max_bytes, consumed, t,
+           consumed / t, bytes / t / 1e6);
+    fflush(stdout);
+    return consumed == messages ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
     const char *brokers = NULL, *topic = NULL, *acks = "-1";
     const char *codec = "none";
-    long messages = 1000000, i, consumed = 0;
-    int size = 1024, parts = 6, create = 0, p;
+    long messages = 1000000, i;
+    int size = 1024, parts = 6, create = 0, produce = 1, p;
     char errstr[256];
     rd_kafka_conf_t *conf;
     rd_kafka_t *rk;
-    rd_kafka_topic_partition_list_t *tl;
     char *buf;
-    double t0, t, last;
-    long long bytes = 0;
+    double t0, t;
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
 
         if (!strcmp(a, "--create")) {
             create = 1;
+            continue;
+        }
+        if (!strcmp(a, "--consume-only")) {
+            produce = 0;
             continue;
         }
         i++;
@@ -130,17 +242,27 @@ int main(int argc, char **argv)
             acks = v;
         else if (!strcmp(a, "--codec"))
             codec = v;
+        else if (!strcmp(a, "--consumer"))
+            copts.mode = v;
+        else if (!strcmp(a, "--fetch-max-bytes"))
+            copts.fetch_max_bytes = v;
+        else if (!strcmp(a, "--partition-max-bytes"))
+            copts.part_max_bytes = v;
         else
             brokers = NULL, i = argc;
     }
     if (!brokers || !topic || parts < 1 || size < 1 || messages < 1) {
         fprintf(stderr, "usage: bench_client --brokers B --topic T "
                 "[--partitions P] [--messages N] [--size BYTES] "
-                "[--acks A] [--codec C] [--create]\n");
+                "[--acks A] [--codec C] [--create] [--consume-only] "
+                "[--consumer batch|poll] [--fetch-max-bytes B] "
+                "[--partition-max-bytes B]\n");
         return 2;
     }
     if (create && create_topic(brokers, topic, parts))
         return 1;
+    if (!produce)
+        return consume(brokers, topic, parts, messages, size) ? 1 : 0;
 
     conf = rd_kafka_conf_new();
     conf_set(conf, "bootstrap.servers", brokers);
@@ -205,49 +327,5 @@ int main(int argc, char **argv)
     if (dr_ok != messages)
         return 1;
 
-    conf = rd_kafka_conf_new();
-    conf_set(conf, "bootstrap.servers", brokers);
-    conf_set(conf, "group.id", "bench_client");
-    conf_set(conf, "enable.auto.commit", "false");
-    conf_set(conf, "fetch.max.bytes", "52428800");
-    conf_set(conf, "max.partition.fetch.bytes", "10485760");
-    conf_set(conf, "queued.max.messages.kbytes", "262144");
-    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
-    if (!rk) {
-        fprintf(stderr, "rd_kafka_new: %s\n", errstr);
-        return 2;
-    }
-    tl = rd_kafka_topic_partition_list_new(parts);
-    for (p = 0; p < parts; p++)
-        rd_kafka_topic_partition_list_add(tl, topic, p)->offset =
-            RD_KAFKA_OFFSET_BEGINNING;
-    t0 = 0;
-    last = now_s();
-    rd_kafka_assign(rk, tl);
-    rd_kafka_topic_partition_list_destroy(tl);
-    while (consumed < messages && now_s() - last < 20) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
-
-        if (!m)
-            continue;
-        if (!m->err) {
-            /* Clock starts at the first record: steady state, not the
-             * consumer's start-up. */
-            if (!consumed)
-                t0 = now_s();
-            consumed++;
-            bytes += (long long)m->len;
-            last = now_s();
-        }
-        rd_kafka_message_destroy(m);
-    }
-    t = consumed > 1 ? last - t0 : 1e-9;
-    rd_kafka_consumer_close(rk);
-    rd_kafka_destroy(rk);
-    printf("{\"test\": \"fetch\", \"messages\": %ld, \"size\": %d, "
-           "\"partitions\": %d, \"consumed\": %ld, \"seconds\": %.3f, "
-           "\"msgs_per_s\": %.0f, \"mb_per_s\": %.1f}\n",
-           messages, size, parts, consumed, t, consumed / t,
-           bytes / t / 1e6);
-    return consumed == messages ? 0 : 1;
+    return consume(brokers, topic, parts, messages, size) ? 1 : 0;
 }

@@ -2,11 +2,20 @@
 """Broker benchmark: machine limits, then real-client throughput.
 
 Builds nothing. Starts build/cairn on a free loopback port with a data
-dir on the same filesystem as the disk test, runs bench_limits, then
-bench_client for 1 KiB and 100 B messages at acks=-1 over 6 partitions,
-prints each broker figure as a ratio of the relevant limit (produce vs
-fdatasync'd sequential disk writes, fetch vs one loopback TCP stream)
-and writes bench/out/report.json.
+dir on the same filesystem as the disk test, runs bench_limits, then for
+1 KiB and 100 B messages at acks=-1 over 6 partitions:
+
+  produce    bench_client, librdkafka producer          vs fdatasync'd disk
+  fetch      bench_client, librdkafka consumer reading  vs loopback TCP
+             with rd_kafka_consume_batch_queue
+  fetch_raw  bench_fetch_raw, the project's blocking     vs loopback TCP
+             client: Fetch v11, max_bytes 50 MiB (Kafka's default
+             fetch.max.bytes), 8 MiB per partition, max_wait 0, 3 passes
+  fetch_raw_16m  the same with max_bytes 16 MiB
+
+Fetched data is page-cached (it was just produced). Each broker figure is
+printed as a ratio of its limit, progress goes to stderr, and everything
+lands in bench/out/report.json.
 
   /usr/bin/python3 bench/run.py [--build-dir build] [--cairn build/cairn]
                                [--dir DIR] [--scale F] [--mock]
@@ -43,6 +52,24 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+RAW_FETCHES = [  # (test name, max_bytes)
+    ("fetch_raw", 50 * 1024 * 1024),
+    ("fetch_raw_16m", 16 * 1024 * 1024),
+]
+RAW_PASSES = 3
+T0 = time.monotonic()
+
+
+def progress(msg):
+    print("[%5.1fs] %s" % (time.monotonic() - T0, msg), file=sys.stderr,
+          flush=True)
+
+
+def summary(rec):
+    return "%.1f MB/s, %.0f msgs/s" % (rec.get("mb_per_s", 0),
+                                       rec.get("msgs_per_s", 0))
 
 
 def json_lines(text):
@@ -109,23 +136,34 @@ def main():
     out_dir = REPO / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
     Path(args.dir).mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="cairn-bench-", dir=args.dir))
     build = Path(args.build_dir)
+    for prog in ["bench_limits", "bench_client", "bench_fetch_raw"]:
+        if not (build / prog).exists():
+            sys.exit("%s missing; build it: cmake --build %s --target %s"
+                     % (build / prog, build, prog))
+    tmp = Path(tempfile.mkdtemp(prefix="cairn-bench-", dir=args.dir))
     report = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
               "mock": args.mock, "dir": str(tmp), "limits": {},
               "runs": []}
     proc = None
     try:
+        progress("measuring machine limits (disk, fdatasync, loopback TCP)")
         res = subprocess.run([str(build / "bench_limits"), "--dir", str(tmp)],
                              stdout=subprocess.PIPE, text=True, timeout=60,
                              check=True)
         for rec in json_lines(res.stdout):
             report["limits"][rec["test"]] = rec
+        progress("limits: disk %.0f MB/s, loopback TCP %.0f MB/s" % (
+            report["limits"]["disk_write_fdatasync"]["mb_per_s"],
+            report["limits"]["tcp_loopback"]["mb_per_s"]))
 
         topics = ["bench-%d" % size for size, _ in CASES]
+        progress("starting broker")
         proc, bootstrap = start_broker(args, tmp, topics)
         for (size, count), topic in zip(CASES, topics):
             n = max(1000, int(count * args.scale))
+            progress("%s: produce %d x %d B, then consume with librdkafka"
+                     % (topic, n, size))
             res = subprocess.run(
                 [str(build / "bench_client"), "--brokers", bootstrap,
                  "--topic", topic, "--partitions", str(PARTITIONS),
@@ -136,11 +174,30 @@ def main():
             if res.returncode != 0:
                 print("bench_client exited %d for size %d" %
                       (res.returncode, size), file=sys.stderr)
+            for rec in recs:
+                progress("  %s: %s" % (rec["test"], summary(rec)))
             report["runs"].extend(recs)
+            for name, max_bytes in RAW_FETCHES:
+                progress("%s: raw fetch, max_bytes %d MiB, %d passes"
+                         % (topic, max_bytes >> 20, RAW_PASSES))
+                res = subprocess.run(
+                    [str(build / "bench_fetch_raw"), "--brokers", bootstrap,
+                     "--topic", topic, "--passes", str(RAW_PASSES),
+                     "--max-bytes", str(max_bytes)],
+                    stdout=subprocess.PIPE, text=True, timeout=600)
+                if res.returncode != 0:
+                    print("bench_fetch_raw exited %d for size %d" %
+                          (res.returncode, size), file=sys.stderr)
+                for rec in json_lines(res.stdout):
+                    rec["test"] = name
+                    rec["size"] = size
+                    progress("  %s: %s" % (name, summary(rec)))
+                    report["runs"].append(rec)
             if proc.poll() is not None:
                 sys.exit("broker died; see %s" % (tmp / "broker.log"))
     finally:
         if proc is not None:
+            progress("stopping broker")
             stop_broker(proc)
 
     disk = report["limits"]["disk_write_fdatasync"]["mb_per_s"]
@@ -149,14 +206,14 @@ def main():
     print("machine: fdatasync'd 256 KiB writes %.0f MB/s, 4 KiB fdatasync "
           "p50 %.0f us p99 %.0f us, loopback TCP %.0f MB/s"
           % (disk, sync["p50_us"], sync["p99_us"], tcp))
-    print("%-8s %-6s %9s %11s %8s  %s" % ("phase", "size", "MB/s",
-                                          "msgs/s", "ratio", "limit"))
+    print("%-14s %-6s %9s %11s %8s  %s" % ("phase", "size", "MB/s",
+                                            "msgs/s", "ratio", "limit"))
     for rec in report["runs"]:
         limit, name = ((disk, "disk") if rec["test"] == "produce"
                        else (tcp, "tcp"))
         rec["limit_mb_per_s"] = limit
         rec["ratio"] = round(rec["mb_per_s"] / limit, 3) if limit else None
-        print("%-8s %-6d %9.1f %11.0f %8.3f  %s %.0f MB/s"
+        print("%-14s %-6d %9.1f %11.0f %8.3f  %s %.0f MB/s"
               % (rec["test"], rec["size"], rec["mb_per_s"],
                  rec["msgs_per_s"], rec["ratio"] or 0, name, limit))
     with open(out_dir / "report.json", "w") as f:

@@ -16,12 +16,14 @@ void cn_wr_init(struct cn_wr *wr, size_t initial_cap)
 void cn_wr_fini(struct cn_wr *wr)
 {
     free(wr->buf);
+    free(wr->refs);
     memset(wr, 0, sizeof *wr);
 }
 
 uint8_t *cn_wr_steal(struct cn_wr *wr, size_t *len)
 {
     uint8_t *b = wr->buf;
+    free(wr->refs);
     if (len)
         *len = wr->len;
     memset(wr, 0, sizeof *wr);
@@ -32,6 +34,28 @@ void cn_wr_reset(struct cn_wr *wr)
 {
     wr->len = 0;
     wr->err = 0;
+    wr->nrefs = 0;
+    wr->ref_bytes = 0;
+}
+
+void cn_wr_by_reference(struct cn_wr *wr, size_t min_bytes)
+{
+    wr->ref_min = min_bytes;
+}
+
+static bool wr_add_ref(struct cn_wr *wr, const uint8_t *p, size_t n)
+{
+    if (wr->nrefs == wr->refs_cap) {
+        size_t cap = wr->refs_cap ? wr->refs_cap * 2 : 16;
+        struct cn_wr_ref *r = realloc(wr->refs, cap * sizeof *r);
+        if (!r)
+            return false;
+        wr->refs = r;
+        wr->refs_cap = cap;
+    }
+    wr->refs[wr->nrefs++] = (struct cn_wr_ref){wr->len, p, n};
+    wr->ref_bytes += n;
+    return true;
 }
 
 bool cn_wr_ensure(struct cn_wr *wr, size_t n)
@@ -41,6 +65,11 @@ bool cn_wr_ensure(struct cn_wr *wr, size_t n)
     if (wr->cap - wr->len >= n)
         return true;
     size_t want = wr->cap ? wr->cap : 256;
+    /* A first reservation is taken at its exact size: doubling a
+     * 50 MiB fetch response to 64 MiB wastes memory and pushes it past
+     * malloc's mmap threshold. */
+    if (wr->len == 0 && n > want)
+        want = n;
     while (want - wr->len < n) {
         if (want > SIZE_MAX / 2) {
             wr->err = CN_ENOMEM;
@@ -161,8 +190,14 @@ void cn_wr_bytes(struct cn_wr *wr, bool compact, struct cn_bytes b)
         cn_wr_uvarint(wr, (uint32_t)(b.len + 1));
     else
         cn_wr_i32(wr, b.len);
-    if (b.len > 0)
-        cn_wr_raw(wr, b.ptr, (size_t)b.len);
+    if (b.len <= 0)
+        return;
+    if (wr->ref_min && (size_t)b.len >= wr->ref_min && !wr->err) {
+        if (!wr_add_ref(wr, b.ptr, (size_t)b.len))
+            wr->err = CN_ENOMEM;
+        return;
+    }
+    cn_wr_raw(wr, b.ptr, (size_t)b.len);
 }
 
 void cn_wr_array_len(struct cn_wr *wr, bool compact, int32_t n)

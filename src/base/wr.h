@@ -14,11 +14,24 @@
 
 #include "bytes.h"
 
+/* A run of bytes that belongs in the output at `pos` but was not copied:
+ * see cn_wr_by_reference(). */
+struct cn_wr_ref {
+    size_t pos;         /* offset in buf the bytes logically follow */
+    const uint8_t *ptr; /* the bytes, owned by the caller */
+    size_t len;
+};
+
 struct cn_wr {
-    uint8_t *buf; /* heap storage, owned */
-    size_t len;   /* bytes written */
-    size_t cap;   /* bytes allocated */
-    int err;      /* 0 or CN_ENOMEM */
+    uint8_t *buf;           /* heap storage, owned */
+    size_t len;             /* bytes written */
+    size_t cap;             /* bytes allocated */
+    int err;                /* 0 or CN_ENOMEM */
+    size_t ref_min;         /* cn_wr_bytes() payloads this big are referenced,
+                               not copied; 0 = always copy */
+    struct cn_wr_ref *refs; /* referenced runs, in output order, owned */
+    size_t nrefs, refs_cap;
+    size_t ref_bytes;       /* total length of the referenced runs */
 };
 
 void cn_wr_init(struct cn_wr *wr, size_t initial_cap);
@@ -42,6 +55,14 @@ void cn_wr_uuid(struct cn_wr *wr, const struct cn_uuid *u);
 void cn_wr_uvarint(struct cn_wr *wr, uint32_t v);
 void cn_wr_varint(struct cn_wr *wr, int32_t v);
 void cn_wr_varlong(struct cn_wr *wr, int64_t v);
+/*
+ * From now on, bytes fields (cn_wr_bytes) of at least min_bytes are not
+ * copied: their place is recorded in wr->refs and the caller sends buf and
+ * the referenced runs interleaved (writev).  The referenced memory must
+ * outlive that send.  Fetch responses use this so record data goes from
+ * the read buffer to the socket without another copy.
+ */
+void cn_wr_by_reference(struct cn_wr *wr, size_t min_bytes);
 /* Strings and bytes in classic or compact form; len -1 writes null. */
 void cn_wr_str(struct cn_wr *wr, bool compact, struct cn_bytes s);
 void cn_wr_bytes(struct cn_wr *wr, bool compact, struct cn_bytes b);

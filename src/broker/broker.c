@@ -346,7 +346,6 @@ void cn_broker_free(struct cn_broker *b)
 {
     struct cn_broker_priv *bp = (struct cn_broker_priv *)b;
     cn_topics_close_all(b);
-    cn_wr_fini(&b->fetch_scratch);
     if (bp->lock_fd >= 0)
         close(bp->lock_fd);
     cn_config_fini(b->cfg);

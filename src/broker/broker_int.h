@@ -88,7 +88,6 @@ struct cn_broker {
     struct cn_sync_waiter *sync_waiters;
 
     struct cn_fetch_wait *fetch_waits;
-    struct cn_wr fetch_scratch;     /* record bytes of the fetch being built */
     /* Partitions of deleted topics whose logs a sync round may still be
      * using; freed when no round runs. */
     struct cn_partition *doomed;

@@ -62,7 +62,7 @@ int main(int argc, char **argv)
      * defaults they come from fresh mmaps or a trimmed heap, and every
      * 4 KiB of them costs a page fault on first touch; keeping freed
      * memory in the heap makes reuse free. */
-    mallopt(M_MMAP_THRESHOLD, 64 * 1024 * 1024);
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024 * 1024);
     mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
     /* A peer that vanishes mid-write must not kill the broker. */
     signal(SIGPIPE, SIG_IGN);

@@ -82,6 +82,7 @@ static void req_free(struct cn_req *req)
     struct cn_conn *c = req->conn;
     cn_arena_fini(&req->arena);
     cn_wr_fini(&req->resp);
+    cn_wr_fini(&req->payload);
     free(req->frame);
     free(req);
     conn_unref(c);
@@ -141,14 +142,40 @@ static void conn_flush(struct cn_conn *c)
         }
         cw->conn = c;
         cw->req = req;
-        uint32_t n = (uint32_t)req->resp.len;
+        const struct cn_wr *r = &req->resp;
+        uint32_t n = (uint32_t)(r->len + r->ref_bytes);
         cw->size[0] = (uint8_t)(n >> 24);
         cw->size[1] = (uint8_t)(n >> 16);
         cw->size[2] = (uint8_t)(n >> 8);
         cw->size[3] = (uint8_t)n;
-        uv_buf_t bufs[2] = {uv_buf_init((char *)cw->size, 4),
-                            uv_buf_init((char *)req->resp.buf, n)};
-        int rc = uv_write(&cw->w, (uv_stream_t *)&c->tcp, bufs, 2, on_write);
+        /* The response's own bytes interleaved with the runs it refers to
+         * (record data sent without another copy); libuv copies this
+         * array, so it can live on the stack when small. */
+        uv_buf_t small[8], *bufs = small;
+        size_t nb = 2 + 2 * r->nrefs;
+        if (nb > 8 && !(bufs = malloc(nb * sizeof *bufs))) {
+            free(cw);
+            req_free(req);
+            conn_close(c);
+            continue;
+        }
+        size_t k = 0, at = 0;
+        bufs[k++] = uv_buf_init((char *)cw->size, 4);
+        for (size_t i = 0; i < r->nrefs; i++) {
+            if (r->refs[i].pos > at)
+                bufs[k++] = uv_buf_init((char *)r->buf + at,
+                                        (unsigned)(r->refs[i].pos - at));
+            bufs[k++] = uv_buf_init((char *)r->refs[i].ptr,
+                                    (unsigned)r->refs[i].len);
+            at = r->refs[i].pos;
+        }
+        if (r->len > at)
+            bufs[k++] = uv_buf_init((char *)r->buf + at,
+                                    (unsigned)(r->len - at));
+        int rc = uv_write(&cw->w, (uv_stream_t *)&c->tcp, bufs,
+                          (unsigned)k, on_write);
+        if (bufs != small)
+            free(bufs);
         if (rc < 0) {
             free(cw);
             req_free(req);
@@ -256,6 +283,7 @@ static void frame_complete(struct cn_conn *c)
     req->start_us = cn_clock_mono_us();
     cn_arena_init(&req->arena);
     cn_wr_init(&req->resp, 0);
+    cn_wr_init(&req->payload, 0);
     c->frame = NULL;
     c->frame_len = c->frame_have = 0;
     c->size_have = 0;

@@ -34,7 +34,10 @@ struct cn_req {
     uint8_t *frame;        /* request bytes after the size field, owned */
     size_t frame_len;      /* bytes in frame */
     struct cn_arena arena; /* decoded request, freed with the request */
-    struct cn_wr resp;     /* response bytes, size field excluded */
+    struct cn_wr resp;     /* response bytes, size field excluded; runs
+                              in resp.refs are sent in place */
+    struct cn_wr payload;  /* memory resp.refs point into, freed with
+                              the request */
     bool done;             /* handler finished; resp is final */
     bool no_response;      /* acks=0 produce: send nothing, keep order */
     int64_t start_us;      /* monotonic time the frame was complete */
