@@ -210,6 +210,7 @@ int main(int argc, char **argv)
     const char *codec = "none";
     long messages = 1000000, i;
     int size = 1024, parts = 6, create = 0, produce = 1, p;
+    int consume_after = 1, idempotent = 0;
     char errstr[256];
     rd_kafka_conf_t *conf;
     rd_kafka_t *rk;
@@ -225,6 +226,14 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "--consume-only")) {
             produce = 0;
+            continue;
+        }
+        if (!strcmp(a, "--produce-only")) {
+            consume_after = 0;
+            continue;
+        }
+        if (!strcmp(a, "--idempotent")) {
+            idempotent = 1;
             continue;
         }
         i++;
@@ -255,6 +264,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_client --brokers B --topic T "
                 "[--partitions P] [--messages N] [--size BYTES] "
                 "[--acks A] [--codec C] [--create] [--consume-only] "
+                "[--produce-only] [--idempotent] "
                 "[--consumer batch|poll] [--fetch-max-bytes B] "
                 "[--partition-max-bytes B]\n");
         return 2;
@@ -268,6 +278,8 @@ int main(int argc, char **argv)
     conf_set(conf, "bootstrap.servers", brokers);
     conf_set(conf, "acks", acks);
     conf_set(conf, "compression.codec", codec);
+    if (idempotent)
+        conf_set(conf, "enable.idempotence", "true");
     conf_set(conf, "linger.ms", "10");
     conf_set(conf, "batch.size", "1000000");
     conf_set(conf, "batch.num.messages", "100000");
@@ -317,15 +329,17 @@ int main(int argc, char **argv)
     t = now_s() - t0;
     rd_kafka_destroy(rk);
     free(buf);
-    printf("{\"test\": \"produce\", \"messages\": %ld, \"size\": %d, "
+    printf("{\"test\": \"%s\", \"messages\": %ld, \"size\": %d, "
            "\"partitions\": %d, \"acks\": \"%s\", \"codec\": \"%s\", "
            "\"delivered\": %ld, \"failed\": %ld, \"seconds\": %.3f, "
            "\"msgs_per_s\": %.0f, \"mb_per_s\": %.1f}\n",
-           messages, size, parts, acks, codec, dr_ok, dr_fail, t,
-           dr_ok / t, dr_ok * (double)size / t / 1e6);
+           idempotent ? "produce_idempotent" : "produce", messages, size,
+           parts, acks, codec, dr_ok, dr_fail, t, dr_ok / t,
+           dr_ok * (double)size / t / 1e6);
     fflush(stdout);
     if (dr_ok != messages)
         return 1;
-
+    if (!consume_after)
+        return 0;
     return consume(brokers, topic, parts, messages, size) ? 1 : 0;
 }

@@ -177,6 +177,20 @@ def main():
             for rec in recs:
                 progress("  %s: %s" % (rec["test"], summary(rec)))
             report["runs"].extend(recs)
+            # Idempotence costs one table lookup per batch; measured on its
+            # own topic right after the plain run so both see the same
+            # machine state (issue target: at least 98% of plain).
+            progress("%s: idempotent produce %d x %d B" % (topic, n, size))
+            res = subprocess.run(
+                [str(build / "bench_client"), "--brokers", bootstrap,
+                 "--topic", topic + "-idem", "--partitions", str(PARTITIONS),
+                 "--messages", str(n), "--size", str(size), "--acks", "-1",
+                 "--idempotent", "--produce-only"]
+                + ([] if args.mock else ["--create"]),
+                stdout=subprocess.PIPE, text=True, timeout=600)
+            for rec in json_lines(res.stdout):
+                progress("  %s: %s" % (rec["test"], summary(rec)))
+                report["runs"].append(rec)
             for name, max_bytes in RAW_FETCHES:
                 progress("%s: raw fetch, max_bytes %d MiB, %d passes"
                          % (topic, max_bytes >> 20, RAW_PASSES))
@@ -209,13 +223,33 @@ def main():
     print("%-14s %-6s %9s %11s %8s  %s" % ("phase", "size", "MB/s",
                                             "msgs/s", "ratio", "limit"))
     for rec in report["runs"]:
-        limit, name = ((disk, "disk") if rec["test"] == "produce"
+        limit, name = ((disk, "disk") if rec["test"].startswith("produce")
                        else (tcp, "tcp"))
         rec["limit_mb_per_s"] = limit
         rec["ratio"] = round(rec["mb_per_s"] / limit, 3) if limit else None
         print("%-14s %-6d %9.1f %11.0f %8.3f  %s %.0f MB/s"
               % (rec["test"], rec["size"], rec["mb_per_s"],
                  rec["msgs_per_s"], rec["ratio"] or 0, name, limit))
+    for size, _ in CASES:
+        plain = [r for r in report["runs"]
+                 if r["test"] == "produce" and r["size"] == size]
+        idem = [r for r in report["runs"]
+                if r["test"] == "produce_idempotent" and r["size"] == size]
+        if plain and idem and plain[0]["mb_per_s"]:
+            ratio = idem[0]["mb_per_s"] / plain[0]["mb_per_s"]
+            report.setdefault("idempotent_vs_plain", {})[str(size)] = \
+                round(ratio, 3)
+            print("idempotent / plain produce, %d B: %.3f" % (size, ratio))
+    pst = build / "bench_pstate"
+    if pst.exists():
+        res = subprocess.run([str(pst), "--producers", "100000"],
+                             stdout=subprocess.PIPE, text=True, timeout=120)
+        for rec in json_lines(res.stdout):
+            report["producer_state"] = rec
+            print("producer table: %.1f bytes per idle producer entry "
+                  "(%.1f by RSS), %.0f ns per check+update, 100k producers"
+                  % (rec["table_bytes_per_entry"], rec["rss_bytes_per_entry"],
+                     rec["ns_per_check_update"]))
     with open(out_dir / "report.json", "w") as f:
         json.dump(report, f, indent=2)
     print("wrote", out_dir / "report.json")
