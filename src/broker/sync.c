@@ -163,6 +163,12 @@ void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w)
     w->round = b->sync_running ? b->sync_next_round - 1 : b->sync_next_round;
     if (b->sync_list)
         w->round = b->sync_next_round;
+    /* Nothing appended and not yet synced (every partition of the request
+     * was refused, say): there is nothing to wait for. */
+    if (!b->sync_running && !b->sync_list) {
+        w->finish(b, w);
+        return;
+    }
     if (!b->cfg->cairn_fsync_group_commit || w->round <= b->sync_done_round) {
         w->finish(b, w);
         return;

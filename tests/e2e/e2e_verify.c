@@ -3,6 +3,7 @@
  * what the broker now holds.
  *
  *   e2e_verify --brokers B --topic T --partitions P --acked-file F
+ *              [--check-gaps]
  *
  * Reads every partition from the beginning up to its high watermark (as
  * rd_kafka_query_watermark_offsets reports it) and checks that each
@@ -12,6 +13,12 @@
  * were never acknowledged may be present or not (once at most is still
  * checked, as a duplicate means a write was repeated). Exit 1 on any
  * missing, duplicated or misplaced acknowledged message.
+ *
+ * --check-gaps (for an idempotent producer, which must deliver everything
+ * it sent, retries included, exactly once and in order): every value in
+ * partition p, acknowledged or not, must be the one after the previous
+ * value there -- s<p>, s<p+P>, s<p+2P>, ... -- so a lost or reordered
+ * message counts as a gap and fails the run.
  */
 #include <librdkafka/rdkafka.h>
 #include <inttypes.h>
@@ -77,7 +84,7 @@ static void conf_set(rd_kafka_conf_t *conf, const char *k, const char *v)
 static void usage(void)
 {
     fprintf(stderr, "usage: e2e_verify --brokers B --topic T "
-                    "--partitions P --acked-file F\n");
+                    "--partitions P --acked-file F [--check-gaps]\n");
     exit(2);
 }
 
@@ -100,13 +107,22 @@ int main(int argc, char **argv)
     FILE *f;
     long n_acked = 0, present = 0, missing = 0, dup = 0, misplaced = 0;
     long out_of_order = 0, unacked_present = 0, unparsable = 0;
-    long *last_seq;
+    long gaps = 0;
+    long *last_seq, *expect;
+    int check_gaps = 0;
     int64_t *hw, *next;
     int done = 0, i, p;
     double t0, last_progress;
     char line[256];
 
-    for (i = 1; i + 1 < argc; i += 2) {
+    for (i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--check-gaps")) {
+            check_gaps = 1;
+            i--;
+            continue;
+        }
+        if (i + 1 >= argc)
+            usage();
         if (!strcmp(argv[i], "--brokers"))
             brokers = argv[i + 1];
         else if (!strcmp(argv[i], "--topic"))
@@ -159,6 +175,7 @@ int main(int argc, char **argv)
     hw = calloc((size_t)partitions, sizeof(*hw));
     next = calloc((size_t)partitions, sizeof(*next));
     last_seq = calloc((size_t)partitions, sizeof(*last_seq));
+    expect = calloc((size_t)partitions, sizeof(*expect));
     tl = rd_kafka_topic_partition_list_new(partitions);
     for (p = 0; p < partitions; p++) {
         int64_t lo = 0, hi = 0;
@@ -180,6 +197,7 @@ int main(int argc, char **argv)
         hw[p] = hi;
         next[p] = lo;
         last_seq[p] = -1;
+        expect[p] = p;
         if (lo >= hi)
             done++;
         rd_kafka_topic_partition_list_add(tl, topic, p)->offset = lo;
@@ -225,6 +243,16 @@ int main(int argc, char **argv)
             continue;
         }
         grow(seq);
+        if (check_gaps) {
+            if (seq != expect[p]) {
+                gaps++;
+                if (shown++ < MAX_SHOWN)
+                    printf("gap: s%ld at partition %d offset %" PRId64
+                           " where s%ld was next\n", seq, p, m->offset,
+                           expect[p]);
+            }
+            expect[p] = seq + partitions;
+        }
         if (++msgs[seq].seen > 1) {
             dup++;
             show("duplicate", seq, p, m->offset);
@@ -257,13 +285,15 @@ int main(int argc, char **argv)
     }
     printf("e2e_verify: %s acked=%ld present=%ld missing=%ld "
            "duplicated=%ld misplaced=%ld out_of_order=%ld "
-           "unacked_present=%ld unparsable=%ld read_s=%.2f\n",
-           (missing || dup || misplaced || out_of_order) ? "FAIL" : "ok",
+           "unacked_present=%ld unparsable=%ld gaps=%ld read_s=%.2f\n",
+           (missing || dup || misplaced || out_of_order || gaps) ? "FAIL"
+                                                                 : "ok",
            n_acked, present, missing, dup, misplaced, out_of_order,
-           unacked_present, unparsable, now_s() - t0);
+           unacked_present, unparsable, gaps, now_s() - t0);
     free(hw);
     free(next);
     free(last_seq);
+    free(expect);
     free(msgs);
-    return (missing || dup || misplaced || out_of_order) ? 1 : 0;
+    return (missing || dup || misplaced || out_of_order || gaps) ? 1 : 0;
 }

@@ -242,3 +242,355 @@ def metadata_request_v1(correlation_id, topics=None, raw_count=None):
         for t in topics:
             body += string(t)
     return request(API_METADATA, 1, correlation_id, body)
+
+
+# ---------------------------------------------------------------------------
+# Idempotent-producer helpers: record batches v2 with CRC32C, Produce v8,
+# InitProducerId, DescribeProducers, ListOffsets and Fetch v11.
+
+API_LIST_OFFSETS = 2
+API_INIT_PRODUCER_ID = 22
+API_DESCRIBE_PRODUCERS = 61
+
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
+
+INT32_MAX = 0x7FFFFFFF
+
+
+def _crc32c_table():
+    # Castagnoli polynomial, reflected (as iSCSI and Kafka use it).
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data, crc=0):
+    """CRC32C of data (check value of b"123456789" is 0xE3069283)."""
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc = _CRC32C[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def varint(n):
+    """Zigzag varint (signed), as record fields use."""
+    return uvarint((n << 1) ^ (n >> 63))
+
+
+def _record(offset_delta, ts_delta, key, value):
+    body = struct.pack(">b", 0) + varint(ts_delta) + varint(offset_delta)
+    for part in (key, value):
+        if part is None:
+            body += varint(-1)
+        else:
+            body += varint(len(part)) + part
+    body += varint(0)                 # no headers
+    return varint(len(body)) + body
+
+
+def record_batch(values, producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                 base_timestamp=None, transactional=False, base_offset=0,
+                 keys=None):
+    """An uncompressed record batch v2 (magic 2) with a correct CRC32C.
+
+    values: list of bytes; record i has timestamp base_timestamp + i, so
+    the batch's max timestamp is base_timestamp + len(values) - 1.
+    """
+    if base_timestamp is None:
+        base_timestamp = int(time.time() * 1000)
+    n = len(values)
+    recs = b"".join(_record(i, i, keys[i] if keys else None, v)
+                    for i, v in enumerate(values))
+    attributes = 0x10 if transactional else 0
+    after_crc = struct.pack(">hiqqqhii", attributes, n - 1, base_timestamp,
+                            base_timestamp + n - 1, producer_id,
+                            producer_epoch, base_sequence, n) + recs
+    # batchLength counts from partitionLeaderEpoch to the end.
+    batch_len = 4 + 1 + 4 + len(after_crc)
+    return (struct.pack(">qiib", base_offset, batch_len, -1, 2)
+            + struct.pack(">I", crc32c(after_crc)) + after_crc)
+
+
+def bytes_field(b):
+    """Classic BYTES / RECORDS: INT32 length (-1 = null) then the bytes."""
+    if b is None:
+        return struct.pack(">i", -1)
+    return struct.pack(">i", len(b)) + b
+
+
+def produce_request_v8(correlation_id, topic, partition, records, acks=-1,
+                       timeout_ms=10000, transactional_id=None):
+    """Produce v8 (non-flexible) for one topic, partition and record set."""
+    body = string(transactional_id) + struct.pack(">hi", acks, timeout_ms)
+    body += struct.pack(">i", 1) + string(topic)
+    body += struct.pack(">i", 1) + struct.pack(">i", partition)
+    body += bytes_field(records)
+    return request(API_PRODUCE, 8, correlation_id, body)
+
+
+def parse_produce_v8(body):
+    """Returns (correlation_id, [(topic, partition, error, base_offset,
+    log_start_offset, error_message)])."""
+    r = Reader(body)
+    corr = r.i32()
+    out = []
+    for _ in range(r.i32()):
+        topic = r.string()
+        for _ in range(r.i32()):
+            part, err, base = r.i32(), r.i16(), r.i64()
+            r.i64()                       # log append time
+            log_start = r.i64()
+            for _ in range(max(r.i32(), 0)):
+                r.i32()
+                r.string()
+            msg = r.string()
+            out.append((topic, part, err, base, log_start, msg))
+    r.i32()                               # throttle
+    return corr, out
+
+
+def init_producer_id_request(correlation_id, version=4, producer_id=-1,
+                             producer_epoch=-1, transactional_id=None,
+                             txn_timeout_ms=60000):
+    """InitProducerId v0..v5 (flexible from v2, pid/epoch from v3)."""
+    flexible = version >= 2
+    if flexible:
+        body = compact_string(transactional_id)
+    else:
+        body = string(transactional_id)
+    body += struct.pack(">i", txn_timeout_ms)
+    if version >= 3:
+        body += struct.pack(">qh", producer_id, producer_epoch)
+    if flexible:
+        body += uvarint(0)
+    return request(API_INIT_PRODUCER_ID, version, correlation_id, body,
+                   flexible=flexible)
+
+
+def parse_init_producer_id(body, version):
+    """Returns (correlation_id, error, producer_id, epoch)."""
+    r = Reader(body)
+    corr = r.i32()
+    if version >= 2:
+        r.skip_tags()
+    r.i32()                               # throttle
+    err, pid, epoch = r.i16(), r.i64(), r.i16()
+    return corr, err, pid, epoch
+
+
+def describe_producers_request(correlation_id, topics):
+    """DescribeProducers v0 (flexible); topics: {name: [partitions]}."""
+    body = uvarint(len(topics) + 1)
+    for name, parts in topics.items():
+        body += compact_string(name) + uvarint(len(parts) + 1)
+        for p in parts:
+            body += struct.pack(">i", p)
+        body += uvarint(0)
+    body += uvarint(0)
+    return request(API_DESCRIBE_PRODUCERS, 0, correlation_id, body,
+                   flexible=True)
+
+
+def parse_describe_producers(body):
+    """Returns (correlation_id, {(topic, partition): (error, [producer
+    dicts with producer_id, producer_epoch, last_sequence, last_timestamp,
+    coordinator_epoch, current_txn_start_offset])})."""
+    r = Reader(body)
+    corr = r.i32()
+    r.skip_tags()
+    r.i32()                               # throttle
+    out = {}
+    for _ in range(r.uvarint() - 1):
+        topic = r.compact_string()
+        for _ in range(r.uvarint() - 1):
+            part, err = r.i32(), r.i16()
+            r.compact_string()            # error message
+            producers = []
+            for _ in range(r.uvarint() - 1):
+                producers.append({
+                    "producer_id": r.i64(),
+                    "producer_epoch": r.i32(),
+                    "last_sequence": r.i32(),
+                    "last_timestamp": r.i64(),
+                    "coordinator_epoch": r.i32(),
+                    "current_txn_start_offset": r.i64(),
+                })
+                r.skip_tags()
+            r.skip_tags()
+            out[(topic, part)] = (err, producers)
+        r.skip_tags()
+    r.skip_tags()
+    return corr, out
+
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+
+
+def list_offsets_request_v1(correlation_id, topic, partition,
+                            timestamp=LATEST_TIMESTAMP):
+    """ListOffsets v1 for one partition (-1 latest, -2 earliest)."""
+    body = struct.pack(">i", -1)          # replica id: a consumer
+    body += struct.pack(">i", 1) + string(topic)
+    body += struct.pack(">iiq", 1, partition, timestamp)
+    return request(API_LIST_OFFSETS, 1, correlation_id, body)
+
+
+def parse_list_offsets_v1(body):
+    """Returns (correlation_id, {(topic, partition): (error, offset)})."""
+    r = Reader(body)
+    corr = r.i32()
+    out = {}
+    for _ in range(r.i32()):
+        topic = r.string()
+        for _ in range(r.i32()):
+            part, err = r.i32(), r.i16()
+            r.i64()                       # timestamp
+            out[(topic, part)] = (err, r.i64())
+    return corr, out
+
+
+def fetch_request_v11(correlation_id, topic, partition, offset,
+                      max_bytes=16 << 20, max_wait_ms=0):
+    """Fetch v11 (non-flexible, no session) for one partition."""
+    body = struct.pack(">iiiibii", -1, max_wait_ms, 0, max_bytes, 0, 0, -1)
+    body += struct.pack(">i", 1) + string(topic)
+    body += struct.pack(">iiiqqi", 1, partition, -1, offset, -1, max_bytes)
+    body += struct.pack(">i", 0)          # forgotten topics
+    body += string("")                    # rack id
+    return request(API_FETCH, 11, correlation_id, body)
+
+
+def parse_batches(records):
+    """Split a record set into batch v2 headers (dicts), checking each
+    CRC32C; a partial trailing batch is ignored as Kafka allows."""
+    out = []
+    pos = 0
+    while pos + 61 <= len(records):
+        base_offset, batch_len = struct.unpack_from(">qi", records, pos)
+        end = pos + 12 + batch_len
+        if end > len(records):
+            break
+        (_, magic, crc, attrs, lod, base_ts, max_ts, pid, epoch, base_seq,
+         count) = struct.unpack_from(">ibIhiqqqhii", records, pos + 12)
+        out.append({
+            "base_offset": base_offset, "magic": magic,
+            "crc_ok": crc32c(records[pos + 21:end]) == crc,
+            "attributes": attrs, "last_offset_delta": lod,
+            "base_timestamp": base_ts, "max_timestamp": max_ts,
+            "producer_id": pid, "producer_epoch": epoch,
+            "base_sequence": base_seq, "count": count,
+        })
+        pos = end
+    return out
+
+
+def parse_fetch_v11(body):
+    """Returns (correlation_id, error, {(topic, partition): (error,
+    high_watermark, [batch header dicts])})."""
+    r = Reader(body)
+    corr = r.i32()
+    r.i32()                               # throttle
+    top_err = r.i16()
+    r.i32()                               # session id
+    out = {}
+    for _ in range(r.i32()):
+        topic = r.string()
+        for _ in range(r.i32()):
+            part, err, hw = r.i32(), r.i16(), r.i64()
+            r.i64()                       # last stable offset
+            r.i64()                       # log start offset
+            for _ in range(max(r.i32(), 0)):
+                r.i64()
+                r.i64()
+            r.i32()                       # preferred read replica
+            n = r.i32()
+            records = b""
+            if n > 0:
+                records = r.data[r.pos:r.pos + n]
+                r.pos += n
+            out[(topic, part)] = (err, hw, parse_batches(records))
+    return corr, top_err, out
+
+
+class Client:
+    """One connection sending requests one at a time and parsing answers."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=10.0):
+        self.sock = connect(host, port, timeout)
+        self.corr = 0
+
+    def close(self):
+        self.sock.close()
+
+    def call(self, build, *args, **kw):
+        self.corr += 1
+        self.sock.sendall(build(self.corr, *args, **kw))
+        body = recv_frame(self.sock)
+        if body is None:
+            raise ConnectionError("broker closed the connection")
+        (corr,) = struct.unpack_from(">i", body)
+        if corr != self.corr:
+            raise ValueError("correlation id %d, expected %d"
+                             % (corr, self.corr))
+        return body
+
+    def produce(self, topic, partition, records, **kw):
+        """(error, base_offset) of one partition's answer."""
+        try:
+            body = self.call(produce_request_v8, topic, partition, records,
+                             **kw)
+        except socket.timeout:
+            raise AssertionError("no answer to Produce (acks=%s) within %ss"
+                                 % (kw.get("acks", -1),
+                                    self.sock.gettimeout()))
+        _, parts = parse_produce_v8(body)
+        assert len(parts) == 1, parts
+        return parts[0][2], parts[0][3]
+
+    def init_producer_id(self, version=4, **kw):
+        """(error, producer_id, epoch)."""
+        body = self.call(init_producer_id_request, version=version, **kw)
+        return parse_init_producer_id(body, version)[1:]
+
+    def describe_producers(self, topic, partitions):
+        """{partition: (error, [producer dicts])}."""
+        _, out = parse_describe_producers(
+            self.call(describe_producers_request, {topic: partitions}))
+        return {p: v for (t, p), v in out.items() if t == topic}
+
+    def list_offset(self, topic, partition, timestamp=LATEST_TIMESTAMP):
+        _, out = parse_list_offsets_v1(self.call(
+            list_offsets_request_v1, topic, partition, timestamp))
+        err, off = out[(topic, partition)]
+        if err:
+            raise ValueError("ListOffsets error %d" % err)
+        return off
+
+    def fetch_batches(self, topic, partition, offset=0):
+        """All batch headers of a partition from offset to the high
+        watermark, following up until everything is read."""
+        batches = []
+        while True:
+            _, top_err, out = parse_fetch_v11(self.call(
+                fetch_request_v11, topic, partition, offset))
+            err, hw, got = out[(topic, partition)]
+            if top_err or err:
+                raise ValueError("Fetch error %d/%d" % (top_err, err))
+            got = [b for b in got
+                   if b["base_offset"] + b["last_offset_delta"] >= offset]
+            batches += got
+            if not got:
+                return batches
+            offset = got[-1]["base_offset"] + got[-1]["last_offset_delta"] + 1
+            if offset >= hw:
+                return batches
