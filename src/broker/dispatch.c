@@ -42,6 +42,24 @@ static const struct cn_handler *handler_find(int16_t key)
     return NULL;
 }
 
+bool cn_wire_cstr(struct cn_bytes b, char *out, size_t out_len)
+{
+    if (b.len < 0 || (size_t)b.len >= out_len)
+        return false;
+    if (b.len)
+        memcpy(out, b.ptr, (size_t)b.len);
+    out[b.len] = '\0';
+    return true;
+}
+
+struct cn_bytes cn_req_str(struct cn_req *req, const char *s)
+{
+    if (!s)
+        return CN_BYTES_NULL;
+    char *c = cn_arena_strdup(&req->arena, cn_bytes_str(s));
+    return c ? cn_bytes_str(c) : CN_BYTES_NULL;
+}
+
 void cn_resp_begin(struct cn_req *req, const struct cn_req_header *h)
 {
     cn_resp_header_encode(&req->resp, h->api_key, h->api_version,

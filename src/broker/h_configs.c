@@ -26,24 +26,6 @@
 
 #define MSG_MAX 512
 
-static struct cn_bytes arena_copy(struct cn_req *req, const char *s)
-{
-    if (!s)
-        return CN_BYTES_NULL;
-    char *c = cn_arena_strdup(&req->arena, cn_bytes_str(s));
-    return c ? cn_bytes_str(c) : CN_BYTES_NULL;
-}
-
-static bool cstr(struct cn_bytes b, char *out, size_t out_len)
-{
-    if (b.len < 0 || (size_t)b.len >= out_len)
-        return false;
-    if (b.len)
-        memcpy(out, b.ptr, (size_t)b.len);
-    out[b.len] = '\0';
-    return true;
-}
-
 static bool wanted(const struct cn_describe_configs_request_describe_configs_resource *qr,
                    const char *name)
 {
@@ -61,7 +43,7 @@ static void fill_entry(struct cn_req *req, int16_t v, bool synonyms,
 {
     cn_describe_configs_response_describe_configs_resource_result_init(c);
     c->name = cn_bytes_str(e->name);
-    c->value = e->sensitive ? CN_BYTES_NULL : arena_copy(req, e->value);
+    c->value = e->sensitive ? CN_BYTES_NULL : cn_req_str(req, e->value);
     c->read_only = e->read_only;
     c->is_default = e->source == CN_CFG_SRC_DEFAULT;
     c->config_source = (int8_t)e->source;
@@ -88,7 +70,7 @@ static void describe_topic(struct cn_broker *b, struct cn_req *req, int16_t v,
     struct cn_topic *t = cn_topic_find(b, qr->resource_name);
     if (!t) {
         rr->error_code = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
-        rr->error_message = arena_copy(req, "Topic does not exist.");
+        rr->error_message = cn_req_str(req, "Topic does not exist.");
         return;
     }
     rr->configs = cn_arena_calloc(&req->arena, CN_TOPIC_NKEYS,
@@ -120,7 +102,7 @@ static void describe_broker(struct cn_broker *b, struct cn_req *req,
     /* "" names the cluster-wide defaults; Cairn has none beyond its own. */
     if (qr->resource_name.len > 0 && !cn_bytes_eq_str(qr->resource_name, id)) {
         rr->error_code = KAFKA_INVALID_REQUEST;
-        rr->error_message = arena_copy(req, "Unknown broker id.");
+        rr->error_message = cn_req_str(req, "Unknown broker id.");
         return;
     }
     size_t nk = cn_config_key_count();
@@ -180,7 +162,7 @@ void cn_h_describe_configs(struct cn_broker *b, struct cn_req *req,
             break;
         default:
             rr->error_code = KAFKA_INVALID_REQUEST;
-            rr->error_message = arena_copy(req, "Unsupported resource type.");
+            rr->error_message = cn_req_str(req, "Unsupported resource type.");
             break;
         }
     }
@@ -243,7 +225,7 @@ static int16_t alter_topic(struct cn_broker *b, struct cn_bytes name,
         cn_topic_config_init_defaults(&tc, b->cfg);
     for (int32_t i = 0; i < n; i++) {
         char key[256], val[1024];
-        if (!cstr(ch[i].name, key, sizeof key)) {
+        if (!cn_wire_cstr(ch[i].name, key, sizeof key)) {
             snprintf(msg, MSG_MAX, "Invalid config name.");
             return KAFKA_INVALID_CONFIG;
         }
@@ -257,7 +239,7 @@ static int16_t alter_topic(struct cn_broker *b, struct cn_bytes name,
             cn_topic_config_delete(&tc, key);
             continue;
         }
-        if (!cstr(ch[i].value, val, sizeof val)) {
+        if (!cn_wire_cstr(ch[i].value, val, sizeof val)) {
             snprintf(msg, MSG_MAX, "Invalid value for %s.", key);
             return KAFKA_INVALID_CONFIG;
         }
@@ -365,7 +347,7 @@ void cn_h_alter_configs(struct cn_broker *b, struct cn_req *req,
         r->error_code = alter_resource(b, qr->resource_type, qr->resource_name,
                                        ch, nc, true, rq.validate_only, msg);
         if (r->error_code)
-            r->error_message = arena_copy(req, msg);
+            r->error_message = cn_req_str(req, msg);
     }
     cn_resp_begin(req, h);
     cn_alter_configs_response_encode(&req->resp, h->api_version, &rs);
@@ -418,7 +400,7 @@ void cn_h_incremental_alter_configs(struct cn_broker *b, struct cn_req *req,
         r->error_code = alter_resource(b, qr->resource_type, qr->resource_name,
                                        ch, nc, false, rq.validate_only, msg);
         if (r->error_code)
-            r->error_message = arena_copy(req, msg);
+            r->error_message = cn_req_str(req, msg);
     }
     cn_resp_begin(req, h);
     cn_incremental_alter_configs_response_encode(&req->resp, h->api_version,

@@ -16,23 +16,6 @@
 
 #define MSG_MAX 512
 
-static struct cn_bytes arena_msg(struct cn_req *req, const char *msg)
-{
-    char *s = cn_arena_strdup(&req->arena, cn_bytes_str(msg));
-    return s ? cn_bytes_str(s) : CN_BYTES_NULL;
-}
-
-/* Copies a wire string into a NUL-terminated buffer; false if too long. */
-static bool cstr(struct cn_bytes b, char *out, size_t out_len)
-{
-    if (b.len < 0 || (size_t)b.len >= out_len)
-        return false;
-    if (b.len)
-        memcpy(out, b.ptr, (size_t)b.len);
-    out[b.len] = '\0';
-    return true;
-}
-
 static int16_t create_one(struct cn_broker *b, struct cn_req *req,
                           const struct cn_create_topics_request_creatable_topic *qt,
                           bool validate_only,
@@ -100,7 +83,7 @@ static int16_t create_one(struct cn_broker *b, struct cn_req *req,
     cn_topic_config_init_defaults(&tc, b->cfg);
     for (int32_t i = 0; i < (qt->configs_len > 0 ? qt->configs_len : 0); i++) {
         char key[256], val[4096];
-        if (!cstr(qt->configs[i].name, key, sizeof key)) {
+        if (!cn_wire_cstr(qt->configs[i].name, key, sizeof key)) {
             snprintf(msg, MSG_MAX, "Invalid config name.");
             return KAFKA_INVALID_CONFIG;
         }
@@ -108,7 +91,7 @@ static int16_t create_one(struct cn_broker *b, struct cn_req *req,
             /* A null value leaves the default. */
             continue;
         }
-        if (!cstr(qt->configs[i].value, val, sizeof val)) {
+        if (!cn_wire_cstr(qt->configs[i].value, val, sizeof val)) {
             snprintf(msg, MSG_MAX, "Invalid value for %s.", key);
             return KAFKA_INVALID_CONFIG;
         }
@@ -189,7 +172,7 @@ void cn_h_create_topics(struct cn_broker *b, struct cn_req *req,
                                         rq.validate_only, rt, msg);
         }
         if (rt->error_code) {
-            rt->error_message = arena_msg(req, msg);
+            rt->error_message = cn_req_str(req, msg);
             rt->configs_len = -1;
             rt->num_partitions = -1;
             rt->replication_factor = -1;
@@ -253,7 +236,7 @@ void cn_h_delete_topics(struct cn_broker *b, struct cn_req *req,
         }
         if (t->internal) {
             r->error_code = KAFKA_INVALID_TOPIC_EXCEPTION;
-            r->error_message = arena_msg(req, "Internal topics cannot be "
+            r->error_message = cn_req_str(req, "Internal topics cannot be "
                                               "deleted.");
             continue;
         }
@@ -334,7 +317,7 @@ void cn_h_create_partitions(struct cn_broker *b, struct cn_req *req,
             r->error_code = cn_topic_add_partitions(b, t, qt->count);
         }
         if (r->error_code && msg[0])
-            r->error_message = arena_msg(req, msg);
+            r->error_message = cn_req_str(req, msg);
     }
     cn_resp_begin(req, h);
     cn_create_partitions_response_encode(&req->resp, h->api_version, &rs);

@@ -30,6 +30,11 @@ struct cn_handler {
 extern const struct cn_handler cn_handlers[];
 extern const size_t cn_handler_count;
 
+/* A NUL-terminated copy of a wire string; false if null or too long. */
+bool cn_wire_cstr(struct cn_bytes b, char *out, size_t out_len);
+/* A copy of s in the request's arena as a wire string (NULL: null). */
+struct cn_bytes cn_req_str(struct cn_req *req, const char *s);
+
 /* A decode failure: log, close the connection, finish the request. */
 void cn_req_bad(struct cn_req *req, const struct cn_req_header *h, int err);
 
