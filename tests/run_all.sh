@@ -93,6 +93,7 @@ stage "fuzz targets, ${FUZZ_SECONDS}s each"
 run_fuzz fuzz_request request
 run_fuzz fuzz_batch batch
 run_fuzz fuzz_log_recovery log_recovery
+run_fuzz fuzz_txn_log txn_log
 
 stage "end-to-end with real clients (release build)"
 run_e2e build release
