@@ -211,6 +211,7 @@ int main(int argc, char **argv)
     long messages = 1000000, i;
     int size = 1024, parts = 6, create = 0, produce = 1, p;
     int consume_after = 1, idempotent = 0;
+    const char *linger_ms = "10", *inflight = NULL;
     char errstr[256];
     rd_kafka_conf_t *conf;
     rd_kafka_t *rk;
@@ -251,6 +252,10 @@ int main(int argc, char **argv)
             acks = v;
         else if (!strcmp(a, "--codec"))
             codec = v;
+        else if (!strcmp(a, "--linger-ms"))
+            linger_ms = v;
+        else if (!strcmp(a, "--max-in-flight"))
+            inflight = v;
         else if (!strcmp(a, "--consumer"))
             copts.mode = v;
         else if (!strcmp(a, "--fetch-max-bytes"))
@@ -264,7 +269,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_client --brokers B --topic T "
                 "[--partitions P] [--messages N] [--size BYTES] "
                 "[--acks A] [--codec C] [--create] [--consume-only] "
-                "[--produce-only] [--idempotent] "
+                "[--produce-only] [--idempotent] [--linger-ms MS] "
+                "[--max-in-flight N] "
                 "[--consumer batch|poll] [--fetch-max-bytes B] "
                 "[--partition-max-bytes B]\n");
         return 2;
@@ -280,7 +286,9 @@ int main(int argc, char **argv)
     conf_set(conf, "compression.codec", codec);
     if (idempotent)
         conf_set(conf, "enable.idempotence", "true");
-    conf_set(conf, "linger.ms", "10");
+    conf_set(conf, "linger.ms", linger_ms);
+    if (inflight)
+        conf_set(conf, "max.in.flight.requests.per.connection", inflight);
     conf_set(conf, "batch.size", "1000000");
     conf_set(conf, "batch.num.messages", "100000");
     conf_set(conf, "queue.buffering.max.messages", "1000000");
