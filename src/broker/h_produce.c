@@ -129,6 +129,38 @@ static int check_one(void *arg, const uint8_t *batch, size_t len,
     return cc->kerr ? -1 : 0;
 }
 
+/*
+ * CreateTime topics bound how far record timestamps may stray from the
+ * broker's clock (message.timestamp.before.max.ms / .after.max.ms, and the
+ * older message.timestamp.difference.max.ms for both sides).  Checked on
+ * the batch's first and largest timestamps, which is where producers put
+ * the extremes.
+ */
+static bool timestamps_ok(const struct cn_topic_config *tc,
+                          const uint8_t *batch, size_t len)
+{
+    struct cn_batch_hdr hdr;
+    if (cn_batch_hdr_parse(batch, len, &hdr) != 0)
+        return true; /* validation already vouched for it */
+    int64_t now = cn_clock_wall_ms();
+    int64_t before = tc->message_timestamp_before_max_ms;
+    int64_t after = tc->message_timestamp_after_max_ms;
+    if (tc->message_timestamp_difference_max_ms < before)
+        before = tc->message_timestamp_difference_max_ms;
+    if (tc->message_timestamp_difference_max_ms < after)
+        after = tc->message_timestamp_difference_max_ms;
+    int64_t ts[2] = {hdr.base_timestamp, hdr.max_timestamp};
+    for (int i = 0; i < 2; i++) {
+        if (ts[i] < 0)
+            continue; /* -1: no timestamp */
+        if (ts[i] < now && now - ts[i] > before)
+            return false;
+        if (ts[i] > now && ts[i] - now > after)
+            return false;
+    }
+    return true;
+}
+
 /* Returns the partition appended to, or NULL when nothing was. */
 static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req *req,
                               int16_t version, struct cn_topic *t,
@@ -193,6 +225,12 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
         pr->log_start_offset = cn_log_start_offset(p->log);
         cn_sync_appended(b, p);
         return p;
+    }
+    if (t->config.message_timestamp_type == CN_TS_CREATE_TIME &&
+        !timestamps_ok(&t->config, pd->records.ptr,
+                       (size_t)pd->records.len)) {
+        pr->error_code = KAFKA_INVALID_TIMESTAMP;
+        return NULL;
     }
     if (t->config.message_timestamp_type == CN_TS_LOG_APPEND_TIME)
         ac.append_time = cn_clock_wall_ms();
