@@ -333,6 +333,12 @@ void cn_h_produce(struct cn_broker *b, struct cn_req *req,
                 pr->error_code = KAFKA_INVALID_REQUIRED_ACKS;
                 continue;
             }
+            /* One broker is one in-sync replica: acks=all cannot meet a
+             * higher min.insync.replicas, and Kafka refuses the write. */
+            if (rq.acks == -1 && t && t->config.min_insync_replicas > 1) {
+                pr->error_code = KAFKA_NOT_ENOUGH_REPLICAS;
+                continue;
+            }
             pr->base_offset = -1;
             if (produce_partition(b, req, h->api_version, t,
                                   &td->partition_data[j], pr, &scratch))

@@ -1,4 +1,4 @@
-"""CreateTime bounds: message.timestamp.before.max.ms / after.max.ms refuse
+"""Topic rules on produce: CreateTime bounds (message.timestamp.before.max.ms / after.max.ms) refuse
 records whose timestamps stray too far from the broker's clock, with
 INVALID_TIMESTAMP, and write nothing; LogAppendTime topics stamp the
 broker's time instead."""
@@ -55,3 +55,17 @@ def test_log_append_time_stamps_broker_time(broker):
     kind, ts = got.timestamp()
     assert kind == 2  # TIMESTAMP_LOG_APPEND_TIME
     assert before - 1000 <= ts <= after + 1000
+
+
+def test_min_insync_replicas_above_one_refuses_acks_all(broker):
+    """A single broker is one in-sync replica; Kafka refuses acks=all
+    writes that cannot meet min.insync.replicas."""
+    broker.create_topic("isr", 1, {"min.insync.replicas": "2"})
+    err, _ = send(broker.bootstrap, "isr", int(time.time() * 1000))
+    assert err is not None and err.code() == KafkaError.NOT_ENOUGH_REPLICAS
+    p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "1"})
+    done = []
+    p.produce("isr", value=b"y", partition=0,
+              on_delivery=lambda e, m: done.append(e))
+    p.flush(10)
+    assert done == [None]
