@@ -1,7 +1,8 @@
-"""Topic rules on produce: CreateTime bounds (message.timestamp.before.max.ms / after.max.ms) refuse
-records whose timestamps stray too far from the broker's clock, with
-INVALID_TIMESTAMP, and write nothing; LogAppendTime topics stamp the
-broker's time instead."""
+"""Topic rules applied on produce: CreateTime bounds
+(message.timestamp.before.max.ms / after.max.ms) refuse records whose
+timestamps stray too far from the broker's clock with INVALID_TIMESTAMP;
+LogAppendTime topics stamp the broker's time; min.insync.replicas above one
+refuses acks=all on a single broker."""
 
 import time
 
