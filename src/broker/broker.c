@@ -23,6 +23,7 @@
 #include "base/say.h"
 #include "broker.h"
 #include "broker_int.h"
+#include "txn_coord.h"
 #include "proto/kerr.h"
 
 struct cn_broker_priv {
@@ -235,6 +236,12 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         goto out_topics;
     CN_INFO("loaded %zu topics from %s in %lld ms", b->topic_count,
             b->data_dir, (long long)(cn_clock_mono_ms() - t0));
+    rc = cn_txn_coord_start(b);
+    if (rc) {
+        snprintf(err, err_len, "cannot load the transaction log: %s",
+                 cn_strerror(rc));
+        goto out_topics;
+    }
 
     struct cn_server_config sc = {
         .host = cfg->listen_host,
@@ -281,6 +288,8 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     return 0;
 
 out_topics:
+    cn_txn_coord_stop(b);
+    cn_txn_coord_free(b);
     cn_topics_close_all(b);
 out_free:
     if (bp->lock_fd >= 0)
@@ -325,6 +334,7 @@ void cn_broker_stop(struct cn_broker *b)
         return;
     b->stopping = true;
     cn_fetch_cancel_all(b);
+    cn_txn_coord_stop(b);
     cn_server_stop(b->server);
     uv_timer_stop(&b->retention_timer);
     uv_timer_stop(&b->flush_timer);
@@ -346,6 +356,7 @@ void cn_broker_free(struct cn_broker *b)
 {
     struct cn_broker_priv *bp = (struct cn_broker_priv *)b;
     cn_topics_close_all(b);
+    cn_txn_coord_free(b);
     if (bp->lock_fd >= 0)
         close(bp->lock_fd);
     cn_config_fini(b->cfg);

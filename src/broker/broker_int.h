@@ -24,6 +24,7 @@
 
 struct cn_topic;
 struct cn_broker;
+struct cn_txn_coord;
 
 struct cn_partition {
     struct cn_topic *topic;   /* owner */
@@ -92,7 +93,8 @@ struct cn_broker {
      * using; freed when no round runs. */
     struct cn_partition *doomed;
 
-    struct cn_pidalloc pids;        /* InitProducerId without txn id */
+    struct cn_pidalloc pids;        /* producer ids, idempotent or not */
+    struct cn_txn_coord *txn;       /* transaction coordinator */
 
     uv_timer_t retention_timer;
     uv_timer_t expiry_timer;

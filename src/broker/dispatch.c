@@ -11,6 +11,7 @@
 
 #include "base/say.h"
 #include "handlers.h"
+#include "txn_coord.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 
@@ -19,12 +20,17 @@ const struct cn_handler cn_handlers[] = {
     {1, 4, 17, 0, cn_h_fetch},
     {2, 0, 10, 0, cn_h_list_offsets},
     {3, 0, 12, 0, cn_h_metadata},
+    {10, 0, 6, 0, cn_h_find_coordinator},
     {18, 0, 4, 0, cn_h_api_versions},
     {19, 0, 7, 0, cn_h_create_topics},
     {20, 0, 6, 0, cn_h_delete_topics},
     {21, 0, 2, 0, cn_h_delete_records},
     {22, 0, 5, 0, cn_h_init_producer_id},
     {23, 0, 4, 0, cn_h_offset_for_leader_epoch},
+    /* v4+ are broker-to-broker (KIP-890 verification); clients use 0-3. */
+    {24, 0, 3, 0, cn_h_add_partitions_to_txn},
+    /* v5 belongs to transaction version 2 (KIP-890), not served yet. */
+    {26, 0, 4, 0, cn_h_end_txn},
     {32, 0, 4, 0, cn_h_describe_configs},
     {33, 0, 2, 0, cn_h_alter_configs},
     {37, 0, 3, 0, cn_h_create_partitions},

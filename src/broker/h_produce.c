@@ -91,9 +91,12 @@ static int16_t check_producer(struct append_ctx *ac,
     *dup = false;
     if (!cn_batch_has_producer_id(hdr))
         return KAFKA_NONE;
-    /* Transactions need the coordinator; until it exists nothing can have
-     * put this producer in a transaction. */
-    if (cn_batch_is_transactional(hdr))
+    /* A plain batch from a producer with an open transaction would land
+     * inside that transaction's range without belonging to it. */
+    struct cn_pentry_info pe;
+    if (!cn_batch_is_transactional(hdr) &&
+        cn_pstate_get(ac->p->pstate, hdr->producer_id, &pe) &&
+        pe.txn_first_offset >= 0 && pe.epoch == hdr->producer_epoch)
         return KAFKA_INVALID_TXN_STATE;
     switch (cn_pstate_check(ac->p->pstate, hdr, dup_offset)) {
     case CN_PCHECK_APPEND:

@@ -14,6 +14,7 @@
 #include "handlers.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
+#include "txn_coord.h"
 
 /* Kafka bumps to a new producer id before the epoch reaches
  * Short.MAX_VALUE, which is reserved. */
@@ -34,11 +35,12 @@ void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
     rs.producer_id = -1;
     rs.producer_epoch = -1;
     if (!cn_bytes_is_null(rq.transactional_id)) {
-        /* Not advertised until the coordinator exists (FindCoordinator
-         * for transactions is not served), so well-behaved clients do not
-         * get here. */
-        rs.error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
-    } else if (rq.producer_id >= 0 &&
+        cn_txn_init_producer_id(b, req, h, rq.transactional_id,
+                                rq.transaction_timeout_ms, rq.producer_id,
+                                rq.producer_epoch);
+        return;
+    }
+    if (rq.producer_id >= 0 &&
                !cn_pidalloc_issued(&b->pids, rq.producer_id)) {
         rs.error_code = KAFKA_INVALID_PRODUCER_ID_MAPPING;
     } else if (rq.producer_id >= 0 && rq.producer_epoch >= 0 &&

@@ -1,0 +1,1013 @@
+/*
+ * txn_coord.c - the transaction coordinator; see txn_coord.h.
+ *
+ * One entry per transactional id holds the metadata as last made durable.
+ * A change is never applied in memory first: it is encoded, appended to
+ * the id's __transaction_state partition and synced, and only then applied
+ * and acted on (answering, writing markers).  While a change or the
+ * markers of a decided transaction are in flight the entry is busy, and
+ * requests for it get CONCURRENT_TRANSACTIONS, as Kafka's do.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/failpoint.h"
+#include "base/say.h"
+#include "handlers.h"
+#include "proto/batch.h"
+#include "proto/gen/msgs.h"
+#include "proto/kerr.h"
+#include "txn/txn_log.h"
+#include "txn/txn_state.h"
+#include "txn_coord.h"
+
+/* Kafka moves to a new producer id before the epoch reaches
+ * Short.MAX_VALUE, which is reserved. */
+#define EPOCH_LAST_USABLE (INT16_MAX - 1)
+/* Markers carry the coordinator epoch; one broker has always led. */
+#define COORDINATOR_EPOCH 0
+/* A marker that could not be appended is tried again after this long. */
+#define MARKER_RETRY_MS 1000
+
+struct txn_entry {
+    struct cn_txn_meta meta;    /* as last made durable */
+    bool busy;                  /* a change or markers in flight */
+    struct txn_entry *next;     /* hash chain */
+};
+
+struct cn_txn_coord {
+    struct txn_entry **table;   /* by transactional id */
+    size_t buckets, count;
+    uv_timer_t timer;           /* timed-out transactions */
+    bool timer_armed;
+};
+
+/* A change being made durable, and what to do once it is. */
+struct txn_write {
+    struct cn_sync_waiter waiter; /* first: the sync module's handle */
+    struct cn_broker *b;
+    struct txn_entry *e;
+    struct cn_txn_meta next;      /* the metadata to apply */
+    void (*then)(struct txn_write *w, int16_t err);
+    struct cn_req *req;           /* to answer, or NULL */
+    struct cn_req_header h;
+    bool commit;                  /* for marker phases */
+};
+
+static void write_markers(struct cn_broker *b, struct txn_entry *e,
+                          bool commit);
+
+/* ---- table ------------------------------------------------------------ */
+
+static uint32_t id_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    while (*s) {
+        h ^= (uint8_t)*s++;
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static struct txn_entry *entry_find(struct cn_txn_coord *c, const char *id)
+{
+    if (!c->buckets)
+        return NULL;
+    for (struct txn_entry *e = c->table[id_hash(id) % c->buckets]; e;
+         e = e->next)
+        if (strcmp(e->meta.transactional_id, id) == 0)
+            return e;
+    return NULL;
+}
+
+static int entry_insert(struct cn_txn_coord *c, struct txn_entry *e)
+{
+    if (c->count + 1 > c->buckets) {
+        size_t nb = c->buckets ? c->buckets * 2 : 256;
+        struct txn_entry **nt = calloc(nb, sizeof *nt);
+        if (!nt)
+            return CN_ENOMEM;
+        for (size_t i = 0; i < c->buckets; i++)
+            while (c->table[i]) {
+                struct txn_entry *x = c->table[i];
+                c->table[i] = x->next;
+                uint32_t h = id_hash(x->meta.transactional_id) % nb;
+                x->next = nt[h];
+                nt[h] = x;
+            }
+        free(c->table);
+        c->table = nt;
+        c->buckets = nb;
+    }
+    uint32_t h = id_hash(e->meta.transactional_id) % c->buckets;
+    e->next = c->table[h];
+    c->table[h] = e;
+    c->count++;
+    return 0;
+}
+
+static void entry_remove(struct cn_txn_coord *c, struct txn_entry *e)
+{
+    struct txn_entry **pp =
+        &c->table[id_hash(e->meta.transactional_id) % c->buckets];
+    while (*pp && *pp != e)
+        pp = &(*pp)->next;
+    if (*pp) {
+        *pp = e->next;
+        c->count--;
+    }
+    cn_txn_meta_fini(&e->meta);
+    free(e);
+}
+
+/* ---- the log topic ------------------------------------------------------ */
+
+static struct cn_topic *log_topic(struct cn_broker *b, bool create)
+{
+    struct cn_bytes name = cn_bytes_str(CN_TXN_TOPIC);
+    struct cn_topic *t = cn_topic_find(b, name);
+    if (t || !create)
+        return t;
+    struct cn_topic_config tc;
+    cn_topic_config_init_defaults(&tc, b->cfg);
+    /* Kafka's settings for the transaction log; the coordinator reads
+     * only the newest record per id, so old ones may be compacted. */
+    char msg[256];
+    cn_topic_config_set(&tc, "cleanup.policy", "compact", msg, sizeof msg);
+    cn_topic_config_set(&tc, "segment.bytes", "104857600", msg, sizeof msg);
+    /* Never deleted by age or size: a record is replaced only by a newer
+     * one for the same id. */
+    cn_topic_config_set(&tc, "retention.ms", "-1", msg, sizeof msg);
+    cn_topic_config_set(&tc, "retention.bytes", "-1", msg, sizeof msg);
+    int16_t kerr = cn_topic_create(
+        b, name, b->cfg->transaction_state_log_num_partitions, &tc, &t, msg,
+        sizeof msg);
+    if (kerr) {
+        CN_ERROR("cannot create %s: %s", CN_TXN_TOPIC, msg);
+        return NULL;
+    }
+    return t;
+}
+
+static struct cn_partition *log_partition(struct cn_topic *t, const char *id)
+{
+    int32_t p = cn_txn_partition_for((const uint8_t *)id, strlen(id),
+                                     t->partition_count);
+    return p >= 0 ? t->partitions[p] : NULL;
+}
+
+/* ---- durable changes ---------------------------------------------------- */
+
+static void write_done(struct cn_broker *b, struct cn_sync_waiter *sw)
+{
+    struct txn_write *w = (struct txn_write *)sw;
+    int16_t err = KAFKA_NONE;
+    if (b->log_dir_offline) {
+        err = KAFKA_COORDINATOR_NOT_AVAILABLE;
+        cn_txn_meta_fini(&w->next);
+    } else {
+        cn_txn_meta_fini(&w->e->meta);
+        w->e->meta = w->next;
+    }
+    w->then(w, err);
+    free(w);
+}
+
+/*
+ * Appends `next` as the id's newest record and calls then() once it is
+ * durable (err KAFKA_NONE, with e->meta = next) or failed.  Takes
+ * ownership of next.
+ */
+static void write_change(struct cn_broker *b, struct txn_entry *e,
+                         struct cn_txn_meta *next,
+                         void (*then)(struct txn_write *w, int16_t err),
+                         struct cn_req *req, const struct cn_req_header *h,
+                         bool commit)
+{
+    struct txn_write *w = calloc(1, sizeof *w);
+    struct cn_topic *t = log_topic(b, true);
+    struct cn_partition *p = t ? log_partition(t, e->meta.transactional_id)
+                               : NULL;
+    if (!w || !p) {
+        free(w);
+        cn_txn_meta_fini(next);
+        struct txn_write failed = {.b = b, .e = e, .req = req, .commit = commit};
+        if (h)
+            failed.h = *h;
+        then(&failed, KAFKA_COORDINATOR_NOT_AVAILABLE);
+        return;
+    }
+    w->b = b;
+    w->e = e;
+    w->next = *next;
+    w->then = then;
+    w->req = req;
+    if (h)
+        w->h = *h;
+    w->commit = commit;
+    w->waiter.req = req;
+    w->waiter.finish = write_done;
+    e->busy = true;
+
+    struct cn_wr key, value, batch;
+    cn_wr_init(&key, 64);
+    cn_wr_init(&value, 128);
+    cn_wr_init(&batch, 256);
+    bool tombstone = false;
+    int rc = cn_txn_log_encode(&w->next, &key, &value, &tombstone);
+    if (!rc) {
+        struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
+        struct cn_batch_builder bb;
+        cn_batch_builder_init(&bb, &bp);
+        cn_batch_builder_add(&bb, cn_clock_wall_ms(),
+                             cn_bytes_of(key.buf, (int32_t)key.len),
+                             tombstone ? CN_BYTES_NULL
+                                       : cn_bytes_of(value.buf,
+                                                     (int32_t)value.len),
+                             NULL, 0);
+        rc = cn_batch_builder_finish(&bb, &batch);
+        cn_batch_builder_fini(&bb);
+    }
+    int64_t base;
+    if (!rc)
+        rc = cn_log_append(p->log, batch.buf, batch.len, &base);
+    cn_wr_fini(&key);
+    cn_wr_fini(&value);
+    cn_wr_fini(&batch);
+    if (rc) {
+        CN_ERROR("cannot append to %s for transactional id %s: %s",
+                 CN_TXN_TOPIC, e->meta.transactional_id, cn_strerror(rc));
+        if (rc != CN_ENOMEM && rc != CN_EINVAL)
+            cn_broker_log_dir_failed(b, "a transaction log write", rc);
+        e->busy = false;
+        cn_txn_meta_fini(&w->next);
+        w->then(w, KAFKA_COORDINATOR_NOT_AVAILABLE);
+        free(w);
+        return;
+    }
+    cn_partition_check_roll(p);
+    if (!b->cfg->cairn_fsync_group_commit) {
+        /* The transaction log is synced before it is acted on whatever
+         * the flush policy for data says. */
+        struct cn_log_sync *s = cn_log_sync_begin(p->log);
+        if (s) {
+            int err = cn_log_sync_run(s);
+            cn_log_sync_end(p->log, s, err);
+            if (err)
+                cn_broker_log_dir_failed(b, "fdatasync", err);
+        }
+        p->high_watermark = cn_log_end_offset(p->log);
+        write_done(b, &w->waiter);
+        return;
+    }
+    cn_sync_appended(b, p);
+    cn_sync_wait(b, &w->waiter);
+}
+
+/* ---- answering ---------------------------------------------------------- */
+
+static void answer_init_pid(struct cn_req *req, const struct cn_req_header *h,
+                            int16_t err, int64_t pid, int16_t epoch)
+{
+    struct cn_init_producer_id_response rs;
+    cn_init_producer_id_response_init(&rs);
+    rs.error_code = err;
+    rs.producer_id = err ? -1 : pid;
+    rs.producer_epoch = err ? -1 : epoch;
+    cn_resp_begin(req, h);
+    cn_init_producer_id_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+}
+
+static void answer_end_txn(struct cn_req *req, const struct cn_req_header *h,
+                           int16_t err)
+{
+    struct cn_end_txn_response rs;
+    cn_end_txn_response_init(&rs);
+    rs.error_code = err;
+    cn_resp_begin(req, h);
+    cn_end_txn_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+}
+
+/* KIP-588: PRODUCER_FENCED is new; older request versions get what their
+ * clients know for it. */
+static int16_t fenced_error(int16_t api_key, int16_t version)
+{
+    int16_t first_with_fenced = api_key == 22 ? 4 : 2;
+    return version >= first_with_fenced ? KAFKA_PRODUCER_FENCED
+                                        : KAFKA_INVALID_PRODUCER_EPOCH;
+}
+
+/* ---- markers and completion ---------------------------------------------- */
+
+static void complete_written(struct txn_write *w, int16_t err)
+{
+    if (err) {
+        /* Markers are in the partitions; the Complete record will be
+         * written again by the next start's recovery. */
+        CN_ERROR("transactional id %s: cannot record completion",
+                 w->e->meta.transactional_id);
+        return;
+    }
+    w->e->busy = false;
+    CN_DEBUG("transactional id %s: %s", w->e->meta.transactional_id,
+             cn_txn_state_name(w->e->meta.state));
+}
+
+struct marker_wait {
+    struct cn_sync_waiter waiter; /* first */
+    struct txn_entry *e;
+    bool commit;
+};
+
+struct marker_retry {
+    uv_timer_t timer;
+    struct cn_broker *b;
+    struct txn_entry *e;
+    bool commit;
+};
+
+static void markers_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
+{
+    struct marker_wait *mw = (struct marker_wait *)sw;
+    struct txn_entry *e = mw->e;
+    bool commit = mw->commit;
+    free(mw);
+    if (CN_FAILPOINT(commit ? "txn.after_markers_before_complete"
+                            : "txn.abort_after_markers_before_complete"))
+        return;
+    struct cn_txn_meta next;
+    cn_txn_meta_init(&next);
+    if (cn_txn_meta_copy(&next, &e->meta) != 0)
+        return;
+    next.state = commit ? CN_TXN_COMPLETE_COMMIT : CN_TXN_COMPLETE_ABORT;
+    cn_txn_meta_clear_partitions(&next);
+    next.last_update_ms = cn_clock_wall_ms();
+    write_change(b, e, &next, complete_written, NULL, NULL, commit);
+}
+
+static void on_retry_closed(uv_handle_t *h)
+{
+    struct marker_retry *r = h->data;
+    write_markers(r->b, r->e, r->commit);
+    free(r);
+}
+
+static void on_marker_retry(uv_timer_t *t)
+{
+    uv_close((uv_handle_t *)t, on_retry_closed);
+}
+
+/*
+ * Appends the marker to every partition of e's transaction, then (once
+ * they are durable) records the completion.  A partition of a deleted
+ * topic needs no marker.  If the log directory is offline the markers
+ * are tried again later: a decided transaction is finished, never
+ * dropped.
+ */
+static void write_markers(struct cn_broker *b, struct txn_entry *e,
+                          bool commit)
+{
+    const struct cn_txn_meta *m = &e->meta;
+    struct cn_wr batch;
+    cn_wr_init(&batch, 128);
+    bool failed = b->log_dir_offline;
+    for (size_t i = 0; i < m->npartitions && !failed; i++) {
+        struct cn_partition *p = cn_partition_find(
+            b, cn_bytes_str(m->partitions[i].topic), m->partitions[i].partition);
+        if (!p)
+            continue;
+        cn_wr_reset(&batch);
+        if (cn_batch_build_control(&batch, m->producer_id, m->producer_epoch,
+                                   commit, COORDINATOR_EPOCH,
+                                   cn_clock_wall_ms()) != 0) {
+            failed = true;
+            break;
+        }
+        int64_t base;
+        int rc = cn_log_append(p->log, batch.buf, batch.len, &base);
+        if (rc) {
+            cn_broker_log_dir_failed(b, "a marker write", rc);
+            failed = true;
+            break;
+        }
+        cn_partition_check_roll(p);
+        struct cn_batch_hdr hdr;
+        if (cn_batch_hdr_parse(batch.buf, batch.len, &hdr) == 0)
+            cn_partition_record_batch(p, batch.buf, batch.len, &hdr);
+        cn_sync_appended(b, p);
+        if (i == 0 && m->npartitions > 1 &&
+            CN_FAILPOINT(commit ? "txn.after_some_markers"
+                                : "txn.abort_after_some_markers")) {
+            failed = true;
+            break;
+        }
+    }
+    cn_wr_fini(&batch);
+    if (failed) {
+        struct marker_retry *r = calloc(1, sizeof *r);
+        if (!r)
+            return;
+        r->b = b;
+        r->e = e;
+        r->commit = commit;
+        uv_timer_init(b->loop, &r->timer);
+        r->timer.data = r;
+        uv_timer_start(&r->timer, on_marker_retry, MARKER_RETRY_MS, 0);
+        return;
+    }
+    struct marker_wait *mw = calloc(1, sizeof *mw);
+    if (!mw)
+        return;
+    mw->e = e;
+    mw->commit = commit;
+    mw->waiter.finish = markers_synced;
+    if (!b->cfg->cairn_fsync_group_commit) {
+        markers_synced(b, &mw->waiter);
+        return;
+    }
+    cn_sync_wait(b, &mw->waiter);
+}
+
+/* ---- InitProducerId ------------------------------------------------------ */
+
+static void init_pid_written(struct txn_write *w, int16_t err)
+{
+    struct txn_entry *e = w->e;
+    e->busy = false;
+    answer_init_pid(w->req, &w->h, err, e->meta.producer_id,
+                    e->meta.producer_epoch);
+}
+
+/* The Ongoing transaction of a fenced instance is aborted on its behalf
+ * with the new epoch; the new instance retries until that is done. */
+static void fence_written(struct txn_write *w, int16_t err)
+{
+    if (err) {
+        w->e->busy = false;
+        return;
+    }
+    if (CN_FAILPOINT("txn.fence_after_prepare_sync"))
+        return;
+    write_markers(w->b, w->e, false);
+}
+
+static int next_epoch(struct cn_broker *b, struct cn_txn_meta *m)
+{
+    if (m->producer_id >= 0 && m->producer_epoch < EPOCH_LAST_USABLE) {
+        m->last_producer_epoch = m->producer_epoch;
+        m->producer_epoch++;
+        return 0;
+    }
+    int64_t pid;
+    int rc = cn_pidalloc_next(&b->pids, &pid);
+    if (rc)
+        return rc;
+    m->prev_producer_id = m->producer_id;
+    m->producer_id = pid;
+    m->producer_epoch = 0;
+    m->last_producer_epoch = -1;
+    return 0;
+}
+
+void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
+                             const struct cn_req_header *h,
+                             struct cn_bytes transactional_id,
+                             int32_t timeout_ms, int64_t producer_id,
+                             int16_t producer_epoch)
+{
+    char id[1024];
+    if (!cn_wire_cstr(transactional_id, id, sizeof id) || !id[0]) {
+        answer_init_pid(req, h, KAFKA_INVALID_REQUEST, -1, -1);
+        return;
+    }
+    if (timeout_ms <= 0 || timeout_ms > b->cfg->transaction_max_timeout_ms) {
+        answer_init_pid(req, h, KAFKA_INVALID_TRANSACTION_TIMEOUT, -1, -1);
+        return;
+    }
+    struct cn_txn_coord *c = b->txn;
+    struct txn_entry *e = entry_find(c, id);
+    int64_t now = cn_clock_wall_ms();
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (e)
+            cn_txn_meta_init(&e->meta);
+        if (!e || cn_txn_meta_set_id(&e->meta, id) != 0 ||
+            entry_insert(c, e) != 0) {
+            if (e)
+                cn_txn_meta_fini(&e->meta);
+            free(e);
+            answer_init_pid(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
+            return;
+        }
+        e->meta.state = CN_TXN_EMPTY;
+    }
+    if (e->busy || e->meta.state == CN_TXN_PREPARE_COMMIT ||
+        e->meta.state == CN_TXN_PREPARE_ABORT ||
+        e->meta.state == CN_TXN_PREPARE_EPOCH_FENCE) {
+        answer_init_pid(req, h, KAFKA_CONCURRENT_TRANSACTIONS, -1, -1);
+        return;
+    }
+    /* v3+ (KIP-360): a client that names its id and epoch must be the
+     * current instance. */
+    if (producer_id >= 0 && e->meta.producer_id >= 0) {
+        if (producer_id != e->meta.producer_id &&
+            producer_id != e->meta.prev_producer_id) {
+            answer_init_pid(req, h, KAFKA_INVALID_PRODUCER_ID_MAPPING, -1, -1);
+            return;
+        }
+        if (producer_epoch != e->meta.producer_epoch &&
+            producer_id == e->meta.producer_id) {
+            answer_init_pid(req, h, fenced_error(22, h->api_version), -1, -1);
+            return;
+        }
+    }
+    struct cn_txn_meta next;
+    cn_txn_meta_init(&next);
+    if (cn_txn_meta_copy(&next, &e->meta) != 0 || next_epoch(b, &next) != 0) {
+        cn_txn_meta_fini(&next);
+        answer_init_pid(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
+        return;
+    }
+    next.last_update_ms = now;
+    if (e->meta.state == CN_TXN_ONGOING) {
+        /* Fence: the old instance's transaction is aborted under the new
+         * epoch (PrepareEpochFence then PrepareAbort in Kafka, which
+         * stores only the PrepareAbort). */
+        CN_INFO("transactional id %s: fencing producer %lld epoch %d; its "
+                "open transaction is aborted",
+                id, (long long)e->meta.producer_id, e->meta.producer_epoch);
+        next.state = CN_TXN_PREPARE_ABORT;
+        write_change(b, e, &next, fence_written, NULL, NULL, false);
+        answer_init_pid(req, h, KAFKA_CONCURRENT_TRANSACTIONS, -1, -1);
+        return;
+    }
+    next.state = CN_TXN_EMPTY;
+    next.timeout_ms = timeout_ms;
+    next.txn_start_ms = -1;
+    cn_txn_meta_clear_partitions(&next);
+    write_change(b, e, &next, init_pid_written, req, h, false);
+}
+
+/* ---- common checks ---------------------------------------------------------- */
+
+/* Checks the caller is the current instance of an existing id.  Returns a
+ * Kafka error, or KAFKA_NONE with *out set. */
+static int16_t check_producer(struct cn_broker *b, struct cn_bytes wire_id,
+                              int64_t pid, int16_t epoch, int16_t api_key,
+                              int16_t version, struct txn_entry **out)
+{
+    char id[1024];
+    if (!cn_wire_cstr(wire_id, id, sizeof id))
+        return KAFKA_INVALID_REQUEST;
+    struct txn_entry *e = entry_find(b->txn, id);
+    if (!e || e->meta.producer_id != pid)
+        return KAFKA_INVALID_PRODUCER_ID_MAPPING;
+    if (e->meta.producer_epoch != epoch)
+        return fenced_error(api_key, version);
+    if (e->busy || e->meta.state == CN_TXN_PREPARE_COMMIT ||
+        e->meta.state == CN_TXN_PREPARE_ABORT ||
+        e->meta.state == CN_TXN_PREPARE_EPOCH_FENCE)
+        return KAFKA_CONCURRENT_TRANSACTIONS;
+    *out = e;
+    return KAFKA_NONE;
+}
+
+/* ---- AddPartitionsToTxn (v0-3) ----------------------------------------- */
+
+struct add_state {
+    struct cn_add_partitions_to_txn_response rs;
+};
+
+static void answer_add(struct cn_req *req, const struct cn_req_header *h,
+                       struct cn_add_partitions_to_txn_response *rs)
+{
+    cn_resp_begin(req, h);
+    cn_add_partitions_to_txn_response_encode(&req->resp, h->api_version, rs);
+    cn_req_done(req);
+}
+
+/* Sets every partition's error (those already set to a specific error
+ * keep it when keep_set). */
+static void set_all(struct cn_add_partitions_to_txn_response *rs, int16_t err,
+                    bool keep_set)
+{
+    for (int32_t i = 0; i < rs->results_by_topic_v3_and_below_len; i++) {
+        struct cn_add_partitions_to_txn_response_add_partitions_to_txn_topic_result
+            *tr = &rs->results_by_topic_v3_and_below[i];
+        for (int32_t j = 0; j < tr->results_by_partition_len; j++)
+            if (!keep_set || !tr->results_by_partition[j].partition_error_code)
+                tr->results_by_partition[j].partition_error_code = err;
+    }
+}
+
+static void add_written(struct txn_write *w, int16_t err)
+{
+    struct add_state *as = w->req->handler_state;
+    w->e->busy = false;
+    set_all(&as->rs, err, false);
+    answer_add(w->req, &w->h, &as->rs);
+}
+
+void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h,
+                                struct cn_rd *body)
+{
+    struct cn_add_partitions_to_txn_request rq;
+    int err = cn_add_partitions_to_txn_request_decode(body, &req->arena,
+                                                      h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct add_state *as = cn_arena_alloc(&req->arena, sizeof *as);
+    if (!as) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    req->handler_state = as;
+    struct cn_add_partitions_to_txn_response *rs = &as->rs;
+    cn_add_partitions_to_txn_response_init(rs);
+    int32_t nt = rq.v3_and_below_topics_len > 0 ? rq.v3_and_below_topics_len
+                                                : 0;
+    rs->results_by_topic_v3_and_below = cn_arena_calloc(
+        &req->arena, (size_t)nt + 1, sizeof *rs->results_by_topic_v3_and_below);
+    if (!rs->results_by_topic_v3_and_below) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    rs->results_by_topic_v3_and_below_len = nt;
+    bool unknown = false;
+    for (int32_t i = 0; i < nt; i++) {
+        const struct cn_add_partitions_to_txn_request_add_partitions_to_txn_topic
+            *qt = &rq.v3_and_below_topics[i];
+        struct cn_add_partitions_to_txn_response_add_partitions_to_txn_topic_result
+            *tr = &rs->results_by_topic_v3_and_below[i];
+        cn_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_init(
+            tr);
+        tr->name = qt->name;
+        int32_t np = qt->partitions_len > 0 ? qt->partitions_len : 0;
+        tr->results_by_partition = cn_arena_calloc(
+            &req->arena, (size_t)np + 1, sizeof *tr->results_by_partition);
+        if (!tr->results_by_partition) {
+            cn_req_bad(req, h, CN_ENOMEM);
+            return;
+        }
+        tr->results_by_partition_len = np;
+        for (int32_t j = 0; j < np; j++) {
+            tr->results_by_partition[j].partition_index = qt->partitions[j];
+            if (!cn_partition_find(b, qt->name, qt->partitions[j]) ||
+                cn_bytes_eq_str(qt->name, CN_TXN_TOPIC)) {
+                tr->results_by_partition[j].partition_error_code =
+                    KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+                unknown = true;
+            }
+        }
+    }
+    struct txn_entry *e = NULL;
+    int16_t kerr = check_producer(b, rq.v3_and_below_transactional_id,
+                                  rq.v3_and_below_producer_id,
+                                  rq.v3_and_below_producer_epoch, 24,
+                                  h->api_version, &e);
+    if (kerr) {
+        set_all(rs, kerr, false);
+        answer_add(req, h, rs);
+        return;
+    }
+    if (unknown) {
+        /* Nothing is added when any partition is bad. */
+        set_all(rs, KAFKA_OPERATION_NOT_ATTEMPTED, true);
+        answer_add(req, h, rs);
+        return;
+    }
+    struct cn_txn_meta next;
+    cn_txn_meta_init(&next);
+    bool changed = e->meta.state != CN_TXN_ONGOING;
+    if (cn_txn_meta_copy(&next, &e->meta) != 0) {
+        set_all(rs, KAFKA_COORDINATOR_NOT_AVAILABLE, false);
+        answer_add(req, h, rs);
+        return;
+    }
+    if (changed)
+        cn_txn_meta_clear_partitions(&next);
+    for (int32_t i = 0; i < nt; i++) {
+        const struct cn_add_partitions_to_txn_request_add_partitions_to_txn_topic
+            *qt = &rq.v3_and_below_topics[i];
+        char topic[CN_TOPIC_NAME_MAX + 1];
+        if (!cn_wire_cstr(qt->name, topic, sizeof topic))
+            continue;
+        for (int32_t j = 0; j < qt->partitions_len; j++) {
+            if (!cn_txn_meta_has_partition(&next, topic, qt->partitions[j])) {
+                changed = true;
+                cn_txn_meta_add_partition(&next, topic, qt->partitions[j]);
+            }
+        }
+    }
+    if (!changed) {
+        cn_txn_meta_fini(&next);
+        answer_add(req, h, rs);
+        return;
+    }
+    int64_t now = cn_clock_wall_ms();
+    if (next.state != CN_TXN_ONGOING)
+        next.txn_start_ms = now;
+    next.state = CN_TXN_ONGOING;
+    next.last_update_ms = now;
+    write_change(b, e, &next, add_written, req, h, false);
+}
+
+/* ---- EndTxn ----------------------------------------------------------------- */
+
+static void end_written(struct txn_write *w, int16_t err)
+{
+    answer_end_txn(w->req, &w->h, err);
+    if (err) {
+        w->e->busy = false;
+        return;
+    }
+    if (CN_FAILPOINT(w->commit ? "txn.after_prepare_sync"
+                               : "txn.abort_after_prepare_sync"))
+        return;
+    write_markers(w->b, w->e, w->commit);
+}
+
+void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
+                  const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_end_txn_request rq;
+    int err = cn_end_txn_request_decode(body, &req->arena, h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct txn_entry *e = NULL;
+    int16_t kerr = check_producer(b, rq.transactional_id, rq.producer_id,
+                                  rq.producer_epoch, 26, h->api_version, &e);
+    if (kerr) {
+        answer_end_txn(req, h, kerr);
+        return;
+    }
+    enum cn_txn_state s = e->meta.state;
+    if (s == CN_TXN_COMPLETE_COMMIT || s == CN_TXN_COMPLETE_ABORT) {
+        /* A retry of the EndTxn that finished it is answered as before. */
+        bool same = (s == CN_TXN_COMPLETE_COMMIT) == rq.committed;
+        answer_end_txn(req, h, same ? KAFKA_NONE : KAFKA_INVALID_TXN_STATE);
+        return;
+    }
+    if (s != CN_TXN_ONGOING) {
+        answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE);
+        return;
+    }
+    struct cn_txn_meta next;
+    cn_txn_meta_init(&next);
+    if (cn_txn_meta_copy(&next, &e->meta) != 0) {
+        answer_end_txn(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE);
+        return;
+    }
+    next.state = rq.committed ? CN_TXN_PREPARE_COMMIT : CN_TXN_PREPARE_ABORT;
+    next.last_update_ms = cn_clock_wall_ms();
+    write_change(b, e, &next, end_written, req, h, rq.committed);
+}
+
+/* ---- FindCoordinator -------------------------------------------------------- */
+
+#define KEY_TYPE_GROUP 0
+#define KEY_TYPE_TRANSACTION 1
+
+static void fill_coordinator(struct cn_broker *b, struct cn_req *req,
+                             int8_t key_type, int16_t *err, int32_t *node,
+                             struct cn_bytes *host, int32_t *port,
+                             struct cn_bytes *msg)
+{
+    *node = -1;
+    *host = cn_bytes_str("");
+    *port = -1;
+    if (key_type != KEY_TYPE_TRANSACTION) {
+        *err = KAFKA_COORDINATOR_NOT_AVAILABLE;
+        *msg = cn_req_str(req, key_type == KEY_TYPE_GROUP
+                                   ? "Consumer groups are not served yet."
+                                   : "Unknown coordinator key type.");
+        if (key_type != KEY_TYPE_GROUP)
+            *err = KAFKA_INVALID_REQUEST;
+        return;
+    }
+    if (!log_topic(b, true)) {
+        *err = KAFKA_COORDINATOR_NOT_AVAILABLE;
+        return;
+    }
+    *err = KAFKA_NONE;
+    *node = b->node_id;
+    *host = cn_bytes_str(b->adv_host);
+    *port = b->adv_port;
+}
+
+void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
+                           const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_find_coordinator_request rq;
+    int err = cn_find_coordinator_request_decode(body, &req->arena,
+                                                 h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct cn_find_coordinator_response rs;
+    cn_find_coordinator_response_init(&rs);
+    if (h->api_version < 4) {
+        fill_coordinator(b, req, rq.key_type, &rs.error_code, &rs.node_id,
+                         &rs.host, &rs.port, &rs.error_message);
+    } else {
+        int32_t n = rq.coordinator_keys_len > 0 ? rq.coordinator_keys_len : 0;
+        rs.coordinators = cn_arena_calloc(&req->arena, (size_t)n + 1,
+                                          sizeof *rs.coordinators);
+        if (!rs.coordinators) {
+            cn_req_bad(req, h, CN_ENOMEM);
+            return;
+        }
+        rs.coordinators_len = n;
+        for (int32_t i = 0; i < n; i++) {
+            struct cn_find_coordinator_response_coordinator *c =
+                &rs.coordinators[i];
+            cn_find_coordinator_response_coordinator_init(c);
+            c->key = rq.coordinator_keys[i];
+            fill_coordinator(b, req, rq.key_type, &c->error_code, &c->node_id,
+                             &c->host, &c->port, &c->error_message);
+        }
+    }
+    cn_resp_begin(req, h);
+    cn_find_coordinator_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+}
+
+/* ---- timeouts ---------------------------------------------------------------- */
+
+static void timeout_written(struct txn_write *w, int16_t err)
+{
+    if (err) {
+        w->e->busy = false;
+        return;
+    }
+    write_markers(w->b, w->e, false);
+}
+
+static void on_timeout_check(uv_timer_t *t)
+{
+    struct cn_broker *b = t->data;
+    struct cn_txn_coord *c = b->txn;
+    int64_t now = cn_clock_wall_ms();
+    for (size_t i = 0; i < c->buckets; i++)
+        for (struct txn_entry *e = c->table[i]; e; e = e->next) {
+            const struct cn_txn_meta *m = &e->meta;
+            if (e->busy || m->state != CN_TXN_ONGOING ||
+                now - m->txn_start_ms <= m->timeout_ms)
+                continue;
+            struct cn_txn_meta next;
+            cn_txn_meta_init(&next);
+            if (cn_txn_meta_copy(&next, m) != 0 || next_epoch(b, &next) != 0) {
+                cn_txn_meta_fini(&next);
+                continue;
+            }
+            CN_INFO("transactional id %s: transaction open %lld ms, past its "
+                    "timeout of %d ms: aborting and bumping the epoch to %d",
+                    m->transactional_id, (long long)(now - m->txn_start_ms),
+                    m->timeout_ms, next.producer_epoch);
+            next.state = CN_TXN_PREPARE_ABORT;
+            next.last_update_ms = now;
+            write_change(b, e, &next, timeout_written, NULL, NULL, false);
+        }
+}
+
+/* ---- load and recovery ------------------------------------------------------ */
+
+static int load_record(struct cn_txn_coord *c, const struct cn_record *rec)
+{
+    struct cn_txn_meta m;
+    cn_txn_meta_init(&m);
+    bool tombstone = false;
+    if (cn_txn_log_decode(rec->key, rec->value, &m, &tombstone) != 0)
+        return 0; /* not a record we know: skip it, as Kafka's loader does */
+    struct txn_entry *e = entry_find(c, m.transactional_id);
+    if (tombstone) {
+        if (e)
+            entry_remove(c, e);
+        cn_txn_meta_fini(&m);
+        return 0;
+    }
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (!e) {
+            cn_txn_meta_fini(&m);
+            return CN_ENOMEM;
+        }
+        e->meta = m;
+        return entry_insert(c, e);
+    }
+    cn_txn_meta_fini(&e->meta);
+    e->meta = m;
+    return 0;
+}
+
+static int load_partition(struct cn_txn_coord *c, struct cn_partition *p)
+{
+    struct cn_wr buf, scratch;
+    cn_wr_init(&buf, 1 << 20);
+    cn_wr_init(&scratch, 0);
+    int64_t at = cn_log_start_offset(p->log), end = cn_log_end_offset(p->log);
+    int rc = 0;
+    while (at < end && !rc) {
+        cn_wr_reset(&buf);
+        size_t got = 0;
+        rc = cn_log_read(p->log, at, end, 1 << 20, true, &buf, &got);
+        if (rc || !got)
+            break;
+        size_t pos = 0;
+        while (pos < got && !rc) {
+            struct cn_batch_hdr hdr;
+            struct cn_record_iter it;
+            if (cn_batch_hdr_parse(buf.buf + pos, got - pos, &hdr) != 0)
+                break;
+            size_t len = cn_batch_size(&hdr);
+            if (cn_batch_records(buf.buf + pos, len, 0, &scratch, &hdr, &it) ==
+                0) {
+                struct cn_record rec;
+                while (!rc && cn_record_iter_next(&it, &rec) == 1)
+                    if (rec.offset >= at)
+                        rc = load_record(c, &rec);
+            }
+            at = cn_batch_last_offset(&hdr) + 1;
+            pos += len;
+        }
+    }
+    cn_wr_fini(&buf);
+    cn_wr_fini(&scratch);
+    return rc;
+}
+
+int cn_txn_coord_start(struct cn_broker *b)
+{
+    struct cn_txn_coord *c = calloc(1, sizeof *c);
+    if (!c)
+        return CN_ENOMEM;
+    b->txn = c;
+    struct cn_topic *t = log_topic(b, false);
+    int64_t t0 = cn_clock_mono_ms();
+    if (t) {
+        for (int32_t i = 0; i < t->partition_count; i++) {
+            int rc = load_partition(c, t->partitions[i]);
+            if (rc)
+                return rc;
+        }
+        size_t resumed = 0;
+        for (size_t i = 0; i < c->buckets; i++)
+            for (struct txn_entry *e = c->table[i]; e; e = e->next) {
+                /* The decision is durable: finish what it says. */
+                if (e->meta.state == CN_TXN_PREPARE_COMMIT ||
+                    e->meta.state == CN_TXN_PREPARE_ABORT) {
+                    e->busy = true;
+                    write_markers(b, e,
+                                  e->meta.state == CN_TXN_PREPARE_COMMIT);
+                    resumed++;
+                }
+            }
+        CN_INFO("loaded %zu transactional ids from %s in %lld ms; %zu "
+                "decided transactions being completed",
+                c->count, CN_TXN_TOPIC,
+                (long long)(cn_clock_mono_ms() - t0), resumed);
+    }
+    uv_timer_init(b->loop, &c->timer);
+    c->timer.data = b;
+    uint64_t every = (uint64_t)
+        b->cfg->transaction_abort_timed_out_transaction_cleanup_interval_ms;
+    uv_timer_start(&c->timer, on_timeout_check, every, every);
+    c->timer_armed = true;
+    return 0;
+}
+
+void cn_txn_coord_stop(struct cn_broker *b)
+{
+    struct cn_txn_coord *c = b->txn;
+    if (!c || !c->timer_armed)
+        return;
+    uv_timer_stop(&c->timer);
+    uv_close((uv_handle_t *)&c->timer, NULL);
+    c->timer_armed = false;
+}
+
+void cn_txn_coord_free(struct cn_broker *b)
+{
+    struct cn_txn_coord *c = b->txn;
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->buckets; i++)
+        while (c->table[i]) {
+            struct txn_entry *e = c->table[i];
+            c->table[i] = e->next;
+            cn_txn_meta_fini(&e->meta);
+            free(e);
+        }
+    free(c->table);
+    free(c);
+    b->txn = NULL;
+}

@@ -1,0 +1,45 @@
+/*
+ * txn_coord.h - the transaction coordinator (transaction version 1).
+ *
+ * Every transactional id lives in one partition of __transaction_state
+ * (Java's String.hashCode rule, so tools agree on where).  Each state
+ * change is appended to that partition and synced before anything acts on
+ * it or the client hears of it.  EndTxn writes PrepareCommit/PrepareAbort
+ * (the decision), answers, appends a marker to every partition in the
+ * transaction through the same append path a remote leader would use, and
+ * then writes CompleteCommit/CompleteAbort.  At start the log is replayed
+ * and decided transactions are finished.
+ *
+ * Runs on: loop.
+ */
+#ifndef CN_BROKER_TXN_COORD_H
+#define CN_BROKER_TXN_COORD_H
+
+#include "broker_int.h"
+
+#define CN_TXN_TOPIC "__transaction_state"
+
+struct cn_txn_coord;
+
+/* Loads __transaction_state if it exists, finishing decided transactions,
+ * and arms the timeout check.  Returns 0 or a negative error. */
+int cn_txn_coord_start(struct cn_broker *b);
+void cn_txn_coord_stop(struct cn_broker *b);
+void cn_txn_coord_free(struct cn_broker *b);
+
+void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
+                           const struct cn_req_header *h, struct cn_rd *body);
+/* InitProducerId with a transactional id (the idempotent case stays in
+ * h_producers.c). */
+void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
+                             const struct cn_req_header *h,
+                             struct cn_bytes transactional_id,
+                             int32_t timeout_ms, int64_t producer_id,
+                             int16_t producer_epoch);
+void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h,
+                                struct cn_rd *body);
+void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
+                  const struct cn_req_header *h, struct cn_rd *body);
+
+#endif
