@@ -37,6 +37,8 @@ const struct cn_handler cn_handlers[] = {
     {44, 0, 1, 0, cn_h_incremental_alter_configs},
     {60, 0, 1, 0, cn_h_describe_cluster},
     {61, 0, 0, 0, cn_h_describe_producers},
+    {65, 0, 0, 0, cn_h_describe_transactions},
+    {66, 0, 1, 0, cn_h_list_transactions},
 };
 const size_t cn_handler_count = sizeof cn_handlers / sizeof cn_handlers[0];
 

@@ -16,6 +16,7 @@
 #include "proto/batch.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
+#include "txn_coord.h"
 
 struct produce_state {
     struct cn_sync_waiter waiter;      /* for acks=-1 */
@@ -46,6 +47,7 @@ static int16_t kerr_from_log_err(int err)
 }
 
 struct append_ctx {
+    struct cn_broker *b;
     struct cn_partition *p;
     int64_t first_offset;
     int64_t append_time; /* LogAppendTime, or -1 */
@@ -94,9 +96,16 @@ static int16_t check_producer(struct append_ctx *ac,
     /* A plain batch from a producer with an open transaction would land
      * inside that transaction's range without belonging to it. */
     struct cn_pentry_info pe;
-    if (!cn_batch_is_transactional(hdr) &&
-        cn_pstate_get(ac->p->pstate, hdr->producer_id, &pe) &&
-        pe.txn_first_offset >= 0 && pe.epoch == hdr->producer_epoch)
+    bool known = cn_pstate_get(ac->p->pstate, hdr->producer_id, &pe);
+    bool open = known && pe.txn_first_offset >= 0;
+    if (!cn_batch_is_transactional(hdr) && open &&
+        pe.epoch == hdr->producer_epoch)
+        return KAFKA_INVALID_TXN_STATE;
+    /* A transactional batch that would open a transaction here must be
+     * part of one the coordinator holds Ongoing. */
+    if (cn_batch_is_transactional(hdr) && !open &&
+        !cn_txn_coord_verify(ac->b, hdr->producer_id, hdr->producer_epoch,
+                             ac->p->topic->name, ac->p->index))
         return KAFKA_INVALID_TXN_STATE;
     switch (cn_pstate_check(ac->p->pstate, hdr, dup_offset)) {
     case CN_PCHECK_APPEND:
@@ -195,7 +204,7 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
         .max_uncompressed_bytes = 0,
         .allow_control = false,
     };
-    struct append_ctx ac = {p, -1, -1, 0};
+    struct append_ctx ac = {b, p, -1, -1, 0};
     struct check_ctx cc = {&ac, 0, false, -1};
     struct cn_batch_hdr hdr;
     memset(&hdr, 0, sizeof hdr);

@@ -111,7 +111,7 @@ int cn_partition_producers_load(struct cn_partition *p, const char *name)
     if (rc)
         return rc;
     p->active_base = cn_log_active_base(p->log);
-    if (snap >= 0 || batches > 0 || cn_pstate_count(p->pstate) > 0)
+    if (batches > 0 || cn_pstate_count(p->pstate) > 0)
         CN_INFO("producer state for %s: snapshot at offset %" PRId64
                 ", replayed %" PRId64 " batches from the log, %zu producers",
                 name, snap, batches, cn_pstate_count(p->pstate));

@@ -33,12 +33,18 @@
 struct txn_entry {
     struct cn_txn_meta meta;    /* as last made durable */
     bool busy;                  /* a change or markers in flight */
-    struct txn_entry *next;     /* hash chain */
+    struct txn_entry *next;     /* hash chain by id */
+    struct txn_entry *pid_next; /* chain in the producer id index */
+    int64_t indexed_pid;        /* producer id it is indexed under, or -1 */
 };
 
+#define PID_BUCKETS 4096
+
 struct cn_txn_coord {
+    uv_timer_t expiry_timer;    /* unused transactional ids */
     struct txn_entry **table;   /* by transactional id */
     size_t buckets, count;
+    struct txn_entry *by_pid[PID_BUCKETS]; /* by current producer id */
     uv_timer_t timer;           /* timed-out transactions */
     bool timer_armed;
 };
@@ -107,8 +113,48 @@ static int entry_insert(struct cn_txn_coord *c, struct txn_entry *e)
     return 0;
 }
 
+static void pid_unindex(struct cn_txn_coord *c, struct txn_entry *e)
+{
+    if (e->indexed_pid < 0)
+        return;
+    struct txn_entry **pp =
+        &c->by_pid[(uint64_t)e->indexed_pid % PID_BUCKETS];
+    while (*pp && *pp != e)
+        pp = &(*pp)->pid_next;
+    if (*pp)
+        *pp = e->pid_next;
+    e->indexed_pid = -1;
+}
+
+/* Keeps the producer id index in step with e->meta.producer_id. */
+static void pid_reindex(struct cn_txn_coord *c, struct txn_entry *e)
+{
+    if (e->indexed_pid == e->meta.producer_id)
+        return;
+    pid_unindex(c, e);
+    if (e->meta.producer_id < 0)
+        return;
+    struct txn_entry **head =
+        &c->by_pid[(uint64_t)e->meta.producer_id % PID_BUCKETS];
+    e->pid_next = *head;
+    *head = e;
+    e->indexed_pid = e->meta.producer_id;
+}
+
+static struct txn_entry *entry_by_pid(struct cn_txn_coord *c, int64_t pid)
+{
+    if (pid < 0)
+        return NULL;
+    for (struct txn_entry *e = c->by_pid[(uint64_t)pid % PID_BUCKETS]; e;
+         e = e->pid_next)
+        if (e->meta.producer_id == pid)
+            return e;
+    return NULL;
+}
+
 static void entry_remove(struct cn_txn_coord *c, struct txn_entry *e)
 {
+    pid_unindex(c, e);
     struct txn_entry **pp =
         &c->table[id_hash(e->meta.transactional_id) % c->buckets];
     while (*pp && *pp != e)
@@ -169,6 +215,7 @@ static void write_done(struct cn_broker *b, struct cn_sync_waiter *sw)
     } else {
         cn_txn_meta_fini(&w->e->meta);
         w->e->meta = w->next;
+        pid_reindex(b->txn, w->e);
     }
     w->then(w, err);
     free(w);
@@ -492,8 +539,10 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
     int64_t now = cn_clock_wall_ms();
     if (!e) {
         e = calloc(1, sizeof *e);
-        if (e)
+        if (e) {
             cn_txn_meta_init(&e->meta);
+            e->indexed_pid = -1;
+        }
         if (!e || cn_txn_meta_set_id(&e->meta, id) != 0 ||
             entry_insert(c, e) != 0) {
             if (e)
@@ -771,6 +820,20 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
     write_change(b, e, &next, end_written, req, h, rq.committed);
 }
 
+/* ---- partition leaders asking (KIP-890 part 1, locally) ----------------- */
+
+bool cn_txn_coord_verify(struct cn_broker *b, int64_t producer_id,
+                         int16_t producer_epoch, const char *topic,
+                         int32_t partition)
+{
+    if (!b->cfg->transaction_partition_verification_enable)
+        return true;
+    struct txn_entry *e = b->txn ? entry_by_pid(b->txn, producer_id) : NULL;
+    return e && e->meta.producer_epoch == producer_epoch &&
+           e->meta.state == CN_TXN_ONGOING &&
+           cn_txn_meta_has_partition(&e->meta, topic, partition);
+}
+
 /* ---- FindCoordinator -------------------------------------------------------- */
 
 #define KEY_TYPE_GROUP 0
@@ -879,6 +942,202 @@ static void on_timeout_check(uv_timer_t *t)
         }
 }
 
+/* ---- expiry ---------------------------------------------------------------- */
+
+static void expired_written(struct txn_write *w, int16_t err)
+{
+    struct txn_entry *e = w->e;
+    e->busy = false;
+    if (!err && e->meta.state == CN_TXN_DEAD) {
+        CN_INFO("transactional id %s expired: unused for %d ms",
+                e->meta.transactional_id,
+                w->b->cfg->transactional_id_expiration_ms);
+        entry_remove(w->b->txn, e);
+    }
+}
+
+/* Ids unused for transactional.id.expiration.ms are written as Dead (a
+ * tombstone, so compaction can drop them) and forgotten.  Only ids with no
+ * transaction open can expire. */
+static void on_expiry_check(uv_timer_t *t)
+{
+    struct cn_broker *b = t->data;
+    struct cn_txn_coord *c = b->txn;
+    int64_t now = cn_clock_wall_ms();
+    for (size_t i = 0; i < c->buckets; i++) {
+        struct txn_entry *e = c->table[i];
+        while (e) {
+            struct txn_entry *next = e->next;
+            if (!e->busy && cn_txn_state_expirable(e->meta.state) &&
+                now - e->meta.last_update_ms >
+                    b->cfg->transactional_id_expiration_ms) {
+                struct cn_txn_meta dead;
+                cn_txn_meta_init(&dead);
+                if (cn_txn_meta_copy(&dead, &e->meta) == 0) {
+                    dead.state = CN_TXN_DEAD;
+                    cn_txn_meta_clear_partitions(&dead);
+                    dead.last_update_ms = now;
+                    write_change(b, e, &dead, expired_written, NULL, NULL,
+                                 false);
+                } else {
+                    cn_txn_meta_fini(&dead);
+                }
+            }
+            e = next;
+        }
+    }
+}
+
+/* ---- DescribeTransactions and ListTransactions ---------------------------- */
+
+void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h,
+                                struct cn_rd *body)
+{
+    struct cn_describe_transactions_request rq;
+    int err = cn_describe_transactions_request_decode(body, &req->arena,
+                                                      h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct cn_describe_transactions_response rs;
+    cn_describe_transactions_response_init(&rs);
+    int32_t n = rq.transactional_ids_len > 0 ? rq.transactional_ids_len : 0;
+    rs.transaction_states = cn_arena_calloc(&req->arena, (size_t)n + 1,
+                                            sizeof *rs.transaction_states);
+    if (!rs.transaction_states)
+        goto nomem;
+    rs.transaction_states_len = n;
+    for (int32_t i = 0; i < n; i++) {
+        struct cn_describe_transactions_response_transaction_state *ts =
+            &rs.transaction_states[i];
+        cn_describe_transactions_response_transaction_state_init(ts);
+        ts->transactional_id = rq.transactional_ids[i];
+        ts->topics_len = 0;
+        char id[1024];
+        struct txn_entry *e =
+            cn_wire_cstr(rq.transactional_ids[i], id, sizeof id)
+                ? entry_find(b->txn, id)
+                : NULL;
+        if (!e || e->meta.state == CN_TXN_DEAD) {
+            ts->error_code = KAFKA_TRANSACTIONAL_ID_NOT_FOUND;
+            ts->transaction_state = cn_bytes_str("");
+            continue;
+        }
+        const struct cn_txn_meta *m = &e->meta;
+        ts->transaction_state = cn_bytes_str(cn_txn_state_name(m->state));
+        ts->transaction_timeout_ms = m->timeout_ms;
+        ts->transaction_start_time_ms = m->txn_start_ms;
+        ts->producer_id = m->producer_id;
+        ts->producer_epoch = m->producer_epoch;
+        /* Partitions come sorted by topic: one entry per topic. */
+        ts->topics = cn_arena_calloc(&req->arena, m->npartitions + 1,
+                                     sizeof *ts->topics);
+        if (!ts->topics)
+            goto nomem;
+        for (size_t k = 0; k < m->npartitions; k++) {
+            struct cn_describe_transactions_response_topic_data *td;
+            if (ts->topics_len == 0 ||
+                strcmp(m->partitions[k].topic, m->partitions[k - 1].topic)) {
+                td = &ts->topics[ts->topics_len++];
+                cn_describe_transactions_response_topic_data_init(td);
+                td->topic = cn_req_str(req, m->partitions[k].topic);
+                td->partitions = cn_arena_calloc(&req->arena,
+                                                 m->npartitions + 1,
+                                                 sizeof *td->partitions);
+                if (!td->partitions)
+                    goto nomem;
+                td->partitions_len = 0;
+            } else {
+                td = &ts->topics[ts->topics_len - 1];
+            }
+            td->partitions[td->partitions_len++] =
+                m->partitions[k].partition;
+        }
+    }
+    cn_resp_begin(req, h);
+    cn_describe_transactions_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+    return;
+nomem:
+    cn_req_bad(req, h, CN_ENOMEM);
+}
+
+static bool pid_wanted(const struct cn_list_transactions_request *rq,
+                       int64_t pid)
+{
+    if (rq->producer_id_filters_len <= 0)
+        return true;
+    for (int32_t i = 0; i < rq->producer_id_filters_len; i++)
+        if (rq->producer_id_filters[i] == pid)
+            return true;
+    return false;
+}
+
+void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
+                            const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_list_transactions_request rq;
+    int err = cn_list_transactions_request_decode(body, &req->arena,
+                                                  h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct cn_list_transactions_response rs;
+    cn_list_transactions_response_init(&rs);
+    int32_t nf = rq.state_filters_len > 0 ? rq.state_filters_len : 0;
+    bool want_state[CN_TXN_NSTATES] = {false};
+    rs.unknown_state_filters = cn_arena_calloc(&req->arena, (size_t)nf + 1,
+                                               sizeof *rs.unknown_state_filters);
+    if (!rs.unknown_state_filters)
+        goto nomem;
+    rs.unknown_state_filters_len = 0;
+    for (int32_t i = 0; i < nf; i++) {
+        char name[64];
+        int st = cn_wire_cstr(rq.state_filters[i], name, sizeof name)
+                     ? cn_txn_state_parse(name)
+                     : -1;
+        if (st < 0)
+            rs.unknown_state_filters[rs.unknown_state_filters_len++] =
+                rq.state_filters[i];
+        else
+            want_state[st] = true;
+    }
+    struct cn_txn_coord *c = b->txn;
+    rs.transaction_states = cn_arena_calloc(&req->arena, c->count + 1,
+                                            sizeof *rs.transaction_states);
+    if (!rs.transaction_states)
+        goto nomem;
+    rs.transaction_states_len = 0;
+    int64_t now = cn_clock_wall_ms();
+    for (size_t i = 0; i < c->buckets; i++)
+        for (struct txn_entry *e = c->table[i]; e; e = e->next) {
+            const struct cn_txn_meta *m = &e->meta;
+            if (m->state == CN_TXN_DEAD || (nf > 0 && !want_state[m->state]) ||
+                !pid_wanted(&rq, m->producer_id))
+                continue;
+            /* v1: only transactions running longer than the filter. */
+            if (rq.duration_filter >= 0 &&
+                (m->txn_start_ms < 0 ||
+                 now - m->txn_start_ms < rq.duration_filter))
+                continue;
+            struct cn_list_transactions_response_transaction_state *ts =
+                &rs.transaction_states[rs.transaction_states_len++];
+            cn_list_transactions_response_transaction_state_init(ts);
+            ts->transactional_id = cn_req_str(req, m->transactional_id);
+            ts->producer_id = m->producer_id;
+            ts->transaction_state = cn_bytes_str(cn_txn_state_name(m->state));
+        }
+    cn_resp_begin(req, h);
+    cn_list_transactions_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+    return;
+nomem:
+    cn_req_bad(req, h, CN_ENOMEM);
+}
+
 /* ---- load and recovery ------------------------------------------------------ */
 
 static int load_record(struct cn_txn_coord *c, const struct cn_record *rec)
@@ -902,10 +1161,15 @@ static int load_record(struct cn_txn_coord *c, const struct cn_record *rec)
             return CN_ENOMEM;
         }
         e->meta = m;
-        return entry_insert(c, e);
+        e->indexed_pid = -1;
+        int rc = entry_insert(c, e);
+        if (!rc)
+            pid_reindex(c, e);
+        return rc;
     }
     cn_txn_meta_fini(&e->meta);
     e->meta = m;
+    pid_reindex(c, e);
     return 0;
 }
 
@@ -981,6 +1245,12 @@ int cn_txn_coord_start(struct cn_broker *b)
     uint64_t every = (uint64_t)
         b->cfg->transaction_abort_timed_out_transaction_cleanup_interval_ms;
     uv_timer_start(&c->timer, on_timeout_check, every, every);
+    uv_timer_init(b->loop, &c->expiry_timer);
+    c->expiry_timer.data = b;
+    uint64_t expiry_every = (uint64_t)
+        b->cfg->transaction_remove_expired_transaction_cleanup_interval_ms;
+    uv_timer_start(&c->expiry_timer, on_expiry_check, expiry_every,
+                   expiry_every);
     c->timer_armed = true;
     return 0;
 }
@@ -992,6 +1262,8 @@ void cn_txn_coord_stop(struct cn_broker *b)
         return;
     uv_timer_stop(&c->timer);
     uv_close((uv_handle_t *)&c->timer, NULL);
+    uv_timer_stop(&c->expiry_timer);
+    uv_close((uv_handle_t *)&c->expiry_timer, NULL);
     c->timer_armed = false;
 }
 

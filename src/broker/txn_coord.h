@@ -27,6 +27,18 @@ int cn_txn_coord_start(struct cn_broker *b);
 void cn_txn_coord_stop(struct cn_broker *b);
 void cn_txn_coord_free(struct cn_broker *b);
 
+/*
+ * What a partition leader asks before a transactional batch opens a
+ * transaction on it (KIP-890 part 1): is this producer id, at this epoch,
+ * in an Ongoing transaction that includes the partition?  Always true when
+ * transaction.partition.verification.enable is false.  A late batch from
+ * a transaction that has already ended is refused this way instead of
+ * opening a transaction nobody will close.
+ */
+bool cn_txn_coord_verify(struct cn_broker *b, int64_t producer_id,
+                         int16_t producer_epoch, const char *topic,
+                         int32_t partition);
+
 void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body);
 /* InitProducerId with a transactional id (the idempotent case stays in
@@ -39,6 +51,12 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
 void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
                                 const struct cn_req_header *h,
                                 struct cn_rd *body);
+void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h,
+                                struct cn_rd *body);
+void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
+                            const struct cn_req_header *h,
+                            struct cn_rd *body);
 void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
                   const struct cn_req_header *h, struct cn_rd *body);
 
