@@ -382,8 +382,7 @@ static void markers_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
     struct txn_entry *e = mw->e;
     bool commit = mw->commit;
     free(mw);
-    if (CN_FAILPOINT(commit ? "txn.after_markers_before_complete"
-                            : "txn.abort_after_markers_before_complete"))
+    if (CN_FAILPOINT("txn.after_markers_before_complete"))
         return;
     struct cn_txn_meta next;
     cn_txn_meta_init(&next);
@@ -446,8 +445,7 @@ static void write_markers(struct cn_broker *b, struct txn_entry *e,
             cn_partition_record_batch(p, batch.buf, batch.len, &hdr);
         cn_sync_appended(b, p);
         if (i == 0 && m->npartitions > 1 &&
-            CN_FAILPOINT(commit ? "txn.after_some_markers"
-                                : "txn.abort_after_some_markers")) {
+            CN_FAILPOINT("txn.after_some_markers")) {
             failed = true;
             break;
         }
@@ -496,7 +494,7 @@ static void fence_written(struct txn_write *w, int16_t err)
         w->e->busy = false;
         return;
     }
-    if (CN_FAILPOINT("txn.fence_after_prepare_sync"))
+    if (CN_FAILPOINT("txn.after_prepare_sync"))
         return;
     write_markers(w->b, w->e, false);
 }
@@ -776,8 +774,7 @@ static void end_written(struct txn_write *w, int16_t err)
         w->e->busy = false;
         return;
     }
-    if (CN_FAILPOINT(w->commit ? "txn.after_prepare_sync"
-                               : "txn.abort_after_prepare_sync"))
+    if (CN_FAILPOINT("txn.after_prepare_sync"))
         return;
     write_markers(w->b, w->e, w->commit);
 }
@@ -912,6 +909,8 @@ static void timeout_written(struct txn_write *w, int16_t err)
         w->e->busy = false;
         return;
     }
+    if (CN_FAILPOINT("txn.after_prepare_sync"))
+        return;
     write_markers(w->b, w->e, false);
 }
 

@@ -10,6 +10,12 @@
  * then writes CompleteCommit/CompleteAbort.  At start the log is replayed
  * and decided transactions are finished.
  *
+ * Fail points, the same on the commit, abort, epoch-fence and timeout
+ * paths: txn.after_prepare_sync (decision durable, no marker written),
+ * txn.after_some_markers (the first of several partitions has its marker),
+ * txn.after_markers_before_complete (every marker durable, Complete not
+ * written).
+ *
  * Runs on: loop.
  */
 #ifndef CN_BROKER_TXN_COORD_H
