@@ -594,3 +594,400 @@ class Client:
             offset = got[-1]["base_offset"] + got[-1]["last_offset_delta"] + 1
             if offset >= hw:
                 return batches
+
+
+# ---------------------------------------------------------------------------
+# Transaction helpers: FindCoordinator, InitProducerId with a transactional
+# id, AddPartitionsToTxn, EndTxn, DescribeTransactions, ListTransactions,
+# Metadata v1 parsing and Fetch with the records of uncompressed batches
+# (control markers).
+
+API_FIND_COORDINATOR = 10
+API_ADD_PARTITIONS_TO_TXN = 24
+API_END_TXN = 26
+API_DESCRIBE_TRANSACTIONS = 65
+API_LIST_TRANSACTIONS = 66
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+INVALID_PRODUCER_ID_MAPPING = 49
+INVALID_TRANSACTION_TIMEOUT = 50
+CONCURRENT_TRANSACTIONS = 51
+OPERATION_NOT_ATTEMPTED = 55
+PRODUCER_FENCED = 90
+
+COORDINATOR_GROUP = 0
+COORDINATOR_TRANSACTION = 1
+
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+
+def find_coordinator_request(correlation_id, key, key_type=1, version=1):
+    """FindCoordinator v0..v6 for one key (v4+ sends it in the key list)."""
+    flexible = version >= 3
+    if version >= 4:
+        body = struct.pack(">b", key_type)
+        body += uvarint(2) + compact_string(key)
+    else:
+        body = compact_string(key) if flexible else string(key)
+        if version >= 1:
+            body += struct.pack(">b", key_type)
+    if flexible:
+        body += uvarint(0)
+    return request(API_FIND_COORDINATOR, version, correlation_id, body,
+                   flexible=flexible)
+
+
+def parse_find_coordinator(body, version):
+    """Returns (correlation_id, [dicts with key, node_id, host, port, error,
+    message]); below v4 there is one entry with key None."""
+    r = Reader(body)
+    corr = r.i32()
+    flexible = version >= 3
+    if flexible:
+        r.skip_tags()
+    if version >= 1:
+        r.i32()                           # throttle
+    s = r.compact_string if flexible else r.string
+    out = []
+    if version >= 4:
+        for _ in range(r.uvarint() - 1):
+            key = s()
+            node, host, port = r.i32(), s(), r.i32()
+            err, msg = r.i16(), s()
+            r.skip_tags()
+            out.append({"key": key, "node_id": node, "host": host,
+                        "port": port, "error": err, "message": msg})
+    else:
+        err = r.i16()
+        msg = s() if version >= 1 else None
+        node, host, port = r.i32(), s(), r.i32()
+        out.append({"key": None, "node_id": node, "host": host,
+                    "port": port, "error": err, "message": msg})
+    return corr, out
+
+
+def add_partitions_to_txn_request(correlation_id, transactional_id,
+                                  producer_id, producer_epoch, topics,
+                                  version=1):
+    """AddPartitionsToTxn v0..v3; topics: {name: [partitions]} (or a list
+    of (name, [partitions]) pairs to keep an order)."""
+    flexible = version >= 3
+    items = list(topics.items()) if isinstance(topics, dict) else topics
+    if flexible:
+        body = compact_string(transactional_id)
+        body += struct.pack(">qh", producer_id, producer_epoch)
+        body += uvarint(len(items) + 1)
+        for name, parts in items:
+            body += compact_string(name) + uvarint(len(parts) + 1)
+            body += b"".join(struct.pack(">i", p) for p in parts)
+            body += uvarint(0)
+        body += uvarint(0)
+    else:
+        body = string(transactional_id)
+        body += struct.pack(">qh", producer_id, producer_epoch)
+        body += struct.pack(">i", len(items))
+        for name, parts in items:
+            body += string(name) + struct.pack(">i", len(parts))
+            body += b"".join(struct.pack(">i", p) for p in parts)
+    return request(API_ADD_PARTITIONS_TO_TXN, version, correlation_id, body,
+                   flexible=flexible)
+
+
+def parse_add_partitions_to_txn(body, version):
+    """Returns (correlation_id, {(topic, partition): error})."""
+    r = Reader(body)
+    corr = r.i32()
+    flexible = version >= 3
+    if flexible:
+        r.skip_tags()
+    r.i32()                               # throttle
+    s = r.compact_string if flexible else r.string
+    n = r.uvarint() - 1 if flexible else r.i32()
+    out = {}
+    for _ in range(max(n, 0)):
+        topic = s()
+        m = r.uvarint() - 1 if flexible else r.i32()
+        for _ in range(max(m, 0)):
+            part, err = r.i32(), r.i16()
+            if flexible:
+                r.skip_tags()
+            out[(topic, part)] = err
+        if flexible:
+            r.skip_tags()
+    return corr, out
+
+
+def end_txn_request(correlation_id, transactional_id, producer_id,
+                    producer_epoch, committed, version=1):
+    """EndTxn v0..v4 (flexible from v3)."""
+    flexible = version >= 3
+    body = compact_string(transactional_id) if flexible \
+        else string(transactional_id)
+    body += struct.pack(">qhb", producer_id, producer_epoch,
+                        1 if committed else 0)
+    if flexible:
+        body += uvarint(0)
+    return request(API_END_TXN, version, correlation_id, body,
+                   flexible=flexible)
+
+
+def parse_end_txn(body, version):
+    """Returns (correlation_id, error)."""
+    r = Reader(body)
+    corr = r.i32()
+    if version >= 3:
+        r.skip_tags()
+    r.i32()                               # throttle
+    return corr, r.i16()
+
+
+def describe_transactions_request(correlation_id, transactional_ids):
+    """DescribeTransactions v0 (flexible)."""
+    body = uvarint(len(transactional_ids) + 1)
+    body += b"".join(compact_string(t) for t in transactional_ids)
+    body += uvarint(0)
+    return request(API_DESCRIBE_TRANSACTIONS, 0, correlation_id, body,
+                   flexible=True)
+
+
+def parse_describe_transactions(body):
+    """Returns (correlation_id, {transactional_id: dict with error, state,
+    timeout_ms, start_time_ms, producer_id, producer_epoch, topics
+    ({topic: [partitions]})})."""
+    r = Reader(body)
+    corr = r.i32()
+    r.skip_tags()
+    r.i32()                               # throttle
+    out = {}
+    for _ in range(r.uvarint() - 1):
+        err = r.i16()
+        tid = r.compact_string()
+        d = {"error": err, "state": r.compact_string(), "timeout_ms": r.i32(),
+             "start_time_ms": r.i64(), "producer_id": r.i64(),
+             "producer_epoch": r.i16(), "topics": {}}
+        for _ in range(r.uvarint() - 1):
+            topic = r.compact_string()
+            d["topics"][topic] = [r.i32() for _ in range(r.uvarint() - 1)]
+            r.skip_tags()
+        r.skip_tags()
+        out[tid] = d
+    r.skip_tags()
+    return corr, out
+
+
+def list_transactions_request(correlation_id, states=(), producer_ids=(),
+                              version=0, duration_ms=-1):
+    """ListTransactions v0..v1 (flexible)."""
+    body = uvarint(len(states) + 1)
+    body += b"".join(compact_string(s) for s in states)
+    body += uvarint(len(producer_ids) + 1)
+    body += b"".join(struct.pack(">q", p) for p in producer_ids)
+    if version >= 1:
+        body += struct.pack(">q", duration_ms)
+    body += uvarint(0)
+    return request(API_LIST_TRANSACTIONS, version, correlation_id, body,
+                   flexible=True)
+
+
+def parse_list_transactions(body):
+    """Returns (correlation_id, error, [unknown filters], {transactional_id:
+    (producer_id, state)})."""
+    r = Reader(body)
+    corr = r.i32()
+    r.skip_tags()
+    r.i32()                               # throttle
+    err = r.i16()
+    unknown = [r.compact_string() for _ in range(r.uvarint() - 1)]
+    out = {}
+    for _ in range(r.uvarint() - 1):
+        tid = r.compact_string()
+        out[tid] = (r.i64(), r.compact_string())
+        r.skip_tags()
+    r.skip_tags()
+    return corr, err, unknown, out
+
+
+def parse_metadata_v1(body):
+    """Returns (correlation_id, {node_id: (host, port)}, controller_id,
+    {topic: dict with error, internal, partitions ({index: (error,
+    leader)})})."""
+    r = Reader(body)
+    corr = r.i32()
+    brokers = {}
+    for _ in range(r.i32()):
+        node, host, port = r.i32(), r.string(), r.i32()
+        r.string()                        # rack
+        brokers[node] = (host, port)
+    controller = r.i32()
+    topics = {}
+    for _ in range(r.i32()):
+        err, name, internal = r.i16(), r.string(), r.i8()
+        parts = {}
+        for _ in range(r.i32()):
+            perr, idx, leader = r.i16(), r.i32(), r.i32()
+            for _ in range(2):            # replicas, isr
+                for _ in range(max(r.i32(), 0)):
+                    r.i32()
+            parts[idx] = (perr, leader)
+        topics[name] = {"error": err, "internal": bool(internal),
+                        "partitions": parts}
+    return corr, brokers, controller, topics
+
+
+def _varint_at(data, pos):
+    """(zigzag-decoded value, new position)."""
+    shift = value = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
+
+
+def parse_records(batch_bytes):
+    """The records of one uncompressed batch v2 (whole batch bytes from
+    base offset on): [(offset_delta, key, value)]."""
+    (count,) = struct.unpack_from(">i", batch_bytes, 57)
+    pos = 61
+    out = []
+    for _ in range(count):
+        length, pos = _varint_at(batch_bytes, pos)
+        end = pos + length
+        pos += 1                          # record attributes
+        _, pos = _varint_at(batch_bytes, pos)     # timestamp delta
+        delta, pos = _varint_at(batch_bytes, pos)
+        parts = []
+        for _ in range(2):
+            n, pos = _varint_at(batch_bytes, pos)
+            if n < 0:
+                parts.append(None)
+            else:
+                parts.append(bytes(batch_bytes[pos:pos + n]))
+                pos += n
+        out.append((delta, parts[0], parts[1]))
+        pos = end
+    return out
+
+
+def parse_batches_with_records(records):
+    """parse_batches, plus for uncompressed batches "records" (see
+    parse_records) and for control batches "control" = (type, coordinator
+    epoch) from the first record (type 0 abort, 1 commit)."""
+    out = parse_batches(records)
+    pos = 0
+    for b in out:
+        (batch_len,) = struct.unpack_from(">i", records, pos + 8)
+        raw = records[pos:pos + 12 + batch_len]
+        pos += 12 + batch_len
+        b["records"] = None
+        b["control"] = None
+        if b["attributes"] & 0x07 == 0:
+            b["records"] = parse_records(raw)
+        if b["attributes"] & ATTR_CONTROL and b["records"]:
+            _, key, value = b["records"][0]
+            ctype = coord_epoch = None
+            if key is not None and len(key) >= 4:
+                _, ctype = struct.unpack_from(">hh", key)
+            if value is not None and len(value) >= 6:
+                _, coord_epoch = struct.unpack_from(">hi", value)
+            b["control"] = (ctype, coord_epoch)
+    return out
+
+
+def parse_fetch_v11_raw(body):
+    """Like parse_fetch_v11 but the third item per partition is the raw
+    record set bytes."""
+    r = Reader(body)
+    corr = r.i32()
+    r.i32()                               # throttle
+    top_err = r.i16()
+    r.i32()                               # session id
+    out = {}
+    for _ in range(r.i32()):
+        topic = r.string()
+        for _ in range(r.i32()):
+            part, err, hw = r.i32(), r.i16(), r.i64()
+            r.i64()                       # last stable offset
+            r.i64()                       # log start offset
+            for _ in range(max(r.i32(), 0)):
+                r.i64()
+                r.i64()
+            r.i32()                       # preferred read replica
+            n = r.i32()
+            records = b""
+            if n > 0:
+                records = r.data[r.pos:r.pos + n]
+                r.pos += n
+            out[(topic, part)] = (err, hw, records)
+    return corr, top_err, out
+
+
+class TxnClient(Client):
+    """Client with the transaction APIs."""
+
+    def api_versions(self):
+        """{api_key: (min, max)} from ApiVersions v3."""
+        _, err, apis = parse_api_versions(self.call(api_versions_request),
+                                          3)
+        if err:
+            raise ValueError("ApiVersions error %d" % err)
+        return apis
+
+    def metadata(self, topics=None):
+        """(brokers, controller, topics) of parse_metadata_v1."""
+        return parse_metadata_v1(self.call(metadata_request_v1, topics))[1:]
+
+    def find_coordinator(self, key, key_type=1, version=1):
+        """The entries of parse_find_coordinator."""
+        return parse_find_coordinator(self.call(
+            find_coordinator_request, key, key_type, version), version)[1]
+
+    def add_partitions(self, transactional_id, producer_id, producer_epoch,
+                       topics, version=1):
+        """{(topic, partition): error}."""
+        return parse_add_partitions_to_txn(self.call(
+            add_partitions_to_txn_request, transactional_id, producer_id,
+            producer_epoch, topics, version), version)[1]
+
+    def end_txn(self, transactional_id, producer_id, producer_epoch,
+                committed, version=1):
+        """The error code."""
+        return parse_end_txn(self.call(
+            end_txn_request, transactional_id, producer_id, producer_epoch,
+            committed, version), version)[1]
+
+    def describe_transactions(self, transactional_ids):
+        return parse_describe_transactions(self.call(
+            describe_transactions_request, transactional_ids))[1]
+
+    def list_transactions(self, states=(), producer_ids=(), version=0):
+        """(error, unknown filters, {transactional_id: (pid, state)})."""
+        return parse_list_transactions(self.call(
+            list_transactions_request, states, producer_ids, version))[1:]
+
+    def fetch_full(self, topic, partition, offset=0):
+        """All batches (parse_batches_with_records dicts) of a partition
+        from offset to the high watermark."""
+        batches = []
+        while True:
+            _, top_err, out = parse_fetch_v11_raw(self.call(
+                fetch_request_v11, topic, partition, offset))
+            err, hw, records = out[(topic, partition)]
+            if top_err or err:
+                raise ValueError("Fetch error %d/%d" % (top_err, err))
+            got = [b for b in parse_batches_with_records(records)
+                   if b["base_offset"] + b["last_offset_delta"] >= offset]
+            batches += got
+            if not got:
+                return batches
+            offset = got[-1]["base_offset"] + got[-1]["last_offset_delta"] + 1
+            if offset >= hw:
+                return batches
