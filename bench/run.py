@@ -13,6 +13,18 @@ dir on the same filesystem as the disk test, runs bench_limits, then for
              fetch.max.bytes), 8 MiB per partition, max_wait 0, 3 passes
   fetch_raw_16m  the same with max_bytes 16 MiB
 
+After the 1 KiB case come the transactional runs (bench_txn):
+
+  produce_txn_<MS>ms  transactional producer committing every 10, 100 and
+             1000 ms, 1 KiB over 6 partitions, as many messages as the
+             idempotent run; printed as a ratio of that run's throughput
+             (issue targets: >= 0.98 at 100 ms, >= 0.80 at 10 ms)
+  commit_latency  200 transactions of one small record on each of 1, 4
+             and 16 partitions of a 16-partition topic, timing
+             rd_kafka_commit_transaction() after a flush; p50/p99 shown
+             next to the machine's fdatasync p50 (targets: p50 <= two
+             fdatasyncs + 0.3 ms, p99 <= 3x p50, flat in partition count)
+
 Fetched data is page-cached (it was just produced). Each broker figure is
 printed as a ratio of its limit, progress goes to stderr, and everything
 lands in bench/out/report.json.
@@ -59,6 +71,13 @@ RAW_FETCHES = [  # (test name, max_bytes)
     ("fetch_raw_16m", 16 * 1024 * 1024),
 ]
 RAW_PASSES = 3
+TXN_SIZE = 1024             # message size of the transactional runs
+TXN_INTERVALS_MS = [10, 100, 1000]
+TXN_TARGETS = {10: 0.80, 100: 0.98}  # min ratio to idempotent produce
+LAT_TOPIC = "bench-txn-latency"
+LAT_PARTITIONS = 16
+LAT_PER_TXN = [1, 4, 16]
+LAT_TRANSACTIONS = 200
 T0 = time.monotonic()
 
 
@@ -85,8 +104,8 @@ def start_broker(args, tmp, topics):
     log = open(tmp / "broker.log", "wb")
     if args.mock:
         argv = [str(Path(args.build_dir) / "e2e_mockbroker")]
-        for t in topics:
-            argv += ["--topic", "%s:%d" % (t, PARTITIONS)]
+        for t, parts in topics:
+            argv += ["--topic", "%s:%d" % (t, parts)]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log,
                                 stdin=subprocess.DEVNULL)
         return proc, proc.stdout.readline().split()[1].decode()
@@ -120,6 +139,97 @@ def stop_broker(proc):
             proc.wait(timeout=10)
 
 
+def run_txn(args, build, bootstrap, report, n):
+    """Transactional throughput at each commit interval, then commit
+    latency; records go to report["runs"] and report["commit_latency"]."""
+    create = [] if args.mock else ["--create"]
+    for ms in TXN_INTERVALS_MS:
+        topic = "bench-%d-txn-%dms" % (TXN_SIZE, ms)
+        progress("%s: transactional produce %d x %d B, commit every %d ms"
+                 % (topic, n, TXN_SIZE, ms))
+        res = subprocess.run(
+            [str(build / "bench_txn"), "--brokers", bootstrap, "--topic",
+             topic, "--partitions", str(PARTITIONS), "--messages", str(n),
+             "--size", str(TXN_SIZE), "--commit-interval-ms", str(ms)]
+            + create, stdout=subprocess.PIPE, text=True, timeout=600)
+        if res.returncode != 0:
+            print("bench_txn exited %d for %d ms" % (res.returncode, ms),
+                  file=sys.stderr)
+        for rec in json_lines(res.stdout):
+            progress("  %s: %s, %d commits, commit p50 %.2f ms p99 %.2f ms"
+                     % (rec["test"], summary(rec), rec["commits"],
+                        rec["commit_ms_p50"], rec["commit_ms_p99"]))
+            report["runs"].append(rec)
+    lat = report.setdefault("commit_latency", [])
+    for k in LAT_PER_TXN:
+        progress("%s: commit latency, %d transactions x %d partitions"
+                 % (LAT_TOPIC, LAT_TRANSACTIONS, k))
+        res = subprocess.run(
+            [str(build / "bench_txn"), "--brokers", bootstrap, "--topic",
+             LAT_TOPIC, "--partitions", str(LAT_PARTITIONS),
+             "--commit-latency", "--partitions-per-txn", str(k),
+             "--transactions", str(LAT_TRANSACTIONS)] + create,
+            stdout=subprocess.PIPE, text=True, timeout=600)
+        if res.returncode != 0:
+            print("bench_txn --commit-latency exited %d for %d partitions"
+                  % (res.returncode, k), file=sys.stderr)
+        for rec in json_lines(res.stdout):
+            progress("  %d partitions: commit p50 %.2f ms p99 %.2f ms "
+                     "p99.9 %.2f ms" % (k, rec["p50_ms"], rec["p99_ms"],
+                                        rec["p999_ms"]))
+            lat.append(rec)
+
+
+def print_txn(report, mbps):
+    """Prints transactional throughput against idempotent produce and
+    commit latency against fdatasync, filling in the report's verdicts."""
+    idem = mbps("produce_idempotent", TXN_SIZE)
+    ratios = {}
+    for ms in TXN_INTERVALS_MS:
+        txn = mbps("produce_txn_%dms" % ms, TXN_SIZE)
+        if idem and txn is not None:
+            ratios[str(ms)] = round(txn / idem, 3)
+    if ratios:
+        report["txn_vs_idempotent"] = ratios
+        parts = []
+        for ms in TXN_INTERVALS_MS:
+            r = ratios.get(str(ms))
+            if r is None:
+                continue
+            target = TXN_TARGETS.get(ms)
+            parts.append("%d ms %.3f%s" % (
+                ms, r, "" if target is None else " (target >= %.2f %s)"
+                % (target, "ok" if r >= target else "MISS")))
+        print("transactional / idempotent produce, %d B: %s"
+              % (TXN_SIZE, ", ".join(parts)))
+    lat = report.get("commit_latency") or []
+    if not lat:
+        return
+    sync_ms = report["limits"]["fdatasync_4k"]["p50_us"] / 1e3
+    p50_limit = 2 * sync_ms + 0.3
+    base_p50 = lat[0]["p50_ms"]
+    print("commit latency (rd_kafka_commit_transaction after flush, %d "
+          "transactions); fdatasync p50 %.3f ms, p50 target <= %.3f ms"
+          % (LAT_TRANSACTIONS, sync_ms, p50_limit))
+    print("%-14s %9s %9s %9s  %s" % ("partitions/txn", "p50 ms", "p99 ms",
+                                     "p99.9 ms", "verdict"))
+    for rec in lat:
+        p50, p99 = rec["p50_ms"], rec["p99_ms"]
+        rec["fdatasync_p50_ms"] = round(sync_ms, 3)
+        rec["p50_ok"] = p50 <= p50_limit
+        rec["p99_ok"] = p99 <= 3 * p50
+        # "Not growing with partition count": allow 0.3 ms or 50% over
+        # the 1-partition p50 before calling it growth.
+        rec["flat_ok"] = p50 <= max(base_p50 * 1.5, base_p50 + 0.3)
+        verdict = ", ".join(
+            "%s %s" % (what, "ok" if good else "MISS") for what, good in
+            (("p50", rec["p50_ok"]), ("p99<=3xp50", rec["p99_ok"]),
+             ("flat", rec["flat_ok"])))
+        print("%-14d %9.3f %9.3f %9.3f  %s"
+              % (rec["partitions_per_txn"], p50, p99, rec["p999_ms"],
+                 verdict))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir",
@@ -137,7 +247,8 @@ def main():
     out_dir.mkdir(parents=True, exist_ok=True)
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     build = Path(args.build_dir)
-    for prog in ["bench_limits", "bench_client", "bench_fetch_raw"]:
+    for prog in ["bench_limits", "bench_client", "bench_fetch_raw",
+                 "bench_txn"]:
         if not (build / prog).exists():
             sys.exit("%s missing; build it: cmake --build %s --target %s"
                      % (build / prog, build, prog))
@@ -158,8 +269,18 @@ def main():
             report["limits"]["tcp_loopback"]["mb_per_s"]))
 
         topics = ["bench-%d" % size for size, _ in CASES]
+        # The mock cluster cannot create topics, so it is told them all.
+        mock_topics = [(t, PARTITIONS) for t in topics]
+        for size, _ in CASES:
+            for name in ("produce_idempotent", "produce_inflight5"):
+                mock_topics.append(("bench-%d-%s" % (size, name),
+                                    PARTITIONS))
+        for ms in TXN_INTERVALS_MS:
+            mock_topics.append(("bench-%d-txn-%dms" % (TXN_SIZE, ms),
+                                PARTITIONS))
+        mock_topics.append((LAT_TOPIC, LAT_PARTITIONS))
         progress("starting broker")
-        proc, bootstrap = start_broker(args, tmp, topics)
+        proc, bootstrap = start_broker(args, tmp, mock_topics)
         for (size, count), topic in zip(CASES, topics):
             n = max(1000, int(count * args.scale))
             progress("%s: produce %d x %d B, then consume with librdkafka"
@@ -215,6 +336,10 @@ def main():
                     report["runs"].append(rec)
             if proc.poll() is not None:
                 sys.exit("broker died; see %s" % (tmp / "broker.log"))
+            if size == TXN_SIZE:
+                run_txn(args, build, bootstrap, report, n)
+                if proc.poll() is not None:
+                    sys.exit("broker died; see %s" % (tmp / "broker.log"))
     finally:
         if proc is not None:
             progress("stopping broker")
@@ -226,14 +351,14 @@ def main():
     print("machine: fdatasync'd 256 KiB writes %.0f MB/s, 4 KiB fdatasync "
           "p50 %.0f us p99 %.0f us, loopback TCP %.0f MB/s"
           % (disk, sync["p50_us"], sync["p99_us"], tcp))
-    print("%-14s %-6s %9s %11s %8s  %s" % ("phase", "size", "MB/s",
+    print("%-18s %-6s %9s %11s %8s  %s" % ("phase", "size", "MB/s",
                                             "msgs/s", "ratio", "limit"))
     for rec in report["runs"]:
         limit, name = ((disk, "disk") if rec["test"].startswith("produce")
                        else (tcp, "tcp"))
         rec["limit_mb_per_s"] = limit
         rec["ratio"] = round(rec["mb_per_s"] / limit, 3) if limit else None
-        print("%-14s %-6d %9.1f %11.0f %8.3f  %s %.0f MB/s"
+        print("%-18s %-6d %9.1f %11.0f %8.3f  %s %.0f MB/s"
               % (rec["test"], rec["size"], rec["mb_per_s"],
                  rec["msgs_per_s"], rec["ratio"] or 0, name, limit))
     def mbps(test, size):
@@ -253,6 +378,7 @@ def main():
             print("idempotent / plain produce, %d B: %.3f with both at 5 "
                   "in flight, %.3f against plain's default"
                   % (size, idem / same, idem / plain))
+    print_txn(report, mbps)
     pst = build / "bench_pstate"
     if pst.exists():
         res = subprocess.run([str(pst), "--producers", "100000"],

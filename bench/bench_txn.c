@@ -1,0 +1,444 @@
+/*
+ * bench_txn: transactional producer throughput and commit latency through
+ * librdkafka.
+ *
+ *   bench_txn --brokers B --topic T --partitions P --messages N
+ *             --size BYTES --commit-interval-ms MS [--create]
+ *   bench_txn --brokers B --topic T --partitions P --commit-latency
+ *             --partitions-per-txn K --transactions T [--size BYTES]
+ *             [--create]
+ *
+ * --debug CONTEXTS passes librdkafka's debug setting (e.g. eos,protocol).
+ *
+ * Throughput mode produces N values round-robin over P partitions inside
+ * transactions, committing whenever MS milliseconds of wall time have
+ * passed since the transaction began (and once more at the end), and
+ * prints {"test": "produce_txn_<MS>ms", ...}.
+ *
+ * Commit-latency mode runs T transactions that each put one small record
+ * (64 B unless --size says otherwise) on each of partitions 0..K-1, and
+ * prints {"test": "commit_latency", ...}.  One untimed transaction runs
+ * first so connection set-up and the first AddPartitionsToTxn are not in
+ * the figures.
+ *
+ * In both modes every commit is preceded by rd_kafka_flush(), so the time
+ * taken by rd_kafka_commit_transaction() is the EndTxn round trip (the
+ * coordinator writing its prepare record and the markers) rather than the
+ * delivery of the transaction's data, which commit_transaction would
+ * otherwise wait for first.  The flush time is reported separately.
+ */
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static long dr_ok, dr_fail;
+static const char *debug; /* librdkafka debug contexts, or NULL */
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void conf_set(rd_kafka_conf_t *conf, const char *k, const char *v)
+{
+    char errstr[256];
+
+    if (rd_kafka_conf_set(conf, k, v, errstr, sizeof(errstr)) !=
+        RD_KAFKA_CONF_OK) {
+        fprintf(stderr, "config %s=%s: %s\n", k, v, errstr);
+        exit(2);
+    }
+}
+
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    (void)opaque;
+    if (m->err) {
+        if (dr_fail++ < 5)
+            fprintf(stderr, "delivery failed: %s\n",
+                    rd_kafka_err2str(m->err));
+    } else {
+        dr_ok++;
+    }
+}
+
+static int create_topic(const char *brokers, const char *topic, int parts)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_t *rk;
+    rd_kafka_NewTopic_t *nt;
+    rd_kafka_queue_t *q;
+    rd_kafka_event_t *ev;
+    int rc = 0;
+
+    conf_set(conf, "bootstrap.servers", brokers);
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk)
+        return -1;
+    nt = rd_kafka_NewTopic_new(topic, parts, 1, errstr, sizeof(errstr));
+    q = rd_kafka_queue_new(rk);
+    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+    ev = rd_kafka_queue_poll(q, 30000);
+    if (!ev || rd_kafka_event_error(ev)) {
+        fprintf(stderr, "CreateTopics: %s\n",
+                ev ? rd_kafka_event_error_string(ev) : "timed out");
+        rc = -1;
+    } else {
+        size_t cnt;
+        const rd_kafka_topic_result_t **tr =
+            rd_kafka_CreateTopics_result_topics(
+                rd_kafka_event_CreateTopics_result(ev), &cnt);
+
+        if (cnt == 1 && rd_kafka_topic_result_error(tr[0]) &&
+            rd_kafka_topic_result_error(tr[0]) !=
+                RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+            fprintf(stderr, "CreateTopics: %s\n",
+                    rd_kafka_topic_result_error_string(tr[0]));
+            rc = -1;
+        }
+    }
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_NewTopic_destroy(nt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+/* Growable list of latency samples in milliseconds. */
+struct samples {
+    double *v;  /* samples, ms */
+    size_t n;   /* used */
+    size_t cap; /* allocated */
+};
+
+static void samples_add(struct samples *s, double ms)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 256;
+        s->v = realloc(s->v, s->cap * sizeof(*s->v));
+        if (!s->v) {
+            perror("realloc");
+            exit(2);
+        }
+    }
+    s->v[s->n++] = ms;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile, q in [0, 1]; sorts the samples. */
+static double samples_pct(struct samples *s, double q)
+{
+    size_t i;
+
+    if (!s->n)
+        return 0;
+    qsort(s->v, s->n, sizeof(*s->v), cmp_double);
+    i = (size_t)(q * (double)s->n + 0.999999);
+    if (i > 0)
+        i--;
+    if (i >= s->n)
+        i = s->n - 1;
+    return s->v[i];
+}
+
+/*
+ * Reports a transactional API error.  Abortable errors abort the
+ * transaction and return -1 so the caller can count it and go on; fatal
+ * and other errors end the program, since the figures would mean nothing.
+ */
+static int txn_check(rd_kafka_t *rk, rd_kafka_error_t *err, const char *what)
+{
+    rd_kafka_error_t *aerr;
+
+    if (!err)
+        return 0;
+    fprintf(stderr, "%s: %s (%s)%s%s\n", what, rd_kafka_error_string(err),
+            rd_kafka_error_name(err),
+            rd_kafka_error_is_fatal(err) ? " fatal" : "",
+            rd_kafka_error_txn_requires_abort(err) ? " requires abort" : "");
+    if (!rd_kafka_error_txn_requires_abort(err)) {
+        rd_kafka_error_destroy(err);
+        exit(1);
+    }
+    rd_kafka_error_destroy(err);
+    aerr = rd_kafka_abort_transaction(rk, 60000);
+    if (aerr) {
+        fprintf(stderr, "abort_transaction: %s\n",
+                rd_kafka_error_string(aerr));
+        rd_kafka_error_destroy(aerr);
+        exit(1);
+    }
+    return -1;
+}
+
+static void produce_one(rd_kafka_t *rk, const char *topic, int32_t part,
+                        const char *buf, int size)
+{
+    rd_kafka_resp_err_t err;
+
+    for (;;) {
+        err = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
+                                RD_KAFKA_V_PARTITION(part),
+                                RD_KAFKA_V_VALUE((void *)buf, (size_t)size),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                RD_KAFKA_V_END);
+        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            break;
+        rd_kafka_poll(rk, 5);
+    }
+    if (err) {
+        fprintf(stderr, "producev: %s\n", rd_kafka_err2str(err));
+        exit(1);
+    }
+}
+
+/* Commit statistics of one run. */
+struct commits {
+    struct samples commit; /* commit_transaction() time, ms */
+    struct samples flush;  /* flush() before it, ms */
+    long aborts;           /* transactions aborted on abortable errors */
+};
+
+/* Flushes, then commits the open transaction, timing both. */
+static void commit_timed(rd_kafka_t *rk, struct commits *c)
+{
+    double t0, t1, t2;
+    rd_kafka_error_t *err;
+
+    t0 = now_s();
+    rd_kafka_flush(rk, 120000);
+    t1 = now_s();
+    err = rd_kafka_commit_transaction(rk, 60000);
+    t2 = now_s();
+    if (txn_check(rk, err, "commit_transaction")) {
+        c->aborts++;
+        return;
+    }
+    samples_add(&c->flush, (t1 - t0) * 1e3);
+    samples_add(&c->commit, (t2 - t1) * 1e3);
+}
+
+static void begin(rd_kafka_t *rk)
+{
+    rd_kafka_error_t *err = rd_kafka_begin_transaction(rk);
+
+    if (err) {
+        fprintf(stderr, "begin_transaction: %s\n",
+                rd_kafka_error_string(err));
+        rd_kafka_error_destroy(err);
+        exit(1);
+    }
+}
+
+static rd_kafka_t *new_producer(const char *brokers, const char *topic)
+{
+    char errstr[256], txid[128];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_t *rk;
+    rd_kafka_error_t *err;
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(txid, sizeof(txid), "bench_txn-%s-%ld-%ld-%ld", topic,
+             (long)getpid(), (long)ts.tv_sec, ts.tv_nsec);
+    conf_set(conf, "bootstrap.servers", brokers);
+    conf_set(conf, "transactional.id", txid);
+    conf_set(conf, "acks", "all");
+    conf_set(conf, "linger.ms", "5");
+    conf_set(conf, "batch.size", "1000000");
+    conf_set(conf, "batch.num.messages", "100000");
+    conf_set(conf, "queue.buffering.max.messages", "1000000");
+    conf_set(conf, "queue.buffering.max.kbytes", "1048576");
+    /* librdkafka wants message.timeout.ms <= transaction.timeout.ms. */
+    conf_set(conf, "transaction.timeout.ms", "60000");
+    conf_set(conf, "message.timeout.ms", "60000");
+    if (debug)
+        conf_set(conf, "debug", debug);
+    rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        fprintf(stderr, "rd_kafka_new: %s\n", errstr);
+        exit(2);
+    }
+    err = rd_kafka_init_transactions(rk, 30000);
+    if (err) {
+        fprintf(stderr, "init_transactions: %s (%s)\n",
+                rd_kafka_error_string(err), rd_kafka_error_name(err));
+        rd_kafka_error_destroy(err);
+        exit(1);
+    }
+    /* Metadata first, so the clock measures the broker, not start-up. */
+    {
+        const struct rd_kafka_metadata *md;
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+
+        if (!rd_kafka_metadata(rk, 0, rkt, &md, 10000))
+            rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+    }
+    return rk;
+}
+
+static int run_throughput(const char *brokers, const char *topic, int parts,
+                          long messages, int size, int interval_ms)
+{
+    struct commits c = {0};
+    rd_kafka_t *rk = new_producer(brokers, topic);
+    double interval = interval_ms / 1e3, t0, txn_t0, t;
+    char *buf = malloc((size_t)size);
+    long i;
+    int p;
+
+    for (p = 0; p < size; p++)
+        buf[p] = (char)('a' + p % 26);
+    t0 = now_s();
+    begin(rk);
+    txn_t0 = t0;
+    for (i = 0; i < messages; i++) {
+        produce_one(rk, topic, (int32_t)(i % parts), buf, size);
+        if ((i & 1023) == 0)
+            rd_kafka_poll(rk, 0);
+        if (i + 1 < messages && now_s() - txn_t0 >= interval) {
+            commit_timed(rk, &c);
+            begin(rk);
+            txn_t0 = now_s();
+        }
+    }
+    commit_timed(rk, &c);
+    t = now_s() - t0;
+    rd_kafka_destroy(rk);
+    free(buf);
+    printf("{\"test\": \"produce_txn_%dms\", \"commit_interval_ms\": %d, "
+           "\"messages\": %ld, \"size\": %d, \"partitions\": %d, "
+           "\"acks\": \"all\", \"delivered\": %ld, \"failed\": %ld, "
+           "\"seconds\": %.3f, \"msgs_per_s\": %.0f, \"mb_per_s\": %.1f, "
+           "\"commits\": %zu, \"aborts\": %ld, \"commit_ms_p50\": %.3f, "
+           "\"commit_ms_p99\": %.3f, \"commit_ms_max\": %.3f, "
+           "\"flush_ms_p50\": %.3f}\n",
+           interval_ms, interval_ms, messages, size, parts, dr_ok, dr_fail,
+           t, dr_ok / t, dr_ok * (double)size / t / 1e6, c.commit.n,
+           c.aborts, samples_pct(&c.commit, 0.5),
+           samples_pct(&c.commit, 0.99), samples_pct(&c.commit, 1.0),
+           samples_pct(&c.flush, 0.5));
+    fflush(stdout);
+    return dr_ok == messages && !c.aborts ? 0 : 1;
+}
+
+static int run_latency(const char *brokers, const char *topic, int k,
+                       long txns, int size)
+{
+    struct commits c = {0};
+    rd_kafka_t *rk = new_producer(brokers, topic);
+    char *buf = malloc((size_t)size);
+    double p50, p99, p999, max;
+    long i;
+    int p;
+
+    memset(buf, 'x', (size_t)size);
+    for (i = 0; i <= txns; i++) {
+        begin(rk);
+        for (p = 0; p < k; p++)
+            produce_one(rk, topic, p, buf, size);
+        if (i == 0) {
+            /* Warm-up: connections, first AddPartitionsToTxn. */
+            struct commits warm = {0};
+
+            commit_timed(rk, &warm);
+            c.aborts += warm.aborts;
+            free(warm.commit.v);
+            free(warm.flush.v);
+            continue;
+        }
+        commit_timed(rk, &c);
+    }
+    rd_kafka_destroy(rk);
+    free(buf);
+    p50 = samples_pct(&c.commit, 0.5);
+    p99 = samples_pct(&c.commit, 0.99);
+    p999 = samples_pct(&c.commit, 0.999);
+    max = samples_pct(&c.commit, 1.0);
+    printf("{\"test\": \"commit_latency\", \"partitions_per_txn\": %d, "
+           "\"transactions\": %zu, \"aborts\": %ld, \"size\": %d, "
+           "\"p50_ms\": %.3f, \"p99_ms\": %.3f, \"p999_ms\": %.3f, "
+           "\"max_ms\": %.3f, \"flush_ms_p50\": %.3f, "
+           "\"delivered\": %ld, \"failed\": %ld}\n",
+           k, c.commit.n, c.aborts, size, p50, p99, p999, max,
+           samples_pct(&c.flush, 0.5), dr_ok, dr_fail);
+    fflush(stdout);
+    return (long)c.commit.n == txns && !dr_fail ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *brokers = NULL, *topic = NULL;
+    long messages = 300000, txns = 200, i;
+    int size = -1, parts = 6, create = 0, latency = 0, k = 1;
+    int interval_ms = 100;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+
+        if (!strcmp(a, "--create")) {
+            create = 1;
+            continue;
+        }
+        if (!strcmp(a, "--commit-latency")) {
+            latency = 1;
+            continue;
+        }
+        i++;
+        if (!strcmp(a, "--brokers"))
+            brokers = v;
+        else if (!strcmp(a, "--topic"))
+            topic = v;
+        else if (!strcmp(a, "--partitions"))
+            parts = atoi(v);
+        else if (!strcmp(a, "--messages"))
+            messages = atol(v);
+        else if (!strcmp(a, "--size"))
+            size = atoi(v);
+        else if (!strcmp(a, "--commit-interval-ms"))
+            interval_ms = atoi(v);
+        else if (!strcmp(a, "--partitions-per-txn"))
+            k = atoi(v);
+        else if (!strcmp(a, "--transactions"))
+            txns = atol(v);
+        else if (!strcmp(a, "--debug"))
+            debug = v;
+        else
+            brokers = NULL, i = argc;
+    }
+    if (size < 0)
+        size = latency ? 64 : 1024;
+    if (!brokers || !topic || parts < 1 || size < 1 || messages < 1 ||
+        interval_ms < 1 || k < 1 || k > parts || txns < 1) {
+        fprintf(stderr, "usage: bench_txn --brokers B --topic T "
+                "[--partitions P] [--create] [--size BYTES]\n"
+                "         [--messages N] [--commit-interval-ms MS]\n"
+                "       | --commit-latency [--partitions-per-txn K<=P] "
+                "[--transactions T]\n"
+                "       [--debug librdkafka-debug-contexts]\n");
+        return 2;
+    }
+    if (create && create_topic(brokers, topic, parts))
+        return 1;
+    if (latency)
+        return run_latency(brokers, topic, k, txns, size);
+    return run_throughput(brokers, topic, parts, messages, size,
+                          interval_ms);
+}
