@@ -198,6 +198,7 @@ struct cn_config {
 
     /* Cairn's own. */
     bool cairn_fsync_group_commit;
+    int32_t cairn_internal_compact_slack_records;
     int cairn_log_level;            /* enum cn_cfg_log_level */
 
     /* Generic view, one slot per broker key table row. */

@@ -56,6 +56,10 @@ static const struct cn_config_key broker_keys[] = {
     B("cairn.fsync.group.commit", CN_CFG_BOOL, "true", 0, 0, NULL,
       cairn_fsync_group_commit,
       "Cairn: batch fsyncs of concurrent appends into one"),
+    B("cairn.internal.compact.slack.records", CN_CFG_INT32, "10000", 1,
+      I32_MAX, NULL, cairn_internal_compact_slack_records,
+      "Cairn: records a __transaction_state partition may hold beyond one "
+      "per id before it is compacted"),
     B("cairn.log.level", CN_CFG_ENUM, "info", 0, 0, level_enums,
       cairn_log_level, "Cairn: broker log verbosity: error|warn|info|debug"),
     B("compression.type", CN_CFG_ENUM, "producer", 0, 0, compression_enums,

@@ -93,23 +93,9 @@ static int16_t check_producer(struct append_ctx *ac,
     *dup = false;
     if (!cn_batch_has_producer_id(hdr))
         return KAFKA_NONE;
-    /* A plain batch from a producer with an open transaction would land
-     * inside that transaction's range without belonging to it. */
-    struct cn_pentry_info pe;
-    bool known = cn_pstate_get(ac->p->pstate, hdr->producer_id, &pe);
-    bool open = known && pe.txn_first_offset >= 0;
-    if (!cn_batch_is_transactional(hdr) && open &&
-        pe.epoch == hdr->producer_epoch)
-        return KAFKA_INVALID_TXN_STATE;
-    /* A transactional batch that would open a transaction here must be
-     * part of one the coordinator holds Ongoing. */
-    if (cn_batch_is_transactional(hdr) && !open &&
-        !cn_txn_coord_verify(ac->b, hdr->producer_id, hdr->producer_epoch,
-                             ac->p->topic->name, ac->p->index))
-        return KAFKA_INVALID_TXN_STATE;
     switch (cn_pstate_check(ac->p->pstate, hdr, dup_offset)) {
     case CN_PCHECK_APPEND:
-        return KAFKA_NONE;
+        break;
     case CN_PCHECK_DUPLICATE:
         *dup = true;
         return KAFKA_NONE;
@@ -122,6 +108,22 @@ static int16_t check_producer(struct append_ctx *ac,
     default:
         return KAFKA_OUT_OF_ORDER_SEQUENCE_NUMBER;
     }
+    struct cn_pentry_info pe;
+    bool open = cn_pstate_get(ac->p->pstate, hdr->producer_id, &pe) &&
+                pe.txn_first_offset >= 0;
+    /* A plain batch from a producer with an open transaction would land
+     * inside that transaction's range without belonging to it. */
+    if (!cn_batch_is_transactional(hdr))
+        return open && pe.epoch == hdr->producer_epoch
+                   ? KAFKA_INVALID_TXN_STATE
+                   : KAFKA_NONE;
+    /* A transactional batch that would open a transaction here must be
+     * part of one the coordinator holds Ongoing (KIP-890 part 1). */
+    if (!open)
+        return cn_txn_coord_verify(ac->b, hdr->producer_id,
+                                   hdr->producer_epoch, ac->p->topic->name,
+                                   ac->p->index);
+    return KAFKA_NONE;
 }
 
 struct check_ctx {

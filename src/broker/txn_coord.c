@@ -8,6 +8,7 @@
  * markers of a decided transaction are in flight the entry is busy, and
  * requests for it get CONCURRENT_TRANSACTIONS, as Kafka's do.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@
 struct txn_entry {
     struct cn_txn_meta meta;    /* as last made durable */
     bool busy;                  /* a change or markers in flight */
+    bool writing;               /* a record appended, not yet durable */
     struct txn_entry *next;     /* hash chain by id */
     struct txn_entry *pid_next; /* chain in the producer id index */
     int64_t indexed_pid;        /* producer id it is indexed under, or -1 */
@@ -205,10 +207,13 @@ static struct cn_partition *log_partition(struct cn_topic *t, const char *id)
 
 /* ---- durable changes ---------------------------------------------------- */
 
+static void maybe_compact(struct cn_broker *b, const char *id);
+
 static void write_done(struct cn_broker *b, struct cn_sync_waiter *sw)
 {
     struct txn_write *w = (struct txn_write *)sw;
     int16_t err = KAFKA_NONE;
+    w->e->writing = false;
     if (b->log_dir_offline) {
         err = KAFKA_COORDINATOR_NOT_AVAILABLE;
         cn_txn_meta_fini(&w->next);
@@ -217,8 +222,12 @@ static void write_done(struct cn_broker *b, struct cn_sync_waiter *sw)
         w->e->meta = w->next;
         pid_reindex(b->txn, w->e);
     }
-    w->then(w, err);
+    char id[1024];
+    snprintf(id, sizeof id, "%s", w->e->meta.transactional_id);
+    w->then(w, err); /* may free the entry (expiry) */
     free(w);
+    if (!err)
+        maybe_compact(b, id);
 }
 
 /*
@@ -256,6 +265,7 @@ static void write_change(struct cn_broker *b, struct txn_entry *e,
     w->waiter.req = req;
     w->waiter.finish = write_done;
     e->busy = true;
+    e->writing = true;
 
     struct cn_wr key, value, batch;
     cn_wr_init(&key, 64);
@@ -288,6 +298,7 @@ static void write_change(struct cn_broker *b, struct txn_entry *e,
         if (rc != CN_ENOMEM && rc != CN_EINVAL)
             cn_broker_log_dir_failed(b, "a transaction log write", rc);
         e->busy = false;
+        e->writing = false;
         cn_txn_meta_fini(&w->next);
         w->then(w, KAFKA_COORDINATOR_NOT_AVAILABLE);
         free(w);
@@ -310,6 +321,101 @@ static void write_change(struct cn_broker *b, struct txn_entry *e,
     }
     cn_sync_appended(b, p);
     cn_sync_wait(b, &w->waiter);
+}
+
+/* ---- keeping the log bounded ------------------------------------------- */
+
+/*
+ * Compaction by checkpoint: the coordinator holds the newest state of
+ * every id, so it appends one record per id of the partition, syncs, and
+ * moves the log start offset to the first of them; older segments are
+ * then deleted.  A crash before the start offset moves replays the old
+ * records and then the checkpoint, which ends in the same state.  Only
+ * done while no record of that partition is between append and durable,
+ * since the checkpoint must come after every record it replaces.
+ */
+static void maybe_compact(struct cn_broker *b, const char *id)
+{
+    struct cn_txn_coord *c = b->txn;
+    struct cn_topic *t = log_topic(b, false);
+    if (!t || !c)
+        return;
+    struct cn_partition *p = log_partition(t, id);
+    int32_t part = p->index;
+    int64_t span = cn_log_end_offset(p->log) - cn_log_start_offset(p->log);
+    size_t ids = 0;
+    for (size_t i = 0; i < c->buckets; i++)
+        for (struct txn_entry *e = c->table[i]; e; e = e->next) {
+            const char *x = e->meta.transactional_id;
+            if (cn_txn_partition_for((const uint8_t *)x, strlen(x),
+                                     t->partition_count) != part)
+                continue;
+            if (e->writing)
+                return;
+            ids++;
+        }
+    if (span < (int64_t)ids + b->cfg->cairn_internal_compact_slack_records)
+        return;
+    struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
+    struct cn_batch_builder bb;
+    cn_batch_builder_init(&bb, &bp);
+    struct cn_wr key, value, batch;
+    cn_wr_init(&key, 64);
+    cn_wr_init(&value, 128);
+    cn_wr_init(&batch, 4096);
+    int64_t now = cn_clock_wall_ms();
+    int rc = 0;
+    for (size_t i = 0; i < c->buckets && !rc; i++)
+        for (struct txn_entry *e = c->table[i]; e && !rc; e = e->next) {
+            const char *x = e->meta.transactional_id;
+            if (e->meta.state == CN_TXN_DEAD ||
+                cn_txn_partition_for((const uint8_t *)x, strlen(x),
+                                     t->partition_count) != part)
+                continue;
+            bool tombstone = false;
+            cn_wr_reset(&key);
+            cn_wr_reset(&value);
+            rc = cn_txn_log_encode(&e->meta, &key, &value, &tombstone);
+            if (!rc && !tombstone)
+                cn_batch_builder_add(&bb, now,
+                                     cn_bytes_of(key.buf, (int32_t)key.len),
+                                     cn_bytes_of(value.buf,
+                                                 (int32_t)value.len),
+                                     NULL, 0);
+        }
+    int64_t first = cn_log_end_offset(p->log);
+    if (!rc && bb.count > 0) {
+        rc = cn_batch_builder_finish(&bb, &batch);
+        int64_t base;
+        if (!rc)
+            rc = cn_log_append(p->log, batch.buf, batch.len, &base);
+        if (!rc) {
+            cn_partition_check_roll(p);
+            struct cn_log_sync *s = cn_log_sync_begin(p->log);
+            if (s) {
+                rc = cn_log_sync_run(s);
+                cn_log_sync_end(p->log, s, rc);
+            }
+            if (rc)
+                cn_broker_log_dir_failed(b, "fdatasync", rc);
+            else
+                p->high_watermark = cn_log_end_offset(p->log);
+        }
+    }
+    if (!rc)
+        rc = cn_log_delete_records(p->log, first);
+    if (!rc) {
+        cn_partition_after_retention(p);
+        CN_INFO("%s-%d compacted: %zu ids kept, log starts at %lld",
+                CN_TXN_TOPIC, part, ids, (long long)first);
+    } else {
+        CN_WARN("compacting %s-%d failed: %s", CN_TXN_TOPIC, part,
+                cn_strerror(rc));
+    }
+    cn_batch_builder_fini(&bb);
+    cn_wr_fini(&key);
+    cn_wr_fini(&value);
+    cn_wr_fini(&batch);
 }
 
 /* ---- answering ---------------------------------------------------------- */
@@ -819,16 +925,23 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
 
 /* ---- partition leaders asking (KIP-890 part 1, locally) ----------------- */
 
-bool cn_txn_coord_verify(struct cn_broker *b, int64_t producer_id,
-                         int16_t producer_epoch, const char *topic,
-                         int32_t partition)
+int16_t cn_txn_coord_verify(struct cn_broker *b, int64_t producer_id,
+                            int16_t producer_epoch, const char *topic,
+                            int32_t partition)
 {
     if (!b->cfg->transaction_partition_verification_enable)
-        return true;
+        return KAFKA_NONE;
     struct txn_entry *e = b->txn ? entry_by_pid(b->txn, producer_id) : NULL;
-    return e && e->meta.producer_epoch == producer_epoch &&
-           e->meta.state == CN_TXN_ONGOING &&
-           cn_txn_meta_has_partition(&e->meta, topic, partition);
+    if (!e)
+        return KAFKA_INVALID_TXN_STATE;
+    /* Kafka checks the epoch first: a fenced producer hears so. */
+    if (producer_epoch < e->meta.producer_epoch)
+        return KAFKA_INVALID_PRODUCER_EPOCH;
+    if (producer_epoch != e->meta.producer_epoch ||
+        e->meta.state != CN_TXN_ONGOING ||
+        !cn_txn_meta_has_partition(&e->meta, topic, partition))
+        return KAFKA_INVALID_TXN_STATE;
+    return KAFKA_NONE;
 }
 
 /* ---- FindCoordinator -------------------------------------------------------- */

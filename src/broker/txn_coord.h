@@ -36,14 +36,15 @@ void cn_txn_coord_free(struct cn_broker *b);
 /*
  * What a partition leader asks before a transactional batch opens a
  * transaction on it (KIP-890 part 1): is this producer id, at this epoch,
- * in an Ongoing transaction that includes the partition?  Always true when
- * transaction.partition.verification.enable is false.  A late batch from
- * a transaction that has already ended is refused this way instead of
- * opening a transaction nobody will close.
+ * in an Ongoing transaction that includes the partition?  Returns
+ * KAFKA_NONE if so (and always when transaction.partition.verification.
+ * enable is false), INVALID_PRODUCER_EPOCH for an older epoch, else
+ * INVALID_TXN_STATE.  A late batch from a transaction that has already
+ * ended is refused this way instead of opening one nobody will close.
  */
-bool cn_txn_coord_verify(struct cn_broker *b, int64_t producer_id,
-                         int16_t producer_epoch, const char *topic,
-                         int32_t partition);
+int16_t cn_txn_coord_verify(struct cn_broker *b, int64_t producer_id,
+                            int16_t producer_epoch, const char *topic,
+                            int32_t partition);
 
 void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body);
