@@ -160,6 +160,13 @@ void cn_broker_data_arrived(struct cn_broker *b);
 
 /* producers.c: producer state beside each partition log. */
 int cn_partition_producers_load(struct cn_partition *p, const char *name);
+/* Calls fn for every batch of p's log from `from` (the batch holding it)
+ * to the end, reading in large chunks; stops at fn's first non-zero
+ * return and returns it, or a read or parse error. */
+int cn_partition_scan(struct cn_partition *p, int64_t from,
+                      int (*fn)(void *arg, const uint8_t *batch, size_t len,
+                                const struct cn_batch_hdr *hdr),
+                      void *arg);
 /* Records an appended batch (data or marker) in the producer table. */
 int cn_partition_record_batch(struct cn_partition *p, const uint8_t *batch,
                               size_t len, const struct cn_batch_hdr *hdr);

@@ -55,40 +55,57 @@ int cn_partition_record_batch(struct cn_partition *p, const uint8_t *batch,
     return cn_pstate_update(p->pstate, hdr, type, coord_epoch, NULL);
 }
 
-/* Replays the log from `from` to its end through the producer table. */
-static int replay(struct cn_partition *p, int64_t from, int64_t *batches)
+int cn_partition_scan(struct cn_partition *p, int64_t from,
+                      int (*fn)(void *arg, const uint8_t *batch, size_t len,
+                                const struct cn_batch_hdr *hdr),
+                      void *arg)
 {
     struct cn_wr buf;
     cn_wr_init(&buf, REPLAY_CHUNK_BYTES);
     int64_t end = cn_log_end_offset(p->log);
     int64_t at = from;
     int rc = 0;
-    *batches = 0;
-    while (at < end) {
+    while (at < end && !rc) {
         cn_wr_reset(&buf);
         size_t got = 0;
         rc = cn_log_read(p->log, at, end, REPLAY_CHUNK_BYTES, true, &buf, &got);
         if (rc || got == 0)
             break;
-        size_t pos = 0;
-        while (pos < got) {
+        for (size_t pos = 0; pos < got && !rc;) {
             struct cn_batch_hdr hdr;
             rc = cn_batch_hdr_parse(buf.buf + pos, got - pos, &hdr);
             if (rc)
-                goto out;
+                break;
             size_t len = cn_batch_size(&hdr);
-            if (cn_batch_last_offset(&hdr) >= at) {
-                rc = cn_partition_record_batch(p, buf.buf + pos, len, &hdr);
-                if (rc)
-                    goto out;
-                (*batches)++;
-            }
+            if (cn_batch_last_offset(&hdr) >= at)
+                rc = fn(arg, buf.buf + pos, len, &hdr);
             at = cn_batch_last_offset(&hdr) + 1;
             pos += len;
         }
     }
-out:
     cn_wr_fini(&buf);
+    return rc;
+}
+
+struct replay_ctx {
+    struct cn_partition *p;
+    int64_t batches;
+};
+
+static int replay_one(void *arg, const uint8_t *batch, size_t len,
+                      const struct cn_batch_hdr *hdr)
+{
+    struct replay_ctx *rc = arg;
+    rc->batches++;
+    return cn_partition_record_batch(rc->p, batch, len, hdr);
+}
+
+/* Replays the log from `from` to its end through the producer table. */
+static int replay(struct cn_partition *p, int64_t from, int64_t *batches)
+{
+    struct replay_ctx ctx = {p, 0};
+    int rc = cn_partition_scan(p, from, replay_one, &ctx);
+    *batches = ctx.batches;
     return rc;
 }
 

@@ -1285,39 +1285,35 @@ static int load_record(struct cn_txn_coord *c, const struct cn_record *rec)
     return 0;
 }
 
+struct load_ctx {
+    struct cn_txn_coord *c;
+    struct cn_wr scratch; /* decompressed records */
+    int64_t from;         /* records below are not the log's any more */
+};
+
+static int load_batch(void *arg, const uint8_t *batch, size_t len,
+                      const struct cn_batch_hdr *hdr)
+{
+    struct load_ctx *lc = arg;
+    struct cn_record_iter it;
+    struct cn_batch_hdr h;
+    (void)hdr;
+    if (cn_batch_records(batch, len, 0, &lc->scratch, &h, &it) != 0)
+        return 0; /* a batch that does not decode holds nothing we wrote */
+    struct cn_record rec;
+    int rc = 0;
+    while (!rc && cn_record_iter_next(&it, &rec) == 1)
+        if (rec.offset >= lc->from)
+            rc = load_record(lc->c, &rec);
+    return rc;
+}
+
 static int load_partition(struct cn_txn_coord *c, struct cn_partition *p)
 {
-    struct cn_wr buf, scratch;
-    cn_wr_init(&buf, 1 << 20);
-    cn_wr_init(&scratch, 0);
-    int64_t at = cn_log_start_offset(p->log), end = cn_log_end_offset(p->log);
-    int rc = 0;
-    while (at < end && !rc) {
-        cn_wr_reset(&buf);
-        size_t got = 0;
-        rc = cn_log_read(p->log, at, end, 1 << 20, true, &buf, &got);
-        if (rc || !got)
-            break;
-        size_t pos = 0;
-        while (pos < got && !rc) {
-            struct cn_batch_hdr hdr;
-            struct cn_record_iter it;
-            if (cn_batch_hdr_parse(buf.buf + pos, got - pos, &hdr) != 0)
-                break;
-            size_t len = cn_batch_size(&hdr);
-            if (cn_batch_records(buf.buf + pos, len, 0, &scratch, &hdr, &it) ==
-                0) {
-                struct cn_record rec;
-                while (!rc && cn_record_iter_next(&it, &rec) == 1)
-                    if (rec.offset >= at)
-                        rc = load_record(c, &rec);
-            }
-            at = cn_batch_last_offset(&hdr) + 1;
-            pos += len;
-        }
-    }
-    cn_wr_fini(&buf);
-    cn_wr_fini(&scratch);
+    struct load_ctx lc = {c, {0}, cn_log_start_offset(p->log)};
+    cn_wr_init(&lc.scratch, 0);
+    int rc = cn_partition_scan(p, lc.from, load_batch, &lc);
+    cn_wr_fini(&lc.scratch);
     return rc;
 }
 
