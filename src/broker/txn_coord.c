@@ -35,6 +35,7 @@ struct txn_entry {
     struct cn_txn_meta meta;    /* as last made durable */
     bool busy;                  /* a change or markers in flight */
     bool writing;               /* a record appended, not yet durable */
+    int32_t part;               /* its __transaction_state partition */
     struct txn_entry *next;     /* hash chain by id */
     struct txn_entry *pid_next; /* chain in the producer id index */
     int64_t indexed_pid;        /* producer id it is indexed under, or -1 */
@@ -47,6 +48,9 @@ struct cn_txn_coord {
     struct txn_entry **table;   /* by transactional id */
     size_t buckets, count;
     struct txn_entry *by_pid[PID_BUCKETS]; /* by current producer id */
+    int32_t nparts;             /* partitions of __transaction_state */
+    size_t *part_ids;           /* ids per partition */
+    size_t *part_writing;       /* ids with a record not yet durable */
     uv_timer_t timer;           /* timed-out transactions */
     bool timer_armed;
 };
@@ -112,7 +116,23 @@ static int entry_insert(struct cn_txn_coord *c, struct txn_entry *e)
     e->next = c->table[h];
     c->table[h] = e;
     c->count++;
+    const char *id = e->meta.transactional_id;
+    e->part = cn_txn_partition_for((const uint8_t *)id, strlen(id),
+                                   c->nparts);
+    c->part_ids[e->part]++;
     return 0;
+}
+
+static void set_writing(struct cn_txn_coord *c, struct txn_entry *e,
+                        bool writing)
+{
+    if (e->writing == writing)
+        return;
+    e->writing = writing;
+    if (writing)
+        c->part_writing[e->part]++;
+    else
+        c->part_writing[e->part]--;
 }
 
 static void pid_unindex(struct cn_txn_coord *c, struct txn_entry *e)
@@ -164,6 +184,8 @@ static void entry_remove(struct cn_txn_coord *c, struct txn_entry *e)
     if (*pp) {
         *pp = e->next;
         c->count--;
+        c->part_ids[e->part]--;
+        set_writing(c, e, false);
     }
     cn_txn_meta_fini(&e->meta);
     free(e);
@@ -213,7 +235,7 @@ static void write_done(struct cn_broker *b, struct cn_sync_waiter *sw)
 {
     struct txn_write *w = (struct txn_write *)sw;
     int16_t err = KAFKA_NONE;
-    w->e->writing = false;
+    set_writing(b->txn, w->e, false);
     if (b->log_dir_offline) {
         err = KAFKA_COORDINATOR_NOT_AVAILABLE;
         cn_txn_meta_fini(&w->next);
@@ -265,7 +287,7 @@ static void write_change(struct cn_broker *b, struct txn_entry *e,
     w->waiter.req = req;
     w->waiter.finish = write_done;
     e->busy = true;
-    e->writing = true;
+    set_writing(b->txn, e, true);
 
     struct cn_wr key, value, batch;
     cn_wr_init(&key, 64);
@@ -298,7 +320,7 @@ static void write_change(struct cn_broker *b, struct txn_entry *e,
         if (rc != CN_ENOMEM && rc != CN_EINVAL)
             cn_broker_log_dir_failed(b, "a transaction log write", rc);
         e->busy = false;
-        e->writing = false;
+        set_writing(b->txn, e, false);
         cn_txn_meta_fini(&w->next);
         w->then(w, KAFKA_COORDINATOR_NOT_AVAILABLE);
         free(w);
@@ -342,18 +364,10 @@ static void maybe_compact(struct cn_broker *b, const char *id)
         return;
     struct cn_partition *p = log_partition(t, id);
     int32_t part = p->index;
+    if (part >= c->nparts || c->part_writing[part] > 0)
+        return;
     int64_t span = cn_log_end_offset(p->log) - cn_log_start_offset(p->log);
-    size_t ids = 0;
-    for (size_t i = 0; i < c->buckets; i++)
-        for (struct txn_entry *e = c->table[i]; e; e = e->next) {
-            const char *x = e->meta.transactional_id;
-            if (cn_txn_partition_for((const uint8_t *)x, strlen(x),
-                                     t->partition_count) != part)
-                continue;
-            if (e->writing)
-                return;
-            ids++;
-        }
+    size_t ids = c->part_ids[part];
     if (span < (int64_t)ids + b->cfg->cairn_internal_compact_slack_records)
         return;
     struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
@@ -367,10 +381,7 @@ static void maybe_compact(struct cn_broker *b, const char *id)
     int rc = 0;
     for (size_t i = 0; i < c->buckets && !rc; i++)
         for (struct txn_entry *e = c->table[i]; e && !rc; e = e->next) {
-            const char *x = e->meta.transactional_id;
-            if (e->meta.state == CN_TXN_DEAD ||
-                cn_txn_partition_for((const uint8_t *)x, strlen(x),
-                                     t->partition_count) != part)
+            if (e->meta.state == CN_TXN_DEAD || e->part != part)
                 continue;
             bool tombstone = false;
             cn_wr_reset(&key);
@@ -1324,6 +1335,13 @@ int cn_txn_coord_start(struct cn_broker *b)
         return CN_ENOMEM;
     b->txn = c;
     struct cn_topic *t = log_topic(b, false);
+    /* An existing log keeps the partition count it was made with. */
+    c->nparts = t ? t->partition_count
+                  : b->cfg->transaction_state_log_num_partitions;
+    c->part_ids = calloc((size_t)c->nparts, sizeof *c->part_ids);
+    c->part_writing = calloc((size_t)c->nparts, sizeof *c->part_writing);
+    if (!c->part_ids || !c->part_writing)
+        return CN_ENOMEM;
     int64_t t0 = cn_clock_mono_ms();
     if (t) {
         for (int32_t i = 0; i < t->partition_count; i++) {
@@ -1388,6 +1406,8 @@ void cn_txn_coord_free(struct cn_broker *b)
             free(e);
         }
     free(c->table);
+    free(c->part_ids);
+    free(c->part_writing);
     free(c);
     b->txn = NULL;
 }
