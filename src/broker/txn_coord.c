@@ -263,8 +263,10 @@ static void write_change(struct cn_broker *b, struct txn_entry *e,
                          struct cn_req *req, const struct cn_req_header *h,
                          bool commit)
 {
-    struct txn_write *w = calloc(1, sizeof *w);
-    struct cn_topic *t = log_topic(b, true);
+    /* Shutting down: nothing more is written; a decided transaction is
+     * finished by the next start's recovery. */
+    struct txn_write *w = b->stopping ? NULL : calloc(1, sizeof *w);
+    struct cn_topic *t = w ? log_topic(b, true) : NULL;
     struct cn_partition *p = t ? log_partition(t, e->meta.transactional_id)
                                : NULL;
     if (!w || !p) {
@@ -359,7 +361,7 @@ static void write_change(struct cn_broker *b, struct txn_entry *e,
 static void maybe_compact(struct cn_broker *b, const char *id)
 {
     struct cn_txn_coord *c = b->txn;
-    struct cn_topic *t = log_topic(b, false);
+    struct cn_topic *t = b->stopping ? NULL : log_topic(b, false);
     if (!t || !c)
         return;
     struct cn_partition *p = log_partition(t, id);
@@ -533,6 +535,8 @@ static void on_marker_retry(uv_timer_t *t)
 static void write_markers(struct cn_broker *b, struct txn_entry *e,
                           bool commit)
 {
+    if (b->stopping)
+        return; /* the next start's recovery writes them */
     const struct cn_txn_meta *m = &e->meta;
     struct cn_wr batch;
     cn_wr_init(&batch, 128);
@@ -1043,6 +1047,8 @@ static void on_timeout_check(uv_timer_t *t)
     struct cn_broker *b = t->data;
     struct cn_txn_coord *c = b->txn;
     int64_t now = cn_clock_wall_ms();
+    if (b->stopping)
+        return;
     for (size_t i = 0; i < c->buckets; i++)
         for (struct txn_entry *e = c->table[i]; e; e = e->next) {
             const struct cn_txn_meta *m = &e->meta;
@@ -1087,6 +1093,8 @@ static void on_expiry_check(uv_timer_t *t)
     struct cn_broker *b = t->data;
     struct cn_txn_coord *c = b->txn;
     int64_t now = cn_clock_wall_ms();
+    if (b->stopping)
+        return;
     for (size_t i = 0; i < c->buckets; i++) {
         struct txn_entry *e = c->table[i];
         while (e) {
