@@ -509,6 +509,7 @@ static void markers_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
         return;
     next.state = commit ? CN_TXN_COMPLETE_COMMIT : CN_TXN_COMPLETE_ABORT;
     cn_txn_meta_clear_partitions(&next);
+    next.txn_start_ms = -1; /* no transaction is running any more */
     next.last_update_ms = cn_clock_wall_ms();
     write_change(b, e, &next, complete_written, NULL, NULL, commit);
 }

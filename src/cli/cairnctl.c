@@ -1,9 +1,11 @@
 /*
- * cairnctl.c - operator CLI: topics and configs over the Kafka protocol.
+ * cairnctl.c - operator CLI: topics, configs and transactions over the Kafka
+ * protocol.
  *
  * Speaks only Kafka's wire protocol (through kclient.h), so it works against
- * any Kafka-compatible broker.  Output imitates kafka-topics.sh and
- * kafka-configs.sh; --json prints one JSON document on stdout instead.
+ * any Kafka-compatible broker.  Output imitates kafka-topics.sh,
+ * kafka-configs.sh and kafka-transactions.sh (KIP-664); --json prints one
+ * JSON document on stdout instead.
  * Exit codes: 0 success, 1 the operation failed, 2 bad usage.
  */
 #include <errno.h>
@@ -14,17 +16,24 @@
 #include <string.h>
 
 #include "base/arena.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "cli/kclient.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 
 #define API_METADATA 3
+#define API_FIND_COORDINATOR 10
 #define API_CREATE_TOPICS 19
 #define API_DELETE_TOPICS 20
 #define API_DESCRIBE_CONFIGS 32
 #define API_CREATE_PARTITIONS 37
 #define API_INCREMENTAL_ALTER_CONFIGS 44
+#define API_DESCRIBE_PRODUCERS 61
+#define API_DESCRIBE_TRANSACTIONS 65
+#define API_LIST_TRANSACTIONS 66
+
+#define COORDINATOR_TRANSACTION 1 /* FindCoordinator key type */
 
 #define RESOURCE_TOPIC 2
 #define CONFIG_SRC_TOPIC 1
@@ -43,6 +52,11 @@ enum {
     OPT_SET = 1 << 4,
     OPT_DELETE = 1 << 5,
     OPT_ALL = 1 << 6,
+    OPT_STATE = 1 << 7,
+    OPT_PRODUCER_ID = 1 << 8,
+    OPT_DURATION = 1 << 9,
+    OPT_TXN_ID = 1 << 10,
+    OPT_PARTITION = 1 << 11,
 };
 
 struct opts {
@@ -63,6 +77,13 @@ struct opts {
     int nsets;             /* entries in sets */
     const char **deletes;  /* --delete k */
     int ndeletes;          /* entries in deletes */
+    const char **states;   /* --state S, argc slots */
+    int nstates;           /* entries in states */
+    int64_t *pids;         /* --producer-id N, argc slots */
+    int npids;             /* entries in pids */
+    int64_t duration_ms;   /* --duration-ms: open at least this long (ms) */
+    const char *txn_id;    /* --transactional-id */
+    int32_t partition;     /* --partition */
 };
 
 /* One command's connections and the arena its responses live in. */
@@ -86,6 +107,9 @@ static const char usage_text[] =
     "  topics alter --topic T --partitions N\n"
     "  configs describe --topic T [--all]\n"
     "  configs alter --topic T [--set k=v ...] [--delete k ...]\n"
+    "  txn list [--state S ...] [--producer-id N ...] [--duration-ms N]\n"
+    "  txn describe --transactional-id ID\n"
+    "  txn describe-producers --topic T --partition P\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --bootstrap-server HOST:PORT  broker to talk to (default "
@@ -122,12 +146,27 @@ static bool parse_int32(const char *s, int32_t min, int32_t *out)
     return true;
 }
 
+static bool parse_int64(const char *s, int64_t min, int64_t *out)
+{
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < min)
+        return false;
+    *out = (int64_t)v;
+    return true;
+}
+
 /* Returns 0, or an exit code after printing the usage error. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
     static const char *const with_value[] = {
         "--bootstrap-server",   "--timeout", "--topic", "--partitions",
         "--replication-factor", "--config",  "--set",   "--delete",
+        "--state",              "--producer-id", "--duration-ms",
+        "--transactional-id",   "--partition",
     };
 
     o->bootstrap = "127.0.0.1:9092";
@@ -137,7 +176,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
     o->configs = calloc((size_t)argc + 1, sizeof *o->configs);
     o->sets = calloc((size_t)argc + 1, sizeof *o->sets);
     o->deletes = calloc((size_t)argc + 1, sizeof *o->deletes);
-    if (!o->configs || !o->sets || !o->deletes) {
+    o->states = calloc((size_t)argc + 1, sizeof *o->states);
+    o->pids = calloc((size_t)argc + 1, sizeof *o->pids);
+    o->partition = -1;
+    if (!o->configs || !o->sets || !o->deletes || !o->states || !o->pids) {
         fprintf(stderr, "cairnctl: out of memory\n");
         return EXIT_FAIL;
     }
@@ -223,6 +265,35 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 return usage_error("empty --delete");
             o->deletes[o->ndeletes++] = val;
             o->seen |= OPT_DELETE;
+        } else if (strcmp(name, "--state") == 0) {
+            if (!*val)
+                return usage_error("empty --state");
+            o->states[o->nstates++] = val;
+            o->seen |= OPT_STATE;
+        } else if (strcmp(name, "--producer-id") == 0) {
+            if (!parse_int64(val, 0, &o->pids[o->npids]))
+                return usage_error("bad --producer-id '%s' (want a number "
+                                   ">= 0)",
+                                   val);
+            o->npids++;
+            o->seen |= OPT_PRODUCER_ID;
+        } else if (strcmp(name, "--duration-ms") == 0) {
+            if (!parse_int64(val, 0, &o->duration_ms))
+                return usage_error("bad --duration-ms '%s' (want a number "
+                                   ">= 0)",
+                                   val);
+            o->seen |= OPT_DURATION;
+        } else if (strcmp(name, "--transactional-id") == 0) {
+            if (!*val)
+                return usage_error("empty --transactional-id");
+            o->txn_id = val;
+            o->seen |= OPT_TXN_ID;
+        } else if (strcmp(name, "--partition") == 0) {
+            if (!parse_int32(val, 0, &o->partition))
+                return usage_error("bad --partition '%s' (want a number "
+                                   ">= 0)",
+                                   val);
+            o->seen |= OPT_PARTITION;
         } else {
             return usage_error("unknown option '%s'", name);
         }
@@ -1053,6 +1124,563 @@ static int cmd_configs_alter(struct ctx *x)
     return 0;
 }
 
+/* ---- txn ----------------------------------------------------------------- */
+
+/*
+ * A text table: the first row is the header.  Columns are padded to their
+ * widest cell and separated by two spaces, so a reader can cut rows at the
+ * header's column offsets even when a cell is blank.
+ */
+#define TABLE_COLS_MAX 16
+
+struct table {
+    int ncols;              /* columns per row, <= TABLE_COLS_MAX */
+    int nrows;              /* rows filled, header included */
+    int cap;                /* rows allocated */
+    const char **cells;     /* nrows * ncols cells, row-major */
+    struct cn_arena *arena; /* where cells and their text live */
+};
+
+static int table_init(struct table *t, struct cn_arena *arena, int ncols,
+                      int cap)
+{
+    if (ncols > TABLE_COLS_MAX)
+        ncols = TABLE_COLS_MAX; /* callers pass constants well below */
+    t->ncols = ncols;
+    t->nrows = 0;
+    t->cap = cap + 1;
+    t->arena = arena;
+    t->cells = cn_arena_calloc(arena, (size_t)t->cap * (size_t)ncols,
+                               sizeof *t->cells);
+    if (!t->cells) {
+        fprintf(stderr, "cairnctl: out of memory\n");
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+/* Sets cell col of the current (last added) row, printf-style. */
+__attribute__((format(printf, 3, 4)))
+static void table_set(struct table *t, int col, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    t->cells[(t->nrows - 1) * t->ncols + col] =
+        cn_arena_strdup(t->arena, cn_bytes_str(buf));
+}
+
+static void table_set_bytes(struct table *t, int col, struct cn_bytes b)
+{
+    t->cells[(t->nrows - 1) * t->ncols + col] = cn_arena_strdup(t->arena, b);
+}
+
+/* Starts a new row; false when full (callers size the table up front). */
+static bool table_row(struct table *t)
+{
+    if (t->nrows >= t->cap)
+        return false;
+    t->nrows++;
+    return true;
+}
+
+static void table_print(const struct table *t)
+{
+    size_t w[TABLE_COLS_MAX] = {0};
+
+    for (int r = 0; r < t->nrows; r++)
+        for (int c = 0; c < t->ncols; c++) {
+            const char *s = t->cells[r * t->ncols + c];
+            size_t n = s ? strlen(s) : 0;
+            if (n > w[c])
+                w[c] = n;
+        }
+    for (int r = 0; r < t->nrows; r++) {
+        int last = -1; /* last non-blank cell: no padding after it */
+
+        for (int c = 0; c < t->ncols; c++) {
+            const char *s = t->cells[r * t->ncols + c];
+            if (s && *s)
+                last = c;
+        }
+        for (int c = 0; c <= last; c++) {
+            const char *s = t->cells[r * t->ncols + c];
+            if (c < last)
+                printf("%-*s  ", (int)w[c], s ? s : "");
+            else
+                fputs(s, stdout);
+        }
+        putchar('\n');
+    }
+}
+
+/*
+ * A connection to host:port: the bootstrap one when it is the same address,
+ * else x->ctl (re)connected.  NULL after printing why not.
+ */
+static struct cn_kclient *conn_to(struct ctx *x, struct cn_bytes host,
+                                  int32_t port)
+{
+    char h[CN_KCLIENT_HOST_MAX];
+
+    if (host.len <= 0 || (size_t)host.len >= sizeof h) {
+        fprintf(stderr, "cairnctl: broker has a bad host name\n");
+        return NULL;
+    }
+    memcpy(h, host.ptr, (size_t)host.len);
+    h[host.len] = '\0';
+    if (x->boot.fd >= 0 && port == x->boot.port && strcmp(h, x->boot.host) == 0)
+        return &x->boot;
+    cn_kclient_close(&x->ctl);
+    if (cn_kclient_connect(&x->ctl, h, port, x->o->timeout_ms)) {
+        fprintf(stderr, "cairnctl: %s\n", x->ctl.err);
+        return NULL;
+    }
+    return &x->ctl;
+}
+
+/* Prints a Kafka error about a transactional id; returns the exit code. */
+static int txn_error(const struct opts *o, const char *what, const char *id,
+                     int16_t code, struct cn_bytes msg)
+{
+    if (msg.len > 0)
+        fprintf(stderr, "cairnctl: %s '%s': %s: %.*s\n", what, id,
+                cn_kerr_name(code), (int)msg.len, (const char *)msg.ptr);
+    else
+        fprintf(stderr, "cairnctl: %s '%s': %s\n", what, id,
+                cn_kerr_name(code));
+    if (o->json) {
+        fputs("{\"transactional_id\":", stdout);
+        json_str(stdout, id);
+        fputs(",\"error\":", stdout);
+        json_str(stdout, cn_kerr_name(code));
+        printf(",\"error_code\":%d,\"message\":", code);
+        json_bytes(stdout, msg.len > 0 ? msg : CN_BYTES_NULL);
+        fputs("}\n", stdout);
+    }
+    return EXIT_FAIL;
+}
+
+/* One ListTransactions result, tagged with the broker that answered. */
+struct txn_row {
+    int32_t coordinator; /* node id of the answering broker */
+    const struct cn_list_transactions_response_transaction_state *s;
+};
+
+static int cmp_txn_row(const void *a, const void *b)
+{
+    const struct txn_row *ra = a, *rb = b;
+
+    return cmp_bytes(ra->s->transactional_id, rb->s->transactional_id);
+}
+
+/*
+ * Every broker coordinates some transactional ids, so ListTransactions goes
+ * to each broker in the cluster (as Kafka's admin client does) and the
+ * answers are merged.
+ */
+static int cmd_txn_list(struct ctx *x)
+{
+    const struct opts *o = x->o;
+    struct cn_metadata_response md;
+    struct cn_list_transactions_request rq;
+    struct cn_list_transactions_response *rs;
+    struct txn_row *rows;
+    struct cn_bytes *states;
+    int32_t nbrokers, nrows = 0, cap = 0;
+    bool warned = false;
+    struct table t;
+
+    if (fetch_metadata(x, NULL, &md))
+        return EXIT_FAIL;
+    nbrokers = md.brokers_len > 0 ? md.brokers_len : 0;
+    if (nbrokers == 0) {
+        fprintf(stderr, "cairnctl: Metadata lists no brokers\n");
+        return EXIT_FAIL;
+    }
+    rs = cn_arena_calloc(&x->arena, (size_t)nbrokers, sizeof *rs);
+    states = cn_arena_calloc(&x->arena, (size_t)o->nstates + 1,
+                             sizeof *states);
+    if (!rs || !states) {
+        fprintf(stderr, "cairnctl: out of memory\n");
+        return EXIT_FAIL;
+    }
+    for (int i = 0; i < o->nstates; i++)
+        states[i] = cn_bytes_str(o->states[i]);
+    cn_list_transactions_request_init(&rq);
+    rq.state_filters = states;
+    rq.state_filters_len = o->nstates;
+    rq.producer_id_filters = o->pids;
+    rq.producer_id_filters_len = o->npids;
+    /* -1 means no duration filter (v1); v0 has no such field. */
+    rq.duration_filter = o->seen & OPT_DURATION ? o->duration_ms : -1;
+    for (int32_t b = 0; b < nbrokers; b++) {
+        const struct cn_metadata_response_metadata_response_broker *br =
+            &md.brokers[b];
+        struct cn_kclient *c = conn_to(x, br->host, br->port);
+        int16_t v;
+
+        if (!c)
+            return EXIT_FAIL;
+        v = need_version(c, API_LIST_TRANSACTIONS, "ListTransactions");
+        if (v < 0)
+            return EXIT_FAIL;
+        if ((o->seen & OPT_DURATION) && v < 1) {
+            fprintf(stderr,
+                    "cairnctl: broker %s:%d supports only ListTransactions "
+                    "v0; --duration-ms needs v1\n",
+                    c->host, c->port);
+            return EXIT_FAIL;
+        }
+        if (call(c, API_LIST_TRANSACTIONS, v, &rq, &rs[b], &x->arena))
+            return EXIT_FAIL;
+        if (rs[b].error_code) {
+            fprintf(stderr,
+                    "cairnctl: cannot list transactions on broker %d: %s\n",
+                    br->node_id, cn_kerr_name(rs[b].error_code));
+            return EXIT_FAIL;
+        }
+        /* Every broker reports the same unknown filters; say it once. */
+        for (int32_t i = 0; !warned && i < rs[b].unknown_state_filters_len;
+             i++)
+            fprintf(stderr, "cairnctl: warning: unknown transaction state "
+                            "filter '%.*s'\n",
+                    (int)(rs[b].unknown_state_filters[i].len > 0
+                              ? rs[b].unknown_state_filters[i].len
+                              : 0),
+                    (const char *)rs[b].unknown_state_filters[i].ptr);
+        if (rs[b].unknown_state_filters_len > 0)
+            warned = true;
+        if (rs[b].transaction_states_len > 0)
+            cap += rs[b].transaction_states_len;
+    }
+    rows = cn_arena_calloc(&x->arena, (size_t)cap + 1, sizeof *rows);
+    if (!rows) {
+        fprintf(stderr, "cairnctl: out of memory\n");
+        return EXIT_FAIL;
+    }
+    for (int32_t b = 0; b < nbrokers; b++)
+        for (int32_t i = 0; i < rs[b].transaction_states_len; i++) {
+            rows[nrows].coordinator = md.brokers[b].node_id;
+            rows[nrows++].s = &rs[b].transaction_states[i];
+        }
+    qsort(rows, (size_t)nrows, sizeof *rows, cmp_txn_row);
+    if (o->json) {
+        putchar('[');
+        for (int32_t i = 0; i < nrows; i++) {
+            printf("%s{\"transactional_id\":", i ? "," : "");
+            json_bytes(stdout, rows[i].s->transactional_id);
+            printf(",\"coordinator_id\":%d,\"producer_id\":%lld,"
+                   "\"transaction_state\":",
+                   rows[i].coordinator, (long long)rows[i].s->producer_id);
+            json_bytes(stdout, rows[i].s->transaction_state);
+            putchar('}');
+        }
+        puts("]");
+        return 0;
+    }
+    if (table_init(&t, &x->arena, 4, nrows))
+        return EXIT_FAIL;
+    table_row(&t);
+    table_set(&t, 0, "TransactionalId");
+    table_set(&t, 1, "Coordinator");
+    table_set(&t, 2, "ProducerId");
+    table_set(&t, 3, "TransactionState");
+    for (int32_t i = 0; i < nrows; i++) {
+        table_row(&t);
+        table_set_bytes(&t, 0, rows[i].s->transactional_id);
+        table_set(&t, 1, "%d", rows[i].coordinator);
+        table_set(&t, 2, "%lld", (long long)rows[i].s->producer_id);
+        table_set_bytes(&t, 3, rows[i].s->transaction_state);
+    }
+    table_print(&t);
+    return 0;
+}
+
+/* The transaction coordinator for id: its connection and node id. */
+static int find_txn_coordinator(struct ctx *x, const char *id,
+                                struct cn_kclient **out, int32_t *node)
+{
+    struct cn_find_coordinator_request rq;
+    struct cn_find_coordinator_response rs;
+    struct cn_bytes key = cn_bytes_str(id);
+    struct cn_bytes host, msg;
+    int32_t port;
+    int16_t err;
+    int16_t v = need_version(&x->boot, API_FIND_COORDINATOR,
+                             "FindCoordinator");
+
+    if (v < 0)
+        return EXIT_FAIL;
+    cn_find_coordinator_request_init(&rq);
+    /* v4+ batches keys (KIP-699); older versions take one key. */
+    rq.key = key;
+    rq.key_type = COORDINATOR_TRANSACTION;
+    rq.coordinator_keys = &key;
+    rq.coordinator_keys_len = 1;
+    if (call(&x->boot, API_FIND_COORDINATOR, v, &rq, &rs, &x->arena))
+        return EXIT_FAIL;
+    if (v >= 4) {
+        if (rs.coordinators_len < 1) {
+            fprintf(stderr, "cairnctl: FindCoordinator response has no "
+                            "result\n");
+            return EXIT_FAIL;
+        }
+        err = rs.coordinators[0].error_code;
+        msg = rs.coordinators[0].error_message;
+        *node = rs.coordinators[0].node_id;
+        host = rs.coordinators[0].host;
+        port = rs.coordinators[0].port;
+    } else {
+        err = rs.error_code;
+        msg = rs.error_message;
+        *node = rs.node_id;
+        host = rs.host;
+        port = rs.port;
+    }
+    if (err)
+        return txn_error(x->o, "cannot find the coordinator of", id, err, msg);
+    *out = conn_to(x, host, port);
+    return *out ? 0 : EXIT_FAIL;
+}
+
+static void describe_txn_json(
+    int32_t node,
+    const struct cn_describe_transactions_response_transaction_state *s,
+    int64_t now)
+{
+    bool first = true;
+
+    printf("{\"coordinator_id\":%d,\"transactional_id\":", node);
+    json_bytes(stdout, s->transactional_id);
+    printf(",\"producer_id\":%lld,\"producer_epoch\":%d,"
+           "\"transaction_state\":",
+           (long long)s->producer_id, s->producer_epoch);
+    json_bytes(stdout, s->transaction_state);
+    printf(",\"transaction_timeout_ms\":%d", s->transaction_timeout_ms);
+    if (s->transaction_start_time_ms >= 0)
+        printf(",\"transaction_start_time_ms\":%lld,"
+               "\"transaction_duration_ms\":%lld",
+               (long long)s->transaction_start_time_ms,
+               (long long)(now - s->transaction_start_time_ms));
+    else
+        fputs(",\"transaction_start_time_ms\":null,"
+              "\"transaction_duration_ms\":null",
+              stdout);
+    fputs(",\"topic_partitions\":[", stdout);
+    for (int32_t i = 0; i < s->topics_len; i++)
+        for (int32_t p = 0; p < s->topics[i].partitions_len; p++) {
+            fputs(first ? "{\"topic\":" : ",{\"topic\":", stdout);
+            json_bytes(stdout, s->topics[i].topic);
+            printf(",\"partition\":%d}", s->topics[i].partitions[p]);
+            first = false;
+        }
+    puts("]}");
+}
+
+static int cmd_txn_describe(struct ctx *x)
+{
+    const struct opts *o = x->o;
+    struct cn_describe_transactions_request rq;
+    struct cn_describe_transactions_response rs;
+    const struct cn_describe_transactions_response_transaction_state *s;
+    struct cn_bytes id = cn_bytes_str(o->txn_id);
+    struct cn_kclient *c = NULL;
+    struct table t;
+    char tp[1024];
+    size_t len = 0;
+    int32_t node;
+    int64_t now;
+    int16_t v;
+    int rc;
+
+    rc = find_txn_coordinator(x, o->txn_id, &c, &node);
+    if (rc)
+        return rc;
+    v = need_version(c, API_DESCRIBE_TRANSACTIONS, "DescribeTransactions");
+    if (v < 0)
+        return EXIT_FAIL;
+    cn_describe_transactions_request_init(&rq);
+    rq.transactional_ids = &id;
+    rq.transactional_ids_len = 1;
+    if (call(c, API_DESCRIBE_TRANSACTIONS, v, &rq, &rs, &x->arena))
+        return EXIT_FAIL;
+    if (rs.transaction_states_len < 1) {
+        fprintf(stderr, "cairnctl: DescribeTransactions response has no "
+                        "result\n");
+        return EXIT_FAIL;
+    }
+    s = &rs.transaction_states[0];
+    if (s->error_code)
+        return txn_error(o, "cannot describe transaction", o->txn_id,
+                         s->error_code, CN_BYTES_NULL);
+    now = cn_clock_wall_ms();
+    if (o->json) {
+        describe_txn_json(node, s, now);
+        return 0;
+    }
+    tp[0] = '\0';
+    for (int32_t i = 0; i < s->topics_len; i++)
+        for (int32_t p = 0; p < s->topics[i].partitions_len; p++) {
+            int n = snprintf(tp + len, sizeof tp - len, "%s%.*s-%d",
+                             len ? "," : "",
+                             (int)(s->topics[i].topic.len > 0
+                                       ? s->topics[i].topic.len
+                                       : 0),
+                             (const char *)s->topics[i].topic.ptr,
+                             s->topics[i].partitions[p]);
+            /* A huge transaction is cut short rather than overflowing. */
+            if (n < 0 || (size_t)n >= sizeof tp - len) {
+                tp[len] = '\0';
+                break;
+            }
+            len += (size_t)n;
+        }
+    if (table_init(&t, &x->arena, 9, 1))
+        return EXIT_FAIL;
+    table_row(&t);
+    table_set(&t, 0, "CoordinatorId");
+    table_set(&t, 1, "TransactionalId");
+    table_set(&t, 2, "ProducerId");
+    table_set(&t, 3, "ProducerEpoch");
+    table_set(&t, 4, "TransactionState");
+    table_set(&t, 5, "TransactionTimeoutMs");
+    table_set(&t, 6, "CurrentTransactionStartTimeMs");
+    table_set(&t, 7, "TransactionDurationMs");
+    table_set(&t, 8, "TopicPartitions");
+    table_row(&t);
+    table_set(&t, 0, "%d", node);
+    table_set_bytes(&t, 1, s->transactional_id);
+    table_set(&t, 2, "%lld", (long long)s->producer_id);
+    table_set(&t, 3, "%d", s->producer_epoch);
+    table_set_bytes(&t, 4, s->transaction_state);
+    table_set(&t, 5, "%d", s->transaction_timeout_ms);
+    if (s->transaction_start_time_ms >= 0) {
+        table_set(&t, 6, "%lld", (long long)s->transaction_start_time_ms);
+        table_set(&t, 7, "%lld",
+                  (long long)(now - s->transaction_start_time_ms));
+    }
+    table_set(&t, 8, "%s", tp);
+    table_print(&t);
+    return 0;
+}
+
+/* Producer state lives with the partition's leader, so ask it. */
+static int cmd_txn_describe_producers(struct ctx *x)
+{
+    const struct opts *o = x->o;
+    struct cn_metadata_response md;
+    struct cn_describe_producers_request rq;
+    struct cn_describe_producers_request_topic_request tr;
+    struct cn_describe_producers_response rs;
+    const struct cn_describe_producers_response_partition_response *pr = NULL;
+    const struct cn_metadata_response_metadata_response_topic *mt;
+    struct cn_kclient *c = NULL;
+    int32_t part = o->partition;
+    int32_t leader = -1;
+    struct table t;
+    int16_t v;
+
+    if (fetch_metadata(x, o->topic, &md))
+        return EXIT_FAIL;
+    if (md.topics_len < 1)
+        return topic_error(o, "cannot describe producers", o->topic,
+                           KAFKA_UNKNOWN_TOPIC_OR_PARTITION, CN_BYTES_NULL);
+    mt = &md.topics[0];
+    if (mt->error_code)
+        return topic_error(o, "cannot describe producers", o->topic,
+                           mt->error_code, CN_BYTES_NULL);
+    for (int32_t i = 0; i < mt->partitions_len; i++)
+        if (mt->partitions[i].partition_index == o->partition)
+            leader = mt->partitions[i].leader_id;
+    if (leader < 0) {
+        fprintf(stderr,
+                "cairnctl: cannot describe producers: partition %d of "
+                "topic '%s' does not exist or has no leader (%s)\n",
+                o->partition, o->topic,
+                cn_kerr_name(KAFKA_UNKNOWN_TOPIC_OR_PARTITION));
+        return EXIT_FAIL;
+    }
+    for (int32_t i = 0; i < md.brokers_len; i++)
+        if (md.brokers[i].node_id == leader)
+            c = conn_to(x, md.brokers[i].host, md.brokers[i].port);
+    if (!c) {
+        fprintf(stderr, "cairnctl: cannot reach leader %d of %s-%d\n", leader,
+                o->topic, o->partition);
+        return EXIT_FAIL;
+    }
+    v = need_version(c, API_DESCRIBE_PRODUCERS, "DescribeProducers");
+    if (v < 0)
+        return EXIT_FAIL;
+    cn_describe_producers_request_init(&rq);
+    memset(&tr, 0, sizeof tr);
+    tr.name = cn_bytes_str(o->topic);
+    tr.partition_indexes = &part;
+    tr.partition_indexes_len = 1;
+    rq.topics = &tr;
+    rq.topics_len = 1;
+    if (call(c, API_DESCRIBE_PRODUCERS, v, &rq, &rs, &x->arena))
+        return EXIT_FAIL;
+    for (int32_t i = 0; i < rs.topics_len; i++)
+        for (int32_t p = 0; p < rs.topics[i].partitions_len; p++)
+            if (rs.topics[i].partitions[p].partition_index == o->partition)
+                pr = &rs.topics[i].partitions[p];
+    if (!pr) {
+        fprintf(stderr, "cairnctl: DescribeProducers response has no "
+                        "result\n");
+        return EXIT_FAIL;
+    }
+    if (pr->error_code)
+        return topic_error(o, "cannot describe producers of topic", o->topic,
+                           pr->error_code, pr->error_message);
+    if (o->json) {
+        fputs("{\"topic\":", stdout);
+        json_str(stdout, o->topic);
+        printf(",\"partition\":%d,\"producers\":[", o->partition);
+        for (int32_t i = 0; i < pr->active_producers_len; i++) {
+            const struct cn_describe_producers_response_producer_state *s =
+                &pr->active_producers[i];
+            printf("%s{\"producer_id\":%lld,\"producer_epoch\":%d,"
+                   "\"latest_coordinator_epoch\":%d,\"last_sequence\":%d,"
+                   "\"last_timestamp\":%lld,"
+                   "\"current_transaction_start_offset\":%lld}",
+                   i ? "," : "", (long long)s->producer_id,
+                   s->producer_epoch, s->coordinator_epoch, s->last_sequence,
+                   (long long)s->last_timestamp,
+                   (long long)s->current_txn_start_offset);
+        }
+        puts("]}");
+        return 0;
+    }
+    if (table_init(&t, &x->arena, 6,
+                   pr->active_producers_len > 0 ? pr->active_producers_len
+                                                : 0))
+        return EXIT_FAIL;
+    table_row(&t);
+    table_set(&t, 0, "ProducerId");
+    table_set(&t, 1, "ProducerEpoch");
+    table_set(&t, 2, "LatestCoordinatorEpoch");
+    table_set(&t, 3, "LastSequence");
+    table_set(&t, 4, "LastTimestamp");
+    table_set(&t, 5, "CurrentTransactionStartOffset");
+    for (int32_t i = 0; i < pr->active_producers_len; i++) {
+        const struct cn_describe_producers_response_producer_state *s =
+            &pr->active_producers[i];
+        table_row(&t);
+        table_set(&t, 0, "%lld", (long long)s->producer_id);
+        table_set(&t, 1, "%d", s->producer_epoch);
+        table_set(&t, 2, "%d", s->coordinator_epoch);
+        table_set(&t, 3, "%d", s->last_sequence);
+        table_set(&t, 4, "%lld", (long long)s->last_timestamp);
+        table_set(&t, 5, "%lld", (long long)s->current_txn_start_offset);
+    }
+    table_print(&t);
+    return 0;
+}
+
 /* ---- dispatch
  * ---------------------------------------------------------------- */
 
@@ -1076,11 +1704,17 @@ static const struct command commands[] = {
      cmd_configs_describe},
     {"configs", "alter", OPT_TOPIC | OPT_SET | OPT_DELETE, OPT_TOPIC,
      cmd_configs_alter},
+    {"txn", "list", OPT_STATE | OPT_PRODUCER_ID | OPT_DURATION, 0,
+     cmd_txn_list},
+    {"txn", "describe", OPT_TXN_ID, OPT_TXN_ID, cmd_txn_describe},
+    {"txn", "describe-producers", OPT_TOPIC | OPT_PARTITION,
+     OPT_TOPIC | OPT_PARTITION, cmd_txn_describe_producers},
 };
 
 static const char *const opt_names[] = {
     "--topic",  "--partitions", "--replication-factor", "--config", "--set",
-    "--delete", "--all",
+    "--delete", "--all", "--state", "--producer-id", "--duration-ms",
+    "--transactional-id", "--partition",
 };
 
 static int run(int argc, char **argv, struct opts *o)
@@ -1154,5 +1788,7 @@ int main(int argc, char **argv)
     free(o.configs);
     free(o.sets);
     free(o.deletes);
+    free(o.states);
+    free(o.pids);
     return rc;
 }

@@ -1,0 +1,234 @@
+"""cairnctl txn: list, describe and describe-producers against a live broker.
+
+A confluent_kafka transactional producer opens a transaction and leaves it
+open while each subcommand is checked in table and JSON form (state
+Ongoing, producer id and epoch agreeing between the coordinator and the
+partition leader, a current transaction start offset); after the commit the
+same commands must show CompleteCommit and no open transaction.  Errors must
+say what is wrong on stderr and exit 1 (operation failed) or 2 (usage).
+"""
+
+import json
+import re
+
+from confluent_kafka import Producer
+
+from conftest import SLOW, free_port, needs_cairn, run, tool
+
+pytestmark = needs_cairn
+
+TIMEOUT = 30 * SLOW
+TXN_ID = "cli-txn-1"
+TOPIC = "txn-events"
+
+
+def ctl(broker, *args, bootstrap=None):
+    """Runs cairnctl with --bootstrap-server first; returns the result."""
+    server = bootstrap or broker.bootstrap
+    return run([tool("cairnctl"), "--bootstrap-server", server] + list(args),
+               timeout=TIMEOUT)
+
+
+def ok(res):
+    assert res.returncode == 0, "rc %d\nstdout: %s\nstderr: %s" % (
+        res.returncode, res.stdout, res.stderr)
+    return res.stdout
+
+
+def fails(res, rc, *needles):
+    assert res.returncode == rc, "rc %d (want %d)\nstdout: %s\nstderr: %s" % (
+        res.returncode, rc, res.stdout, res.stderr)
+    for n in needles:
+        assert n in res.stderr, "%r not in stderr: %s" % (n, res.stderr)
+
+
+def table(out):
+    """Rows of a padded table as dicts, cut at the header's column offsets
+    (cells may be blank, so splitting on whitespace would not do)."""
+    lines = out.splitlines()
+    heads = [(m.start(), m.group()) for m in re.finditer(r"\S+", lines[0])]
+    rows = []
+    for line in lines[1:]:
+        row = {}
+        for i, (start, name) in enumerate(heads):
+            end = heads[i + 1][0] if i + 1 < len(heads) else len(line)
+            row[name] = line[start:end].strip()
+        rows.append(row)
+    return rows
+
+
+def open_transaction(broker):
+    broker.create_topic(TOPIC, partitions=2)
+    p = Producer({"bootstrap.servers": broker.bootstrap,
+                  "transactional.id": TXN_ID,
+                  "transaction.timeout.ms": 60000})
+    p.init_transactions(TIMEOUT)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(TOPIC, value=b"v%d" % i, partition=0)
+    p.flush(TIMEOUT)
+    return p
+
+
+def test_txn_lifecycle(broker):
+    p = open_transaction(broker)
+
+    # --- open: describe ---
+    d = table(ok(ctl(broker, "txn", "describe", "--transactional-id",
+                     TXN_ID)))
+    assert len(d) == 1
+    d = d[0]
+    assert d["TransactionalId"] == TXN_ID
+    assert d["TransactionState"] == "Ongoing"
+    assert d["TransactionTimeoutMs"] == "60000"
+    assert int(d["CurrentTransactionStartTimeMs"]) > 0
+    assert int(d["TransactionDurationMs"]) >= 0
+    assert d["TopicPartitions"] == TOPIC + "-0"
+    pid, epoch = int(d["ProducerId"]), int(d["ProducerEpoch"])
+    assert pid >= 0 and epoch >= 0
+
+    dj = json.loads(ok(ctl(broker, "--json", "txn", "describe",
+                           "--transactional-id", TXN_ID)))
+    assert dj["transactional_id"] == TXN_ID
+    assert dj["transaction_state"] == "Ongoing"
+    assert dj["producer_id"] == pid and dj["producer_epoch"] == epoch
+    assert dj["coordinator_id"] == int(d["CoordinatorId"])
+    assert dj["transaction_timeout_ms"] == 60000
+    assert dj["transaction_start_time_ms"] > 0
+    assert dj["transaction_duration_ms"] >= 0
+    assert dj["topic_partitions"] == [{"topic": TOPIC, "partition": 0}]
+
+    # --- open: describe-producers agrees with the coordinator ---
+    rows = table(ok(ctl(broker, "txn", "describe-producers", "--topic",
+                        TOPIC, "--partition", "0")))
+    assert len(rows) == 1
+    r = rows[0]
+    assert int(r["ProducerId"]) == pid and int(r["ProducerEpoch"]) == epoch
+    assert r["LastSequence"] == "2"
+    assert int(r["LastTimestamp"]) > 0
+    assert r["CurrentTransactionStartOffset"] == "0"
+    assert "LatestCoordinatorEpoch" in r
+    pj = json.loads(ok(ctl(broker, "txn", "describe-producers", "--json",
+                           "--topic", TOPIC, "--partition", "0")))
+    assert pj["topic"] == TOPIC and pj["partition"] == 0
+    assert len(pj["producers"]) == 1
+    s = pj["producers"][0]
+    assert s["producer_id"] == pid and s["producer_epoch"] == epoch
+    assert s["last_sequence"] == 2
+    assert s["current_transaction_start_offset"] == 0
+    assert isinstance(s["latest_coordinator_epoch"], int)
+    # The other partition saw nothing.
+    pj1 = json.loads(ok(ctl(broker, "--json", "txn", "describe-producers",
+                            "--topic", TOPIC, "--partition", "1")))
+    assert pj1["producers"] == []
+    assert table(ok(ctl(broker, "txn", "describe-producers", "--topic",
+                        TOPIC, "--partition", "1"))) == []
+
+    # --- open: list and its filters ---
+    rows = table(ok(ctl(broker, "txn", "list")))
+    mine = [r for r in rows if r["TransactionalId"] == TXN_ID]
+    assert len(mine) == 1
+    assert mine[0]["ProducerId"] == str(pid)
+    assert mine[0]["TransactionState"] == "Ongoing"
+    assert mine[0]["Coordinator"] == d["CoordinatorId"]
+    lj = json.loads(ok(ctl(broker, "--json", "txn", "list")))
+    assert {"transactional_id": TXN_ID, "coordinator_id": dj["coordinator_id"],
+            "producer_id": pid, "transaction_state": "Ongoing"} in lj
+
+    def listed(*args):
+        out = json.loads(ok(ctl(broker, "--json", "txn", "list", *args)))
+        return [t["transactional_id"] for t in out]
+
+    assert listed("--state", "Ongoing") == [TXN_ID]
+    assert listed("--state", "Empty", "--state", "CompleteCommit") == []
+    assert listed("--producer-id", str(pid)) == [TXN_ID]
+    assert listed("--producer-id", str(pid + 1000)) == []
+    assert listed("--duration-ms", "0") == [TXN_ID]
+    assert listed("--duration-ms", "3600000") == []
+
+    res = ctl(broker, "txn", "list", "--state", "Bogus")
+    assert res.returncode == 0, res.stderr
+    assert "warning" in res.stderr and "Bogus" in res.stderr
+    assert table(res.stdout) == []
+
+    # --- committed ---
+    p.commit_transaction(TIMEOUT)
+
+    d = table(ok(ctl(broker, "txn", "describe", "--transactional-id",
+                     TXN_ID)))[0]
+    assert d["TransactionState"] == "CompleteCommit"
+    assert int(d["ProducerId"]) == pid
+    assert d["TopicPartitions"] == ""
+    dj = json.loads(ok(ctl(broker, "--json", "txn", "describe",
+                           "--transactional-id", TXN_ID)))
+    assert dj["transaction_state"] == "CompleteCommit"
+    assert dj["topic_partitions"] == []
+
+    rows = table(ok(ctl(broker, "txn", "describe-producers", "--topic",
+                        TOPIC, "--partition", "0")))
+    assert int(rows[0]["ProducerId"]) == pid
+    assert rows[0]["CurrentTransactionStartOffset"] == "-1"
+    pj = json.loads(ok(ctl(broker, "--json", "txn", "describe-producers",
+                           "--topic", TOPIC, "--partition", "0")))
+    assert pj["producers"][0]["current_transaction_start_offset"] == -1
+
+    assert listed("--state", "CompleteCommit") == [TXN_ID]
+    assert listed("--state", "Ongoing") == []
+    rows = table(ok(ctl(broker, "txn", "list")))
+    assert [r["TransactionState"] for r in rows
+            if r["TransactionalId"] == TXN_ID] == ["CompleteCommit"]
+
+
+def test_txn_errors(broker):
+    broker.create_topic(TOPIC, partitions=1)
+
+    res = ctl(broker, "txn", "describe", "--transactional-id", "no-such-id")
+    fails(res, 1, "TRANSACTIONAL_ID_NOT_FOUND", "no-such-id")
+    assert res.stdout == ""
+    res = ctl(broker, "--json", "txn", "describe", "--transactional-id",
+              "no-such-id")
+    fails(res, 1, "TRANSACTIONAL_ID_NOT_FOUND")
+    assert json.loads(res.stdout)["error"] == "TRANSACTIONAL_ID_NOT_FOUND"
+
+    res = ctl(broker, "txn", "describe-producers", "--topic", "nope",
+              "--partition", "0")
+    fails(res, 1, "nope", "UNKNOWN_TOPIC_OR_PARTITION")
+    res = ctl(broker, "txn", "describe-producers", "--topic", TOPIC,
+              "--partition", "7")
+    fails(res, 1, "UNKNOWN_TOPIC_OR_PARTITION")
+
+    # No transactions yet: an empty list, header only.
+    assert json.loads(ok(ctl(broker, "--json", "txn", "list"))) == []
+    assert table(ok(ctl(broker, "txn", "list"))) == []
+
+    # Usage errors exit 2 before touching the network.
+    fails(ctl(broker, "txn", "describe"), 2, "--transactional-id")
+    fails(ctl(broker, "txn", "describe-producers", "--topic", TOPIC), 2,
+          "--partition")
+    fails(ctl(broker, "txn", "list", "--partition", "1"), 2, "--partition")
+    fails(ctl(broker, "txn", "list", "--producer-id", "abc"), 2,
+          "--producer-id")
+    fails(ctl(broker, "txn", "list", "--duration-ms", "-5"), 2,
+          "--duration-ms")
+    fails(ctl(broker, "txn", "list", "--bogus"), 2, "--bogus")
+    fails(ctl(broker, "txn", "nothing"), 2, "unknown command")
+    fails(ctl(broker, "txn", "describe", "--transactional-id", "x",
+              "--state", "Ongoing"), 2, "--state")
+
+
+def test_txn_unreachable_and_help():
+    port = free_port()
+    for args in (["txn", "list"],
+                 ["txn", "describe", "--transactional-id", "x"],
+                 ["txn", "describe-producers", "--topic", "t",
+                  "--partition", "0"]):
+        res = run([tool("cairnctl"), "--bootstrap-server",
+                   "127.0.0.1:%d" % port, "--timeout", "2000"] + args,
+                  timeout=TIMEOUT)
+        fails(res, 1, "cannot connect")
+        assert res.stdout == ""
+    res = run([tool("cairnctl"), "--help"], timeout=TIMEOUT)
+    assert res.returncode == 0
+    for s in ("txn list", "txn describe --transactional-id",
+              "txn describe-producers", "--duration-ms"):
+        assert s in res.stdout
