@@ -92,12 +92,18 @@ static void round_done(uv_work_t *w, int status)
     cn_broker_data_arrived(b);
     /* Waiters for the next round still need one even if the partitions
      * they wrote to were deleted meanwhile. */
-    if (b->sync_list || b->sync_waiters)
+    /* finish_waiters() may already have started the next round (a
+     * coordinator reacting to a durable write appends again); one round
+     * at a time keeps "round N done" meaning "everything appended before
+     * N began is durable". */
+    if (!b->sync_running && (b->sync_list || b->sync_waiters))
         sync_start_round(b);
 }
 
 static void sync_start_round(struct cn_broker *b)
 {
+    if (b->sync_running)
+        return;
     size_t n = 0;
     for (struct cn_partition *p = b->sync_list; p; p = p->sync_next)
         n++;
