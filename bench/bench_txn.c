@@ -259,7 +259,9 @@ static rd_kafka_t *new_producer(const char *brokers, const char *topic)
     conf_set(conf, "bootstrap.servers", brokers);
     conf_set(conf, "transactional.id", txid);
     conf_set(conf, "acks", "all");
-    conf_set(conf, "linger.ms", "5");
+    /* The same batching as bench_client's produce runs, so the ratio to
+     * idempotent produce compares like with like. */
+    conf_set(conf, "linger.ms", "10");
     conf_set(conf, "batch.size", "1000000");
     conf_set(conf, "batch.num.messages", "100000");
     conf_set(conf, "queue.buffering.max.messages", "1000000");
