@@ -1,0 +1,150 @@
+/*
+ * cli.h - what cairnctl's files share: the parsed command line, a
+ * command's connections, output and table helpers, and the commands
+ * (cli_util.c, cmd_topics.c, cmd_txn.c; main and dispatch in cairnctl.c).
+ * Each command returns 0, EXIT_FAIL or EXIT_USAGE.
+ */
+#ifndef CN_CLI_CLI_H
+#define CN_CLI_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/arena.h"
+#include "base/bytes.h"
+#include "cli/kclient.h"
+#include "proto/gen/msgs.h"
+
+#define API_METADATA 3
+#define API_FIND_COORDINATOR 10
+#define API_CREATE_TOPICS 19
+#define API_DELETE_TOPICS 20
+#define API_DESCRIBE_CONFIGS 32
+#define API_CREATE_PARTITIONS 37
+#define API_INCREMENTAL_ALTER_CONFIGS 44
+#define API_DESCRIBE_PRODUCERS 61
+#define API_DESCRIBE_TRANSACTIONS 65
+#define API_LIST_TRANSACTIONS 66
+
+#define COORDINATOR_TRANSACTION 1 /* FindCoordinator key type */
+
+#define RESOURCE_TOPIC 2
+#define CONFIG_SRC_TOPIC 1
+#define OP_SET 0
+#define OP_DELETE 1
+
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
+
+/* Options; each bit says it was given, so commands can reject strays. */
+enum {
+    OPT_TOPIC = 1 << 0,
+    OPT_PARTITIONS = 1 << 1,
+    OPT_RF = 1 << 2,
+    OPT_CONFIG = 1 << 3,
+    OPT_SET = 1 << 4,
+    OPT_DELETE = 1 << 5,
+    OPT_ALL = 1 << 6,
+    OPT_STATE = 1 << 7,
+    OPT_PRODUCER_ID = 1 << 8,
+    OPT_DURATION = 1 << 9,
+    OPT_TXN_ID = 1 << 10,
+    OPT_PARTITION = 1 << 11,
+};
+
+struct opts {
+    const char *bootstrap; /* HOST:PORT */
+    int timeout_ms;        /* per socket step and per admin request */
+    bool json;             /* machine output */
+    bool help;             /* --help given */
+    unsigned seen;         /* OPT_* bits given */
+    const char *words[2];  /* "topics", "list" */
+    int nwords;            /* positional words seen (may exceed 2) */
+    const char *extra;     /* first positional word beyond two */
+    const char *topic;     /* --topic */
+    int32_t partitions;    /* --partitions */
+    int32_t rf;            /* --replication-factor */
+    const char **configs;  /* --config k=v, argc slots */
+    int nconfigs;          /* entries in configs */
+    const char **sets;     /* --set k=v */
+    int nsets;             /* entries in sets */
+    const char **deletes;  /* --delete k */
+    int ndeletes;          /* entries in deletes */
+    const char **states;   /* --state S, argc slots */
+    int nstates;           /* entries in states */
+    int64_t *pids;         /* --producer-id N, argc slots */
+    int npids;             /* entries in pids */
+    int64_t duration_ms;   /* --duration-ms: open at least this long (ms) */
+    const char *txn_id;    /* --transactional-id */
+    int32_t partition;     /* --partition */
+};
+
+/* One command's connections and the arena its responses live in. */
+struct ctx {
+    const struct opts *o;   /* parsed command line */
+    struct cn_kclient boot; /* bootstrap broker */
+    struct cn_kclient ctl;  /* controller, when it is another broker */
+    struct cn_arena arena;  /* response frames and decoded replies */
+};
+
+/*
+ * A text table: the first row is the header.  Columns are padded to their
+ * widest cell and separated by two spaces, so a reader can cut rows at the
+ * header's column offsets even when a cell is blank.
+ */
+#define TABLE_COLS_MAX 16
+
+struct table {
+    int ncols;              /* columns per row, <= TABLE_COLS_MAX */
+    int nrows;              /* rows filled, header included */
+    int cap;                /* rows allocated */
+    const char **cells;     /* nrows * ncols cells, row-major */
+    struct cn_arena *arena; /* where cells and their text live */
+};
+
+/* ---- cli_util.c ---- */
+void cli_put_bytes(struct cn_bytes b);
+void cli_json_bytes(FILE *f, struct cn_bytes b);
+void cli_json_str(FILE *f, const char *s);
+void cli_uuid_text(const struct cn_uuid *u, char out[23]);
+void cli_json_ints(const int32_t *v, int32_t n);
+void cli_text_ints(const int32_t *v, int32_t n);
+const char *cli_config_source_name(int8_t s);
+int cli_topic_error(const struct opts *o, const char *what,
+                       const char *topic, int16_t code, struct cn_bytes msg);
+int cli_ctx_open(struct ctx *x, const struct opts *o);
+void cli_ctx_close(struct ctx *x);
+int16_t cli_need_version(struct cn_kclient *c, int16_t api, const char *name);
+int cli_call(struct cn_kclient *c, int16_t api, int16_t v, const void *rq,
+                void *rs, struct cn_arena *arena);
+struct cn_kclient *cli_admin_conn(struct ctx *x);
+int32_t cli_admin_timeout(const struct opts *o);
+int cli_fetch_metadata(struct ctx *x, const char *topic,
+                          struct cn_metadata_response *rs);
+int cli_cmp_bytes(struct cn_bytes a, struct cn_bytes b);
+struct cn_metadata_response_metadata_response_topic **
+cli_sorted_topics(struct ctx *x, const struct cn_metadata_response *rs, int32_t *n);
+int cli_table_init(struct table *t, struct cn_arena *arena, int ncols,
+                      int cap);
+void cli_table_set(struct table *t, int col, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void cli_table_set_bytes(struct table *t, int col, struct cn_bytes b);
+bool cli_table_row(struct table *t);
+void cli_table_print(const struct table *t);
+struct cn_kclient *cli_conn_to(struct ctx *x, struct cn_bytes host,
+                                  int32_t port);
+
+/* ---- commands (cmd_topics.c, cmd_txn.c) ---- */
+int cmd_topics_list(struct ctx *x);
+int cmd_topics_describe(struct ctx *x);
+int cmd_topics_create(struct ctx *x);
+int cmd_topics_delete(struct ctx *x);
+int cmd_topics_alter(struct ctx *x);
+int cmd_configs_describe(struct ctx *x);
+int cmd_configs_alter(struct ctx *x);
+int cmd_txn_list(struct ctx *x);
+int cmd_txn_describe(struct ctx *x);
+int cmd_txn_describe_producers(struct ctx *x);
+
+#endif
