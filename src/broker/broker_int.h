@@ -60,7 +60,6 @@ struct cn_fetch_wait {
     struct cn_req *req;
     uv_timer_t timer;
     struct cn_broker *broker;
-    bool timer_closed;
     struct cn_fetch_wait *prev, *next;
 };
 

@@ -190,22 +190,6 @@ nomem:
     cn_req_bad(req, h, CN_ENOMEM);
 }
 
-struct delete_records_state {
-    struct cn_sync_waiter waiter;
-    struct cn_req_header h;
-    struct cn_delete_records_response rs;
-};
-
-static void delete_records_finish(struct cn_broker *b, struct cn_sync_waiter *w)
-{
-    struct delete_records_state *ds = (struct delete_records_state *)w;
-    (void)b;
-    cn_resp_begin(w->req, &ds->h);
-    cn_delete_records_response_encode(&w->req->resp, ds->h.api_version,
-                                      &ds->rs);
-    cn_req_done(w->req);
-}
-
 void cn_h_delete_records(struct cn_broker *b, struct cn_req *req,
                          const struct cn_req_header *h, struct cn_rd *body)
 {
@@ -216,13 +200,7 @@ void cn_h_delete_records(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, err);
         return;
     }
-    struct delete_records_state *ds = cn_arena_alloc(&req->arena, sizeof *ds);
-    if (!ds)
-        goto nomem;
-    ds->h = *h;
-    ds->waiter.req = req;
-    ds->waiter.finish = delete_records_finish;
-    struct cn_delete_records_response *rs = &ds->rs;
+    struct cn_delete_records_response resp, *rs = &resp;
     cn_delete_records_response_init(rs);
     int32_t nt = rq.topics_len > 0 ? rq.topics_len : 0;
     rs->topics = cn_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *rs->topics);
@@ -271,9 +249,13 @@ void cn_h_delete_records(struct cn_broker *b, struct cn_req *req,
                 continue;
             }
             rp->low_watermark = cn_log_start_offset(p->log);
+            cn_partition_after_retention(p);
         }
     }
-    delete_records_finish(b, &ds->waiter);
+    /* The log start offset is durable (checkpointed) already: answer now. */
+    cn_resp_begin(req, h);
+    cn_delete_records_response_encode(&req->resp, h->api_version, rs);
+    cn_req_done(req);
     return;
 nomem:
     cn_req_bad(req, h, CN_ENOMEM);
