@@ -227,7 +227,7 @@ int cmd_topics_describe(struct ctx *x)
     const char **names;
     struct cn_metadata_response_metadata_response_topic **v;
     int32_t n;
-    int16_t cv;
+    int16_t cv = 0;
     int rc;
 
     if (cli_fetch_metadata(x, x->o->topic, &rs))

@@ -78,12 +78,23 @@ struct pentry {
     struct pbatch batches[CN_PSTATE_BATCHES]; /* ring */
 };
 
+/* An open transaction in the partition's ordered set (see open_add). */
+struct open_txn {
+    int64_t first_offset; /* its first offset */
+    int64_t producer_id;  /* -1 once closed (lazily removed) */
+};
+
 struct cn_pstate {
     struct pentry *entries; /* dense, [0..count) used */
     size_t count;           /* entries in use */
     size_t cap;             /* entries allocated */
     uint32_t *slots;        /* index: entry index + 1, 0 empty */
     size_t nslots;          /* power of two, or 0 before the first insert */
+    /* Open transactions ordered by first offset: [open_head, open_n) of
+     * open; closed ones stay as holes until the head passes them. */
+    struct open_txn *open;
+    size_t open_head, open_n, open_cap;
+    size_t open_live;       /* open transactions (holes not counted) */
 };
 
 static uint64_t hash_pid(int64_t pid)
@@ -228,6 +239,69 @@ static void set_epoch(struct pentry *e, int16_t epoch)
     }
 }
 
+/*
+ * The open-transaction set.  A transaction opens at the offset its first
+ * batch is appended at, and offsets only grow, so live appends always go at
+ * the tail; only a snapshot load inserts out of order (it sorts first).
+ * Closing leaves a hole found by binary search; the head skips holes, so
+ * the oldest open transaction (the LSO's holder) is always at open_head.
+ */
+static size_t open_find(const struct cn_pstate *ps, int64_t first_offset)
+{
+    size_t lo = ps->open_head, hi = ps->open_n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ps->open[mid].first_offset < first_offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int open_add(struct cn_pstate *ps, int64_t first_offset, int64_t pid)
+{
+    if (ps->open_head > 0 && ps->open_n == ps->open_cap) {
+        memmove(ps->open, ps->open + ps->open_head,
+                (ps->open_n - ps->open_head) * sizeof *ps->open);
+        ps->open_n -= ps->open_head;
+        ps->open_head = 0;
+    }
+    if (ps->open_n == ps->open_cap) {
+        size_t cap = ps->open_cap ? ps->open_cap * 2 : 8;
+        struct open_txn *n = realloc(ps->open, cap * sizeof *n);
+        if (!n)
+            return CN_ENOMEM;
+        ps->open = n;
+        ps->open_cap = cap;
+    }
+    size_t at = ps->open_n;
+    if (at > ps->open_head && ps->open[at - 1].first_offset > first_offset) {
+        at = open_find(ps, first_offset);
+        memmove(ps->open + at + 1, ps->open + at,
+                (ps->open_n - at) * sizeof *ps->open);
+    }
+    ps->open[at].first_offset = first_offset;
+    ps->open[at].producer_id = pid;
+    ps->open_n++;
+    ps->open_live++;
+    return 0;
+}
+
+static void open_remove(struct cn_pstate *ps, int64_t first_offset)
+{
+    size_t at = open_find(ps, first_offset);
+    if (at >= ps->open_n || ps->open[at].first_offset != first_offset ||
+        ps->open[at].producer_id < 0)
+        return;
+    ps->open[at].producer_id = -1;
+    ps->open_live--;
+    while (ps->open_head < ps->open_n && ps->open[ps->open_head].producer_id < 0)
+        ps->open_head++;
+    if (ps->open_head == ps->open_n)
+        ps->open_head = ps->open_n = 0;
+}
+
 struct cn_pstate *cn_pstate_new(void)
 {
     return calloc(1, sizeof(struct cn_pstate));
@@ -239,6 +313,7 @@ void cn_pstate_free(struct cn_pstate *ps)
         return;
     free(ps->entries);
     free(ps->slots);
+    free(ps->open);
     free(ps);
 }
 
@@ -246,6 +321,7 @@ void cn_pstate_clear(struct cn_pstate *ps)
 {
     free(ps->entries);
     free(ps->slots);
+    free(ps->open);
     memset(ps, 0, sizeof *ps);
 }
 
@@ -307,6 +383,8 @@ int cn_pstate_update(struct cn_pstate *ps, const struct cn_batch_hdr *hdr,
          * carry no producer sequence. */
         if (closed_first_offset)
             *closed_first_offset = e->txn_first_offset;
+        if (e->txn_first_offset >= 0)
+            open_remove(ps, e->txn_first_offset);
         e->txn_first_offset = -1;
         e->coordinator_epoch = coordinator_epoch;
         return 0;
@@ -316,9 +394,37 @@ int cn_pstate_update(struct cn_pstate *ps, const struct cn_batch_hdr *hdr,
         .offset_delta = hdr->last_offset_delta,
         .last_offset = cn_batch_last_offset(hdr),
     };
-    push_batch(e, &b);
-    if (cn_batch_is_transactional(hdr) && e->txn_first_offset == -1)
+    if (cn_batch_is_transactional(hdr) && e->txn_first_offset == -1) {
+        if (open_add(ps, hdr->base_offset, hdr->producer_id) != 0)
+            return CN_ENOMEM;
         e->txn_first_offset = hdr->base_offset;
+    }
+    push_batch(e, &b);
+    return 0;
+}
+
+int64_t cn_pstate_first_open_offset(const struct cn_pstate *ps)
+{
+    return ps->open_live ? ps->open[ps->open_head].first_offset : -1;
+}
+
+size_t cn_pstate_open_count(const struct cn_pstate *ps)
+{
+    return ps->open_live;
+}
+
+int cn_pstate_foreach_open(const struct cn_pstate *ps,
+                           int (*fn)(void *arg, int64_t producer_id,
+                                     int64_t first_offset),
+                           void *arg)
+{
+    for (size_t i = ps->open_head; i < ps->open_n; i++) {
+        if (ps->open[i].producer_id < 0)
+            continue;
+        int r = fn(arg, ps->open[i].producer_id, ps->open[i].first_offset);
+        if (r)
+            return r;
+    }
     return 0;
 }
 
@@ -593,6 +699,12 @@ static int snap_parse(struct cn_pstate *ps, const uint8_t *buf, size_t len,
     }
     if (cn_rd_left(&rd) != 0)
         return BAD("bytes after the last entry");
+    for (size_t i = 0; i < ps->count; i++) {
+        const struct pentry *e = &ps->entries[i];
+        if (e->txn_first_offset >= 0 &&
+            open_add(ps, e->txn_first_offset, e->producer_id) != 0)
+            return CN_ENOMEM;
+    }
     return 0;
 }
 

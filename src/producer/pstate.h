@@ -89,6 +89,21 @@ int cn_pstate_update(struct cn_pstate *ps, const struct cn_batch_hdr *hdr,
                      int control_type, int32_t coordinator_epoch,
                      int64_t *closed_first_offset);
 
+/*
+ * Open transactions, kept ordered by first offset as batches and markers
+ * are recorded, so the last stable offset needs no scan: it is the first
+ * offset of the oldest open transaction (-1 when none is open; the caller
+ * caps it at the high watermark).
+ */
+int64_t cn_pstate_first_open_offset(const struct cn_pstate *ps);
+size_t cn_pstate_open_count(const struct cn_pstate *ps);
+/* Calls fn for each open transaction, oldest first; stops at fn's first
+ * non-zero return and returns it. */
+int cn_pstate_foreach_open(const struct cn_pstate *ps,
+                           int (*fn)(void *arg, int64_t producer_id,
+                                     int64_t first_offset),
+                           void *arg);
+
 /* Number of producer ids in the table. */
 size_t cn_pstate_count(const struct cn_pstate *ps);
 /* Looks up one producer id; false if absent. */

@@ -586,7 +586,88 @@ UNIT_TEST(test_memory_100k)
     cn_pstate_free(ps);
 }
 
-UNIT_MAIN(test_append_in_sequence, test_duplicates_last_five, test_epochs,
+static int collect_open(void *arg, int64_t pid, int64_t first)
+{
+    int64_t *v = arg;
+    size_t n = (size_t)v[0];
+    v[1 + 2 * n] = pid;
+    v[2 + 2 * n] = first;
+    v[0]++;
+    return 0;
+}
+
+/* The LSO holder: the oldest open transaction, in any close order, and
+ * after a snapshot round trip (which loads entries in table order). */
+UNIT_TEST(test_open_transactions_ordered)
+{
+    struct cn_pstate *ps = cn_pstate_new();
+    CHECK_EQ(cn_pstate_first_open_offset(ps), -1);
+    upd(ps, hdr(9, 0, 0, 1, 0, 0));            /* idempotent: opens nothing */
+    upd(ps, txn_hdr(30, 0, 0, 2, 1, 0));       /* 1..2 */
+    upd(ps, txn_hdr(10, 0, 0, 1, 3, 0));       /* 3 */
+    upd(ps, txn_hdr(30, 0, 2, 1, 4, 0));       /* same txn, no new open */
+    upd(ps, txn_hdr(20, 0, 0, 1, 5, 0));       /* 5 */
+    CHECK_EQ(cn_pstate_open_count(ps), 3);
+    CHECK_EQ(cn_pstate_first_open_offset(ps), 1);
+
+    /* Close the middle one: the holder is unchanged. */
+    struct cn_batch_hdr m = marker(10, 0, 6, 0);
+    int64_t closed = -2;
+    CHECK_EQ(cn_pstate_update(ps, &m, CN_CONTROL_ABORT, 0, &closed), 0);
+    CHECK_EQ(closed, 3);
+    CHECK_EQ(cn_pstate_first_open_offset(ps), 1);
+    CHECK_EQ(cn_pstate_open_count(ps), 2);
+
+    char *dir = unit_tmpdir("pstate-open");
+    CHECK_EQ(cn_pstate_snapshot_write(ps, dir, 7), 0);
+    struct cn_pstate *ld = cn_pstate_new();
+    int64_t at = -1;
+    CHECK_EQ(cn_pstate_snapshot_load(ld, dir, 100, &at), 0);
+    CHECK_EQ(at, 7);
+    CHECK_EQ(cn_pstate_first_open_offset(ld), 1);
+    int64_t v[1 + 2 * 4] = {0};
+    CHECK_EQ(cn_pstate_foreach_open(ld, collect_open, v), 0);
+    CHECK_EQ(v[0], 2);
+    CHECK_EQ(v[1], 30);
+    CHECK_EQ(v[2], 1);
+    CHECK_EQ(v[3], 20);
+    CHECK_EQ(v[4], 5);
+
+    /* Close the oldest: the next open one takes over; then none. */
+    m = marker(30, 0, 8, 0);
+    CHECK_EQ(cn_pstate_update(ld, &m, CN_CONTROL_COMMIT, 0, &closed), 0);
+    CHECK_EQ(closed, 1);
+    CHECK_EQ(cn_pstate_first_open_offset(ld), 5);
+    /* A repeated marker closes nothing. */
+    CHECK_EQ(cn_pstate_update(ld, &m, CN_CONTROL_COMMIT, 0, &closed), 0);
+    CHECK_EQ(closed, -1);
+    CHECK_EQ(cn_pstate_first_open_offset(ld), 5);
+    m = marker(20, 0, 9, 0);
+    CHECK_EQ(cn_pstate_update(ld, &m, CN_CONTROL_ABORT, 0, &closed), 0);
+    CHECK_EQ(cn_pstate_first_open_offset(ld), -1);
+    CHECK_EQ(cn_pstate_open_count(ld), 0);
+
+    /* Many transactions opening and closing keep the set bounded and
+     * ordered. */
+    for (int64_t i = 0; i < 10000; i++) {
+        upd(ld, txn_hdr(100 + i, 0, 0, 1, 100 + 2 * i, 0));
+        if (i >= 3) {
+            m = marker(100 + i - 3, 0, 100 + 2 * i + 1, 0);
+            CHECK_EQ(cn_pstate_update(ld, &m, CN_CONTROL_COMMIT, 0, NULL), 0);
+        }
+    }
+    CHECK_EQ(cn_pstate_open_count(ld), 3);
+    CHECK_EQ(cn_pstate_first_open_offset(ld), 100 + 2 * 9997);
+    cn_pstate_clear(ld);
+    CHECK_EQ(cn_pstate_first_open_offset(ld), -1);
+
+    cn_pstate_free(ld);
+    cn_pstate_free(ps);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_MAIN(test_append_in_sequence, test_open_transactions_ordered, test_duplicates_last_five, test_epochs,
           test_sequence_wrap, test_transactions, test_expiry,
           test_snapshot_round_trip, test_snapshot_corrupt_fallback,
           test_snapshot_above_max_offset, test_snapshot_prune,
