@@ -27,12 +27,65 @@ struct fetch_state {
     bool parked;
 };
 
-/* Read_committed would stop at the last stable offset; without
- * transactions yet, that is the high watermark. */
 static int64_t visible_end(const struct cn_partition *p, int8_t isolation)
 {
-    (void)isolation;
-    return p->high_watermark;
+    return isolation == 1 ? cn_partition_lso(p) : p->high_watermark;
+}
+
+/* The offset after the last whole batch in buf (what a fetch returned). */
+static int64_t end_of_batches(const uint8_t *buf, size_t len, int64_t dflt)
+{
+    int64_t next = dflt;
+    for (size_t pos = 0; pos < len;) {
+        struct cn_batch_hdr hdr;
+        if (cn_batch_hdr_parse(buf + pos, len - pos, &hdr) != 0)
+            break;
+        next = cn_batch_last_offset(&hdr) + 1;
+        pos += cn_batch_size(&hdr);
+    }
+    return next;
+}
+
+struct aborted_list {
+    struct cn_arena *arena;
+    struct cn_fetch_response_aborted_transaction *v;
+    int32_t n, cap;
+};
+
+static int aborted_collect(void *arg, const struct cn_aborted_txn *t)
+{
+    struct aborted_list *l = arg;
+    if (l->n == l->cap) {
+        int32_t cap = l->cap ? l->cap * 2 : 8;
+        struct cn_fetch_response_aborted_transaction *v =
+            cn_arena_calloc(l->arena, (size_t)cap, sizeof *v);
+        if (!v)
+            return CN_ENOMEM;
+        if (l->n)
+            memcpy(v, l->v, (size_t)l->n * sizeof *v);
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n].producer_id = t->producer_id;
+    l->v[l->n].first_offset = t->first_offset;
+    l->n++;
+    return 0;
+}
+
+/* read_committed: the aborted transactions overlapping what is returned,
+ * from the aborted-transaction index, so the client can drop their
+ * records.  Returns 0 or CN_ENOMEM. */
+static int fill_aborted(struct cn_arena *arena, const struct cn_partition *p,
+                        int64_t from, int64_t to,
+                        struct cn_fetch_response_partition_data *pd)
+{
+    struct aborted_list l = {arena, NULL, 0, 0};
+    int rc = cn_log_aborted_txns(p->log, from, to, aborted_collect, &l);
+    if (rc)
+        return rc;
+    pd->aborted_transactions = l.v;
+    pd->aborted_transactions_len = l.n;
+    return 0;
 }
 
 static struct cn_topic *resolve_topic(struct cn_broker *b, int16_t version,
@@ -153,7 +206,7 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
             int64_t start = cn_log_start_offset(p->log);
             int64_t end = visible_end(p, rq->isolation_level);
             pd->high_watermark = p->high_watermark;
-            pd->last_stable_offset = end;
+            pd->last_stable_offset = cn_partition_lso(p);
             pd->log_start_offset = start;
             if (fp->fetch_offset < start ||
                 fp->fetch_offset > cn_log_end_offset(p->log)) {
@@ -179,6 +232,11 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
                 urgent = true;
                 continue;
             }
+            if (rq->isolation_level == 1 && got > 0 &&
+                fill_aborted(&req->arena, p, fp->fetch_offset,
+                             end_of_batches(data.buf + before, got, end),
+                             pd) != 0)
+                goto nomem;
             starts[k] = before;
             lens[k] = got;
             total += got;

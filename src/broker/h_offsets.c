@@ -91,11 +91,14 @@ static void list_one(struct cn_broker *b, struct cn_req *req, int16_t v,
         rp->error_code = KAFKA_UNKNOWN_LEADER_EPOCH;
         return;
     }
-    (void)isolation; /* read_committed's latest is the LSO: no txns yet */
+    /* A read_committed consumer cannot see past the last stable offset,
+     * so nothing it is told to seek to lies beyond it. */
+    int64_t fetchable = isolation == 1 ? cn_partition_lso(p)
+                                       : p->high_watermark;
     int64_t offset = -1, ts = -1;
     switch (qp->timestamp) {
     case LIST_OFFSETS_LATEST:
-        offset = p->high_watermark;
+        offset = fetchable;
         break;
     case LIST_OFFSETS_EARLIEST:
     case LIST_OFFSETS_EARLIEST_LOCAL:
@@ -107,7 +110,7 @@ static void list_one(struct cn_broker *b, struct cn_req *req, int16_t v,
         break;
     case LIST_OFFSETS_MAX_TIMESTAMP:
         cn_log_max_timestamp(p->log, &ts, &offset);
-        if (offset >= p->high_watermark || offset < 0) {
+        if (offset >= fetchable || offset < 0) {
             offset = -1;
             ts = -1;
         } else {
@@ -120,7 +123,7 @@ static void list_one(struct cn_broker *b, struct cn_req *req, int16_t v,
             return;
         }
         if (cn_log_offset_for_time(p->log, qp->timestamp, &offset, &ts) != 0 ||
-            offset < 0 || offset >= p->high_watermark) {
+            offset < 0 || offset >= fetchable) {
             offset = -1;
             ts = -1;
         } else {

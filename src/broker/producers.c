@@ -52,7 +52,22 @@ int cn_partition_record_batch(struct cn_partition *p, const uint8_t *batch,
     if (cn_batch_is_control(hdr) &&
         cn_batch_marker(batch, len, &type, &coord_epoch) != 0)
         return 0; /* not a marker Kafka would write: nothing to track */
-    return cn_pstate_update(p->pstate, hdr, type, coord_epoch, NULL);
+    int64_t closed = -1;
+    int rc = cn_pstate_update(p->pstate, hdr, type, coord_epoch, &closed);
+    if (rc || type != CN_CONTROL_ABORT || closed < 0)
+        return rc;
+    /* The read path finds aborted ranges here instead of scanning data.
+     * The entry's LSO is where the partition becomes stable once this
+     * transaction is out of the way, as Kafka records it.  Replay at
+     * start-up re-adds entries; the index ignores ones it has. */
+    int64_t next_open = cn_pstate_first_open_offset(p->pstate);
+    struct cn_aborted_txn at = {
+        .producer_id = hdr->producer_id,
+        .first_offset = closed,
+        .last_offset = hdr->base_offset,
+        .lso = next_open >= 0 ? next_open : hdr->base_offset + 1,
+    };
+    return cn_log_txnindex_add(p->log, &at);
 }
 
 int cn_partition_scan(struct cn_partition *p, int64_t from,

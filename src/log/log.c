@@ -61,7 +61,7 @@ static struct cn_segment *active(const struct cn_log *log)
     return log->segs[log->nsegs - 1];
 }
 
-static void go_offline(struct cn_log *log, const char *what, int err)
+void log_go_offline(struct cn_log *log, const char *what, int err)
 {
     if (!log->offline)
         CN_ERROR("log %s: %s failed: %s; taking the log offline", log->dir,
@@ -253,6 +253,8 @@ static int list_dir(struct cn_log *log, int64_t **bases_out, size_t *n_out)
             int64_t b = parse_seg_name(de->d_name, "index");
             if (b < 0)
                 b = parse_seg_name(de->d_name, "timeindex");
+            if (b < 0)
+                b = parse_seg_name(de->d_name, "txnindex");
             if (b >= 0 &&
                 (n == 0 || !bsearch(&b, bases, n, sizeof *bases, cmp_i64)))
                 unlink_in(log, de->d_name);
@@ -304,6 +306,8 @@ static int sync_seg_all(struct cn_segment *seg)
         err = cn_file_ops->fdatasync(seg->idx_fd);
     if (!err)
         err = cn_file_ops->fdatasync(seg->tidx_fd);
+    if (!err && seg->txn_fd >= 0)
+        err = cn_file_ops->fdatasync(seg->txn_fd);
     return err;
 }
 
@@ -349,11 +353,17 @@ static int recover(struct cn_log *log)
                 trusted = false;
             } else if (err) {
                 goto out_free;
+            } else {
+                err = log_seg_load_txnindex(log, seg);
+                if (err)
+                    goto out_free;
             }
         }
         if (!trusted) {
             int64_t scanned = 0, truncated = 0;
             err = log_seg_recover(log, seg, &scanned, &truncated);
+            if (!err)
+                err = log_seg_load_txnindex(log, seg);
             if (err)
                 goto out_free;
             log->stats.recovery_scanned_bytes += scanned;
@@ -590,7 +600,7 @@ static int roll(struct cn_log *log)
     if (!err)
         err = log_seg_create(log, log->end_offset, &seg);
     if (err) {
-        go_offline(log, "segment roll", err);
+        log_go_offline(log, "segment roll", err);
         return CN_EOFFLINE;
     }
     err = push_seg(log, seg);
@@ -645,7 +655,7 @@ int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
     if (!err)
         err = log_seg_index_batch(log, seg, &h, pos);
     if (err) {
-        go_offline(log, "append", err);
+        log_go_offline(log, "append", err);
         return CN_EOFFLINE;
     }
     seg->size += (int64_t)len;
@@ -665,8 +675,7 @@ int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
 
 /* --- read --------------------------------------------------------------- */
 
-/* Index of the segment holding offset: the last with base <= offset. */
-static size_t find_seg(const struct cn_log *log, int64_t offset)
+size_t log_find_seg(const struct cn_log *log, int64_t offset)
 {
     size_t lo = 0, hi = log->nsegs;
     while (lo < hi) {
@@ -708,7 +717,8 @@ int cn_log_read(struct cn_log *log, int64_t offset, int64_t max_offset,
         return CN_ERANGE;
     size_t done = 0;
     bool stop = false;
-    for (size_t si = find_seg(log, offset); si < log->nsegs && !stop; si++) {
+    for (size_t si = log_find_seg(log, offset); si < log->nsegs && !stop;
+         si++) {
         const struct cn_segment *seg = log->segs[si];
         int64_t pos = log_seg_lookup(seg, offset);
         int64_t run_start = -1, run_end = -1;
@@ -837,7 +847,7 @@ struct cn_log_sync *cn_log_sync_begin(struct cn_log *log)
         return NULL;
     s->segs = calloc(n, sizeof *s->segs);
     s->full = calloc(n, sizeof *s->full);
-    s->fds = calloc(3 * n, sizeof *s->fds);
+    s->fds = calloc(4 * n, sizeof *s->fds);
     if (!s->segs || !s->full || !s->fds) {
         free(s->segs);
         free(s->full);
@@ -859,6 +869,8 @@ struct cn_log_sync *cn_log_sync_begin(struct cn_log *log)
         if (!is_active) {
             s->fds[s->nfds++] = seg->idx_fd;
             s->fds[s->nfds++] = seg->tidx_fd;
+            if (seg->txn_fd >= 0)
+                s->fds[s->nfds++] = seg->txn_fd;
         }
     }
     s->end_offset = log->end_offset;
@@ -880,7 +892,7 @@ void cn_log_sync_end(struct cn_log *log, struct cn_log_sync *s, int err)
 {
     log->syncs_in_flight--;
     if (err) {
-        go_offline(log, "fdatasync", err);
+        log_go_offline(log, "fdatasync", err);
     } else if (!log->offline) {
         if (s->end_offset > log->synced_offset)
             log->synced_offset = s->end_offset;
@@ -900,7 +912,7 @@ void cn_log_sync_end(struct cn_log *log, struct cn_log_sync *s, int err)
         if (rp > log->ckpt_rp && rp <= log->synced_offset) {
             int e = ckpt_write(log, log->start_offset, rp, false);
             if (e)
-                go_offline(log, "checkpoint write", e);
+                log_go_offline(log, "checkpoint write", e);
         }
     }
     for (size_t i = 0; i < s->nsegs; i++) {
@@ -937,7 +949,7 @@ static int after_delete(struct cn_log *log, int deleted)
     if (!err && log->ckpt_start != log->start_offset)
         err = ckpt_write(log, log->start_offset, log->ckpt_rp, false);
     if (err) {
-        go_offline(log, "segment deletion", err);
+        log_go_offline(log, "segment deletion", err);
         return CN_EOFFLINE;
     }
     return 0;
@@ -969,7 +981,7 @@ int cn_log_enforce_retention(struct cn_log *log, int64_t now_ms)
         int err = drop_first(log);
         deleted++;
         if (err) {
-            go_offline(log, "segment unlink", err);
+            log_go_offline(log, "segment unlink", err);
             return CN_EOFFLINE;
         }
     }
@@ -988,7 +1000,7 @@ int cn_log_delete_records(struct cn_log *log, int64_t offset)
     log->start_offset = offset;
     int err = ckpt_write(log, log->start_offset, log->ckpt_rp, false);
     if (err) {
-        go_offline(log, "checkpoint write", err);
+        log_go_offline(log, "checkpoint write", err);
         return CN_EOFFLINE;
     }
     /* Everything deleted: roll so the old active segment can go too. */
@@ -1002,7 +1014,7 @@ int cn_log_delete_records(struct cn_log *log, int64_t offset)
         err = drop_first(log);
         deleted++;
         if (err) {
-            go_offline(log, "segment unlink", err);
+            log_go_offline(log, "segment unlink", err);
             return CN_EOFFLINE;
         }
     }

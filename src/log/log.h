@@ -14,6 +14,15 @@
  *                              max timestamp grows (sparse, same interval)
  *                                0  int64  max timestamp so far (ms)
  *                                8  uint32 offset - base of that batch
+ *   <base>.txnindex            aborted transactions whose abort marker is
+ *                              in this segment, 34-byte entries in marker
+ *                              order (Kafka's format); created at the
+ *                              segment's first abort
+ *                                0  int16  version, 0
+ *                                2  int64  producer id
+ *                               10  int64  first offset of the transaction
+ *                               18  int64  offset of its abort marker
+ *                               26  int64  last stable offset at the abort
  *   partition.checkpoint       text, replaced atomically:
  *                                cn-partition-checkpoint 1
  *                                log_start_offset N
@@ -152,9 +161,10 @@ void cn_log_max_timestamp(const struct cn_log *log, int64_t *ts_out,
  *
  * cn_log_sync_begin() snapshots the fds needing a sync (the active segment's
  * .log if it has unsynced data; for rolled segments not yet synced, .log,
- * .index and .timeindex) and the end offset they cover, holding references
- * so retention cannot close those fds meanwhile.  Returns NULL if there is
- * nothing to sync, the log is offline, or memory is short.  Runs on: loop.
+ * .index, .timeindex and .txnindex if any) and the end offset they cover,
+ * holding references so retention cannot close those fds meanwhile.
+ * Returns NULL if there is nothing to sync, the log is offline, or memory is
+ * short.  Runs on: loop.
  *
  * cn_log_sync_run() fdatasyncs them; returns 0 or -errno of the first
  * failure.  Touches only the snapshot.  Runs on: worker.
@@ -188,6 +198,44 @@ int cn_log_enforce_retention(struct cn_log *log, int64_t now_ms);
  * Returns 0, CN_ERANGE if offset > end offset, CN_EOFFLINE or -errno.
  * Runs on: loop. */
 int cn_log_delete_records(struct cn_log *log, int64_t offset);
+
+/* One aborted transaction, as a .txnindex entry and as Fetch's
+ * AbortedTransactions need it (32 bytes in memory). */
+struct cn_aborted_txn {
+    int64_t producer_id;
+    int64_t first_offset; /* first offset of the aborted transaction */
+    int64_t last_offset;  /* offset of its abort marker */
+    int64_t lso;          /* last stable offset when it was aborted */
+};
+
+/* Records an aborted transaction in the .txnindex of the segment holding
+ * t->last_offset (normally the active one).  Idempotent: if that segment
+ * already has an entry with last_offset >= t->last_offset, nothing is
+ * written and 0 is returned (the producer-state replay at start-up calls
+ * this again for markers already indexed).  Returns 0, CN_ERANGE if no
+ * segment holds last_offset, CN_EINVAL if first_offset is negative or past
+ * last_offset, CN_ENOMEM, or CN_EOFFLINE (a write error takes the log
+ * offline, like cn_log_append).
+ *
+ * Durability: an entry in the active segment is synced with the segment's
+ * indexes once it rolls (until then recovery rescans that segment and the
+ * replay re-adds what a crash lost); an entry added to an older segment is
+ * fdatasynced before this returns.  Runs on: loop. */
+int cn_log_txnindex_add(struct cn_log *log, const struct cn_aborted_txn *t);
+
+/* Calls fn, in index order, for every aborted transaction that overlaps
+ * [from, to): last_offset >= from and first_offset < to.  Looks only at
+ * segments from the one holding `from` onward (an abort marker always
+ * follows its transaction's data, so earlier segments cannot hold a
+ * match).  Later segments are looked at too, even past to: a transaction
+ * with data below to may have its marker in a segment whose base is >= to;
+ * each segment keeps its smallest first_offset, so one that cannot match
+ * costs a comparison.  No data is read: the entries are kept in memory per
+ * segment.  Stops at fn's first non-zero return and returns it; else 0.
+ * t is valid only during the call.  Runs on: loop. */
+int cn_log_aborted_txns(const struct cn_log *log, int64_t from, int64_t to,
+                        int (*fn)(void *arg, const struct cn_aborted_txn *t),
+                        void *arg);
 
 /* True after a write or sync error; the broker reports KAFKA_STORAGE_ERROR
  * and stops serving the partition. */

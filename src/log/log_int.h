@@ -29,6 +29,7 @@
 
 #define LOG_IDX_ENTRY 8   /* .index entry bytes */
 #define LOG_TIDX_ENTRY 12 /* .timeindex entry bytes */
+#define LOG_TXN_ENTRY 34  /* .txnindex entry bytes */
 
 /* The few batch header fields the log needs. */
 struct log_bhdr {
@@ -57,6 +58,7 @@ struct cn_segment {
     int log_fd;          /* .log, read/write */
     int idx_fd;          /* .index */
     int tidx_fd;         /* .timeindex */
+    int txn_fd;          /* .txnindex, -1 until the first abort */
     int refs;            /* sync snapshots holding the fds */
     bool durable;        /* rolled, and data + indexes fdatasynced */
     bool dead;           /* unlinked; freed when refs drop to 0 */
@@ -70,6 +72,9 @@ struct cn_segment {
     size_t idx_n, idx_cap;       /* entries used / allocated */
     struct log_tidx_entry *tidx; /* time index, in memory */
     size_t tidx_n, tidx_cap;     /* entries used / allocated */
+    struct cn_aborted_txn *txn;  /* aborted txns, by last_offset */
+    size_t txn_n, txn_cap;       /* entries used / allocated */
+    int64_t txn_min_first;       /* least first_offset; INT64_MAX if none */
 };
 
 struct cn_log {
@@ -125,6 +130,9 @@ static inline void log_put64(uint8_t *p, uint64_t v)
  * last offset delta >= 0.  Returns 0 or CN_ECORRUPT. */
 int log_bhdr_parse(const uint8_t *p, size_t len, struct log_bhdr *h);
 
+/* dir/<20-digit base>.<ext> into buf; 0 or -ENAMETOOLONG. */
+int log_seg_path(char *buf, size_t n, const struct cn_log *log, int64_t base,
+                 const char *ext);
 /* Creates an empty segment at base (files truncated), fsyncs the dir. */
 int log_seg_create(struct cn_log *log, int64_t base, struct cn_segment **out);
 /* Opens an existing segment's files without reading them. */
@@ -132,7 +140,7 @@ int log_seg_open_files(struct cn_log *log, int64_t base,
                        struct cn_segment **out);
 /* Closes fds and frees (no unlink). */
 void log_seg_free(struct cn_segment *seg);
-/* Unlinks the three files (no dir fsync); returns the first -errno. */
+/* Unlinks the four files (no dir fsync); returns the first -errno. */
 int log_seg_unlink(struct cn_log *log, int64_t base);
 /* Appends index entries (memory and file) for a batch just written at pos.
  * Returns 0 or -errno. */
@@ -160,5 +168,23 @@ int log_seg_read_hdr(const struct cn_segment *seg, int64_t pos,
                      struct log_bhdr *h);
 
 int64_t log_now_ms(const struct cn_log *log);
+
+/* Growable array helper: makes room for need elements of elem bytes. */
+bool log_grow(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* txnindex.c */
+
+/* Opens an existing .txnindex (none is not an error: txn_fd stays -1),
+ * loads its entries and cuts a torn tail or entries that do not belong to
+ * [base, next_offset), truncating the file to the good prefix.  Call once
+ * next_offset is known.  Returns 0 or -errno / CN_ENOMEM. */
+int log_seg_load_txnindex(struct cn_log *log, struct cn_segment *seg);
+
+/* log.c */
+
+/* Marks the log offline after a failed write or sync (logs once). */
+void log_go_offline(struct cn_log *log, const char *what, int err);
+/* Index of the segment holding offset: the last with base <= offset. */
+size_t log_find_seg(const struct cn_log *log, int64_t offset);
 
 #endif

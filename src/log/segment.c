@@ -51,8 +51,8 @@ int log_bhdr_parse(const uint8_t *p, size_t len, struct log_bhdr *h)
     return 0;
 }
 
-static int seg_path(char *buf, size_t n, const struct cn_log *log,
-                    int64_t base, const char *ext)
+int log_seg_path(char *buf, size_t n, const struct cn_log *log, int64_t base,
+                 const char *ext)
 {
     int r = snprintf(buf, n, "%s/%020lld.%s", log->dir, (long long)base, ext);
     return r < 0 || (size_t)r >= n ? -ENAMETOOLONG : 0;
@@ -65,9 +65,10 @@ static struct cn_segment *seg_alloc(int64_t base)
         return NULL;
     seg->base = base;
     seg->next_offset = base;
-    seg->log_fd = seg->idx_fd = seg->tidx_fd = -1;
+    seg->log_fd = seg->idx_fd = seg->tidx_fd = seg->txn_fd = -1;
     seg->max_ts = -1;
     seg->max_ts_offset = -1;
+    seg->txn_min_first = INT64_MAX;
     return seg;
 }
 
@@ -81,8 +82,11 @@ void log_seg_free(struct cn_segment *seg)
         cn_file_ops->close(seg->idx_fd);
     if (seg->tidx_fd >= 0)
         cn_file_ops->close(seg->tidx_fd);
+    if (seg->txn_fd >= 0)
+        cn_file_ops->close(seg->txn_fd);
     free(seg->idx);
     free(seg->tidx);
+    free(seg->txn);
     free(seg);
 }
 
@@ -92,7 +96,7 @@ static int seg_open_all(struct cn_log *log, struct cn_segment *seg, int flags)
     static const char *const ext[3] = {"log", "index", "timeindex"};
     int *fds[3] = {&seg->log_fd, &seg->idx_fd, &seg->tidx_fd};
     for (int i = 0; i < 3; i++) {
-        int err = seg_path(path, sizeof path, log, seg->base, ext[i]);
+        int err = log_seg_path(path, sizeof path, log, seg->base, ext[i]);
         if (err)
             return err;
         int fd = cn_file_ops->open(path, flags, 0644);
@@ -109,6 +113,16 @@ int log_seg_create(struct cn_log *log, int64_t base, struct cn_segment **out)
     if (!seg)
         return CN_ENOMEM;
     int err = seg_open_all(log, seg, O_RDWR | O_CREAT | O_TRUNC);
+    if (!err) {
+        /* A .txnindex left at this base by an older segment (a deletion
+         * cut short) would be loaded as ours at the next open. */
+        char path[PATH_MAX];
+        err = log_seg_path(path, sizeof path, log, base, "txnindex");
+        if (!err)
+            err = cn_file_ops->unlink(path);
+        if (err == -ENOENT)
+            err = 0;
+    }
     if (!err)
         err = cn_file_sync_dir(log->dir);
     if (err) {
@@ -138,11 +152,12 @@ int log_seg_open_files(struct cn_log *log, int64_t base,
 
 int log_seg_unlink(struct cn_log *log, int64_t base)
 {
-    static const char *const ext[3] = {"log", "index", "timeindex"};
+    static const char *const ext[4] = {"log", "index", "timeindex",
+                                       "txnindex"};
     char path[PATH_MAX];
     int first = 0;
-    for (int i = 0; i < 3; i++) {
-        int err = seg_path(path, sizeof path, log, base, ext[i]);
+    for (int i = 0; i < 4; i++) {
+        int err = log_seg_path(path, sizeof path, log, base, ext[i]);
         if (!err)
             err = cn_file_ops->unlink(path);
         if (err && err != -ENOENT && !first)
@@ -151,7 +166,7 @@ int log_seg_unlink(struct cn_log *log, int64_t base)
     return first;
 }
 
-static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
+bool log_grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return true;
@@ -175,8 +190,8 @@ static int index_mem(const struct cn_log *log, struct cn_segment *seg,
     int64_t last = h->base_offset + h->last_offset_delta;
     *added_idx = *added_tidx = false;
     if (seg->idx_bytes >= interval && pos > 0) {
-        if (!grow((void **)&seg->idx, &seg->idx_cap, seg->idx_n + 1,
-                  sizeof *seg->idx))
+        if (!log_grow((void **)&seg->idx, &seg->idx_cap, seg->idx_n + 1,
+                      sizeof *seg->idx))
             return CN_ENOMEM;
         seg->idx[seg->idx_n].rel = (uint32_t)(h->base_offset - seg->base);
         seg->idx[seg->idx_n].pos = (uint32_t)pos;
@@ -189,8 +204,8 @@ static int index_mem(const struct cn_log *log, struct cn_segment *seg,
         seg->max_ts = h->max_timestamp;
         seg->max_ts_offset = last;
         if (seg->tidx_n == 0 || seg->tidx_bytes >= interval) {
-            if (!grow((void **)&seg->tidx, &seg->tidx_cap, seg->tidx_n + 1,
-                      sizeof *seg->tidx))
+            if (!log_grow((void **)&seg->tidx, &seg->tidx_cap,
+                          seg->tidx_n + 1, sizeof *seg->tidx))
                 return CN_ENOMEM;
             seg->tidx[seg->tidx_n].ts = h->max_timestamp;
             seg->tidx[seg->tidx_n].rel = (uint32_t)(last - seg->base);
@@ -238,8 +253,8 @@ int log_seg_seal_timeindex(struct cn_segment *seg)
     if (seg->max_ts < 0 ||
         (seg->tidx_n > 0 && seg->tidx[seg->tidx_n - 1].ts >= seg->max_ts))
         return 0;
-    if (!grow((void **)&seg->tidx, &seg->tidx_cap, seg->tidx_n + 1,
-              sizeof *seg->tidx))
+    if (!log_grow((void **)&seg->tidx, &seg->tidx_cap, seg->tidx_n + 1,
+                  sizeof *seg->tidx))
         return CN_ENOMEM;
     seg->tidx[seg->tidx_n].ts = seg->max_ts;
     seg->tidx[seg->tidx_n].rel = (uint32_t)(seg->max_ts_offset - seg->base);
@@ -430,7 +445,7 @@ int log_seg_load_trusted(struct cn_log *log, struct cn_segment *seg)
         return cn_corrupt("offset index size not a multiple of 8");
     }
     size_t cnt = (size_t)(n / LOG_IDX_ENTRY);
-    if (!grow((void **)&seg->idx, &seg->idx_cap, cnt, sizeof *seg->idx)) {
+    if (!log_grow((void **)&seg->idx, &seg->idx_cap, cnt, sizeof *seg->idx)) {
         free(b);
         return CN_ENOMEM;
     }
@@ -457,7 +472,8 @@ int log_seg_load_trusted(struct cn_log *log, struct cn_segment *seg)
         return cn_corrupt("time index size not a multiple of 12");
     }
     cnt = (size_t)(n / LOG_TIDX_ENTRY);
-    if (!grow((void **)&seg->tidx, &seg->tidx_cap, cnt, sizeof *seg->tidx)) {
+    if (!log_grow((void **)&seg->tidx, &seg->tidx_cap, cnt,
+                  sizeof *seg->tidx)) {
         free(b);
         return CN_ENOMEM;
     }
