@@ -25,6 +25,7 @@
 struct cn_topic;
 struct cn_broker;
 struct cn_txn_coord;
+struct cn_group_coord;
 
 struct cn_partition {
     struct cn_topic *topic;   /* owner */
@@ -94,6 +95,7 @@ struct cn_broker {
 
     struct cn_pidalloc pids;        /* producer ids, idempotent or not */
     struct cn_txn_coord *txn;       /* transaction coordinator */
+    struct cn_group_coord *gc;      /* consumer groups and offsets */
 
     uv_timer_t retention_timer;
     uv_timer_t expiry_timer;
@@ -151,9 +153,24 @@ static inline bool cn_partition_offline(const struct cn_broker *b,
     return b->log_dir_offline || cn_log_is_offline(p->log);
 }
 
+/* The last stable offset: the first offset of the oldest open transaction,
+ * capped at the high watermark.  read_committed readers stop there. */
+static inline int64_t cn_partition_lso(const struct cn_partition *p)
+{
+    int64_t open = cn_pstate_first_open_offset(p->pstate);
+    return open >= 0 && open < p->high_watermark ? open : p->high_watermark;
+}
+
 /* sync.c: group commit and the high watermark. */
 void cn_sync_appended(struct cn_broker *b, struct cn_partition *p);
 void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w);
+/* Appends a batch a coordinator wrote to an internal partition and
+ * records it in the producer table; w->finish runs once it is durable,
+ * whatever the flush policy (coordinators act only on durable state).
+ * Returns 0, or an error with w not called (CN_EOFFLINE, CN_ENOMEM...). */
+int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
+                            uint8_t *batch, size_t len,
+                            struct cn_sync_waiter *w);
 /* Called after data became visible (high watermark moved). */
 void cn_broker_data_arrived(struct cn_broker *b);
 

@@ -185,3 +185,41 @@ void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w)
         pp = &(*pp)->next;
     *pp = w;
 }
+
+int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
+                            uint8_t *batch, size_t len,
+                            struct cn_sync_waiter *w)
+{
+    if (b->stopping || cn_partition_offline(b, p))
+        return CN_EOFFLINE;
+    int64_t base;
+    int rc = cn_log_append(p->log, batch, len, &base);
+    if (rc) {
+        if (rc != CN_ENOMEM && rc != CN_EINVAL)
+            cn_broker_log_dir_failed(b, "an internal topic write", rc);
+        return rc;
+    }
+    cn_partition_check_roll(p);
+    struct cn_batch_hdr hdr;
+    if (cn_batch_hdr_parse(batch, len, &hdr) == 0)
+        cn_partition_record_batch(p, batch, len, &hdr);
+    if (!b->cfg->cairn_fsync_group_commit) {
+        /* Coordinators act only on what is durable, whatever the flush
+         * policy for data says. */
+        struct cn_log_sync *s = cn_log_sync_begin(p->log);
+        if (s) {
+            int err = cn_log_sync_run(s);
+            cn_log_sync_end(p->log, s, err);
+            if (err) {
+                cn_broker_log_dir_failed(b, "fdatasync", err);
+                return err;
+            }
+        }
+        p->high_watermark = cn_log_end_offset(p->log);
+        w->finish(b, w);
+        return 0;
+    }
+    cn_sync_appended(b, p);
+    cn_sync_wait(b, w);
+    return 0;
+}
