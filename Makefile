@@ -33,7 +33,7 @@ build-asan: deps
 build-fuzz: test-deps
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug \
 		-DCN_FUZZ=ON -DCN_SANITIZE=ON >/dev/null
-	@cmake --build build-fuzz -j$(JOBS) --target fuzz_request fuzz_batch fuzz_log_recovery fuzz_txn_log
+	@cmake --build build-fuzz -j$(JOBS) --target fuzz_request fuzz_batch fuzz_log_recovery fuzz_txn_log fuzz_offsets
 
 run: build
 	./build/cairn

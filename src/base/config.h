@@ -180,6 +180,10 @@ struct cn_config {
 
     /* Group coordinator. */
     int32_t group_initial_rebalance_delay_ms;
+    int32_t group_min_session_timeout_ms;
+    int32_t group_max_session_timeout_ms;
+    int32_t group_max_size;
+    int64_t offsets_retention_check_interval_ms;
     int32_t offsets_topic_num_partitions;
     int32_t offsets_topic_replication_factor;
     int32_t offsets_retention_minutes;

@@ -23,6 +23,7 @@
 #include "base/say.h"
 #include "broker.h"
 #include "broker_int.h"
+#include "group_coord.h"
 #include "txn_coord.h"
 #include "proto/kerr.h"
 
@@ -242,6 +243,12 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
                  cn_strerror(rc));
         goto out_topics;
     }
+    rc = cn_group_coord_start(b);
+    if (rc) {
+        snprintf(err, err_len, "cannot load %s: %s", CN_OFFSETS_TOPIC,
+                 cn_strerror(rc));
+        goto out_topics;
+    }
 
     struct cn_server_config sc = {
         .host = cfg->listen_host,
@@ -288,6 +295,8 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     return 0;
 
 out_topics:
+    cn_group_coord_stop(b);
+    cn_group_coord_free(b);
     cn_txn_coord_stop(b);
     cn_txn_coord_free(b);
     cn_topics_close_all(b);
@@ -335,6 +344,7 @@ void cn_broker_stop(struct cn_broker *b)
     b->stopping = true;
     cn_fetch_cancel_all(b);
     cn_txn_coord_stop(b);
+    cn_group_coord_stop(b);
     cn_server_stop(b->server);
     uv_timer_stop(&b->retention_timer);
     uv_timer_stop(&b->flush_timer);
@@ -357,6 +367,7 @@ void cn_broker_free(struct cn_broker *b)
     struct cn_broker_priv *bp = (struct cn_broker_priv *)b;
     cn_topics_close_all(b);
     cn_txn_coord_free(b);
+    cn_group_coord_free(b);
     if (bp->lock_fd >= 0)
         close(bp->lock_fd);
     cn_config_fini(b->cfg);

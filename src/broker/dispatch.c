@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/say.h"
+#include "group_coord.h"
 #include "handlers.h"
 #include "txn_coord.h"
 #include "proto/gen/msgs.h"
@@ -20,7 +21,15 @@ const struct cn_handler cn_handlers[] = {
     {1, 4, 17, 0, cn_h_fetch},
     {2, 0, 10, 0, cn_h_list_offsets},
     {3, 0, 12, 0, cn_h_metadata},
+    {8, 0, 9, 0, cn_h_offset_commit},
+    {9, 0, 9, 0, cn_h_offset_fetch},
     {10, 0, 6, 0, cn_h_find_coordinator},
+    {11, 0, 9, 0, cn_h_join_group},
+    {12, 0, 4, 0, cn_h_heartbeat},
+    {13, 0, 5, 0, cn_h_leave_group},
+    {14, 0, 5, 0, cn_h_sync_group},
+    {15, 0, 5, 0, cn_h_describe_groups},
+    {16, 0, 5, 0, cn_h_list_groups},
     {18, 0, 4, 0, cn_h_api_versions},
     {19, 0, 7, 0, cn_h_create_topics},
     {20, 0, 6, 0, cn_h_delete_topics},
@@ -29,12 +38,16 @@ const struct cn_handler cn_handlers[] = {
     {23, 0, 4, 0, cn_h_offset_for_leader_epoch},
     /* v4+ are broker-to-broker (KIP-890 verification); clients use 0-3. */
     {24, 0, 3, 0, cn_h_add_partitions_to_txn},
+    {25, 0, 4, 0, cn_h_add_offsets_to_txn},
     /* v5 belongs to transaction version 2 (KIP-890), not served yet. */
     {26, 0, 4, 0, cn_h_end_txn},
+    {28, 0, 4, 0, cn_h_txn_offset_commit},
     {32, 0, 4, 0, cn_h_describe_configs},
     {33, 0, 2, 0, cn_h_alter_configs},
     {37, 0, 3, 0, cn_h_create_partitions},
+    {42, 0, 2, 0, cn_h_delete_groups},
     {44, 0, 1, 0, cn_h_incremental_alter_configs},
+    {47, 0, 0, 0, cn_h_offset_delete},
     {60, 0, 1, 0, cn_h_describe_cluster},
     {61, 0, 0, 0, cn_h_describe_producers},
     {65, 0, 0, 0, cn_h_describe_transactions},

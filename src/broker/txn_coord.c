@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/failpoint.h"
 #include "base/say.h"
+#include "group_coord.h"
 #include "handlers.h"
 #include "proto/batch.h"
 #include "proto/gen/msgs.h"
@@ -565,6 +566,9 @@ static void write_markers(struct cn_broker *b, struct txn_entry *e,
         struct cn_batch_hdr hdr;
         if (cn_batch_hdr_parse(batch.buf, batch.len, &hdr) == 0)
             cn_partition_record_batch(p, batch.buf, batch.len, &hdr);
+        if (p->topic->internal &&
+            strcmp(p->topic->name, CN_OFFSETS_TOPIC) == 0)
+            cn_group_coord_marker(b, p, m->producer_id, commit);
         cn_sync_appended(b, p);
         if (i == 0 && m->npartitions > 1 &&
             CN_FAILPOINT("txn.after_some_markers")) {
@@ -887,6 +891,81 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
     write_change(b, e, &next, add_written, req, h, false);
 }
 
+/* ---- AddOffsetsToTxn -------------------------------------------------------- */
+
+static void answer_add_offsets(struct cn_req *req,
+                               const struct cn_req_header *h, int16_t err)
+{
+    struct cn_add_offsets_to_txn_response rs;
+    cn_add_offsets_to_txn_response_init(&rs);
+    rs.error_code = err;
+    cn_resp_begin(req, h);
+    cn_add_offsets_to_txn_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+}
+
+static void add_offsets_written(struct txn_write *w, int16_t err)
+{
+    w->e->busy = false;
+    answer_add_offsets(w->req, &w->h, err);
+}
+
+/* The group's __consumer_offsets partition joins the transaction, so the
+ * commit or abort marker reaches the offsets the producer then sends with
+ * TxnOffsetCommit. */
+void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
+                             const struct cn_req_header *h,
+                             struct cn_rd *body)
+{
+    struct cn_add_offsets_to_txn_request rq;
+    int err = cn_add_offsets_to_txn_request_decode(body, &req->arena,
+                                                   h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct txn_entry *e = NULL;
+    int16_t kerr = check_producer(b, rq.transactional_id, rq.producer_id,
+                                  rq.producer_epoch, 25, h->api_version, &e);
+    if (kerr) {
+        answer_add_offsets(req, h, kerr);
+        return;
+    }
+    if (cn_bytes_is_null(rq.group_id) || rq.group_id.len == 0) {
+        answer_add_offsets(req, h, KAFKA_INVALID_GROUP_ID);
+        return;
+    }
+    struct cn_partition *p = cn_group_coord_partition(b, rq.group_id);
+    if (!p) {
+        answer_add_offsets(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE);
+        return;
+    }
+    const char *topic = p->topic->name;
+    bool ongoing = e->meta.state == CN_TXN_ONGOING;
+    if (ongoing && cn_txn_meta_has_partition(&e->meta, topic, p->index)) {
+        answer_add_offsets(req, h, KAFKA_NONE);
+        return;
+    }
+    struct cn_txn_meta next;
+    cn_txn_meta_init(&next);
+    int rc = cn_txn_meta_copy(&next, &e->meta);
+    if (rc == 0 && !ongoing)
+        cn_txn_meta_clear_partitions(&next);
+    if (rc == 0)
+        rc = cn_txn_meta_add_partition(&next, topic, p->index);
+    if (rc != 0) {
+        cn_txn_meta_fini(&next);
+        answer_add_offsets(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE);
+        return;
+    }
+    int64_t now = cn_clock_wall_ms();
+    if (!ongoing)
+        next.txn_start_ms = now;
+    next.state = CN_TXN_ONGOING;
+    next.last_update_ms = now;
+    write_change(b, e, &next, add_offsets_written, req, h, false);
+}
+
 /* ---- EndTxn ----------------------------------------------------------------- */
 
 static void end_written(struct txn_write *w, int16_t err)
@@ -973,16 +1052,15 @@ static void fill_coordinator(struct cn_broker *b, struct cn_req *req,
     *node = -1;
     *host = cn_bytes_str("");
     *port = -1;
-    if (key_type != KEY_TYPE_TRANSACTION) {
-        *err = KAFKA_COORDINATOR_NOT_AVAILABLE;
-        *msg = cn_req_str(req, key_type == KEY_TYPE_GROUP
-                                   ? "Consumer groups are not served yet."
-                                   : "Unknown coordinator key type.");
-        if (key_type != KEY_TYPE_GROUP)
-            *err = KAFKA_INVALID_REQUEST;
+    if (key_type != KEY_TYPE_TRANSACTION && key_type != KEY_TYPE_GROUP) {
+        *err = KAFKA_INVALID_REQUEST;
+        *msg = cn_req_str(req, "Unknown coordinator key type.");
         return;
     }
-    if (!log_topic(b, true)) {
+    bool ready = key_type == KEY_TYPE_GROUP
+                     ? cn_group_coord_partition(b, cn_bytes_str("")) != NULL
+                     : log_topic(b, true) != NULL;
+    if (!ready) {
         *err = KAFKA_COORDINATOR_NOT_AVAILABLE;
         return;
     }

@@ -58,6 +58,9 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
 void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
                                 const struct cn_req_header *h,
                                 struct cn_rd *body);
+void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
+                             const struct cn_req_header *h,
+                             struct cn_rd *body);
 void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
                                 const struct cn_req_header *h,
                                 struct cn_rd *body);

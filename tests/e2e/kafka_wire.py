@@ -616,6 +616,7 @@ INVALID_PRODUCER_ID_MAPPING = 49
 INVALID_TRANSACTION_TIMEOUT = 50
 CONCURRENT_TRANSACTIONS = 51
 OPERATION_NOT_ATTEMPTED = 55
+INVALID_REQUEST = 42
 PRODUCER_FENCED = 90
 
 COORDINATOR_GROUP = 0
@@ -991,3 +992,323 @@ class TxnClient(Client):
             offset = got[-1]["base_offset"] + got[-1]["last_offset_delta"] + 1
             if offset >= hw:
                 return batches
+
+
+# ---------------------------------------------------------------------------
+# Read path: Fetch v11 with an isolation level (last stable offset and the
+# aborted transactions list) and ListOffsets v2 with an isolation level.
+
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+
+
+def fetch_request_iso(correlation_id, topic, partition, offset,
+                      isolation_level=READ_COMMITTED, max_wait_ms=0,
+                      min_bytes=0, max_bytes=16 << 20):
+    """Fetch v11 (no session) for one partition at an isolation level."""
+    body = struct.pack(">iiiibii", -1, max_wait_ms, min_bytes, max_bytes,
+                       isolation_level, 0, -1)
+    body += struct.pack(">i", 1) + string(topic)
+    body += struct.pack(">iiiqqi", 1, partition, -1, offset, -1, max_bytes)
+    body += struct.pack(">i", 0)          # forgotten topics
+    body += string("")                    # rack id
+    return request(API_FETCH, 11, correlation_id, body)
+
+
+def parse_fetch_iso(body):
+    """Fetch v11 response: (correlation_id, top error, {(topic, partition):
+    dict with error, high_watermark, last_stable_offset, log_start_offset,
+    aborted ([(producer_id, first_offset)] or None when null), records
+    (raw bytes) and batches (parse_batches_with_records)})."""
+    r = Reader(body)
+    corr = r.i32()
+    r.i32()                               # throttle
+    top_err = r.i16()
+    r.i32()                               # session id
+    out = {}
+    for _ in range(r.i32()):
+        topic = r.string()
+        for _ in range(r.i32()):
+            part, err, hw = r.i32(), r.i16(), r.i64()
+            lso, log_start = r.i64(), r.i64()
+            n = r.i32()
+            aborted = None
+            if n >= 0:
+                aborted = [(r.i64(), r.i64()) for _ in range(n)]
+            r.i32()                       # preferred read replica
+            n = r.i32()
+            records = b""
+            if n > 0:
+                records = r.data[r.pos:r.pos + n]
+                r.pos += n
+            out[(topic, part)] = {
+                "error": err, "high_watermark": hw,
+                "last_stable_offset": lso, "log_start_offset": log_start,
+                "aborted": aborted, "records": records,
+                "batches": parse_batches_with_records(records)}
+    return corr, top_err, out
+
+
+def list_offsets_request_v2(correlation_id, topic, partition,
+                            timestamp=LATEST_TIMESTAMP,
+                            isolation_level=READ_UNCOMMITTED):
+    """ListOffsets v2 (first version with an isolation level)."""
+    body = struct.pack(">ib", -1, isolation_level)
+    body += struct.pack(">i", 1) + string(topic)
+    body += struct.pack(">iiq", 1, partition, timestamp)
+    return request(API_LIST_OFFSETS, 2, correlation_id, body)
+
+
+def parse_list_offsets_v2(body):
+    """Returns (correlation_id, {(topic, partition): (error, offset)})."""
+    r = Reader(body)
+    corr = r.i32()
+    r.i32()                               # throttle
+    out = {}
+    for _ in range(r.i32()):
+        topic = r.string()
+        for _ in range(r.i32()):
+            part, err = r.i32(), r.i16()
+            r.i64()                       # timestamp
+            out[(topic, part)] = (err, r.i64())
+    return corr, out
+
+
+# ---------------------------------------------------------------------------
+# Consumer group APIs (classic protocol), non-flexible versions: JoinGroup
+# v5, SyncGroup v3, Heartbeat v3, LeaveGroup v3, OffsetCommit v7,
+# DeleteGroups v1; OffsetFetch v7 (flexible) for require_stable.
+
+API_OFFSET_COMMIT = 8
+API_OFFSET_FETCH = 9
+API_JOIN_GROUP = 11
+API_HEARTBEAT = 12
+API_LEAVE_GROUP = 13
+API_SYNC_GROUP = 14
+API_DELETE_GROUPS = 42
+
+ILLEGAL_GENERATION = 22
+UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
+REBALANCE_IN_PROGRESS = 27
+GROUP_ID_NOT_FOUND = 69
+NON_EMPTY_GROUP = 68
+MEMBER_ID_REQUIRED = 79
+UNSTABLE_OFFSET_COMMIT = 88
+
+
+def consumer_subscription(topics):
+    """ConsumerProtocolSubscription v0: version, topics, null user data."""
+    body = struct.pack(">hi", 0, len(topics))
+    body += b"".join(string(t) for t in topics)
+    return body + struct.pack(">i", -1)
+
+
+def consumer_assignment(parts):
+    """ConsumerProtocolAssignment v0; parts: {topic: [partitions]}."""
+    body = struct.pack(">hi", 0, len(parts))
+    for t, ps in parts.items():
+        body += string(t) + struct.pack(">i", len(ps))
+        body += b"".join(struct.pack(">i", p) for p in ps)
+    return body + struct.pack(">i", -1)
+
+
+def join_group_request_v5(correlation_id, group, member_id="",
+                          session_timeout_ms=10000,
+                          rebalance_timeout_ms=10000, instance_id=None,
+                          topics=("t",), protocol="range"):
+    body = string(group) + struct.pack(">ii", session_timeout_ms,
+                                       rebalance_timeout_ms)
+    body += string(member_id) + string(instance_id) + string("consumer")
+    body += struct.pack(">i", 1) + string(protocol)
+    body += bytes_field(consumer_subscription(list(topics)))
+    return request(API_JOIN_GROUP, 5, correlation_id, body)
+
+
+def parse_join_group_v5(body):
+    """dict with error, generation, protocol, leader, member_id, members
+    ([(member_id, instance_id, metadata)])."""
+    r = Reader(body)
+    r.i32()
+    r.i32()                               # throttle
+    d = {"error": r.i16(), "generation": r.i32(), "protocol": r.string(),
+         "leader": r.string(), "member_id": r.string(), "members": []}
+    for _ in range(max(r.i32(), 0)):
+        mid, iid = r.string(), r.string()
+        n = r.i32()
+        meta = r.data[r.pos:r.pos + max(n, 0)]
+        r.pos += max(n, 0)
+        d["members"].append((mid, iid, meta))
+    return d
+
+
+def sync_group_request_v3(correlation_id, group, generation, member_id,
+                          assignments=(), instance_id=None):
+    """assignments: [(member_id, assignment bytes)]."""
+    body = string(group) + struct.pack(">i", generation) + string(member_id)
+    body += string(instance_id) + struct.pack(">i", len(assignments))
+    for mid, a in assignments:
+        body += string(mid) + bytes_field(a)
+    return request(API_SYNC_GROUP, 3, correlation_id, body)
+
+
+def parse_sync_group_v3(body):
+    """(error, assignment bytes)."""
+    r = Reader(body)
+    r.i32()
+    r.i32()                               # throttle
+    err = r.i16()
+    n = r.i32()
+    return err, r.data[r.pos:r.pos + max(n, 0)]
+
+
+def heartbeat_request_v3(correlation_id, group, generation, member_id,
+                         instance_id=None):
+    body = string(group) + struct.pack(">i", generation) + string(member_id)
+    body += string(instance_id)
+    return request(API_HEARTBEAT, 3, correlation_id, body)
+
+
+def leave_group_request_v3(correlation_id, group, members):
+    """members: [(member_id, instance_id)]."""
+    body = string(group) + struct.pack(">i", len(members))
+    for mid, iid in members:
+        body += string(mid) + string(iid)
+    return request(API_LEAVE_GROUP, 3, correlation_id, body)
+
+
+def parse_error_after_throttle(body):
+    """The INT16 error after correlation id and throttle (Heartbeat v3,
+    LeaveGroup v3's top-level error)."""
+    r = Reader(body)
+    r.i32()
+    r.i32()
+    return r.i16()
+
+
+def offset_commit_request_v7(correlation_id, group, offsets, generation=-1,
+                             member_id="", instance_id=None):
+    """offsets: {(topic, partition): offset}."""
+    by_topic = {}
+    for (t, p), off in offsets.items():
+        by_topic.setdefault(t, []).append((p, off))
+    body = string(group) + struct.pack(">i", generation) + string(member_id)
+    body += string(instance_id) + struct.pack(">i", len(by_topic))
+    for t, parts in by_topic.items():
+        body += string(t) + struct.pack(">i", len(parts))
+        for p, off in parts:
+            body += struct.pack(">iqi", p, off, -1) + string(None)
+    return request(API_OFFSET_COMMIT, 7, correlation_id, body)
+
+
+def parse_offset_commit_v7(body):
+    """{(topic, partition): error}."""
+    r = Reader(body)
+    r.i32()
+    r.i32()                               # throttle
+    out = {}
+    for _ in range(r.i32()):
+        t = r.string()
+        for _ in range(r.i32()):
+            p, err = r.i32(), r.i16()
+            out[(t, p)] = err
+    return out
+
+
+def offset_fetch_request_v7(correlation_id, group, parts,
+                            require_stable=False):
+    """OffsetFetch v7 (flexible); parts: {topic: [partitions]}."""
+    body = compact_string(group) + uvarint(len(parts) + 1)
+    for t, ps in parts.items():
+        body += compact_string(t) + uvarint(len(ps) + 1)
+        body += b"".join(struct.pack(">i", p) for p in ps) + uvarint(0)
+    body += struct.pack(">b", 1 if require_stable else 0) + uvarint(0)
+    return request(API_OFFSET_FETCH, 7, correlation_id, body, flexible=True)
+
+
+def parse_offset_fetch_v7(body):
+    """(top-level error, {(topic, partition): (error, offset)})."""
+    r = Reader(body)
+    r.i32()
+    r.skip_tags()
+    r.i32()                               # throttle
+    out = {}
+    for _ in range(r.uvarint() - 1):
+        t = r.compact_string()
+        for _ in range(r.uvarint() - 1):
+            p, off = r.i32(), r.i64()
+            r.i32()                       # leader epoch
+            r.compact_string()            # metadata
+            out[(t, p)] = (r.i16(), off)
+            r.skip_tags()
+        r.skip_tags()
+    return r.i16(), out
+
+
+def delete_groups_request_v1(correlation_id, groups):
+    body = struct.pack(">i", len(groups)) + b"".join(string(g)
+                                                     for g in groups)
+    return request(API_DELETE_GROUPS, 1, correlation_id, body)
+
+
+def parse_delete_groups_v1(body):
+    """{group: error}."""
+    r = Reader(body)
+    r.i32()
+    r.i32()                               # throttle
+    return {r.string(): r.i16() for _ in range(r.i32())}
+
+
+class ReadClient(TxnClient):
+    """TxnClient plus isolation-level reads and the group APIs."""
+
+    def fetch_iso(self, topic, partition, offset,
+                  isolation_level=READ_COMMITTED, max_wait_ms=0,
+                  min_bytes=0):
+        """The partition's dict of parse_fetch_iso (top error folded into
+        "top_error")."""
+        _, top_err, out = parse_fetch_iso(self.call(
+            fetch_request_iso, topic, partition, offset, isolation_level,
+            max_wait_ms, min_bytes))
+        d = out[(topic, partition)]
+        d["top_error"] = top_err
+        return d
+
+    def list_offset_iso(self, topic, partition, isolation_level,
+                        timestamp=LATEST_TIMESTAMP):
+        """(error, offset)."""
+        _, out = parse_list_offsets_v2(self.call(
+            list_offsets_request_v2, topic, partition, timestamp,
+            isolation_level))
+        return out[(topic, partition)]
+
+    def join_group(self, group, **kw):
+        return parse_join_group_v5(self.call(join_group_request_v5, group,
+                                             **kw))
+
+    def sync_group(self, group, generation, member_id, assignments=(),
+                   instance_id=None):
+        return parse_sync_group_v3(self.call(
+            sync_group_request_v3, group, generation, member_id,
+            assignments, instance_id))
+
+    def heartbeat(self, group, generation, member_id, instance_id=None):
+        return parse_error_after_throttle(self.call(
+            heartbeat_request_v3, group, generation, member_id,
+            instance_id))
+
+    def leave_group(self, group, members):
+        return parse_error_after_throttle(self.call(
+            leave_group_request_v3, group, members))
+
+    def offset_commit(self, group, offsets, **kw):
+        return parse_offset_commit_v7(self.call(
+            offset_commit_request_v7, group, offsets, **kw))
+
+    def offset_fetch(self, group, parts, require_stable=False):
+        return parse_offset_fetch_v7(self.call(
+            offset_fetch_request_v7, group, parts, require_stable))
+
+    def delete_groups(self, groups):
+        return parse_delete_groups_v1(self.call(delete_groups_request_v1,
+                                                groups))

@@ -304,9 +304,13 @@ def test_find_coordinator(broker):
         assert (c["node_id"], c["host"], c["port"]) == (node, host, port), c
         if version >= 4:
             assert c["key"] == "tx-find"
-        # Consumer groups come later: no coordinator for them yet.
+        # Groups are coordinated by the same (only) node.
         g = cli.find_coordinator("some-group", 0, version)[0]
-        assert g["error"] == kw.COORDINATOR_NOT_AVAILABLE, (version, g)
+        assert g["error"] == 0, (version, g)
+        assert (g["node_id"], g["host"], g["port"]) == (node, host, port), g
+        # An unknown key type is refused.
+        bad = cli.find_coordinator("x", 7, version)[0]
+        assert bad["error"] == kw.INVALID_REQUEST, (version, bad)
     cli.close()
 
 

@@ -1,0 +1,42 @@
+/*
+ * group_int.h - what group_coord.c (offsets, loading) and h_group.c
+ * (membership APIs) share.  Nothing outside src/broker includes this.
+ */
+#ifndef CN_BROKER_GROUP_INT_H
+#define CN_BROKER_GROUP_INT_H
+
+#include <uv.h>
+
+#include "broker_int.h"
+#include "group/group.h"
+#include "group/offsets.h"
+
+struct cn_group_coord {
+    struct cn_groups *groups;   /* membership state machine */
+    struct cn_offsets *offsets; /* committed offsets */
+    uv_timer_t timer;           /* next membership deadline */
+    uv_timer_t retention_timer; /* offsets.retention.check.interval.ms */
+    bool timers_armed;
+};
+
+/* A NUL-terminated copy of a wire string in the request's arena ("" for
+ * null); NULL only when memory is short. */
+char *cn_gc_cstr(struct cn_req *req, struct cn_bytes s);
+/*
+ * Appends records (a value with len -1 is a tombstone) to p as one batch
+ * (transactional when producer_id >= 0); w->finish runs once durable.
+ * Returns 0 or an error, with w not called.
+ */
+int cn_gc_write(struct cn_broker *b, struct cn_partition *p,
+                const struct cn_bytes *keys, const struct cn_bytes *values,
+                size_t n, int64_t producer_id, int16_t producer_epoch,
+                struct cn_sync_waiter *w);
+/* Re-arms the membership timer at the state machine's next deadline;
+ * call after every call that may change it. */
+void cn_gc_rearm(struct cn_broker *b);
+
+/* h_group.c: the state machine's answers to parked requests. */
+void cn_gc_join_done(void *waiter, const struct cn_join_result *r);
+void cn_gc_sync_done(void *waiter, const struct cn_sync_result *r);
+
+#endif
