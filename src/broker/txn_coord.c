@@ -27,6 +27,9 @@
 /* Kafka moves to a new producer id before the epoch reaches
  * Short.MAX_VALUE, which is reserved. */
 #define EPOCH_LAST_USABLE (INT16_MAX - 1)
+/* The longest a request waits for its busy id before the client hears
+ * CONCURRENT_TRANSACTIONS. */
+#define PARK_MAX_MS 1000
 /* Markers carry the coordinator epoch; one broker has always led. */
 #define COORDINATOR_EPOCH 0
 /* A marker that could not be appended is tried again after this long. */
@@ -54,6 +57,31 @@ struct cn_txn_coord {
     size_t *part_writing;       /* ids with a record not yet durable */
     uv_timer_t timer;           /* timed-out transactions */
     bool timer_armed;
+    struct txn_park *parked;    /* requests waiting for a busy entry */
+    uv_timer_t park_timer;      /* gives up on those after PARK_MAX_MS */
+    bool park_timer_on;
+    bool no_park;               /* re-running a request that waited
+                                   long enough: answer, do not park */
+};
+
+/*
+ * A request that found its id busy (markers of the previous transaction
+ * still being written).  Kafka answers CONCURRENT_TRANSACTIONS and the
+ * client retries after a backoff (librdkafka: 100 ms or more), which
+ * caps a producer committing often at a few transactions a second.
+ * Holding the request until the entry is idle answers it as soon as that
+ * is possible instead; after PARK_MAX_MS the client gets the error after
+ * all.
+ */
+struct txn_park {
+    struct cn_broker *b;
+    struct txn_entry *e;        /* NULL once the entry was removed */
+    struct cn_req *req;
+    struct cn_req_header h;
+    struct cn_rd body;          /* undecoded request body */
+    cn_handler_fn fn;           /* the handler to run again */
+    int64_t deadline_ms;        /* monotonic */
+    struct txn_park *next;
 };
 
 /* A change being made durable, and what to do once it is. */
@@ -175,8 +203,11 @@ static struct txn_entry *entry_by_pid(struct cn_txn_coord *c, int64_t pid)
     return NULL;
 }
 
+static void park_forget(struct cn_txn_coord *c, struct txn_entry *e);
+
 static void entry_remove(struct cn_txn_coord *c, struct txn_entry *e)
 {
+    park_forget(c, e);
     pid_unindex(c, e);
     struct txn_entry **pp =
         &c->table[id_hash(e->meta.transactional_id) % c->buckets];
@@ -232,6 +263,93 @@ static struct cn_partition *log_partition(struct cn_topic *t, const char *id)
 
 static void maybe_compact(struct cn_broker *b, const char *id);
 
+/* ---- requests waiting for a busy id ---------------------------------- */
+
+static void park_check(uv_timer_t *t);
+
+/* Holds req until e is idle.  False when it cannot (the caller answers
+ * CONCURRENT_TRANSACTIONS). */
+static bool park(struct cn_broker *b, struct txn_entry *e, struct cn_req *req,
+                 const struct cn_req_header *h, const struct cn_rd *body,
+                 cn_handler_fn fn)
+{
+    struct cn_txn_coord *c = b->txn;
+    if (c->no_park || b->stopping || !c->timer_armed)
+        return false;
+    struct txn_park *pk = cn_arena_calloc(&req->arena, 1, sizeof *pk);
+    if (!pk)
+        return false;
+    pk->b = b;
+    pk->e = e;
+    pk->req = req;
+    pk->h = *h;
+    pk->body = *body;
+    pk->fn = fn;
+    pk->deadline_ms = cn_clock_mono_ms() + PARK_MAX_MS;
+    struct txn_park **pp = &c->parked;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = pk;
+    if (!c->park_timer_on) {
+        uv_timer_start(&c->park_timer, park_check, 50, 50);
+        c->park_timer_on = true;
+    }
+    return true;
+}
+
+/* Runs again every parked request that matches: those of entry e when it
+ * went idle (e non-NULL), or (e NULL) those past their deadline or all
+ * when `all`.  Requests parked again while this runs wait for the next
+ * round. */
+static void unpark(struct cn_broker *b, struct txn_entry *e, bool all)
+{
+    struct cn_txn_coord *c = b->txn;
+    int64_t now = cn_clock_mono_ms();
+    struct txn_park *ready = NULL, **tail = &ready;
+    struct txn_park **pp = &c->parked;
+    while (*pp) {
+        struct txn_park *pk = *pp;
+        bool go = all || (e ? pk->e == e : pk->deadline_ms <= now);
+        if (go) {
+            *pp = pk->next;
+            pk->next = NULL;
+            *tail = pk;
+            tail = &pk->next;
+        } else {
+            pp = &pk->next;
+        }
+    }
+    bool late = !e;
+    while (ready) {
+        struct txn_park *pk = ready;
+        ready = pk->next;
+        struct cn_rd body = pk->body;
+        c->no_park = late;
+        pk->fn(b, pk->req, &pk->h, &body);
+        c->no_park = false;
+    }
+    if (!c->parked && c->park_timer_on) {
+        uv_timer_stop(&c->park_timer);
+        c->park_timer_on = false;
+    }
+}
+
+static void park_check(uv_timer_t *t)
+{
+    unpark(t->data, NULL, false);
+}
+
+/* An entry is going away: its waiting requests run again now and find
+ * it gone. */
+static void park_forget(struct cn_txn_coord *c, struct txn_entry *e)
+{
+    for (struct txn_park *pk = c->parked; pk; pk = pk->next)
+        if (pk->e == e) {
+            pk->e = NULL;
+            pk->deadline_ms = 0;
+        }
+}
+
 static void write_done(struct cn_broker *b, struct cn_sync_waiter *sw)
 {
     struct txn_write *w = (struct txn_write *)sw;
@@ -251,6 +369,9 @@ static void write_done(struct cn_broker *b, struct cn_sync_waiter *sw)
     free(w);
     if (!err)
         maybe_compact(b, id);
+    struct txn_entry *e = entry_find(b->txn, id);
+    if (e && !e->busy && b->txn->parked)
+        unpark(b, e, false);
 }
 
 /*
@@ -740,6 +861,7 @@ static int16_t check_producer(struct cn_broker *b, struct cn_bytes wire_id,
         return KAFKA_INVALID_PRODUCER_ID_MAPPING;
     if (e->meta.producer_epoch != epoch)
         return fenced_error(api_key, version);
+    *out = e; /* also with CONCURRENT_TRANSACTIONS: the caller may wait */
     if (e->busy || e->meta.state == CN_TXN_PREPARE_COMMIT ||
         e->meta.state == CN_TXN_PREPARE_ABORT ||
         e->meta.state == CN_TXN_PREPARE_EPOCH_FENCE)
@@ -789,6 +911,7 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
                                 struct cn_rd *body)
 {
     struct cn_add_partitions_to_txn_request rq;
+    const struct cn_rd body0 = *body;
     int err = cn_add_partitions_to_txn_request_decode(body, &req->arena,
                                                       h->api_version, &rq);
     if (err) {
@@ -844,6 +967,9 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
                                   rq.v3_and_below_producer_id,
                                   rq.v3_and_below_producer_epoch, 24,
                                   h->api_version, &e);
+    if (kerr == KAFKA_CONCURRENT_TRANSACTIONS &&
+        park(b, e, req, h, &body0, cn_h_add_partitions_to_txn))
+        return;
     if (kerr) {
         set_all(rs, kerr, false);
         answer_add(req, h, rs);
@@ -918,6 +1044,7 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
                              struct cn_rd *body)
 {
     struct cn_add_offsets_to_txn_request rq;
+    const struct cn_rd body0 = *body;
     int err = cn_add_offsets_to_txn_request_decode(body, &req->arena,
                                                    h->api_version, &rq);
     if (err) {
@@ -927,6 +1054,9 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
     struct txn_entry *e = NULL;
     int16_t kerr = check_producer(b, rq.transactional_id, rq.producer_id,
                                   rq.producer_epoch, 25, h->api_version, &e);
+    if (kerr == KAFKA_CONCURRENT_TRANSACTIONS &&
+        park(b, e, req, h, &body0, cn_h_add_offsets_to_txn))
+        return;
     if (kerr) {
         answer_add_offsets(req, h, kerr);
         return;
@@ -984,6 +1114,7 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
                   const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_end_txn_request rq;
+    const struct cn_rd body0 = *body;
     int err = cn_end_txn_request_decode(body, &req->arena, h->api_version, &rq);
     if (err) {
         cn_req_bad(req, h, err);
@@ -992,6 +1123,9 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
     struct txn_entry *e = NULL;
     int16_t kerr = check_producer(b, rq.transactional_id, rq.producer_id,
                                   rq.producer_epoch, 26, h->api_version, &e);
+    if (kerr == KAFKA_CONCURRENT_TRANSACTIONS &&
+        park(b, e, req, h, &body0, cn_h_end_txn))
+        return;
     if (kerr) {
         answer_end_txn(req, h, kerr);
         return;
@@ -1458,6 +1592,8 @@ int cn_txn_coord_start(struct cn_broker *b)
     uint64_t every = (uint64_t)
         b->cfg->transaction_abort_timed_out_transaction_cleanup_interval_ms;
     uv_timer_start(&c->timer, on_timeout_check, every, every);
+    uv_timer_init(b->loop, &c->park_timer);
+    c->park_timer.data = b;
     uv_timer_init(b->loop, &c->expiry_timer);
     c->expiry_timer.data = b;
     uint64_t expiry_every = (uint64_t)
@@ -1477,6 +1613,12 @@ void cn_txn_coord_stop(struct cn_broker *b)
     uv_close((uv_handle_t *)&c->timer, NULL);
     uv_timer_stop(&c->expiry_timer);
     uv_close((uv_handle_t *)&c->expiry_timer, NULL);
+    /* Waiting requests are answered now (CONCURRENT_TRANSACTIONS, or what
+     * a stopping broker says) rather than dropped. */
+    c->no_park = true;
+    unpark(b, NULL, true);
+    uv_timer_stop(&c->park_timer);
+    uv_close((uv_handle_t *)&c->park_timer, NULL);
     c->timer_armed = false;
 }
 
