@@ -25,15 +25,47 @@ After the 1 KiB case come the transactional runs (bench_txn):
              next to the machine's fdatasync p50 (targets: p50 <= two
              fdatasyncs + 0.3 ms, p99 <= 3x p50, flat in partition count)
 
+Then the read path under transactions (bench_rc, part "rc"):
+
+  read_committed  a topic of 6 partitions written by 8 transactional
+             producers in transactions of 100 x 1 KiB records, every 10th
+             transaction aborted (its data flushed first, so it is in the
+             log); then read whole, from the beginning, with assign() and
+             no group, alternately with isolation.level read_uncommitted
+             and read_committed, 3 times each, best of each kept.  The
+             target ratio (issue: >= 0.95) is read_committed /
+             read_uncommitted in LOG bytes per second: the partitions'
+             on-disk .log bytes over the time from the first record to
+             EOF on every partition.  read_committed delivers 10% fewer
+             records, so delivered records/s is shown too, for information.
+  rc_latency end-to-end latency to read_committed delivery: a
+             transactional producer sends 2000 records/s of 100 B stamped
+             with CLOCK_MONOTONIC, committing every 100 ms, for 10 s; a
+             read_committed consumer (fetch.wait.max.ms 10) records
+             now - sent.  p50/p99/p99.9 (issue target: p99 < commit
+             interval + 10 ms = 110 ms), with the commit split into flush,
+             EndTxn and the delay from EndTxn's return to delivery.
+
 Fetched data is page-cached (it was just produced). Each broker figure is
 printed as a ratio of its limit, progress goes to stderr, and everything
 lands in bench/out/report.json.
 
   /usr/bin/python3 bench/run.py [--build-dir build] [--cairn build/cairn]
                                [--dir DIR] [--scale F] [--mock]
+                               [--only PART,...] [--report FILE]
+
+--only runs just the named parts: limits (machine limits), client (the
+produce/fetch/fetch_raw runs per message size), txn (transactional
+produce and commit latency; needs client for its ratio), pstate
+(producer table), rc (both read-path runs), rc_tput or rc_latency alone.
+With --only the report goes to bench/out/report-<parts>.json unless
+--report says otherwise, so a partial run does not replace the full one.
 
 --scale multiplies the message counts (default 1: 300k x 1 KiB and
-1M x 100 B). --mock runs against librdkafka's mock cluster
+1M x 100 B, and 600k x 1 KiB for read_committed; the read_committed write
+runs at ~15k records/s here because every transaction waits for fsyncs,
+so its consume takes ~1-2 s at scale 1 and --scale 2 or more gives the
+2-5 s the issue asks for). --mock runs against librdkafka's mock cluster
 (tests/e2e/e2e_mockbroker) to check the harness; its numbers mean nothing
 and its log retention is small, so use a small --scale with it.
 """
@@ -78,6 +110,21 @@ LAT_TOPIC = "bench-txn-latency"
 LAT_PARTITIONS = 16
 LAT_PER_TXN = [1, 4, 16]
 LAT_TRANSACTIONS = 200
+RC_TOPIC = "bench-rc"
+RC_RECORDS = 600000         # read_committed topic, records at scale 1
+RC_SIZE = 1024
+RC_TXN_RECORDS = 100
+RC_ABORT_EVERY = 10         # every 10th transaction aborts
+RC_PRODUCERS = 8
+RC_ROUNDS = 3
+RC_TARGET = 0.95            # min read_committed / read_uncommitted, log B/s
+RC_LAT_TOPIC = "bench-rc-latency"
+RC_LAT_SECONDS = 10
+RC_LAT_RATE = 2000
+RC_LAT_INTERVAL_MS = 100
+RC_LAT_FETCH_WAIT_MS = 10
+RC_LAT_TARGET_MS = RC_LAT_INTERVAL_MS + 10  # p99 target
+PARTS = ["limits", "client", "txn", "pstate", "rc_tput", "rc_latency"]
 T0 = time.monotonic()
 
 
@@ -230,6 +277,135 @@ def print_txn(report, mbps):
                  verdict))
 
 
+def log_bytes(tmp, topic):
+    """On-disk bytes of the topic's .log segments (0 with the mock)."""
+    total = 0
+    for d in (tmp / "data").glob("%s-*" % topic):
+        if d.name[len(topic) + 1:].isdigit():
+            total += sum(f.stat().st_size for f in d.glob("*.log"))
+    return total
+
+
+def run_rc_tput(args, build, bootstrap, tmp, report):
+    """Writes the read_committed topic, then consumes it alternately at
+    both isolation levels; fills report["read_committed"]."""
+    n = max(10 * RC_TXN_RECORDS, int(RC_RECORDS * args.scale))
+    n -= n % RC_TXN_RECORDS
+    common = ["--brokers", bootstrap, "--topic", RC_TOPIC, "--partitions",
+              str(PARTITIONS), "--messages", str(n), "--size", str(RC_SIZE),
+              "--txn-records", str(RC_TXN_RECORDS), "--abort-every",
+              str(RC_ABORT_EVERY)]
+    progress("%s: transactional write %d x %d B, %d per transaction, every "
+             "%dth aborted, %d producers" % (RC_TOPIC, n, RC_SIZE,
+                                              RC_TXN_RECORDS, RC_ABORT_EVERY,
+                                              RC_PRODUCERS))
+    res = subprocess.run(
+        [str(build / "bench_rc"), "write"] + common
+        + ["--producers", str(RC_PRODUCERS)]
+        + ([] if args.mock else ["--create"]),
+        stdout=subprocess.PIPE, text=True, timeout=900)
+    rc = {"write": None, "passes": []}
+    report["read_committed"] = rc
+    for rec in json_lines(res.stdout):
+        rc["write"] = rec
+        progress("  write: %s, %d transactions in %.1f s"
+                 % (summary(rec), rec["transactions"], rec["seconds"]))
+    if res.returncode != 0:
+        print("bench_rc write exited %d" % res.returncode, file=sys.stderr)
+        return
+    lb = 0 if args.mock else log_bytes(tmp, RC_TOPIC)
+    progress("%s: consume %d rounds of read_uncommitted + read_committed, "
+             "log %.1f MB" % (RC_TOPIC, RC_ROUNDS, lb / 1e6))
+    res = subprocess.run(
+        [str(build / "bench_rc"), "consume"] + common
+        + ["--rounds", str(RC_ROUNDS), "--log-bytes", str(lb)],
+        stdout=subprocess.PIPE, text=True, timeout=900)
+    if res.returncode != 0:
+        print("bench_rc consume exited %d" % res.returncode, file=sys.stderr)
+    for rec in json_lines(res.stdout):
+        if rec["test"] == "read_committed":
+            rc["summary"] = rec
+            progress("  ratio committed/uncommitted: log bytes/s %.3f, "
+                     "delivered records/s %.3f"
+                     % (rec["ratio_log_bytes_per_s"],
+                        rec["ratio_msgs_per_s"]))
+        else:
+            rc["passes"].append(rec)
+            progress("  %-16s round %d: %.2f s, log %.1f MB/s, delivered "
+                     "%s, %d/%d records"
+                     % (rec["isolation"], rec["round"], rec["seconds"],
+                        rec["log_mb_per_s"], summary(rec), rec["consumed"],
+                        rec["expected"]))
+
+
+def run_rc_latency(args, build, bootstrap, report):
+    progress("%s: read_committed latency, %d msgs/s, commit every %d ms, "
+             "%d s" % (RC_LAT_TOPIC, RC_LAT_RATE, RC_LAT_INTERVAL_MS,
+                       RC_LAT_SECONDS))
+    res = subprocess.run(
+        [str(build / "bench_rc"), "latency", "--brokers", bootstrap,
+         "--topic", RC_LAT_TOPIC, "--partitions", str(PARTITIONS),
+         "--rate", str(RC_LAT_RATE), "--commit-interval-ms",
+         str(RC_LAT_INTERVAL_MS), "--seconds", str(RC_LAT_SECONDS),
+         "--fetch-wait-ms", str(RC_LAT_FETCH_WAIT_MS)]
+        + ([] if args.mock else ["--create"]),
+        stdout=subprocess.PIPE, text=True, timeout=300)
+    if res.returncode != 0:
+        print("bench_rc latency exited %d" % res.returncode, file=sys.stderr)
+    for rec in json_lines(res.stdout):
+        report["rc_latency"] = rec
+        progress("  p50 %.1f ms p99 %.1f ms p99.9 %.1f ms, %d samples"
+                 % (rec["p50_ms"], rec["p99_ms"], rec["p999_ms"],
+                    rec["samples"]))
+
+
+def print_rc(report):
+    """Prints the read-path results, filling in the report's verdicts."""
+    rc = report.get("read_committed") or {}
+    s = rc.get("summary")
+    if s:
+        u, c = s["uncommitted"], s["committed"]
+        r = s["ratio_log_bytes_per_s"]
+        s["target_ratio_log_bytes_per_s"] = RC_TARGET
+        s["ok"] = r >= RC_TARGET
+        print("read_committed consume, %d B, %d records over %d partitions, "
+              "every %dth transaction of %d aborted, best of %d; log %.1f MB%s"
+              % (s["size"], rc["write"]["messages"], s["partitions"],
+                 RC_ABORT_EVERY, RC_TXN_RECORDS, s["rounds"],
+                 s["log_bytes"] / 1e6,
+                 "" if s["log_bytes_measured"] else " (value bytes: mock)"))
+        print("%-18s %8s %11s %11s %11s" % ("isolation", "seconds",
+                                            "log MB/s", "deliv MB/s",
+                                            "records/s"))
+        for name, x in (("read_uncommitted", u), ("read_committed", c)):
+            print("%-18s %8.3f %11.1f %11.1f %11.0f"
+                  % (name, x["seconds"], x["log_mb_per_s"], x["mb_per_s"],
+                     x["msgs_per_s"]))
+        print("read_committed / read_uncommitted, log bytes/s (TARGET "
+              ">= %.2f): %.3f %s; delivered records/s (info, committed "
+              "delivers %.0f%% fewer): %.3f"
+              % (RC_TARGET, r, "ok" if s["ok"] else "MISS",
+                 100.0 / RC_ABORT_EVERY, s["ratio_msgs_per_s"]))
+    lat = report.get("rc_latency")
+    if lat:
+        lat["target_p99_ms"] = RC_LAT_TARGET_MS
+        lat["p99_ok"] = lat["p99_ms"] < RC_LAT_TARGET_MS
+        print("read_committed end-to-end latency, %d msgs/s, commit every "
+              "%d ms, fetch.wait.max.ms %d, %d samples: p50 %.1f ms, p99 "
+              "%.1f ms (target < %d ms %s), p99.9 %.1f ms, max %.1f ms"
+              % (lat["rate"], lat["commit_interval_ms"],
+                 lat["fetch_wait_max_ms"], lat["samples"], lat["p50_ms"],
+                 lat["p99_ms"], RC_LAT_TARGET_MS,
+                 "ok" if lat["p99_ok"] else "MISS", lat["p999_ms"],
+                 lat["max_ms"]))
+        print("  per commit: flush p50 %.2f / p99 %.2f ms, EndTxn p50 %.2f "
+              "/ p99 %.2f ms; delivery after EndTxn returned p50 %.2f / "
+              "p99 %.2f ms" % (lat["flush_ms_p50"], lat["flush_ms_p99"],
+                               lat["commit_ms_p50"], lat["commit_ms_p99"],
+                               lat["after_commit_ms_p50"],
+                               lat["after_commit_ms_p99"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir",
@@ -241,14 +417,35 @@ def main():
                     help="where the disk test and broker data go")
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--mock", action="store_true")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated parts: %s, rc (= rc_tput,"
+                    "rc_latency)" % ",".join(PARTS))
+    ap.add_argument("--report", default=None,
+                    help="report file (default bench/out/report.json, or "
+                    "report-<parts>.json with --only)")
     args = ap.parse_args()
+    parts = set(PARTS)
+    if args.only:
+        parts = set()
+        for w in args.only.split(","):
+            w = w.strip()
+            if w == "rc":
+                parts |= {"rc_tput", "rc_latency"}
+            elif w in PARTS:
+                parts.add(w)
+            else:
+                sys.exit("--only: unknown part %r (parts: %s, rc)"
+                         % (w, ", ".join(PARTS)))
 
     out_dir = REPO / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     build = Path(args.build_dir)
-    for prog in ["bench_limits", "bench_client", "bench_fetch_raw",
-                 "bench_txn"]:
+    need = {"limits": ["bench_limits"],
+            "client": ["bench_client", "bench_fetch_raw"],
+            "txn": ["bench_txn"], "rc_tput": ["bench_rc"],
+            "rc_latency": ["bench_rc"]}
+    for prog in sorted({p for k in parts for p in need.get(k, [])}):
         if not (build / prog).exists():
             sys.exit("%s missing; build it: cmake --build %s --target %s"
                      % (build / prog, build, prog))
@@ -256,17 +453,21 @@ def main():
     report = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
               "mock": args.mock, "dir": str(tmp), "limits": {},
               "runs": []}
+    if args.only:
+        report["only"] = sorted(parts)
     proc = None
     try:
-        progress("measuring machine limits (disk, fdatasync, loopback TCP)")
-        res = subprocess.run([str(build / "bench_limits"), "--dir", str(tmp)],
-                             stdout=subprocess.PIPE, text=True, timeout=60,
-                             check=True)
-        for rec in json_lines(res.stdout):
-            report["limits"][rec["test"]] = rec
-        progress("limits: disk %.0f MB/s, loopback TCP %.0f MB/s" % (
-            report["limits"]["disk_write_fdatasync"]["mb_per_s"],
-            report["limits"]["tcp_loopback"]["mb_per_s"]))
+        if "limits" in parts:
+            progress("measuring machine limits (disk, fdatasync, "
+                     "loopback TCP)")
+            res = subprocess.run([str(build / "bench_limits"), "--dir",
+                                  str(tmp)], stdout=subprocess.PIPE,
+                                 text=True, timeout=60, check=True)
+            for rec in json_lines(res.stdout):
+                report["limits"][rec["test"]] = rec
+            progress("limits: disk %.0f MB/s, loopback TCP %.0f MB/s" % (
+                report["limits"]["disk_write_fdatasync"]["mb_per_s"],
+                report["limits"]["tcp_loopback"]["mb_per_s"]))
 
         topics = ["bench-%d" % size for size, _ in CASES]
         # The mock cluster cannot create topics, so it is told them all.
@@ -279,10 +480,17 @@ def main():
             mock_topics.append(("bench-%d-txn-%dms" % (TXN_SIZE, ms),
                                 PARTITIONS))
         mock_topics.append((LAT_TOPIC, LAT_PARTITIONS))
+        mock_topics += [(RC_TOPIC, PARTITIONS), (RC_LAT_TOPIC, PARTITIONS)]
         progress("starting broker")
         proc, bootstrap = start_broker(args, tmp, mock_topics)
         for (size, count), topic in zip(CASES, topics):
+            if "client" not in parts and not (
+                    "txn" in parts and size == TXN_SIZE):
+                continue
             n = max(1000, int(count * args.scale))
+            if "client" not in parts:
+                run_txn(args, build, bootstrap, report, n)
+                continue
             progress("%s: produce %d x %d B, then consume with librdkafka"
                      % (topic, n, size))
             res = subprocess.run(
@@ -336,23 +544,34 @@ def main():
                     report["runs"].append(rec)
             if proc.poll() is not None:
                 sys.exit("broker died; see %s" % (tmp / "broker.log"))
-            if size == TXN_SIZE:
+            if size == TXN_SIZE and "txn" in parts:
                 run_txn(args, build, bootstrap, report, n)
                 if proc.poll() is not None:
                     sys.exit("broker died; see %s" % (tmp / "broker.log"))
+        if "rc_tput" in parts:
+            run_rc_tput(args, build, bootstrap, tmp, report)
+            if proc.poll() is not None:
+                sys.exit("broker died; see %s" % (tmp / "broker.log"))
+        if "rc_latency" in parts:
+            run_rc_latency(args, build, bootstrap, report)
+            if proc.poll() is not None:
+                sys.exit("broker died; see %s" % (tmp / "broker.log"))
     finally:
         if proc is not None:
             progress("stopping broker")
             stop_broker(proc)
 
-    disk = report["limits"]["disk_write_fdatasync"]["mb_per_s"]
-    tcp = report["limits"]["tcp_loopback"]["mb_per_s"]
-    sync = report["limits"]["fdatasync_4k"]
-    print("machine: fdatasync'd 256 KiB writes %.0f MB/s, 4 KiB fdatasync "
-          "p50 %.0f us p99 %.0f us, loopback TCP %.0f MB/s"
-          % (disk, sync["p50_us"], sync["p99_us"], tcp))
-    print("%-18s %-6s %9s %11s %8s  %s" % ("phase", "size", "MB/s",
-                                            "msgs/s", "ratio", "limit"))
+    lim = report["limits"]
+    disk = lim.get("disk_write_fdatasync", {}).get("mb_per_s", 0)
+    tcp = lim.get("tcp_loopback", {}).get("mb_per_s", 0)
+    if lim:
+        sync = lim["fdatasync_4k"]
+        print("machine: fdatasync'd 256 KiB writes %.0f MB/s, 4 KiB "
+              "fdatasync p50 %.0f us p99 %.0f us, loopback TCP %.0f MB/s"
+              % (disk, sync["p50_us"], sync["p99_us"], tcp))
+    if report["runs"]:
+        print("%-18s %-6s %9s %11s %8s  %s" % ("phase", "size", "MB/s",
+                                                "msgs/s", "ratio", "limit"))
     for rec in report["runs"]:
         limit, name = ((disk, "disk") if rec["test"].startswith("produce")
                        else (tcp, "tcp"))
@@ -378,9 +597,11 @@ def main():
             print("idempotent / plain produce, %d B: %.3f with both at 5 "
                   "in flight, %.3f against plain's default"
                   % (size, idem / same, idem / plain))
-    print_txn(report, mbps)
+    if lim:
+        print_txn(report, mbps)
+    print_rc(report)
     pst = build / "bench_pstate"
-    if pst.exists():
+    if "pstate" in parts and pst.exists():
         res = subprocess.run([str(pst), "--producers", "100000"],
                              stdout=subprocess.PIPE, text=True, timeout=120)
         for rec in json_lines(res.stdout):
@@ -389,9 +610,15 @@ def main():
                   "(%.1f by RSS), %.0f ns per check+update, 100k producers"
                   % (rec["table_bytes_per_entry"], rec["rss_bytes_per_entry"],
                      rec["ns_per_check_update"]))
-    with open(out_dir / "report.json", "w") as f:
+    if args.report:
+        out = Path(args.report)
+    elif args.only:
+        out = out_dir / ("report-%s.json" % "-".join(sorted(parts)))
+    else:
+        out = out_dir / "report.json"
+    with open(out, "w") as f:
         json.dump(report, f, indent=2)
-    print("wrote", out_dir / "report.json")
+    print("wrote", out)
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -21,7 +21,9 @@
 #ifndef CN_BROKER_TXN_COORD_H
 #define CN_BROKER_TXN_COORD_H
 
+#include "base/hist.h"
 #include "broker_int.h"
+#include "txn/txn_state.h"
 
 #define CN_TXN_TOPIC "__transaction_state"
 
@@ -45,6 +47,48 @@ void cn_txn_coord_free(struct cn_broker *b);
 int16_t cn_txn_coord_verify(struct cn_broker *b, int64_t producer_id,
                             int16_t producer_epoch, const char *topic,
                             int32_t partition);
+
+/* What the metrics endpoint shows about the coordinator. */
+struct cn_txn_stats {
+    uint64_t ids_by_state[CN_TXN_NSTATES]; /* gauge, per state */
+    uint64_t commits;            /* transactions completed as committed */
+    uint64_t aborts;             /* ... as aborted (any reason) */
+    uint64_t timed_out_aborts;   /* aborted by the coordinator's timeout */
+    uint64_t fenced;             /* epoch fences (InitProducerId while a
+                                    transaction was open) */
+    uint64_t marker_retry_queue; /* gauge: transactions whose markers wait
+                                    for a retry (LogAppendRetryQueueSize) */
+    uint64_t parked_requests;    /* gauge: requests waiting for a busy id */
+    struct cn_hist commit_ms;    /* EndTxn received -> CompleteCommit */
+    struct cn_hist abort_ms;     /* EndTxn/abort start -> CompleteAbort */
+};
+void cn_txn_coord_stats(struct cn_broker *b, struct cn_txn_stats *out);
+
+/* The coordinator's view of a producer id (hanging-transaction checks,
+ * introspection).  False when it does not know the producer id. */
+struct cn_txn_pid_view {
+    char transactional_id[256]; /* truncated if longer */
+    enum cn_txn_state state;
+    int16_t producer_epoch;
+    int64_t txn_start_ms;       /* -1 when no transaction runs */
+    int32_t timeout_ms;
+};
+bool cn_txn_coord_pid_view(struct cn_broker *b, int64_t producer_id,
+                           const char *topic, int32_t partition,
+                           struct cn_txn_pid_view *out, bool *has_partition);
+
+/*
+ * An operator (WriteTxnMarkers from cairnctl txn abort, or the hanging
+ * check's auto abort) wants producer_id's open transaction on
+ * topic/partition aborted.  If the coordinator holds that producer in an
+ * Ongoing transaction that includes the partition, the coordinator
+ * aborts the whole transaction itself, with an epoch bump, so the live
+ * producer cannot commit what was aborted under it: returns true (the
+ * markers follow through the normal path).  Otherwise returns false and
+ * the caller writes the abort marker to the partition directly.
+ */
+bool cn_txn_coord_abort_for_operator(struct cn_broker *b, int64_t producer_id,
+                                     const char *topic, int32_t partition);
 
 void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body);

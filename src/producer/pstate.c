@@ -82,6 +82,7 @@ struct pentry {
 struct open_txn {
     int64_t first_offset; /* its first offset */
     int64_t producer_id;  /* -1 once closed (lazily removed) */
+    int64_t start_ms;     /* max timestamp of its first batch */
 };
 
 struct cn_pstate {
@@ -259,7 +260,8 @@ static size_t open_find(const struct cn_pstate *ps, int64_t first_offset)
     return lo;
 }
 
-static int open_add(struct cn_pstate *ps, int64_t first_offset, int64_t pid)
+static int open_add(struct cn_pstate *ps, int64_t first_offset, int64_t pid,
+                    int64_t start_ms)
 {
     if (ps->open_head > 0 && ps->open_n == ps->open_cap) {
         memmove(ps->open, ps->open + ps->open_head,
@@ -283,6 +285,7 @@ static int open_add(struct cn_pstate *ps, int64_t first_offset, int64_t pid)
     }
     ps->open[at].first_offset = first_offset;
     ps->open[at].producer_id = pid;
+    ps->open[at].start_ms = start_ms;
     ps->open_n++;
     ps->open_live++;
     return 0;
@@ -395,7 +398,8 @@ int cn_pstate_update(struct cn_pstate *ps, const struct cn_batch_hdr *hdr,
         .last_offset = cn_batch_last_offset(hdr),
     };
     if (cn_batch_is_transactional(hdr) && e->txn_first_offset == -1) {
-        if (open_add(ps, hdr->base_offset, hdr->producer_id) != 0)
+        if (open_add(ps, hdr->base_offset, hdr->producer_id,
+                     hdr->max_timestamp) != 0)
             return CN_ENOMEM;
         e->txn_first_offset = hdr->base_offset;
     }
@@ -415,13 +419,14 @@ size_t cn_pstate_open_count(const struct cn_pstate *ps)
 
 int cn_pstate_foreach_open(const struct cn_pstate *ps,
                            int (*fn)(void *arg, int64_t producer_id,
-                                     int64_t first_offset),
+                                     int64_t first_offset, int64_t start_ms),
                            void *arg)
 {
     for (size_t i = ps->open_head; i < ps->open_n; i++) {
         if (ps->open[i].producer_id < 0)
             continue;
-        int r = fn(arg, ps->open[i].producer_id, ps->open[i].first_offset);
+        int r = fn(arg, ps->open[i].producer_id, ps->open[i].first_offset,
+                   ps->open[i].start_ms);
         if (r)
             return r;
     }
@@ -701,8 +706,11 @@ static int snap_parse(struct cn_pstate *ps, const uint8_t *buf, size_t len,
         return BAD("bytes after the last entry");
     for (size_t i = 0; i < ps->count; i++) {
         const struct pentry *e = &ps->entries[i];
+        /* The snapshot keeps no start time: the producer's last batch
+         * is the closest it has (later than the real start). */
         if (e->txn_first_offset >= 0 &&
-            open_add(ps, e->txn_first_offset, e->producer_id) != 0)
+            open_add(ps, e->txn_first_offset, e->producer_id,
+                     e->last_timestamp) != 0)
             return CN_ENOMEM;
     }
     return 0;

@@ -97,11 +97,13 @@ int cn_pstate_update(struct cn_pstate *ps, const struct cn_batch_hdr *hdr,
  */
 int64_t cn_pstate_first_open_offset(const struct cn_pstate *ps);
 size_t cn_pstate_open_count(const struct cn_pstate *ps);
-/* Calls fn for each open transaction, oldest first; stops at fn's first
+/* Calls fn for each open transaction, oldest first, with the max
+ * timestamp of its first batch as start_ms (ms; after a restart from a
+ * snapshot, the producer's last batch's instead); stops at fn's first
  * non-zero return and returns it. */
 int cn_pstate_foreach_open(const struct cn_pstate *ps,
                            int (*fn)(void *arg, int64_t producer_id,
-                                     int64_t first_offset),
+                                     int64_t first_offset, int64_t start_ms),
                            void *arg);
 
 /* Number of producer ids in the table. */

@@ -586,8 +586,9 @@ UNIT_TEST(test_memory_100k)
     cn_pstate_free(ps);
 }
 
-static int collect_open(void *arg, int64_t pid, int64_t first)
+static int collect_open(void *arg, int64_t pid, int64_t first, int64_t ts)
 {
+    (void)ts;
     int64_t *v = arg;
     size_t n = (size_t)v[0];
     v[1 + 2 * n] = pid;
