@@ -62,7 +62,7 @@ With --only the report goes to bench/out/report-<parts>.json unless
 --report says otherwise, so a partial run does not replace the full one.
 
 --scale multiplies the message counts (default 1: 300k x 1 KiB and
-1M x 100 B, and 600k x 1 KiB for read_committed; the read_committed write
+1M x 100 B, and 500k x 1 KiB for read_committed; the read_committed write
 runs at ~15k records/s here because every transaction waits for fsyncs,
 so its consume takes ~1-2 s at scale 1 and --scale 2 or more gives the
 2-5 s the issue asks for). --mock runs against librdkafka's mock cluster
@@ -111,7 +111,7 @@ LAT_PARTITIONS = 16
 LAT_PER_TXN = [1, 4, 16]
 LAT_TRANSACTIONS = 200
 RC_TOPIC = "bench-rc"
-RC_RECORDS = 600000         # read_committed topic, records at scale 1
+RC_RECORDS = 500000         # read_committed topic, records at scale 1
 RC_SIZE = 1024
 RC_TXN_RECORDS = 100
 RC_ABORT_EVERY = 10         # every 10th transaction aborts
