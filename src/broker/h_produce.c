@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/failpoint.h"
 #include "base/say.h"
 #include "handlers.h"
 #include "proto/batch.h"
@@ -97,6 +98,10 @@ static int16_t check_producer(struct append_ctx *ac,
     case CN_PCHECK_APPEND:
         break;
     case CN_PCHECK_DUPLICATE:
+        /* A planted bug for the history checker's self-test
+         * (cairnctl verify must catch it): retries get appended twice. */
+        if (CN_FAILPOINT("bug.duplicates_appended"))
+            break;
         *dup = true;
         return KAFKA_NONE;
     case CN_PCHECK_FENCED:
