@@ -63,9 +63,9 @@ With --only the report goes to bench/out/report-<parts>.json unless
 
 --scale multiplies the message counts (default 1: 300k x 1 KiB and
 1M x 100 B, and 500k x 1 KiB for read_committed; the read_committed write
-runs at ~15k records/s here because every transaction waits for fsyncs,
-so its consume takes ~1-2 s at scale 1 and --scale 2 or more gives the
-2-5 s the issue asks for). --mock runs against librdkafka's mock cluster
+runs at only 9-15k records/s here because every transaction waits for
+fsyncs, so its consume takes ~1 s at scale 1 and --scale 3 or more gives
+the 2-5 s the issue asks for). --mock runs against librdkafka's mock cluster
 (tests/e2e/e2e_mockbroker) to check the harness; its numbers mean nothing
 and its log retention is small, so use a small --scale with it.
 """

@@ -176,6 +176,12 @@ void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w);
 int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
                             uint8_t *batch, size_t len,
                             struct cn_sync_waiter *w);
+/* Compaction by checkpoint for internal topics: appends batch (the live
+ * state of the partition's keys), syncs it, then moves the log start to
+ * its first offset so the older records go.  Only call when every record
+ * of p is durable and applied.  Returns 0 or an error. */
+int cn_sync_checkpoint(struct cn_broker *b, struct cn_partition *p,
+                       uint8_t *batch, size_t len);
 /* Called after data became visible (high watermark moved). */
 void cn_broker_data_arrived(struct cn_broker *b);
 

@@ -207,6 +207,115 @@ void cn_group_coord_marker(struct cn_broker *b, struct cn_partition *p,
         cn_offsets_txn_complete(b->gc->offsets, producer_id, commit);
 }
 
+/* ---- keeping __consumer_offsets bounded ------------------------------- */
+
+struct compact_ctx {
+    struct cn_batch_builder bb;
+    const char *group;
+    struct cn_wr key, value;
+    int64_t now;
+    size_t live;
+};
+
+static int compact_offset(void *arg, const char *topic, int32_t partition,
+                          const struct cn_offset_value *v)
+{
+    struct compact_ctx *cc = arg;
+    cn_wr_reset(&cc->key);
+    cn_wr_reset(&cc->value);
+    int rc = cn_offsets_record(&cc->key, &cc->value, cc->group, topic,
+                               partition, v);
+    if (rc)
+        return rc;
+    cn_batch_builder_add(&cc->bb, cc->now,
+                         cn_bytes_of(cc->key.buf, (int32_t)cc->key.len),
+                         cn_bytes_of(cc->value.buf, (int32_t)cc->value.len),
+                         NULL, 0);
+    cc->live++;
+    return 0;
+}
+
+/*
+ * Compaction by checkpoint, as for the transaction log: the group
+ * coordinator holds the newest value of every key of the partition, so it
+ * appends them all (each group's metadata and offsets) in one batch,
+ * syncs it, and moves the log start to it.  Skipped while anything of the
+ * partition is not yet durable and applied, or a transaction is open on
+ * it (its pending offsets live only in the log until the marker).
+ */
+static void maybe_compact(struct cn_broker *b, struct cn_partition *p)
+{
+    struct cn_group_coord *gc = b->gc;
+    if (!gc || b->stopping || p->index >= gc->nparts)
+        return;
+    int64_t end = cn_log_end_offset(p->log);
+    int64_t start = cn_log_start_offset(p->log);
+    int64_t slack = b->cfg->cairn_internal_compact_slack_records;
+    if (end - start < slack || end < gc->next_check[p->index])
+        return;
+    /* Not again before another half slack of records, whatever happens. */
+    gc->next_check[p->index] = end + slack / 2;
+    if (cn_log_synced_offset(p->log) < end ||
+        cn_pstate_open_count(p->pstate) > 0)
+        return;
+    struct compact_ctx cc;
+    struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
+    cn_batch_builder_init(&cc.bb, &bp);
+    cn_wr_init(&cc.key, 64);
+    cn_wr_init(&cc.value, 256);
+    cc.now = cn_clock_wall_ms();
+    cc.live = 0;
+    int rc = 0;
+    for (const struct cn_group *g = cn_groups_next(gc->groups, NULL);
+         g && !rc; g = cn_groups_next(gc->groups, g)) {
+        const char *id = cn_group_id(g);
+        struct cn_partition *gp = cn_group_coord_partition(b,
+                                                           cn_bytes_str(id));
+        if (gp != p)
+            continue;
+        if (cn_offsets_pending_count(gc->offsets, id) > 0) {
+            rc = CN_EEXIST; /* a transaction holds offsets: not now */
+            break;
+        }
+        cn_wr_reset(&cc.key);
+        cn_wr_reset(&cc.value);
+        rc = cn_group_metadata_record(g, &cc.key, &cc.value);
+        if (rc)
+            break;
+        cn_batch_builder_add(&cc.bb, cc.now,
+                             cn_bytes_of(cc.key.buf, (int32_t)cc.key.len),
+                             cn_bytes_of(cc.value.buf, (int32_t)cc.value.len),
+                             NULL, 0);
+        cc.live++;
+        cc.group = id;
+        rc = cn_offsets_foreach(gc->offsets, id, compact_offset, &cc);
+    }
+    if (!rc && end - start >= (int64_t)cc.live + slack) {
+        struct cn_wr batch;
+        cn_wr_init(&batch, 4096);
+        if (cc.bb.count > 0) {
+            rc = cn_batch_builder_finish(&cc.bb, &batch);
+            if (!rc)
+                rc = cn_sync_checkpoint(b, p, batch.buf, batch.len);
+        } else {
+            rc = cn_log_delete_records(p->log, end);
+            if (!rc)
+                cn_partition_after_retention(p);
+        }
+        cn_wr_fini(&batch);
+        if (rc)
+            CN_WARN("compacting %s-%d failed: %s", CN_OFFSETS_TOPIC,
+                    p->index, cn_strerror(rc));
+        else
+            CN_INFO("%s-%d compacted: %zu records kept, log starts at %lld",
+                    CN_OFFSETS_TOPIC, p->index, cc.live,
+                    (long long)cn_log_start_offset(p->log));
+    }
+    cn_batch_builder_fini(&cc.bb);
+    cn_wr_fini(&cc.key);
+    cn_wr_fini(&cc.value);
+}
+
 /* ---- OffsetCommit --------------------------------------------------------- */
 
 struct commit_state {
@@ -215,6 +324,7 @@ struct commit_state {
     struct cn_req_header h;
     struct cn_offset_commit_request rq;
     struct cn_offset_commit_response rs;
+    struct cn_partition *gp;
     const char *group;
     int64_t now;
 };
@@ -271,6 +381,8 @@ static void commit_synced(struct cn_broker *b, struct cn_sync_waiter *w)
         }
     }
     answer_commit(cs->waiter.req, &cs->h, &cs->rs);
+    if (cs->gp)
+        maybe_compact(b, cs->gp);
 }
 
 /* Sets every partition's error that is still NONE. */
@@ -349,7 +461,7 @@ void cn_h_offset_commit(struct cn_broker *b, struct cn_req *req,
     struct cn_partition *gp = NULL;
     if (!cs->group || cs->group[0] == '\0')
         kerr = KAFKA_INVALID_GROUP_ID;
-    else if (!(gp = cn_group_coord_partition(b, rq->group_id)))
+    else if (!(gp = cs->gp = cn_group_coord_partition(b, rq->group_id)))
         kerr = KAFKA_COORDINATOR_NOT_AVAILABLE;
     else
         kerr = cn_groups_check_commit(
@@ -489,6 +601,7 @@ static void txn_commit_synced(struct cn_broker *b, struct cn_sync_waiter *w)
         }
     }
     answer_txn_commit(req, &ts->h, &ts->rs);
+    maybe_compact(b, ts->gp);
 }
 
 /* KIP-447: a producer that carries the consumer's group generation is
@@ -901,12 +1014,14 @@ void cn_h_offset_fetch(struct cn_broker *b, struct cn_req *req,
 
 struct store_write {
     struct cn_sync_waiter waiter; /* first */
+    struct cn_partition *p;       /* written to */
 };
 
 static void store_synced(struct cn_broker *b, struct cn_sync_waiter *w)
 {
-    (void)b;
+    struct cn_partition *p = ((struct store_write *)w)->p;
     free(w);
+    maybe_compact(b, p);
 }
 
 /* ops->store: the group's generation (or its removal, g NULL with id) is
@@ -926,6 +1041,7 @@ static void store_record(struct cn_broker *b, const char *group_id,
     struct store_write *sw = rc ? NULL : calloc(1, sizeof *sw);
     if (sw) {
         sw->waiter.finish = store_synced;
+        sw->p = p;
         struct cn_bytes key = cn_bytes_of(kw.buf, (int32_t)kw.len);
         struct cn_bytes val = g ? cn_bytes_of(vw.buf, (int32_t)vw.len)
                                 : CN_BYTES_NULL;
@@ -1325,6 +1441,7 @@ static void flush_tombstones(struct expire_ctx *ec)
     struct store_write *sw = calloc(1, sizeof *sw);
     if (sw) {
         sw->waiter.finish = store_synced;
+        sw->p = ec->p;
         if (cn_gc_write(ec->b, ec->p, ec->keys, vals, ec->n, -1, -1,
                         &sw->waiter) != 0)
             free(sw);
@@ -1414,6 +1531,10 @@ int cn_group_coord_start(struct cn_broker *b)
     struct cn_topic *t = offsets_topic(b, true);
     if (!t)
         return CN_ENOTFOUND;
+    gc->nparts = t->partition_count;
+    gc->next_check = calloc((size_t)gc->nparts, sizeof *gc->next_check);
+    if (!gc->next_check)
+        return CN_ENOMEM;
     int rc = load_all(b, t);
     if (rc)
         return rc;
@@ -1455,6 +1576,7 @@ void cn_group_coord_free(struct cn_broker *b)
         return;
     cn_groups_free(gc->groups);
     cn_offsets_free(gc->offsets);
+    free(gc->next_check);
     free(gc);
     b->gc = NULL;
 }

@@ -17,6 +17,9 @@ struct cn_group_coord {
     uv_timer_t timer;           /* next membership deadline */
     uv_timer_t retention_timer; /* offsets.retention.check.interval.ms */
     bool timers_armed;
+    int32_t nparts;             /* partitions of __consumer_offsets */
+    int64_t *next_check;        /* per partition: end offset at which
+                                   compaction is considered again */
 };
 
 /* A NUL-terminated copy of a wire string in the request's arena ("" for

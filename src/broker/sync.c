@@ -223,3 +223,36 @@ int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
     cn_sync_wait(b, w);
     return 0;
 }
+
+int cn_sync_checkpoint(struct cn_broker *b, struct cn_partition *p,
+                       uint8_t *batch, size_t len)
+{
+    if (b->stopping || cn_partition_offline(b, p))
+        return CN_EOFFLINE;
+    int64_t first = cn_log_end_offset(p->log);
+    int64_t base;
+    int rc = cn_log_append(p->log, batch, len, &base);
+    if (rc) {
+        if (rc != CN_ENOMEM && rc != CN_EINVAL)
+            cn_broker_log_dir_failed(b, "a checkpoint write", rc);
+        return rc;
+    }
+    cn_partition_check_roll(p);
+    /* Synced here, on the loop: the old records may only go once the
+     * checkpoint that replaces them is durable, and this is rare. */
+    struct cn_log_sync *s = cn_log_sync_begin(p->log);
+    if (s) {
+        rc = cn_log_sync_run(s);
+        cn_log_sync_end(p->log, s, rc);
+        if (rc) {
+            cn_broker_log_dir_failed(b, "fdatasync", rc);
+            return rc;
+        }
+    }
+    if (cn_log_end_offset(p->log) > p->high_watermark)
+        p->high_watermark = cn_log_end_offset(p->log);
+    rc = cn_log_delete_records(p->log, first);
+    if (!rc)
+        cn_partition_after_retention(p);
+    return rc;
+}
