@@ -1312,3 +1312,47 @@ class ReadClient(TxnClient):
     def delete_groups(self, groups):
         return parse_delete_groups_v1(self.call(delete_groups_request_v1,
                                                 groups))
+
+
+API_ADD_OFFSETS_TO_TXN = 25
+API_TXN_OFFSET_COMMIT = 28
+INVALID_GROUP_ID = 24
+
+
+def add_offsets_to_txn_request_v1(correlation_id, transactional_id,
+                                  producer_id, producer_epoch, group):
+    body = string(transactional_id) + struct.pack(">qh", producer_id,
+                                                  producer_epoch)
+    body += string(group)
+    return request(API_ADD_OFFSETS_TO_TXN, 1, correlation_id, body)
+
+
+def txn_offset_commit_request_v2(correlation_id, transactional_id, group,
+                                 producer_id, producer_epoch, offsets):
+    """offsets: {(topic, partition): offset}."""
+    by_topic = {}
+    for (t, p), off in offsets.items():
+        by_topic.setdefault(t, []).append((p, off))
+    body = string(transactional_id) + string(group)
+    body += struct.pack(">qhi", producer_id, producer_epoch, len(by_topic))
+    for t, parts in by_topic.items():
+        body += string(t) + struct.pack(">i", len(parts))
+        for p, off in parts:
+            body += struct.pack(">iqi", p, off, -1) + string(None)
+    return request(API_TXN_OFFSET_COMMIT, 2, correlation_id, body)
+
+
+def add_offsets_to_txn(cli, transactional_id, producer_id, producer_epoch,
+                       group):
+    """AddOffsetsToTxn v1: the error code."""
+    return parse_error_after_throttle(cli.call(
+        add_offsets_to_txn_request_v1, transactional_id, producer_id,
+        producer_epoch, group))
+
+
+def txn_offset_commit(cli, transactional_id, group, producer_id,
+                      producer_epoch, offsets):
+    """TxnOffsetCommit v2: {(topic, partition): error}."""
+    return parse_offset_commit_v7(cli.call(
+        txn_offset_commit_request_v2, transactional_id, group, producer_id,
+        producer_epoch, offsets))
