@@ -27,6 +27,7 @@ struct cn_topic;
 struct cn_broker;
 struct cn_txn_coord;
 struct cn_group_coord;
+struct cn_sync_round;
 
 struct cn_partition {
     struct cn_topic *topic;   /* owner */
@@ -86,7 +87,8 @@ struct cn_broker {
     struct cn_partition *sync_list;
     uint64_t sync_next_round;       /* number the next round will get */
     uint64_t sync_done_round;       /* last completed round */
-    bool sync_running;
+    int sync_running;               /* rounds in flight */
+    struct cn_sync_round *sync_inflight; /* those, oldest first */
     struct cn_sync_waiter *sync_waiters;
 
     struct cn_fetch_wait *fetch_waits;
@@ -97,6 +99,7 @@ struct cn_broker {
     struct cn_pidalloc pids;        /* producer ids, idempotent or not */
     struct cn_txn_coord *txn;       /* transaction coordinator */
     struct cn_group_coord *gc;      /* consumer groups and offsets */
+    struct cn_metrics *metrics;     /* counters and the HTTP endpoint */
 
     uv_timer_t retention_timer;
     uv_timer_t expiry_timer;
