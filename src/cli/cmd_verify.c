@@ -1,0 +1,855 @@
+/*
+ * cmd_verify.c - `cairnctl verify` (issue #7): runs transactional writers,
+ * read-process-write workers and a tailing read_committed reader as child
+ * processes (verify_worker.c) while a seeded fault schedule kills, pauses
+ * and restarts them (and the broker, when --broker-cmd lets us own it),
+ * then drains, reads every partition read_committed and read_uncommitted,
+ * and hands the histories to the checker (verify_check.c).
+ *
+ * Exit: 0 no anomaly, 1 anomalies (or the run failed), 2 bad usage.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "cli/cli.h"
+#include "cli/verify.h"
+
+#define MAX_WORKERS 32
+#define WAIT_MS 60000 /* longest wait for a drain or an end offset */
+
+enum fault {
+    FAULT_KILL_WORKER,
+    FAULT_PAUSE_WORKER,
+    FAULT_KILL_BROKER,
+    NFAULTS,
+};
+
+static const char *const fault_names[NFAULTS] = {"kill-worker",
+                                                 "pause-worker",
+                                                 "kill-broker"};
+
+struct child {
+    const char *role; /* writer, rpw, tail */
+    int id;           /* number within the role */
+    int inc;          /* incarnation */
+    pid_t pid;        /* 0 when not running */
+    bool paused;      /* SIGSTOPped by us */
+};
+
+struct run {
+    const char *bootstrap;  /* HOST:PORT */
+    const char *broker_cmd; /* NULL: we do not own the broker */
+    bool json;              /* --json */
+    int64_t duration_ms;    /* of the fault phase */
+    unsigned seed;          /* fault schedule */
+    bool faults[NFAULTS];   /* enabled kinds */
+    int writers, rpws;      /* worker counts */
+    int partitions;         /* per topic */
+    int txn_timeout_ms;     /* workers' transaction.timeout.ms */
+    int64_t fault_every_ms; /* mean gap between faults */
+    int64_t stall_bound_ms; /* longest allowed end-offset catch-up */
+    char dir[256];          /* histories and logs */
+    char in[64], out[64], group[64]; /* topic and group names */
+    struct child kids[MAX_WORKERS];
+    int nkids;
+    pid_t broker;         /* broker process group, 0 when not running */
+    int64_t injected[NFAULTS]; /* faults by kind */
+    int64_t restarts;     /* workers restarted after exiting */
+    int64_t stall_ms;     /* longest end-offset catch-up seen */
+};
+
+static const char *self_exe = "/proc/self/exe";
+
+/* ---- processes ---- */
+
+static int spawn(struct run *r, struct child *c)
+{
+    char hist[320], log[320], id[16], inc[16], parts[16], tmo[16];
+    pid_t pid;
+
+    snprintf(hist, sizeof hist, "%s/%s%d.hist", r->dir, c->role, c->id);
+    snprintf(log, sizeof log, "%s/%s%d.log", r->dir, c->role, c->id);
+    snprintf(id, sizeof id, "%d", c->id);
+    snprintf(inc, sizeof inc, "%d", c->inc);
+    snprintf(parts, sizeof parts, "%d", r->partitions);
+    snprintf(tmo, sizeof tmo, "%d", r->txn_timeout_ms);
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        FILE *f = freopen(log, "a", stderr);
+        (void)f;
+        dup2(2, 1);
+        execl(self_exe, "cairnctl", "verify-worker", "--role", c->role,
+              "--bootstrap-server", r->bootstrap, "--in", r->in, "--out",
+              r->out, "--group", r->group, "--id", id, "--inc", inc,
+              "--partitions", parts, "--txn-timeout-ms", tmo, "--history",
+              hist, (char *)NULL);
+        _exit(127);
+    }
+    c->pid = pid;
+    c->paused = false;
+    return 0;
+}
+
+static void kill_child(struct child *c, int sig)
+{
+    if (c->pid <= 0)
+        return;
+    if (c->paused)
+        kill(c->pid, SIGCONT);
+    kill(c->pid, sig);
+    waitpid(c->pid, NULL, 0);
+    c->pid = 0;
+    c->paused = false;
+}
+
+/* SIGTERM, then SIGKILL after wait_ms. */
+static void stop_child(struct child *c, int64_t wait_ms)
+{
+    int64_t end = cn_clock_mono_ms() + wait_ms;
+
+    if (c->pid <= 0)
+        return;
+    if (c->paused)
+        kill(c->pid, SIGCONT);
+    c->paused = false;
+    kill(c->pid, SIGTERM);
+    while (cn_clock_mono_ms() < end) {
+        if (waitpid(c->pid, NULL, WNOHANG) == c->pid) {
+            c->pid = 0;
+            return;
+        }
+        usleep(50000);
+    }
+    kill_child(c, SIGKILL);
+}
+
+/* Restarts workers that exited (fenced, or a client error). */
+static void reap(struct run *r)
+{
+    for (int i = 0; i < r->nkids; i++) {
+        struct child *c = &r->kids[i];
+        if (c->pid > 0 && waitpid(c->pid, NULL, WNOHANG) == c->pid) {
+            c->inc++;
+            r->restarts++;
+            spawn(r, c);
+        }
+    }
+}
+
+static bool port_open(const char *bootstrap)
+{
+    char host[256];
+    const char *colon = strrchr(bootstrap, ':');
+    struct addrinfo hints, *ai = NULL;
+    bool ok = false;
+    int fd;
+
+    if (!colon || (size_t)(colon - bootstrap) >= sizeof host)
+        return false;
+    memcpy(host, bootstrap, (size_t)(colon - bootstrap));
+    host[colon - bootstrap] = '\0';
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, colon + 1, &hints, &ai) || !ai)
+        return false;
+    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+        ok = true;
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(ai);
+    return ok;
+}
+
+static int start_broker(struct run *r)
+{
+    char log[320];
+    int64_t end;
+    pid_t pid;
+
+    snprintf(log, sizeof log, "%s/broker.log", r->dir);
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        FILE *f;
+        setpgid(0, 0);
+        f = freopen(log, "a", stderr);
+        (void)f;
+        dup2(2, 1);
+        execl("/bin/sh", "sh", "-c", r->broker_cmd, (char *)NULL);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    r->broker = pid;
+    end = cn_clock_mono_ms() + 30000;
+    while (!port_open(r->bootstrap)) {
+        if (waitpid(pid, NULL, WNOHANG) == pid || cn_clock_mono_ms() > end) {
+            fprintf(stderr, "cairnctl verify: broker did not start; see %s\n",
+                    log);
+            r->broker = 0;
+            return -1;
+        }
+        usleep(50000);
+    }
+    return 0;
+}
+
+static void stop_broker(struct run *r, int sig)
+{
+    int64_t end = cn_clock_mono_ms() + 15000;
+
+    if (r->broker <= 0)
+        return;
+    kill(-r->broker, sig);
+    while (waitpid(r->broker, NULL, WNOHANG) != r->broker) {
+        if (cn_clock_mono_ms() > end) {
+            kill(-r->broker, SIGKILL);
+            waitpid(r->broker, NULL, 0);
+            break;
+        }
+        usleep(20000);
+    }
+    /* The shell may have left the broker itself behind in the group. */
+    kill(-r->broker, SIGKILL);
+    r->broker = 0;
+}
+
+/* ---- librdkafka helpers ---- */
+
+static rd_kafka_t *client(const struct run *r, rd_kafka_type_t type,
+                          const char *group, const char *isolation)
+{
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    char err[256];
+    rd_kafka_t *rk;
+
+    rd_kafka_conf_set(c, "bootstrap.servers", r->bootstrap, err, sizeof err);
+    rd_kafka_conf_set(c, "log_level", "3", err, sizeof err);
+    if (type == RD_KAFKA_CONSUMER) {
+        rd_kafka_conf_set(c, "group.id", group, err, sizeof err);
+        rd_kafka_conf_set(c, "isolation.level", isolation, err, sizeof err);
+        rd_kafka_conf_set(c, "enable.auto.commit", "false", err, sizeof err);
+        rd_kafka_conf_set(c, "enable.partition.eof", "true", err,
+                          sizeof err);
+        rd_kafka_conf_set(c, "auto.offset.reset", "earliest", err,
+                          sizeof err);
+    }
+    rk = rd_kafka_new(type, c, err, sizeof err);
+    if (!rk)
+        fprintf(stderr, "cairnctl verify: %s\n", err);
+    else if (type == RD_KAFKA_CONSUMER)
+        rd_kafka_poll_set_consumer(rk);
+    return rk;
+}
+
+static int create_topics(struct run *r)
+{
+    rd_kafka_t *rk = client(r, RD_KAFKA_PRODUCER, NULL, NULL);
+    rd_kafka_NewTopic_t *nt[2];
+    rd_kafka_queue_t *q;
+    rd_kafka_event_t *ev;
+    const rd_kafka_CreateTopics_result_t *res;
+    const rd_kafka_topic_result_t **tr;
+    size_t n = 0;
+    char err[256];
+    int rc = 0;
+
+    if (!rk)
+        return -1;
+    nt[0] = rd_kafka_NewTopic_new(r->in, r->partitions, 1, err, sizeof err);
+    nt[1] = rd_kafka_NewTopic_new(r->out, r->partitions, 1, err, sizeof err);
+    q = rd_kafka_queue_new(rk);
+    rd_kafka_CreateTopics(rk, nt, 2, NULL, q);
+    ev = rd_kafka_queue_poll(q, 30000);
+    res = ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
+    if (!res) {
+        fprintf(stderr, "cairnctl verify: CreateTopics: %s\n",
+                ev ? rd_kafka_event_error_string(ev) : "timed out");
+        rc = -1;
+    } else {
+        tr = rd_kafka_CreateTopics_result_topics(res, &n);
+        for (size_t i = 0; i < n; i++) {
+            if (rd_kafka_topic_result_error(tr[i])) {
+                fprintf(stderr, "cairnctl verify: create %s: %s\n",
+                        rd_kafka_topic_result_name(tr[i]),
+                        rd_kafka_topic_result_error_string(tr[i]));
+                rc = -1;
+            }
+        }
+    }
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_NewTopic_destroy_array(nt, 2);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+/* Largest gap between the read_committed end and the high watermark over
+ * the partitions of topic, or -1 when the broker did not answer. */
+static int64_t end_gap(struct run *r, rd_kafka_t *ru, rd_kafka_t *rc,
+                       const char *topic)
+{
+    int64_t gap = 0;
+
+    for (int32_t p = 0; p < r->partitions; p++) {
+        int64_t lo, hw, lso;
+        if (rd_kafka_query_watermark_offsets(ru, topic, p, &lo, &hw, 5000) ||
+            rd_kafka_query_watermark_offsets(rc, topic, p, &lo, &lso, 5000))
+            return -1;
+        if (hw - lso > gap)
+            gap = hw - lso;
+    }
+    return gap;
+}
+
+/* Waits until read_committed ends reach the high watermarks of the
+ * topics; records how long it took. */
+static void wait_stable(struct run *r, const char *t1, const char *t2)
+{
+    rd_kafka_t *ru = client(r, RD_KAFKA_CONSUMER, "verify-probe",
+                            "read_uncommitted");
+    rd_kafka_t *rc = client(r, RD_KAFKA_CONSUMER, "verify-probe",
+                            "read_committed");
+    int64_t start = cn_clock_mono_ms(), took;
+
+    while (ru && rc && cn_clock_mono_ms() - start < r->stall_bound_ms + 5000) {
+        if (end_gap(r, ru, rc, t1) == 0 && (!t2 || end_gap(r, ru, rc, t2) == 0))
+            break;
+        usleep(100000);
+    }
+    took = cn_clock_mono_ms() - start;
+    if (took > r->stall_ms)
+        r->stall_ms = took;
+    if (ru)
+        rd_kafka_destroy(ru);
+    if (rc)
+        rd_kafka_destroy(rc);
+}
+
+/*
+ * Reads every partition of the topics from the start to its end (EOF) with
+ * one isolation level, feeding vc when given; last[p] gets one past the
+ * last input record read.  Returns 0, or -1 if some partition never
+ * reached its end.
+ */
+static int read_all(struct run *r, struct cn_vcheck *vc, bool committed,
+                    int64_t *last)
+{
+    rd_kafka_t *rk = client(r, RD_KAFKA_CONSUMER, "verify-final",
+                            committed ? "read_committed"
+                                      : "read_uncommitted");
+    rd_kafka_topic_partition_list_t *parts;
+    int64_t end = cn_clock_mono_ms() + WAIT_MS;
+    int eofs = 0, want = 2 * r->partitions;
+    char *eof_seen;
+    char val[1024];
+
+    if (!rk)
+        return -1;
+    eof_seen = calloc((size_t)want, 1);
+    parts = rd_kafka_topic_partition_list_new(want);
+    for (int32_t p = 0; p < r->partitions; p++) {
+        rd_kafka_topic_partition_list_add(parts, r->in, p)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
+        rd_kafka_topic_partition_list_add(parts, r->out, p)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
+        if (last)
+            last[p] = 0;
+    }
+    rd_kafka_assign(rk, parts);
+    rd_kafka_topic_partition_list_destroy(parts);
+    while (eofs < want && cn_clock_mono_ms() < end) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        bool is_in;
+        int slot;
+
+        if (!m)
+            continue;
+        is_in = !strcmp(rd_kafka_topic_name(m->rkt), r->in);
+        slot = m->partition * 2 + (is_in ? 0 : 1);
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            if (m->partition < r->partitions && !eof_seen[slot]) {
+                eof_seen[slot] = 1;
+                eofs++;
+            }
+        } else if (!m->err) {
+            snprintf(val, sizeof val, "%.*s", (int)m->len,
+                     (const char *)m->payload);
+            if (vc)
+                cn_vcheck_read(vc,
+                               committed ? CN_VC_FINAL_RC : CN_VC_FINAL_RU,
+                               rd_kafka_topic_name(m->rkt), m->partition,
+                               m->offset, val);
+            if (last && is_in && m->partition < r->partitions)
+                last[m->partition] = m->offset + 1;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    free(eof_seen);
+    if (eofs < want) {
+        fprintf(stderr, "cairnctl verify: %s read did not reach the end\n",
+                committed ? "read_committed" : "read_uncommitted");
+        return -1;
+    }
+    return 0;
+}
+
+/* The rpw group's committed offsets of the input (-1 for none). */
+static int group_offsets(struct run *r, int64_t *off)
+{
+    rd_kafka_t *rk = client(r, RD_KAFKA_CONSUMER, r->group,
+                            "read_committed");
+    rd_kafka_topic_partition_list_t *parts;
+    int rc = 0;
+
+    if (!rk)
+        return -1;
+    parts = rd_kafka_topic_partition_list_new(r->partitions);
+    for (int32_t p = 0; p < r->partitions; p++)
+        rd_kafka_topic_partition_list_add(parts, r->in, p);
+    if (rd_kafka_committed(rk, parts, 10000))
+        rc = -1;
+    for (int i = 0; !rc && i < parts->cnt; i++)
+        off[parts->elems[i].partition] = parts->elems[i].offset;
+    rd_kafka_topic_partition_list_destroy(parts);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+/* ---- the run ---- */
+
+static struct child *pick_worker(struct run *r, unsigned *seed)
+{
+    int n = r->writers + r->rpws;
+    struct child *c;
+
+    if (n == 0)
+        return NULL;
+    /* kids[0] is the tailing reader, never a fault target. */
+    c = &r->kids[1 + rand_r(seed) % (unsigned)n];
+    return c->pid > 0 && !c->paused ? c : NULL;
+}
+
+static void inject(struct run *r, unsigned *seed, int64_t *resume_at,
+                   struct child **paused)
+{
+    enum fault kinds[NFAULTS];
+    int n = 0;
+    struct child *c;
+
+    for (int k = 0; k < NFAULTS; k++)
+        if (r->faults[k])
+            kinds[n++] = (enum fault)k;
+    if (!n)
+        return;
+    switch (kinds[rand_r(seed) % (unsigned)n]) {
+    case FAULT_KILL_WORKER:
+        c = pick_worker(r, seed);
+        if (!c)
+            return;
+        kill_child(c, SIGKILL);
+        c->inc++;
+        spawn(r, c);
+        r->injected[FAULT_KILL_WORKER]++;
+        break;
+    case FAULT_PAUSE_WORKER:
+        c = pick_worker(r, seed);
+        if (!c || *paused)
+            return;
+        kill(c->pid, SIGSTOP);
+        c->paused = true;
+        *paused = c;
+        *resume_at = cn_clock_mono_ms() + r->txn_timeout_ms + 2000;
+        r->injected[FAULT_PAUSE_WORKER]++;
+        break;
+    case FAULT_KILL_BROKER:
+        stop_broker(r, SIGKILL);
+        if (start_broker(r) == 0)
+            r->injected[FAULT_KILL_BROKER]++;
+        break;
+    default:
+        break;
+    }
+}
+
+static void fault_phase(struct run *r)
+{
+    unsigned seed = r->seed;
+    int64_t start = cn_clock_mono_ms(), now;
+    int64_t next = start + r->fault_every_ms / 2, resume_at = 0;
+    struct child *paused = NULL;
+
+    while ((now = cn_clock_mono_ms()) - start < r->duration_ms) {
+        if (paused && now >= resume_at) {
+            kill(paused->pid, SIGCONT);
+            paused->paused = false;
+            paused = NULL;
+        }
+        if (now >= next) {
+            inject(r, &seed, &resume_at, &paused);
+            next = now + r->fault_every_ms / 2 +
+                   (int64_t)(rand_r(&seed) % (unsigned)r->fault_every_ms);
+        }
+        reap(r);
+        usleep(50000);
+    }
+    if (paused) {
+        kill(paused->pid, SIGCONT);
+        paused->paused = false;
+    }
+}
+
+/* Feeds every history file to the checker. */
+static void load_histories(struct run *r, struct cn_vcheck *vc)
+{
+    char path[320], *line = NULL, topic[128], value[1024];
+    size_t cap = 0;
+
+    for (int i = 0; i < r->nkids; i++) {
+        const struct child *c = &r->kids[i];
+        bool tail = !strcmp(c->role, "tail");
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/%s%d.hist", r->dir, c->role, c->id);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        while (getline(&line, &cap, f) > 0) {
+            int32_t part;
+            int64_t off;
+            if (!tail) {
+                cn_vcheck_history(vc, line);
+            } else if (strchr(line, '\n') &&
+                       sscanf(line, "R %127s %" SCNd32 " %" SCNd64 " %1023s",
+                              topic, &part, &off, value) == 4) {
+                cn_vcheck_read(vc, CN_VC_TAIL_RC, topic, part, off, value);
+            }
+        }
+        fclose(f);
+    }
+    free(line);
+}
+
+static void print_report(const struct run *r, const struct cn_vc_report *rep,
+                         int64_t ops)
+{
+    if (r->json) {
+        printf("{\"seed\":%u,\"duration_ms\":%" PRId64 ",\"operations\":{"
+               "\"writes_acked\":%" PRId64 ",\"txn_committed\":%" PRId64
+               ",\"txn_aborted\":%" PRId64 ",\"txn_unknown\":%" PRId64
+               ",\"txn_open\":%" PRId64 ",\"reads_rc\":%" PRId64
+               ",\"reads_ru\":%" PRId64 ",\"reads_tail\":%" PRId64
+               ",\"worker_restarts\":%" PRId64 "},\"faults\":{",
+               r->seed, r->duration_ms, rep->writes_acked, rep->txn_committed,
+               rep->txn_aborted, rep->txn_unknown, rep->txn_open,
+               rep->reads_rc, rep->reads_ru, rep->reads_tail, r->restarts);
+        for (int k = 0; k < NFAULTS; k++)
+            printf("%s\"%s\":%" PRId64, k ? "," : "", fault_names[k],
+                   r->injected[k]);
+        printf("},\"stall_ms\":%" PRId64 ",\"anomalies\":{", r->stall_ms);
+        for (int k = 0; k < CN_VC_NKINDS; k++) {
+            printf("%s\"%s\":{\"count\":%" PRId64 ",\"examples\":[",
+                   k ? "," : "", cn_vc_kind_name(k), rep->count[k]);
+            for (int j = 0; j < rep->nexamples[k]; j++) {
+                if (j)
+                    putchar(',');
+                cli_json_str(stdout, rep->example[k][j]);
+            }
+            printf("]}");
+        }
+        printf("},\"history_dir\":");
+        cli_json_str(stdout, r->dir);
+        printf(",\"ok\":%s}\n", rep->anomalies ? "false" : "true");
+        return;
+    }
+    printf("operations  %" PRId64 " (writes acked %" PRId64
+           ", transactions committed %" PRId64 " aborted %" PRId64
+           " unknown %" PRId64 " unfinished %" PRId64 ")\n",
+           ops, rep->writes_acked, rep->txn_committed, rep->txn_aborted,
+           rep->txn_unknown, rep->txn_open);
+    printf("reads       read_committed %" PRId64 ", read_uncommitted %" PRId64
+           ", tailing %" PRId64 "\n",
+           rep->reads_rc, rep->reads_ru, rep->reads_tail);
+    printf("faults     ");
+    for (int k = 0; k < NFAULTS; k++)
+        printf(" %s %" PRId64 "%s", fault_names[k], r->injected[k],
+               k + 1 < NFAULTS ? "," : "");
+    printf("; worker restarts %" PRId64 "\n", r->restarts);
+    printf("stall       %" PRId64 " ms (bound %" PRId64 " ms)\n", r->stall_ms,
+           r->stall_bound_ms);
+    printf("\n%-22s %s\n", "ANOMALY", "COUNT");
+    for (int k = 0; k < CN_VC_NKINDS; k++) {
+        printf("%-22s %" PRId64 "\n", cn_vc_kind_name(k), rep->count[k]);
+        for (int j = 0; j < rep->nexamples[k]; j++)
+            printf("    %s\n", rep->example[k][j]);
+    }
+    printf("\nhistories in %s\n", r->dir);
+    printf("result: %s\n", rep->anomalies ? "ANOMALIES FOUND" : "OK");
+}
+
+/* After the faults: stop writers, drain rpw, stop everyone, read, check. */
+static int finish_run(struct run *r)
+{
+    struct cn_vcheck *vc = cn_vcheck_new();
+    int64_t *last = calloc((size_t)r->partitions, sizeof *last);
+    int64_t *ends = calloc((size_t)r->partitions, sizeof *ends);
+    int64_t *goff = calloc((size_t)r->partitions, sizeof *goff);
+    struct cn_vc_report rep;
+    int64_t deadline;
+    int rc = EXIT_FAIL;
+
+    if (!vc || !last || !ends || !goff)
+        goto out;
+    for (int i = 0; i < r->nkids; i++)
+        if (!strcmp(r->kids[i].role, "writer"))
+            stop_child(&r->kids[i], 40000);
+    wait_stable(r, r->in, NULL);
+
+    /* Drain: the group must commit past every committed input record. */
+    if (read_all(r, NULL, true, last))
+        goto out;
+    deadline = cn_clock_mono_ms() + WAIT_MS;
+    for (;;) {
+        bool done = group_offsets(r, goff) == 0;
+        for (int32_t p = 0; done && p < r->partitions; p++)
+            done = goff[p] >= last[p];
+        if (done || cn_clock_mono_ms() > deadline)
+            break;
+        reap(r);
+        usleep(200000);
+    }
+    for (int i = 0; i < r->nkids; i++)
+        if (!strcmp(r->kids[i].role, "rpw"))
+            stop_child(&r->kids[i], 40000);
+    wait_stable(r, r->in, r->out);
+    usleep(1000000); /* let the tailing reader catch up */
+    for (int i = 0; i < r->nkids; i++)
+        stop_child(&r->kids[i], 10000);
+
+    cn_vcheck_set_rpw(vc, r->in, r->out);
+    load_histories(r, vc);
+    if (read_all(r, vc, true, last) || read_all(r, vc, false, NULL))
+        goto out;
+    if (group_offsets(r, goff))
+        goto out;
+    {
+        rd_kafka_t *rk = client(r, RD_KAFKA_CONSUMER, "verify-probe",
+                                "read_committed");
+        for (int32_t p = 0; rk && p < r->partitions; p++) {
+            int64_t lo;
+            if (rd_kafka_query_watermark_offsets(rk, r->in, p, &lo, &ends[p],
+                                                 5000))
+                ends[p] = last[p];
+            cn_vcheck_group_offset(vc, r->in, p, goff[p], last[p], ends[p]);
+        }
+        if (rk)
+            rd_kafka_destroy(rk);
+    }
+    cn_vcheck_stall(vc, r->stall_ms, r->stall_bound_ms);
+    if (cn_vcheck_run(vc, &rep))
+        goto out;
+    print_report(r, &rep,
+                 rep.writes_acked + rep.txn_committed + rep.txn_aborted +
+                     rep.reads_rc + rep.reads_ru + rep.reads_tail);
+    rc = rep.anomalies ? EXIT_FAIL : 0;
+out:
+    if (rc == EXIT_FAIL && !vc)
+        fprintf(stderr, "cairnctl verify: out of memory\n");
+    cn_vcheck_free(vc);
+    free(last);
+    free(ends);
+    free(goff);
+    return rc;
+}
+
+static const char verify_usage[] =
+    "Usage: cairnctl [--bootstrap-server HOST:PORT] [--json] verify\n"
+    "         --duration S [--faults kill-worker,pause-worker,kill-broker]\n"
+    "         [--broker-cmd CMD] [--seed N] [--writers N] [--rpw N]\n"
+    "         [--partitions N] [--txn-timeout-ms MS] [--fault-every-ms MS]\n"
+    "         [--stall-bound-ms MS] [--dir DIR]\n"
+    "kill-broker needs --broker-cmd, which starts the broker (via /bin/sh)\n"
+    "at the start and after each kill; it listens on --bootstrap-server.\n";
+
+static int verify_usage_error(const char *what, const char *val)
+{
+    fprintf(stderr, "cairnctl verify: %s%s%s\n%s", what, val ? " " : "",
+            val ? val : "", verify_usage);
+    return EXIT_USAGE;
+}
+
+static bool num(const char *s, int64_t min, int64_t *out)
+{
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < min)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int parse(struct run *r, int argc, char **argv)
+{
+    const char *faults = "";
+    int64_t v;
+
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t *dst = NULL;
+        int64_t min = 1;
+
+        if (!strcmp(k, "verify"))
+            continue;
+        if (!strcmp(k, "--json")) {
+            r->json = true;
+            continue;
+        }
+        if (!strcmp(k, "--help")) {
+            fputs(verify_usage, stdout);
+            return -1;
+        }
+        if (!val)
+            return verify_usage_error("missing value for", k);
+        i++;
+        if (!strcmp(k, "--bootstrap-server")) {
+            r->bootstrap = val;
+        } else if (!strcmp(k, "--faults")) {
+            faults = val;
+        } else if (!strcmp(k, "--broker-cmd")) {
+            r->broker_cmd = val;
+        } else if (!strcmp(k, "--dir")) {
+            snprintf(r->dir, sizeof r->dir, "%s", val);
+        } else if (!strcmp(k, "--timeout")) {
+            continue;
+        } else {
+            if (!num(val, 0, &v))
+                return verify_usage_error("bad number", val);
+            if (!strcmp(k, "--duration"))
+                r->duration_ms = v * 1000;
+            else if (!strcmp(k, "--seed"))
+                r->seed = (unsigned)v;
+            else if (!strcmp(k, "--writers") && v <= 8)
+                r->writers = (int)v;
+            else if (!strcmp(k, "--rpw") && v <= 8)
+                r->rpws = (int)v;
+            else if (!strcmp(k, "--partitions") && v >= 1 && v <= 64)
+                r->partitions = (int)v;
+            else if (!strcmp(k, "--txn-timeout-ms") && v >= 1000)
+                r->txn_timeout_ms = (int)v;
+            else if (!strcmp(k, "--fault-every-ms") && v >= min)
+                r->fault_every_ms = v;
+            else if (!strcmp(k, "--stall-bound-ms"))
+                dst = &r->stall_bound_ms;
+            else
+                return verify_usage_error("bad option or value", k);
+            if (dst)
+                *dst = v;
+        }
+    }
+    for (const char *p = faults; *p;) {
+        size_t len = strcspn(p, ",");
+        bool found = false;
+        for (int k = 0; k < NFAULTS; k++) {
+            if (strlen(fault_names[k]) == len &&
+                !strncmp(p, fault_names[k], len)) {
+                r->faults[k] = true;
+                found = true;
+            }
+        }
+        if (!found && len)
+            return verify_usage_error("unknown fault in", faults);
+        p += len + (p[len] == ',');
+    }
+    if (r->duration_ms <= 0)
+        return verify_usage_error("needs --duration S", NULL);
+    if (r->faults[FAULT_KILL_BROKER] && !r->broker_cmd)
+        return verify_usage_error("kill-broker needs --broker-cmd", NULL);
+    return 0;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+    struct run *r = calloc(1, sizeof *r);
+    int64_t t0 = cn_clock_wall_ms();
+    int rc;
+
+    if (!r)
+        return EXIT_FAIL;
+    r->bootstrap = "127.0.0.1:9092";
+    r->seed = (unsigned)(t0 ^ getpid());
+    r->writers = 2;
+    r->rpws = 2;
+    r->partitions = 3;
+    r->txn_timeout_ms = 10000;
+    r->fault_every_ms = 5000;
+    rc = parse(r, argc, argv);
+    if (rc) {
+        free(r);
+        return rc < 0 ? 0 : rc;
+    }
+    if (!r->stall_bound_ms)
+        r->stall_bound_ms = 2 * (int64_t)r->txn_timeout_ms + 10000;
+    if (!r->dir[0]) {
+        snprintf(r->dir, sizeof r->dir, "/tmp/cairn-verify-XXXXXX");
+        if (!mkdtemp(r->dir)) {
+            perror("cairnctl verify: mkdtemp");
+            free(r);
+            return EXIT_FAIL;
+        }
+    } else if (mkdir(r->dir, 0755) && errno != EEXIST) {
+        perror("cairnctl verify: mkdir");
+        free(r);
+        return EXIT_FAIL;
+    }
+    snprintf(r->in, sizeof r->in, "verify-%u-in", r->seed);
+    snprintf(r->out, sizeof r->out, "verify-%u-out", r->seed);
+    snprintf(r->group, sizeof r->group, "verify-%u-rpw", r->seed);
+    fprintf(stderr, "cairnctl verify: seed %u, histories in %s\n", r->seed,
+            r->dir);
+    signal(SIGPIPE, SIG_IGN);
+
+    rc = EXIT_FAIL;
+    if (r->broker_cmd && start_broker(r))
+        goto out;
+    if (create_topics(r))
+        goto out;
+    r->kids[r->nkids++] = (struct child){.role = "tail"};
+    for (int i = 0; i < r->writers; i++)
+        r->kids[r->nkids++] = (struct child){.role = "writer", .id = i};
+    for (int i = 0; i < r->rpws; i++)
+        r->kids[r->nkids++] = (struct child){.role = "rpw", .id = i};
+    for (int i = 0; i < r->nkids; i++)
+        if (spawn(r, &r->kids[i]))
+            goto out;
+    fault_phase(r);
+    rc = finish_run(r);
+out:
+    for (int i = 0; i < r->nkids; i++)
+        kill_child(&r->kids[i], SIGKILL);
+    stop_broker(r, SIGTERM);
+    free(r);
+    return rc;
+}
