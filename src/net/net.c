@@ -190,6 +190,10 @@ static void conn_flush(struct cn_conn *c)
 
 void cn_req_done(struct cn_req *req)
 {
+    struct cn_conn *c = req->conn;
+    /* After close the server itself may be gone: only c is safe. */
+    if (!req->done && !c->closed && c->srv->cfg.done_cb)
+        c->srv->cfg.done_cb(req, c->srv->opaque);
     req->done = true;
     conn_flush(req->conn);
 }
@@ -281,6 +285,7 @@ static void frame_complete(struct cn_conn *c)
     req->frame = c->frame;
     req->frame_len = c->frame_len;
     req->start_us = cn_clock_mono_us();
+    req->api_key = -1;
     cn_arena_init(&req->arena);
     cn_wr_init(&req->resp, 0);
     cn_wr_init(&req->payload, 0);

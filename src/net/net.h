@@ -41,6 +41,8 @@ struct cn_req {
     bool done;             /* handler finished; resp is final */
     bool no_response;      /* acks=0 produce: send nothing, keep order */
     int64_t start_us;      /* monotonic time the frame was complete */
+    int16_t api_key;       /* set by the handler side for done_cb, -1
+                              until then; the net layer only carries it */
     void *handler_state;   /* the broker's, for requests that wait */
 };
 
@@ -54,6 +56,9 @@ struct cn_server_config {
     size_t max_request_bytes; /* socket.request.max.bytes */
     int64_t idle_ms;          /* connections.max.idle.ms, <0 never */
     int max_inflight;         /* per connection; reading pauses past it */
+    /* NULL, or called once as each request is finished (metrics); not
+     * for requests whose connection has already closed. */
+    void (*done_cb)(struct cn_req *req, void *opaque);
 };
 
 /* Starts listening.  Returns 0 or -errno (e.g. -EADDRINUSE). */

@@ -82,6 +82,12 @@ class Broker:
         self.unexpected_exit = None    # (rc, log tail) of a crash we saw
         self.mock_topics = {}          # mock mode only: topic -> partitions
         self.failpoints = None         # CAIRN_FAILPOINTS for the next start
+        # The metrics endpoint gets its own free port so parallel brokers
+        # never fight over the default 9464; None when a test turns it off
+        # with http.listener="" (its --set comes later and wins).
+        self.http_port = free_port()
+        if self.sets.get("http.listener") == "":
+            self.http_port = None
 
     def _argv(self):
         if MOCK:
@@ -91,7 +97,8 @@ class Broker:
             return argv
         argv = [str(CAIRN_BIN),
                 "--set", "listeners=PLAINTEXT://127.0.0.1:%d" % self.port,
-                "--set", "log.dirs=%s" % self.data_dir]
+                "--set", "log.dirs=%s" % self.data_dir,
+                "--set", "http.listener=127.0.0.1:%d" % (self.http_port or 0)]
         for k, v in self.sets.items():
             argv += ["--set", "%s=%s" % (k, v)]
         return argv

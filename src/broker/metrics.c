@@ -1,0 +1,448 @@
+/*
+ * metrics.c - Prometheus exposition of the broker's state; see metrics.h.
+ *
+ * Each metric family is written whole (HELP, TYPE, then every sample), as
+ * the text format asks, so partitions are collected and sorted once per
+ * scrape and then walked once per family.
+ */
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/hist.h"
+#include "base/say.h"
+#include "net/http.h"
+#include "proto/gen/api.h"
+#include "txn_coord.h"
+
+struct cn_metrics {
+    struct cn_http_server *http;                /* NULL when off */
+    uint64_t requests[CN_API_KEY_MAX + 1];      /* finished, per API key */
+    struct cn_hist latency[CN_API_KEY_MAX + 1]; /* frame -> done, ms */
+    uint64_t hanging_found;                     /* counter */
+    uint64_t hanging_now;                       /* gauge */
+};
+
+/* One partition's numbers, taken once per scrape. */
+struct prow {
+    const char *topic;
+    int32_t partition;
+    bool internal;
+    int64_t hw, lso, leo, log_start;
+    double oldest_age_s;  /* 0 when no transaction is open */
+    uint64_t open_txns;
+    uint64_t pids;
+};
+
+struct rows {
+    struct prow *v;
+    size_t n, cap;
+    bool oom;
+};
+
+__attribute__((format(printf, 2, 3))) static void out(struct cn_wr *w,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    for (size_t want = 256;;) {
+        if (!cn_wr_ensure(w, want))
+            return;
+        size_t room = w->cap - w->len;
+        va_start(ap, fmt);
+        int n = vsnprintf((char *)w->buf + w->len, room, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if ((size_t)n < room) {
+            w->len += (size_t)n;
+            return;
+        }
+        want = (size_t)n + 1;
+    }
+}
+
+/* HELP and TYPE lines of a family. */
+static void family(struct cn_wr *w, const char *name, const char *type,
+                   const char *help)
+{
+    out(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value with \, " and newline escaped, as the format requires. */
+static void label_value(struct cn_wr *w, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            out(w, "\\%c", *s);
+        else if (*s == '\n')
+            out(w, "\\n");
+        else
+            cn_wr_raw(w, s, 1);
+    }
+}
+
+static int oldest_open(void *arg, int64_t producer_id, int64_t first_offset,
+                       int64_t start_ms)
+{
+    (void)producer_id;
+    (void)first_offset;
+    *(int64_t *)arg = start_ms;
+    return 1; /* the first one is the oldest */
+}
+
+static void collect_topic(struct cn_topic *t, void *arg)
+{
+    struct rows *r = arg;
+    int64_t now_ms = cn_clock_wall_ms();
+    for (int32_t i = 0; i < t->partition_count && !r->oom; i++) {
+        if (r->n == r->cap) {
+            size_t cap = r->cap ? 2 * r->cap : 64;
+            struct prow *v = realloc(r->v, cap * sizeof *v);
+            if (!v) {
+                r->oom = true;
+                return;
+            }
+            r->v = v;
+            r->cap = cap;
+        }
+        struct cn_partition *p = t->partitions[i];
+        struct prow *row = &r->v[r->n++];
+        row->topic = t->name;
+        row->partition = p->index;
+        row->internal = t->internal;
+        row->hw = p->high_watermark;
+        row->lso = cn_partition_lso(p);
+        row->leo = cn_log_end_offset(p->log);
+        row->log_start = cn_log_start_offset(p->log);
+        row->open_txns = cn_pstate_open_count(p->pstate);
+        row->pids = cn_pstate_count(p->pstate);
+        int64_t start_ms = -1;
+        row->oldest_age_s = 0;
+        if (cn_pstate_foreach_open(p->pstate, oldest_open, &start_ms) &&
+            start_ms >= 0 && now_ms > start_ms)
+            row->oldest_age_s = (double)(now_ms - start_ms) / 1000.0;
+    }
+}
+
+static int prow_cmp(const void *a, const void *b)
+{
+    const struct prow *x = a, *y = b;
+    int c = strcmp(x->topic, y->topic);
+    if (c)
+        return c;
+    return (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+static void prow_labels(struct cn_wr *w, const struct prow *row)
+{
+    out(w, "{topic=\"");
+    label_value(w, row->topic);
+    out(w, "\",partition=\"%d\"%s}", row->partition,
+        row->internal ? ",internal=\"true\"" : "");
+}
+
+enum pfield { P_HW, P_LSO, P_LAG, P_AGE, P_OPEN, P_PIDS, P_LEO, P_START };
+
+static void partition_family(struct cn_wr *w, const struct rows *r,
+                             enum pfield f, const char *name,
+                             const char *help)
+{
+    family(w, name, "gauge", help);
+    for (size_t i = 0; i < r->n; i++) {
+        const struct prow *row = &r->v[i];
+        out(w, "%s", name);
+        prow_labels(w, row);
+        switch (f) {
+        case P_HW: out(w, " %lld\n", (long long)row->hw); break;
+        case P_LSO: out(w, " %lld\n", (long long)row->lso); break;
+        case P_LAG: out(w, " %lld\n", (long long)(row->hw - row->lso)); break;
+        case P_AGE: out(w, " %.3f\n", row->oldest_age_s); break;
+        case P_OPEN:
+            out(w, " %llu\n", (unsigned long long)row->open_txns);
+            break;
+        case P_PIDS: out(w, " %llu\n", (unsigned long long)row->pids); break;
+        case P_LEO: out(w, " %lld\n", (long long)row->leo); break;
+        case P_START: out(w, " %lld\n", (long long)row->log_start); break;
+        }
+    }
+}
+
+static void render_partitions(struct cn_broker *b, struct cn_wr *w)
+{
+    struct rows r = {0};
+    cn_topics_foreach(b, collect_topic, &r);
+    if (r.oom) {
+        free(r.v);
+        w->err = CN_ENOMEM;
+        return;
+    }
+    if (r.n)
+        qsort(r.v, r.n, sizeof *r.v, prow_cmp);
+    partition_family(w, &r, P_HW, "cairn_partition_high_watermark",
+                     "Offset below which records are visible to "
+                     "read_uncommitted consumers.");
+    partition_family(w, &r, P_LSO, "cairn_partition_last_stable_offset",
+                     "First offset of the oldest open transaction, capped "
+                     "at the high watermark; read_committed consumers stop "
+                     "here.");
+    partition_family(w, &r, P_LAG, "cairn_partition_lso_lag",
+                     "LastStableOffsetLag: high watermark minus last stable "
+                     "offset, in records.");
+    partition_family(w, &r, P_AGE,
+                     "cairn_partition_oldest_open_txn_age_seconds",
+                     "Age of the oldest open transaction on the partition "
+                     "(from its first batch's timestamp), 0 when none.");
+    partition_family(w, &r, P_OPEN, "cairn_partition_open_transactions",
+                     "Transactions open on the partition (no marker yet).");
+    partition_family(w, &r, P_PIDS, "cairn_partition_producer_ids",
+                     "Producer ids in the partition's producer state.");
+    partition_family(w, &r, P_LEO, "cairn_partition_log_end_offset",
+                     "Offset the next appended record will get.");
+    partition_family(w, &r, P_START, "cairn_partition_log_start_offset",
+                     "First offset still in the log.");
+    free(r.v);
+}
+
+/* A ms histogram as Prometheus cumulative buckets in seconds. */
+static void histogram(struct cn_wr *w, const char *name, const char *labels,
+                      const struct cn_hist *h)
+{
+    uint64_t cum = 0;
+    const char *sep = labels[0] ? "," : "";
+    for (int i = 0; i < CN_HIST_BUCKETS; i++) {
+        cum += h->buckets[i];
+        if (i == CN_HIST_BUCKETS - 1)
+            out(w, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
+                (unsigned long long)cum);
+        else
+            out(w, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep,
+                cn_hist_bounds_ms[i] / 1000.0, (unsigned long long)cum);
+    }
+    const char *open = labels[0] ? "{" : "", *close = labels[0] ? "}" : "";
+    out(w, "%s_sum%s%s%s %.6f\n", name, open, labels, close,
+        h->sum_ms / 1000.0);
+    out(w, "%s_count%s%s%s %llu\n", name, open, labels, close,
+        (unsigned long long)h->count);
+}
+
+static void counter(struct cn_wr *w, const char *name, const char *help,
+                    uint64_t v)
+{
+    family(w, name, "counter", help);
+    out(w, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void gauge(struct cn_wr *w, const char *name, const char *help,
+                  double v)
+{
+    family(w, name, "gauge", help);
+    out(w, "%s %.17g\n", name, v);
+}
+
+static void render_txn(struct cn_broker *b, struct cn_wr *w)
+{
+    struct cn_txn_stats st;
+    memset(&st, 0, sizeof st);
+    if (b->txn)
+        cn_txn_coord_stats(b, &st);
+    family(w, "cairn_txn_ids", "gauge",
+           "Transactional ids the coordinator holds, by state.");
+    for (int s = 0; s < CN_TXN_NSTATES; s++)
+        out(w, "cairn_txn_ids{state=\"%s\"} %llu\n",
+            cn_txn_state_name((enum cn_txn_state)s),
+            (unsigned long long)st.ids_by_state[s]);
+    counter(w, "cairn_txn_commits_total",
+            "Transactions completed as committed.", st.commits);
+    counter(w, "cairn_txn_aborts_total",
+            "Transactions completed as aborted, for any reason.", st.aborts);
+    counter(w, "cairn_txn_timed_out_aborts_total",
+            "Transactions aborted by the coordinator because they passed "
+            "their transaction.timeout.ms.",
+            st.timed_out_aborts);
+    counter(w, "cairn_txn_fenced_producers_total",
+            "Producer epochs fenced by InitProducerId while a transaction "
+            "was open.",
+            st.fenced);
+    gauge(w, "cairn_txn_marker_retry_queue_size",
+          "Transactions whose markers wait for a retry after a failed "
+          "append (Kafka's LogAppendRetryQueueSize).",
+          (double)st.marker_retry_queue);
+    gauge(w, "cairn_txn_marker_unknown_destination_queue_size",
+          "Markers waiting for an unknown partition leader (Kafka's "
+          "UnknownDestinationQueueSize); always 0 on one node, where this "
+          "broker leads every partition.",
+          0);
+    gauge(w, "cairn_txn_parked_requests",
+          "Coordinator requests waiting for a busy transactional id.",
+          (double)st.parked_requests);
+    family(w, "cairn_txn_commit_latency_seconds", "histogram",
+           "EndTxn(commit) received to CompleteCommit written.");
+    histogram(w, "cairn_txn_commit_latency_seconds", "", &st.commit_ms);
+    family(w, "cairn_txn_abort_latency_seconds", "histogram",
+           "Abort started (EndTxn or timeout) to CompleteAbort written.");
+    histogram(w, "cairn_txn_abort_latency_seconds", "", &st.abort_ms);
+    struct cn_metrics *m = b->metrics;
+    counter(w, "cairn_txn_hanging_transactions_found_total",
+            "Hanging transactions (open on a partition, unknown to or "
+            "ended at the coordinator) found by the periodic check.",
+            m ? m->hanging_found : 0);
+    gauge(w, "cairn_txn_hanging_transactions",
+          "Hanging transactions the last check saw.",
+          m ? (double)m->hanging_now : 0);
+}
+
+static void render_requests(struct cn_broker *b, struct cn_wr *w)
+{
+    struct cn_metrics *m = b->metrics;
+    if (!m)
+        return;
+    family(w, "cairn_requests_total", "counter",
+           "Kafka requests finished, by API.");
+    for (int k = 0; k <= CN_API_KEY_MAX; k++) {
+        const struct cn_api_info *ai = cn_api_info_get((int16_t)k);
+        if (ai && m->requests[k])
+            out(w, "cairn_requests_total{api=\"%s\"} %llu\n", ai->name,
+                (unsigned long long)m->requests[k]);
+    }
+    family(w, "cairn_request_latency_seconds", "histogram",
+           "Time from a request's complete frame to its response being "
+           "queued, by API (parked fetches and produce syncs included).");
+    for (int k = 0; k <= CN_API_KEY_MAX; k++) {
+        const struct cn_api_info *ai = cn_api_info_get((int16_t)k);
+        if (!ai || !m->requests[k])
+            continue;
+        char labels[96];
+        snprintf(labels, sizeof labels, "api=\"%s\"", ai->name);
+        histogram(w, "cairn_request_latency_seconds", labels,
+                  &m->latency[k]);
+    }
+    gauge(w, "cairn_connections", "Open Kafka client connections.",
+          b->server && !b->stopping ? (double)cn_server_conn_count(b->server)
+                                    : 0);
+}
+
+static double resident_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    unsigned long long size = 0, rss = 0;
+    int n = fscanf(f, "%llu %llu", &size, &rss);
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return n == 2 && page > 0 ? (double)rss * (double)page : 0;
+}
+
+void cn_metrics_render(struct cn_broker *b, struct cn_wr *w)
+{
+    gauge(w, "cairn_up", "1 while the broker runs.", 1);
+    gauge(w, "cairn_log_dir_offline",
+          "1 when the log directory went offline after an I/O error.",
+          b->log_dir_offline ? 1 : 0);
+    render_partitions(b, w);
+    render_txn(b, w);
+    render_requests(b, w);
+    gauge(w, "cairn_process_resident_memory_bytes",
+          "Resident set size (from /proc/self/statm).", resident_bytes());
+}
+
+static void on_http(const struct cn_http_req *req, struct cn_http_resp *resp,
+                    void *opaque)
+{
+    struct cn_broker *b = opaque;
+    if (strcmp(req->path, "/metrics") == 0) {
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        cn_metrics_render(b, &resp->body);
+    } else if (strcmp(req->path, "/healthz") == 0) {
+        const char *why = NULL;
+        if (b->log_dir_offline)
+            why = "log directory offline\n";
+        else if (b->stopping)
+            why = "shutting down\n";
+        resp->status = why ? 503 : 200;
+        why = why ? why : "ok\n";
+        cn_wr_raw(&resp->body, why, strlen(why));
+    } else {
+        resp->status = 404;
+    }
+}
+
+int cn_metrics_init(struct cn_broker *b)
+{
+    b->metrics = calloc(1, sizeof *b->metrics);
+    return b->metrics ? 0 : CN_ENOMEM;
+}
+
+void cn_metrics_start_http(struct cn_broker *b)
+{
+    struct cn_metrics *m = b->metrics;
+    const struct cn_config *cfg = b->cfg;
+    if (!m || !cfg->http_listener || !cfg->http_listener[0])
+        return;
+    struct cn_http_config hc = {
+        .host = cfg->http_host,
+        .port = cfg->http_port,
+        .max_conns = 64,
+        .idle_ms = 5000,
+    };
+    int rc = cn_http_start(b->loop, &hc, on_http, b, &m->http);
+    if (rc) {
+        m->http = NULL;
+        CN_ERROR("http.listener: cannot listen on %s:%d (%s); the metrics "
+                 "endpoint is off",
+                 cfg->http_host, cfg->http_port, uv_strerror(rc));
+        return;
+    }
+    CN_INFO("metrics on http://%s:%d/metrics", cfg->http_host,
+            cn_http_port(m->http));
+}
+
+void cn_metrics_stop(struct cn_broker *b)
+{
+    if (!b->metrics)
+        return;
+    cn_http_stop(b->metrics->http);
+    b->metrics->http = NULL;
+}
+
+void cn_metrics_free(struct cn_broker *b)
+{
+    free(b->metrics);
+    b->metrics = NULL;
+}
+
+int cn_metrics_http_port(const struct cn_broker *b)
+{
+    if (!b->metrics || !b->metrics->http)
+        return -1;
+    return cn_http_port(b->metrics->http);
+}
+
+void cn_metrics_request_done(struct cn_req *req, void *opaque)
+{
+    struct cn_broker *b = opaque;
+    struct cn_metrics *m = b->metrics;
+    if (!m || req->api_key < 0 || req->api_key > CN_API_KEY_MAX)
+        return;
+    m->requests[req->api_key]++;
+    double ms = (double)(cn_clock_mono_us() - req->start_us) / 1000.0;
+    cn_hist_record(&m->latency[req->api_key], ms < 0 ? 0 : ms);
+}
+
+void cn_metrics_hanging_found(struct cn_broker *b, uint64_t n)
+{
+    if (b->metrics)
+        b->metrics->hanging_found += n;
+}
+
+void cn_metrics_set_hanging_now(struct cn_broker *b, uint64_t n)
+{
+    if (b->metrics)
+        b->metrics->hanging_now = n;
+}
