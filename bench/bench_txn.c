@@ -36,6 +36,7 @@
 
 static long dr_ok, dr_fail;
 static const char *debug; /* librdkafka debug contexts, or NULL */
+static const char *linger_ms = "10"; /* --linger-ms */
 
 static double now_s(void)
 {
@@ -261,7 +262,7 @@ static rd_kafka_t *new_producer(const char *brokers, const char *topic)
     conf_set(conf, "acks", "all");
     /* The same batching as bench_client's produce runs, so the ratio to
      * idempotent produce compares like with like. */
-    conf_set(conf, "linger.ms", "10");
+    conf_set(conf, "linger.ms", linger_ms);
     conf_set(conf, "batch.size", "1000000");
     conf_set(conf, "batch.num.messages", "100000");
     conf_set(conf, "queue.buffering.max.messages", "1000000");
@@ -422,6 +423,8 @@ int main(int argc, char **argv)
             txns = atol(v);
         else if (!strcmp(a, "--debug"))
             debug = v;
+        else if (!strcmp(a, "--linger-ms"))
+            linger_ms = v;
         else
             brokers = NULL, i = argc;
     }

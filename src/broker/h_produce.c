@@ -301,16 +301,91 @@ static void produce_finish(struct cn_broker *b, struct cn_sync_waiter *w)
     cn_req_done(req);
 }
 
+#define IMPLICIT_ADD_MAX 64
+
+/*
+ * Transaction version 2: before anything is appended, the partitions
+ * whose transactional batch would open a transaction are offered to the
+ * coordinator, which adds them for a TV2 producer and runs this request
+ * again once that is durable (true: the request was taken).  Done first
+ * so no partition is appended twice.
+ */
+static bool implicit_adds(struct cn_broker *b, struct cn_req *req,
+                          const struct cn_req_header *h,
+                          const struct cn_rd *body0,
+                          const struct cn_produce_request *rq, bool v12)
+{
+    struct cn_txn_tp_ref tps[IMPLICIT_ADD_MAX];
+    size_t n = 0;
+    int64_t pid = -1;
+    int16_t epoch = -1;
+    for (int32_t i = 0; i < rq->topic_data_len && n < IMPLICIT_ADD_MAX;
+         i++) {
+        const struct cn_produce_request_topic_produce_data *td =
+            &rq->topic_data[i];
+        struct cn_topic *t = cn_topic_find(b, td->name);
+        if (!t)
+            continue;
+        for (int32_t j = 0; j < td->partition_data_len && n < IMPLICIT_ADD_MAX;
+             j++) {
+            const struct cn_produce_request_partition_produce_data *pd =
+                &td->partition_data[j];
+            struct cn_batch_hdr hdr;
+            if (pd->index < 0 || pd->index >= t->partition_count ||
+                pd->records.len <= 0 ||
+                cn_batch_hdr_parse(pd->records.ptr, (size_t)pd->records.len,
+                                   &hdr) != 0 ||
+                !cn_batch_has_producer_id(&hdr) ||
+                !cn_batch_is_transactional(&hdr))
+                continue;
+            if (pid < 0) {
+                pid = hdr.producer_id;
+                epoch = hdr.producer_epoch;
+            } else if (hdr.producer_id != pid ||
+                       hdr.producer_epoch != epoch) {
+                continue;
+            }
+            struct cn_partition *p = t->partitions[pd->index];
+            struct cn_pentry_info pe;
+            if (cn_pstate_get(p->pstate, pid, &pe) &&
+                pe.txn_first_offset >= 0)
+                continue; /* already open here */
+            tps[n].topic = t->name;
+            tps[n].partition = pd->index;
+            n++;
+        }
+    }
+    return n > 0 && cn_txn_coord_add_for_produce(b, req, h, body0,
+                                                 cn_h_produce, v12, pid,
+                                                 epoch, tps, n);
+}
+
 void cn_h_produce(struct cn_broker *b, struct cn_req *req,
                   const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_produce_request rq;
-    int err = cn_produce_request_decode(body, &req->arena, h->api_version,
+    const struct cn_rd body0 = *body;
+    /* Produce v12 (Kafka 4.x, KIP-890 part 2) is v11 on the wire; it only
+     * says the client uses transaction version 2, so its partitions join
+     * the transaction on produce.  The schemas here stop at v11, so the
+     * header decoder left v12's header tag buffer in the body, and v12 is
+     * decoded and answered as v11 (same bytes). */
+    bool v12 = h->api_version >= 12;
+    struct cn_req_header hv = *h;
+    if (v12) {
+        cn_rd_skip_tags(body);
+        hv.api_version = 11;
+    }
+    int err = cn_produce_request_decode(body, &req->arena, hv.api_version,
                                         &rq);
     if (err) {
         cn_req_bad(req, h, err);
         return;
     }
+    if (rq.transactional_id.len > 0 &&
+        implicit_adds(b, req, h, &body0, &rq, v12))
+        return;
+    h = &hv;
     struct produce_state *ps = cn_arena_alloc(&req->arena, sizeof *ps);
     int32_t nt = rq.topic_data_len > 0 ? rq.topic_data_len : 0;
     if (!ps)

@@ -35,6 +35,12 @@
 /* A marker that could not be appended is tried again after this long. */
 #define MARKER_RETRY_MS 1000
 
+/* Transaction version 2 (KIP-890 part 2) is finalized. */
+static bool tv2_on(const struct cn_broker *b)
+{
+    return b->cfg->cairn_transaction_version >= 2;
+}
+
 struct txn_entry {
     struct cn_txn_meta meta;    /* as last made durable */
     bool busy;                  /* a change or markers in flight */
@@ -43,6 +49,9 @@ struct txn_entry {
     struct txn_entry *next;     /* hash chain by id */
     struct txn_entry *pid_next; /* chain in the producer id index */
     int64_t indexed_pid;        /* producer id it is indexed under, or -1 */
+    int64_t decide_us;          /* monotonic us the running commit/abort
+                                   decision began, for the histograms */
+    bool timeout_abort;         /* the abort in flight is the timeout's */
 };
 
 #define PID_BUCKETS 4096
@@ -62,6 +71,15 @@ struct cn_txn_coord {
     bool park_timer_on;
     bool no_park;               /* re-running a request that waited
                                    long enough: answer, do not park */
+    bool no_add;                /* re-running a produce whose implicit
+                                   add failed: verify only */
+    uint64_t commits, aborts;   /* completed transactions */
+    uint64_t timed_out_aborts;  /* aborts the timeout check started */
+    uint64_t fenced;            /* open transactions fenced by an
+                                   InitProducerId */
+    uint64_t marker_retries;    /* marker_retry timers pending */
+    struct cn_hist commit_ms;   /* decision -> CompleteCommit durable */
+    struct cn_hist abort_ms;    /* decision -> CompleteAbort durable */
 };
 
 /*
@@ -94,6 +112,9 @@ struct txn_write {
     struct cn_req *req;           /* to answer, or NULL */
     struct cn_req_header h;
     bool commit;                  /* for marker phases */
+    cn_handler_fn rerun;          /* request to run again once durable */
+    struct cn_rd body;            /* its undecoded body */
+    int32_t index;                /* transaction of a batched request */
 };
 
 static void write_markers(struct cn_broker *b, struct txn_entry *e,
@@ -379,11 +400,11 @@ static void write_done(struct cn_broker *b, struct cn_sync_waiter *sw)
  * durable (err KAFKA_NONE, with e->meta = next) or failed.  Takes
  * ownership of next.
  */
-static void write_change(struct cn_broker *b, struct txn_entry *e,
-                         struct cn_txn_meta *next,
-                         void (*then)(struct txn_write *w, int16_t err),
-                         struct cn_req *req, const struct cn_req_header *h,
-                         bool commit)
+static void write_change_x(struct cn_broker *b, struct txn_entry *e,
+                           struct cn_txn_meta *next,
+                           void (*then)(struct txn_write *w, int16_t err),
+                           struct cn_req *req, const struct cn_req_header *h,
+                           bool commit, const struct txn_write *x)
 {
     /* Shutting down: nothing more is written; a decided transaction is
      * finished by the next start's recovery. */
@@ -397,6 +418,11 @@ static void write_change(struct cn_broker *b, struct txn_entry *e,
         struct txn_write failed = {.b = b, .e = e, .req = req, .commit = commit};
         if (h)
             failed.h = *h;
+        if (x) {
+            failed.rerun = x->rerun;
+            failed.body = x->body;
+            failed.index = x->index;
+        }
         then(&failed, KAFKA_COORDINATOR_NOT_AVAILABLE);
         return;
     }
@@ -408,6 +434,11 @@ static void write_change(struct cn_broker *b, struct txn_entry *e,
     if (h)
         w->h = *h;
     w->commit = commit;
+    if (x) {
+        w->rerun = x->rerun;
+        w->body = x->body;
+        w->index = x->index;
+    }
     w->waiter.req = req;
     w->waiter.finish = write_done;
     e->busy = true;
@@ -467,6 +498,15 @@ static void write_change(struct cn_broker *b, struct txn_entry *e,
     }
     cn_sync_appended(b, p);
     cn_sync_wait(b, &w->waiter);
+}
+
+static void write_change(struct cn_broker *b, struct txn_entry *e,
+                         struct cn_txn_meta *next,
+                         void (*then)(struct txn_write *w, int16_t err),
+                         struct cn_req *req, const struct cn_req_header *h,
+                         bool commit)
+{
+    write_change_x(b, e, next, then, req, h, commit, NULL);
 }
 
 /* ---- keeping the log bounded ------------------------------------------- */
@@ -568,12 +608,22 @@ static void answer_init_pid(struct cn_req *req, const struct cn_req_header *h,
     cn_req_done(req);
 }
 
+/* v5 returns the producer id and epoch the client goes on with: after a
+ * TV2 EndTxn the bumped epoch, or the next producer id at epoch 0 when the
+ * epoch ran out. */
 static void answer_end_txn(struct cn_req *req, const struct cn_req_header *h,
-                           int16_t err)
+                           int16_t err, const struct cn_txn_meta *m)
 {
     struct cn_end_txn_response rs;
     cn_end_txn_response_init(&rs);
     rs.error_code = err;
+    rs.producer_id = -1;
+    rs.producer_epoch = -1;
+    if (!err && m) {
+        bool rotating = m->next_producer_id >= 0;
+        rs.producer_id = rotating ? m->next_producer_id : m->producer_id;
+        rs.producer_epoch = rotating ? 0 : m->producer_epoch;
+    }
     cn_resp_begin(req, h);
     cn_end_txn_response_encode(&req->resp, h->api_version, &rs);
     cn_req_done(req);
@@ -599,9 +649,21 @@ static void complete_written(struct txn_write *w, int16_t err)
                  w->e->meta.transactional_id);
         return;
     }
-    w->e->busy = false;
-    CN_DEBUG("transactional id %s: %s", w->e->meta.transactional_id,
-             cn_txn_state_name(w->e->meta.state));
+    struct txn_entry *e = w->e;
+    struct cn_txn_coord *c = w->b->txn;
+    e->busy = false;
+    if (e->decide_us > 0) {
+        double ms = (double)(cn_clock_mono_us() - e->decide_us) / 1000.0;
+        cn_hist_record(w->commit ? &c->commit_ms : &c->abort_ms, ms);
+        e->decide_us = 0;
+    }
+    if (w->commit)
+        c->commits++;
+    else
+        c->aborts++;
+    e->timeout_abort = false;
+    CN_DEBUG("transactional id %s: %s", e->meta.transactional_id,
+             cn_txn_state_name(e->meta.state));
 }
 
 struct marker_wait {
@@ -630,6 +692,14 @@ static void markers_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
     if (cn_txn_meta_copy(&next, &e->meta) != 0)
         return;
     next.state = commit ? CN_TXN_COMPLETE_COMMIT : CN_TXN_COMPLETE_ABORT;
+    if (next.next_producer_id >= 0) {
+        /* TV2 epoch overflow: the client was handed the next id at epoch
+         * 0 with the EndTxn answer; it becomes current now. */
+        next.prev_producer_id = next.producer_id;
+        next.producer_id = next.next_producer_id;
+        next.producer_epoch = 0;
+        next.next_producer_id = -1;
+    }
     cn_txn_meta_clear_partitions(&next);
     next.txn_start_ms = -1; /* no transaction is running any more */
     next.last_update_ms = cn_clock_wall_ms();
@@ -639,6 +709,7 @@ static void markers_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
 static void on_retry_closed(uv_handle_t *h)
 {
     struct marker_retry *r = h->data;
+    r->b->txn->marker_retries--;
     write_markers(r->b, r->e, r->commit);
     free(r);
 }
@@ -708,6 +779,7 @@ static void write_markers(struct cn_broker *b, struct txn_entry *e,
         uv_timer_init(b->loop, &r->timer);
         r->timer.data = r;
         uv_timer_start(&r->timer, on_marker_retry, MARKER_RETRY_MS, 0);
+        b->txn->marker_retries++;
         return;
     }
     struct marker_wait *mw = calloc(1, sizeof *mw);
@@ -741,6 +813,7 @@ static void fence_written(struct txn_write *w, int16_t err)
         w->e->busy = false;
         return;
     }
+    w->b->txn->fenced++;
     if (CN_FAILPOINT("txn.after_prepare_sync"))
         return;
     write_markers(w->b, w->e, false);
@@ -762,6 +835,21 @@ static int next_epoch(struct cn_broker *b, struct cn_txn_meta *m)
     m->producer_epoch = 0;
     m->last_producer_epoch = -1;
     return 0;
+}
+
+/*
+ * The epoch for a coordinator-made abort (timeout, fence, operator).  A
+ * TV2 client's EndTxn at epoch E is a retry when the stored epoch is E+1,
+ * so Kafka bumps twice here (the fence, then the abort's own bump): a
+ * late EndTxn from the aborted transaction is then fenced instead of
+ * being taken for a retry.
+ */
+static int abort_epoch(struct cn_broker *b, struct cn_txn_meta *m)
+{
+    int rc = next_epoch(b, m);
+    if (!rc && m->client_tv >= 2 && tv2_on(b))
+        rc = next_epoch(b, m);
+    return rc;
 }
 
 void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
@@ -826,6 +914,12 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
         return;
     }
     next.last_update_ms = now;
+    if (e->meta.state == CN_TXN_ONGOING && next.client_tv >= 2 && tv2_on(b) &&
+        next_epoch(b, &next) != 0) {
+        cn_txn_meta_fini(&next);
+        answer_init_pid(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
+        return;
+    }
     if (e->meta.state == CN_TXN_ONGOING) {
         /* Fence: the old instance's transaction is aborted under the new
          * epoch (PrepareEpochFence then PrepareAbort in Kafka, which
@@ -834,6 +928,7 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
                 "open transaction is aborted",
                 id, (long long)e->meta.producer_id, e->meta.producer_epoch);
         next.state = CN_TXN_PREPARE_ABORT;
+        e->decide_us = cn_clock_mono_us();
         write_change(b, e, &next, fence_written, NULL, NULL, false);
         answer_init_pid(req, h, KAFKA_CONCURRENT_TRANSACTIONS, -1, -1);
         return;
@@ -841,6 +936,10 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
     next.state = CN_TXN_EMPTY;
     next.timeout_ms = timeout_ms;
     next.txn_start_ms = -1;
+    /* A new instance: which transaction version it speaks shows in its
+     * first transaction (AddPartitionsToTxn: TV1; a produce with no add,
+     * or EndTxn v5: TV2). */
+    next.client_tv = 0;
     cn_txn_meta_clear_partitions(&next);
     write_change(b, e, &next, init_pid_written, req, h, false);
 }
@@ -906,6 +1005,287 @@ static void add_written(struct txn_write *w, int16_t err)
     answer_add(w->req, &w->h, &as->rs);
 }
 
+/*
+ * Builds in *next e's metadata with the partitions added, opening a
+ * transaction if none is (Kafka's coordinator for AddPartitionsToTxn and,
+ * with TV2, the partition leader's implicit add).  *changed says whether
+ * anything differs.  0 or CN_ENOMEM.
+ */
+static int build_add(const struct txn_entry *e, const char *const *topics,
+                     const int32_t *parts, size_t n, struct cn_txn_meta *next,
+                     bool *changed)
+{
+    cn_txn_meta_init(next);
+    int rc = cn_txn_meta_copy(next, &e->meta);
+    bool open = e->meta.state == CN_TXN_ONGOING;
+    *changed = !open;
+    if (!rc && !open)
+        cn_txn_meta_clear_partitions(next);
+    for (size_t i = 0; i < n && !rc; i++)
+        if (!cn_txn_meta_has_partition(next, topics[i], parts[i])) {
+            *changed = true;
+            rc = cn_txn_meta_add_partition(next, topics[i], parts[i]);
+        }
+    if (rc) {
+        cn_txn_meta_fini(next);
+        return rc;
+    }
+    int64_t now = cn_clock_wall_ms();
+    if (!open)
+        next->txn_start_ms = now;
+    next->state = CN_TXN_ONGOING;
+    next->last_update_ms = now;
+    return 0;
+}
+
+/* ---- AddPartitionsToTxn v4-5: batched, from a partition leader --------- */
+
+struct add_batch {
+    struct cn_add_partitions_to_txn_response rs;
+    struct cn_req_header h;
+    int pending;                /* adds in flight, plus one while starting */
+};
+
+typedef struct cn_add_partitions_to_txn_response_add_partitions_to_txn_result
+    add_result;
+typedef struct
+    cn_add_partitions_to_txn_response_add_partitions_to_txn_topic_result
+        add_topic_result;
+typedef struct
+    cn_add_partitions_to_txn_request_add_partitions_to_txn_transaction
+        add_txn_request;
+
+static void result_set(add_result *r, int16_t err, bool keep_set)
+{
+    for (int32_t i = 0; i < r->topic_results_len; i++) {
+        add_topic_result *tr = &r->topic_results[i];
+        for (int32_t j = 0; j < tr->results_by_partition_len; j++)
+            if (!keep_set || !tr->results_by_partition[j].partition_error_code)
+                tr->results_by_partition[j].partition_error_code = err;
+    }
+}
+
+static void batch_unref(struct add_batch *ab, struct cn_req *req)
+{
+    if (--ab->pending > 0)
+        return;
+    answer_add(req, &ab->h, &ab->rs);
+}
+
+static void batch_add_written(struct txn_write *w, int16_t err)
+{
+    struct add_batch *ab = w->req->handler_state;
+    w->e->busy = false;
+    result_set(&ab->rs.results_by_transaction[w->index], err, false);
+    batch_unref(ab, w->req);
+}
+
+/* One transaction of the batch: verified, added (the write answers
+ * later), or refused. */
+static void add_batched_one(
+    struct cn_broker *b, struct cn_req *req, const struct cn_req_header *h,
+    struct add_batch *ab, int32_t index, const add_txn_request *qt)
+{
+    add_result *r = &ab->rs.results_by_transaction[index];
+    char id[1024];
+    struct txn_entry *e = cn_wire_cstr(qt->transactional_id, id, sizeof id)
+                              ? entry_find(b->txn, id)
+                              : NULL;
+    int16_t kerr = KAFKA_NONE;
+    if (!e || e->meta.state == CN_TXN_DEAD ||
+        e->meta.producer_id != qt->producer_id)
+        kerr = KAFKA_INVALID_PRODUCER_ID_MAPPING;
+    else if (e->meta.producer_epoch != qt->producer_epoch)
+        kerr = KAFKA_PRODUCER_FENCED;
+    else if (e->busy || e->meta.state == CN_TXN_PREPARE_COMMIT ||
+             e->meta.state == CN_TXN_PREPARE_ABORT ||
+             e->meta.state == CN_TXN_PREPARE_EPOCH_FENCE)
+        kerr = KAFKA_CONCURRENT_TRANSACTIONS;
+    if (kerr) {
+        result_set(r, kerr, false);
+        return;
+    }
+    size_t n = 0;
+    for (int32_t i = 0; i < r->topic_results_len; i++)
+        n += (size_t)r->topic_results[i].results_by_partition_len;
+    const char **topics = cn_arena_calloc(&req->arena, n + 1, sizeof *topics);
+    int32_t *parts = cn_arena_calloc(&req->arena, n + 1, sizeof *parts);
+    if (!topics || !parts) {
+        result_set(r, KAFKA_COORDINATOR_NOT_AVAILABLE, false);
+        return;
+    }
+    bool unknown = false;
+    n = 0;
+    for (int32_t i = 0; i < r->topic_results_len; i++) {
+        add_topic_result *tr = &r->topic_results[i];
+        char topic[CN_TOPIC_NAME_MAX + 1];
+        bool named = cn_wire_cstr(tr->name, topic, sizeof topic);
+        for (int32_t j = 0; j < tr->results_by_partition_len; j++) {
+            int32_t part = tr->results_by_partition[j].partition_index;
+            bool known = named && !cn_bytes_eq_str(tr->name, CN_TXN_TOPIC) &&
+                         cn_partition_find(b, tr->name, part);
+            if (qt->verify_only) {
+                /* Kafka: in the Ongoing transaction, or not. */
+                bool in = named && e->meta.state == CN_TXN_ONGOING &&
+                          cn_txn_meta_has_partition(&e->meta, topic, part);
+                tr->results_by_partition[j].partition_error_code =
+                    in ? KAFKA_NONE : KAFKA_INVALID_TXN_STATE;
+                continue;
+            }
+            if (!known) {
+                tr->results_by_partition[j].partition_error_code =
+                    KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+                unknown = true;
+                continue;
+            }
+            topics[n] = cn_arena_strdup(&req->arena, cn_bytes_str(topic));
+            parts[n++] = part;
+        }
+    }
+    if (qt->verify_only)
+        return;
+    if (unknown) {
+        result_set(r, KAFKA_OPERATION_NOT_ATTEMPTED, true);
+        return;
+    }
+    struct cn_txn_meta next;
+    bool changed = false;
+    if (build_add(e, topics, parts, n, &next, &changed) != 0) {
+        result_set(r, KAFKA_COORDINATOR_NOT_AVAILABLE, false);
+        return;
+    }
+    if (!changed) {
+        cn_txn_meta_fini(&next);
+        return;
+    }
+    /* v5 is what a broker sends for a TV2 client's produce. */
+    if (h->api_version >= 5)
+        next.client_tv = 2;
+    ab->pending++;
+    struct txn_write x = {.index = index};
+    write_change_x(b, e, &next, batch_add_written, req, h, false, &x);
+}
+
+static void add_batched(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h,
+                        const struct cn_add_partitions_to_txn_request *rq)
+{
+    struct add_batch *ab = cn_arena_calloc(&req->arena, 1, sizeof *ab);
+    int32_t nt = rq->transactions_len > 0 ? rq->transactions_len : 0;
+    if (!ab)
+        goto nomem;
+    req->handler_state = ab;
+    ab->h = *h;
+    ab->pending = 1;
+    cn_add_partitions_to_txn_response_init(&ab->rs);
+    ab->rs.results_by_transaction = cn_arena_calloc(
+        &req->arena, (size_t)nt + 1, sizeof *ab->rs.results_by_transaction);
+    if (!ab->rs.results_by_transaction)
+        goto nomem;
+    ab->rs.results_by_transaction_len = nt;
+    for (int32_t i = 0; i < nt; i++) {
+        const add_txn_request *qt = &rq->transactions[i];
+        add_result *r = &ab->rs.results_by_transaction[i];
+        cn_add_partitions_to_txn_response_add_partitions_to_txn_result_init(r);
+        r->transactional_id = qt->transactional_id;
+        int32_t ntp = qt->topics_len > 0 ? qt->topics_len : 0;
+        r->topic_results = cn_arena_calloc(&req->arena, (size_t)ntp + 1,
+                                           sizeof *r->topic_results);
+        if (!r->topic_results)
+            goto nomem;
+        r->topic_results_len = ntp;
+        for (int32_t j = 0; j < ntp; j++) {
+            add_topic_result *tr = &r->topic_results[j];
+            memset(tr, 0, sizeof *tr);
+            tr->name = qt->topics[j].name;
+            int32_t np = qt->topics[j].partitions_len > 0
+                             ? qt->topics[j].partitions_len
+                             : 0;
+            tr->results_by_partition = cn_arena_calloc(
+                &req->arena, (size_t)np + 1, sizeof *tr->results_by_partition);
+            if (!tr->results_by_partition)
+                goto nomem;
+            tr->results_by_partition_len = np;
+            for (int32_t k = 0; k < np; k++)
+                tr->results_by_partition[k].partition_index =
+                    qt->topics[j].partitions[k];
+        }
+    }
+    for (int32_t i = 0; i < nt; i++)
+        add_batched_one(b, req, h, ab, i, &rq->transactions[i]);
+    batch_unref(ab, req);
+    return;
+nomem:
+    cn_req_bad(req, h, CN_ENOMEM);
+}
+
+/* ---- TV2: the partition leader adds the partition (produce path) ------ */
+
+static void produce_add_written(struct txn_write *w, int16_t err)
+{
+    struct cn_txn_coord *c = w->b->txn;
+    w->e->busy = false;
+    struct cn_rd body = w->body;
+    /* Failed: the produce runs once more without adding, so the
+     * verification answers it. */
+    c->no_add = err != KAFKA_NONE;
+    w->rerun(w->b, w->req, &w->h, &body);
+    c->no_add = false;
+}
+
+bool cn_txn_coord_add_for_produce(struct cn_broker *b, struct cn_req *req,
+                                  const struct cn_req_header *h,
+                                  const struct cn_rd *body,
+                                  cn_handler_fn rerun, bool produce_v12,
+                                  int64_t producer_id, int16_t producer_epoch,
+                                  const struct cn_txn_tp_ref *tps, size_t n)
+{
+    struct cn_txn_coord *c = b->txn;
+    if (!c || !tv2_on(b) || c->no_add || n == 0)
+        return false;
+    struct txn_entry *e = entry_by_pid(c, producer_id);
+    /* Only at the current epoch (an older one is fenced by the
+     * verification), and for Produce v12 or a producer already seen
+     * using TV2 in this instance. */
+    if (!e || e->meta.state == CN_TXN_DEAD ||
+        producer_epoch != e->meta.producer_epoch ||
+        (!produce_v12 && e->meta.client_tv != 2))
+        return false;
+    if (e->meta.state == CN_TXN_ONGOING) {
+        size_t missing = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!cn_txn_meta_has_partition(&e->meta, tps[i].topic,
+                                           tps[i].partition))
+                missing++;
+        if (!missing)
+            return false;
+    }
+    if (e->busy || e->meta.state == CN_TXN_PREPARE_COMMIT ||
+        e->meta.state == CN_TXN_PREPARE_ABORT ||
+        e->meta.state == CN_TXN_PREPARE_EPOCH_FENCE)
+        return park(b, e, req, h, body, rerun);
+    const char **topics = cn_arena_calloc(&req->arena, n, sizeof *topics);
+    int32_t *parts = cn_arena_calloc(&req->arena, n, sizeof *parts);
+    if (!topics || !parts)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        topics[i] = tps[i].topic;
+        parts[i] = tps[i].partition;
+    }
+    struct cn_txn_meta next;
+    bool changed = false;
+    if (build_add(e, topics, parts, n, &next, &changed) != 0)
+        return false;
+    if (!changed) {
+        cn_txn_meta_fini(&next);
+        return false;
+    }
+    next.client_tv = 2;
+    struct txn_write x = {.rerun = rerun, .body = *body};
+    write_change_x(b, e, &next, produce_add_written, req, h, false, &x);
+    return true;
+}
+
 void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
                                 const struct cn_req_header *h,
                                 struct cn_rd *body)
@@ -916,6 +1296,10 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
                                                       h->api_version, &rq);
     if (err) {
         cn_req_bad(req, h, err);
+        return;
+    }
+    if (h->api_version >= 4) {
+        add_batched(b, req, h, &rq);
         return;
     }
     struct add_state *as = cn_arena_alloc(&req->arena, sizeof *as);
@@ -1014,6 +1398,7 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
         next.txn_start_ms = now;
     next.state = CN_TXN_ONGOING;
     next.last_update_ms = now;
+    next.client_tv = 1; /* adds its partitions itself: a TV1 client */
     write_change(b, e, &next, add_written, req, h, false);
 }
 
@@ -1098,9 +1483,135 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
 
 /* ---- EndTxn ----------------------------------------------------------------- */
 
+static void end_written(struct txn_write *w, int16_t err);
+
+/* A TV2 EndTxn decides the transaction and bumps the epoch in the same
+ * record (Kafka's prepareAbortOrCommit); at the last usable epoch the
+ * next producer id is allocated now and taken on at completion.  `bare`:
+ * an abort with no transaction open (TV2 allows it), which starts now. */
+static void end_tv2_prepare(struct cn_broker *b, struct txn_entry *e,
+                            struct cn_req *req, const struct cn_req_header *h,
+                            bool commit, bool bare)
+{
+    struct cn_txn_meta next;
+    cn_txn_meta_init(&next);
+    int rc = cn_txn_meta_copy(&next, &e->meta);
+    if (!rc && e->meta.producer_epoch >= EPOCH_LAST_USABLE) {
+        int64_t pid;
+        rc = cn_pidalloc_next(&b->pids, &pid);
+        if (!rc)
+            next.next_producer_id = pid;
+    }
+    if (rc) {
+        cn_txn_meta_fini(&next);
+        answer_end_txn(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, NULL);
+        return;
+    }
+    int64_t now = cn_clock_wall_ms();
+    next.last_producer_epoch = e->meta.producer_epoch;
+    next.producer_epoch = (int16_t)(e->meta.producer_epoch + 1);
+    next.state = commit ? CN_TXN_PREPARE_COMMIT : CN_TXN_PREPARE_ABORT;
+    next.client_tv = 2;
+    next.last_update_ms = now;
+    if (bare) {
+        cn_txn_meta_clear_partitions(&next);
+        next.txn_start_ms = now;
+    }
+    e->decide_us = cn_clock_mono_us();
+    write_change(b, e, &next, end_written, req, h, commit);
+}
+
+/*
+ * EndTxn v5 under transaction version 2, after Kafka 4.x's
+ * TransactionCoordinator.endTransaction.  Because every EndTxn bumps the
+ * epoch, the same epoch no longer tells a retry apart: a retry carries
+ * the epoch just below the stored one (or, across a producer id
+ * rotation, the previous id at the last usable epoch while the new id
+ * is at 0).  A retry of what completed the previous transaction is
+ * answered with success and the current id and epoch; any other epoch
+ * is PRODUCER_FENCED.
+ */
+static void end_txn_tv2(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h,
+                        const struct cn_rd *body0,
+                        const struct cn_end_txn_request *rq)
+{
+    char id[1024];
+    if (!cn_wire_cstr(rq->transactional_id, id, sizeof id) || !id[0]) {
+        answer_end_txn(req, h, KAFKA_INVALID_REQUEST, NULL);
+        return;
+    }
+    struct txn_entry *e = entry_find(b->txn, id);
+    if (!e || e->meta.state == CN_TXN_DEAD) {
+        answer_end_txn(req, h, KAFKA_INVALID_PRODUCER_ID_MAPPING, NULL);
+        return;
+    }
+    const struct cn_txn_meta *m = &e->meta;
+    enum cn_txn_state s = m->state;
+    if (e->busy || s == CN_TXN_PREPARE_COMMIT || s == CN_TXN_PREPARE_ABORT ||
+        s == CN_TXN_PREPARE_EPOCH_FENCE) {
+        /* Kafka answers a retry during the markers with
+         * CONCURRENT_TRANSACTIONS too; waiting gives the final answer. */
+        if (!park(b, e, req, h, body0, cn_h_end_txn))
+            answer_end_txn(req, h, KAFKA_CONCURRENT_TRANSACTIONS, NULL);
+        return;
+    }
+    bool retry_overflow = m->prev_producer_id >= 0 &&
+                          m->prev_producer_id == rq->producer_id &&
+                          rq->producer_epoch == EPOCH_LAST_USABLE &&
+                          m->producer_epoch == 0;
+    bool retry_bump = m->producer_id == rq->producer_id &&
+                      m->producer_epoch == rq->producer_epoch + 1;
+    if (m->producer_id != rq->producer_id && !retry_overflow) {
+        answer_end_txn(req, h, KAFKA_INVALID_PRODUCER_ID_MAPPING, NULL);
+        return;
+    }
+    bool same = rq->producer_epoch == m->producer_epoch &&
+                m->producer_id == rq->producer_id;
+    bool complete = s == CN_TXN_COMPLETE_COMMIT || s == CN_TXN_COMPLETE_ABORT;
+    bool valid = complete ? retry_bump || retry_overflow || same : same;
+    if (!valid) {
+        answer_end_txn(req, h, KAFKA_PRODUCER_FENCED, NULL);
+        return;
+    }
+    bool retry = retry_bump || retry_overflow;
+    bool commit = rq->committed;
+    switch (s) {
+    case CN_TXN_ONGOING:
+        end_tv2_prepare(b, e, req, h, commit, false);
+        return;
+    case CN_TXN_COMPLETE_COMMIT:
+        if (commit)
+            answer_end_txn(req, h,
+                           retry ? KAFKA_NONE : KAFKA_INVALID_TXN_STATE, m);
+        else if (retry)
+            answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);
+        else
+            end_tv2_prepare(b, e, req, h, false, true);
+        return;
+    case CN_TXN_COMPLETE_ABORT:
+        if (commit)
+            answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);
+        else if (retry)
+            answer_end_txn(req, h, KAFKA_NONE, m);
+        else
+            end_tv2_prepare(b, e, req, h, false, true);
+        return;
+    case CN_TXN_EMPTY:
+        if (commit)
+            answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);
+        else
+            end_tv2_prepare(b, e, req, h, false, true);
+        return;
+    default:
+        answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);
+        return;
+    }
+}
+
 static void end_written(struct txn_write *w, int16_t err)
 {
-    answer_end_txn(w->req, &w->h, err);
+    answer_end_txn(w->req, &w->h, err, &w->e->meta);
     if (err) {
         w->e->busy = false;
         return;
@@ -1120,6 +1631,10 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, err);
         return;
     }
+    if (h->api_version >= 5 && tv2_on(b)) {
+        end_txn_tv2(b, req, h, &body0, &rq);
+        return;
+    }
     struct txn_entry *e = NULL;
     int16_t kerr = check_producer(b, rq.transactional_id, rq.producer_id,
                                   rq.producer_epoch, 26, h->api_version, &e);
@@ -1127,28 +1642,31 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
         park(b, e, req, h, &body0, cn_h_end_txn))
         return;
     if (kerr) {
-        answer_end_txn(req, h, kerr);
+        answer_end_txn(req, h, kerr, NULL);
         return;
     }
     enum cn_txn_state s = e->meta.state;
     if (s == CN_TXN_COMPLETE_COMMIT || s == CN_TXN_COMPLETE_ABORT) {
         /* A retry of the EndTxn that finished it is answered as before. */
         bool same = (s == CN_TXN_COMPLETE_COMMIT) == rq.committed;
-        answer_end_txn(req, h, same ? KAFKA_NONE : KAFKA_INVALID_TXN_STATE);
+        answer_end_txn(req, h, same ? KAFKA_NONE : KAFKA_INVALID_TXN_STATE,
+                       &e->meta);
         return;
     }
     if (s != CN_TXN_ONGOING) {
-        answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE);
+        answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);
         return;
     }
     struct cn_txn_meta next;
     cn_txn_meta_init(&next);
     if (cn_txn_meta_copy(&next, &e->meta) != 0) {
-        answer_end_txn(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE);
+        answer_end_txn(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, NULL);
         return;
     }
     next.state = rq.committed ? CN_TXN_PREPARE_COMMIT : CN_TXN_PREPARE_ABORT;
     next.last_update_ms = cn_clock_wall_ms();
+    next.client_tv = 1; /* an EndTxn without the bump: a TV1 client */
+    e->decide_us = cn_clock_mono_us();
     write_change(b, e, &next, end_written, req, h, rq.committed);
 }
 
@@ -1248,8 +1766,11 @@ static void timeout_written(struct txn_write *w, int16_t err)
 {
     if (err) {
         w->e->busy = false;
+        w->e->timeout_abort = false;
         return;
     }
+    if (w->e->timeout_abort)
+        w->b->txn->timed_out_aborts++;
     if (CN_FAILPOINT("txn.after_prepare_sync"))
         return;
     write_markers(w->b, w->e, false);
@@ -1270,7 +1791,8 @@ static void on_timeout_check(uv_timer_t *t)
                 continue;
             struct cn_txn_meta next;
             cn_txn_meta_init(&next);
-            if (cn_txn_meta_copy(&next, m) != 0 || next_epoch(b, &next) != 0) {
+            if (cn_txn_meta_copy(&next, m) != 0 ||
+                abort_epoch(b, &next) != 0) {
                 cn_txn_meta_fini(&next);
                 continue;
             }
@@ -1280,6 +1802,8 @@ static void on_timeout_check(uv_timer_t *t)
                     m->timeout_ms, next.producer_epoch);
             next.state = CN_TXN_PREPARE_ABORT;
             next.last_update_ms = now;
+            e->decide_us = cn_clock_mono_us();
+            e->timeout_abort = true;
             write_change(b, e, &next, timeout_written, NULL, NULL, false);
         }
 }
@@ -1577,6 +2101,7 @@ int cn_txn_coord_start(struct cn_broker *b)
                 if (e->meta.state == CN_TXN_PREPARE_COMMIT ||
                     e->meta.state == CN_TXN_PREPARE_ABORT) {
                     e->busy = true;
+                    e->decide_us = cn_clock_mono_us();
                     write_markers(b, e,
                                   e->meta.state == CN_TXN_PREPARE_COMMIT);
                     resumed++;
@@ -1639,4 +2164,91 @@ void cn_txn_coord_free(struct cn_broker *b)
     free(c->part_writing);
     free(c);
     b->txn = NULL;
+}
+
+/* ---- metrics and introspection ------------------------------------------ */
+
+void cn_txn_coord_stats(struct cn_broker *b, struct cn_txn_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    struct cn_txn_coord *c = b->txn;
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->buckets; i++)
+        for (struct txn_entry *e = c->table[i]; e; e = e->next)
+            if (cn_txn_state_valid((int)e->meta.state))
+                out->ids_by_state[e->meta.state]++;
+    out->commits = c->commits;
+    out->aborts = c->aborts;
+    out->timed_out_aborts = c->timed_out_aborts;
+    out->fenced = c->fenced;
+    out->marker_retry_queue = c->marker_retries;
+    for (struct txn_park *pk = c->parked; pk; pk = pk->next)
+        out->parked_requests++;
+    out->commit_ms = c->commit_ms;
+    out->abort_ms = c->abort_ms;
+}
+
+bool cn_txn_coord_pid_view(struct cn_broker *b, int64_t producer_id,
+                           const char *topic, int32_t partition,
+                           struct cn_txn_pid_view *out, bool *has_partition)
+{
+    struct txn_entry *e = b->txn ? entry_by_pid(b->txn, producer_id) : NULL;
+    if (has_partition)
+        *has_partition = false;
+    if (!e)
+        return false;
+    const struct cn_txn_meta *m = &e->meta;
+    if (out) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->transactional_id, sizeof out->transactional_id, "%s",
+                 m->transactional_id ? m->transactional_id : "");
+        out->state = m->state;
+        out->producer_epoch = m->producer_epoch;
+        out->txn_start_ms = m->txn_start_ms;
+        out->timeout_ms = m->timeout_ms;
+    }
+    if (has_partition && topic)
+        *has_partition = cn_txn_meta_has_partition(m, topic, partition);
+    return true;
+}
+
+bool cn_txn_coord_abort_for_operator(struct cn_broker *b, int64_t producer_id,
+                                     const char *topic, int32_t partition)
+{
+    struct txn_entry *e = b->txn ? entry_by_pid(b->txn, producer_id) : NULL;
+    const char *tp = topic ? topic : "?";
+    if (!e || e->busy || e->meta.state != CN_TXN_ONGOING || !topic ||
+        !cn_txn_meta_has_partition(&e->meta, topic, partition)) {
+        CN_WARN("operator abort of producer %lld on %s-%d: %s%s%s; the "
+                "marker goes to the partition directly",
+                (long long)producer_id, tp, partition,
+                e ? "transactional id " : "no transactional id knows it",
+                e ? e->meta.transactional_id : "",
+                e ? " has no open transaction there (or is busy)" : "");
+        return false;
+    }
+    const struct cn_txn_meta *m = &e->meta;
+    struct cn_txn_meta next;
+    cn_txn_meta_init(&next);
+    if (cn_txn_meta_copy(&next, m) != 0 || abort_epoch(b, &next) != 0) {
+        cn_txn_meta_fini(&next);
+        CN_WARN("operator abort of transactional id %s (producer %lld epoch "
+                "%d) on %s-%d: cannot start, the marker goes to the "
+                "partition directly",
+                m->transactional_id, (long long)producer_id,
+                m->producer_epoch, tp, partition);
+        return false;
+    }
+    CN_WARN("operator abort of transactional id %s (producer %lld epoch %d) "
+            "on %s-%d: the coordinator aborts the whole transaction and "
+            "bumps the epoch to %d",
+            m->transactional_id, (long long)producer_id, m->producer_epoch,
+            tp, partition, next.producer_epoch);
+    next.state = CN_TXN_PREPARE_ABORT;
+    next.last_update_ms = cn_clock_wall_ms();
+    e->decide_us = cn_clock_mono_us();
+    e->timeout_abort = false;
+    write_change(b, e, &next, timeout_written, NULL, NULL, false);
+    return true;
 }

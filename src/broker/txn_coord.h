@@ -1,5 +1,5 @@
 /*
- * txn_coord.h - the transaction coordinator (transaction version 1).
+ * txn_coord.h - the transaction coordinator (transaction versions 1 and 2).
  *
  * Every transactional id lives in one partition of __transaction_state
  * (Java's String.hashCode rule, so tools agree on where).  Each state
@@ -9,6 +9,15 @@
  * transaction through the same append path a remote leader would use, and
  * then writes CompleteCommit/CompleteAbort.  At start the log is replayed
  * and decided transactions are finished.
+ *
+ * Transaction version 2 (KIP-890 part 2), while cairn.transaction.version
+ * finalizes it at 2: EndTxn v5 bumps the epoch in the PrepareX record, so
+ * markers carry the new epoch and fence the previous transaction's late
+ * batches; at the last usable epoch a new producer id is handed out
+ * (NextProducerId) and taken on at completion.  The client's version is
+ * stored as ClientTransactionVersion.  Partitions join on produce (see
+ * cn_txn_coord_add_for_produce), and AddPartitionsToTxn v4/v5 (batched,
+ * VerifyOnly) is served for brokers.
  *
  * Fail points, the same on the commit, abort, epoch-fence and timeout
  * paths: txn.after_prepare_sync (decision durable, no marker written),
@@ -23,6 +32,7 @@
 
 #include "base/hist.h"
 #include "broker_int.h"
+#include "handlers.h"
 #include "txn/txn_state.h"
 
 #define CN_TXN_TOPIC "__transaction_state"
@@ -47,6 +57,34 @@ void cn_txn_coord_free(struct cn_broker *b);
 int16_t cn_txn_coord_verify(struct cn_broker *b, int64_t producer_id,
                             int16_t producer_epoch, const char *topic,
                             int32_t partition);
+
+/* A partition named by a produce request. */
+struct cn_txn_tp_ref {
+    const char *topic;
+    int32_t partition;
+};
+
+/*
+ * Transaction version 2 (KIP-890 part 2): a TV2 client does not send
+ * AddPartitionsToTxn; the partition joins the transaction when the first
+ * transactional batch for it arrives.  Kafka 4.x decides by the Produce
+ * version: v12 makes the leader send AddPartitionsToTxn v5 (add), v11 and
+ * below only verify.  Cairn does the add locally, while transaction.
+ * version 2 is finalized, at the producer's current epoch, for Produce
+ * v12 (produce_v12) and also for older versions once the producer
+ * instance has used TV2 (EndTxn v5 or an earlier add).  tps are the
+ * request's partitions whose batch would open a transaction there.
+ * Returns true when it took the request: the add is made durable (or the
+ * busy id waited for) and then rerun(b, req, h, body) runs the request
+ * again, which then finds the partitions in the transaction.  False: go
+ * on (the verification answers).
+ */
+bool cn_txn_coord_add_for_produce(struct cn_broker *b, struct cn_req *req,
+                                  const struct cn_req_header *h,
+                                  const struct cn_rd *body,
+                                  cn_handler_fn rerun, bool produce_v12,
+                                  int64_t producer_id, int16_t producer_epoch,
+                                  const struct cn_txn_tp_ref *tps, size_t n);
 
 /* What the metrics endpoint shows about the coordinator. */
 struct cn_txn_stats {

@@ -22,9 +22,16 @@ def retry(fn, timeout=10 * SLOW):
         time.sleep(0.05)
 
 
-def init(cli, tid):
-    err, pid, epoch = cli.init_producer_id(version=4, transactional_id=tid,
-                                           txn_timeout_ms=60000)
+def init(cli, tid, timeout=10 * SLOW):
+    # CONCURRENT_TRANSACTIONS while the previous transaction's markers are
+    # being written is retriable, as clients treat it.
+    deadline = time.monotonic() + timeout
+    while True:
+        err, pid, epoch = cli.init_producer_id(
+            version=4, transactional_id=tid, txn_timeout_ms=60000)
+        if err not in RETRIABLE or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert err == 0, err
     return pid, epoch
 
