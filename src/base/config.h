@@ -199,11 +199,18 @@ struct cn_config {
     int32_t producer_id_expiration_ms;
     int32_t producer_id_expiration_check_interval_ms;
     bool transaction_partition_verification_enable;
+    bool transaction_hanging_auto_abort; /* Cairn: abort what the check
+                                            finds */
 
     /* Cairn's own. */
     bool cairn_fsync_group_commit;
     int32_t cairn_internal_compact_slack_records;
     int cairn_log_level;            /* enum cn_cfg_log_level */
+    int32_t cairn_transaction_hanging_check_interval_ms; /* ms */
+    int64_t cairn_transaction_hanging_margin_ms; /* beyond transaction.max.
+                                                    timeout.ms; ms */
+    int32_t cairn_transaction_version; /* finalized transaction.version
+                                          feature level, 0..2 */
 
     /* Generic view, one slot per broker key table row. */
     char **text;                    /* owned value text; NULL = default */

@@ -62,6 +62,17 @@ static const struct cn_config_key broker_keys[] = {
       "per id before it is compacted"),
     B("cairn.log.level", CN_CFG_ENUM, "info", 0, 0, level_enums,
       cairn_log_level, "Cairn: broker log verbosity: error|warn|info|debug"),
+    B("cairn.transaction.hanging.check.interval.ms", CN_CFG_INT32, "60000",
+      10, I32_MAX, NULL, cairn_transaction_hanging_check_interval_ms,
+      "Cairn: how often partitions are checked for hanging transactions"),
+    B("cairn.transaction.hanging.margin.ms", CN_CFG_INT64, "60000", 0,
+      I64_MAX, NULL, cairn_transaction_hanging_margin_ms,
+      "Cairn: a transaction open longer than transaction.max.timeout.ms "
+      "plus this, that no coordinator holds, is hanging"),
+    B("cairn.transaction.version", CN_CFG_INT16, "2", 0, 2, NULL,
+      cairn_transaction_version,
+      "Cairn: finalized transaction.version feature level (KIP-890); 0/1 "
+      "keep clients on transaction version 1"),
     B("compression.type", CN_CFG_ENUM, "producer", 0, 0, compression_enums,
       compression_type,
       "Default topic compression: producer|gzip|snappy|lz4|zstd|"
@@ -231,6 +242,9 @@ static const struct cn_config_key broker_keys[] = {
       CN_CFG_INT32, "10000", 1, I32_MAX, NULL,
       transaction_abort_timed_out_transaction_cleanup_interval_ms,
       "How often timed-out transactions are aborted"),
+    B("transaction.hanging.auto.abort", CN_CFG_BOOL, "false", 0, 0, NULL,
+      transaction_hanging_auto_abort,
+      "Cairn: abort hanging transactions the periodic check finds"),
     B("transaction.max.timeout.ms", CN_CFG_INT32, "900000", 1, I32_MAX, NULL,
       transaction_max_timeout_ms, "Largest transaction timeout allowed"),
     B("transaction.partition.verification.enable", CN_CFG_BOOL, "true", 0, 0,

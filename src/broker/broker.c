@@ -24,12 +24,15 @@
 #include "broker.h"
 #include "broker_int.h"
 #include "group_coord.h"
+#include "metrics.h"
+#include "hanging.h"
 #include "txn_coord.h"
 #include "proto/kerr.h"
 
 struct cn_broker_priv {
     struct cn_broker b;
     int lock_fd; /* flock on <data>/.lock: one broker per directory */
+    struct cn_hanging *hanging; /* periodic hanging-transaction check */
 };
 
 static int mkdirs(const char *path)
@@ -250,12 +253,17 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         goto out_topics;
     }
 
+    if (cn_metrics_init(b) != 0) {
+        snprintf(err, err_len, "out of memory");
+        goto out_topics;
+    }
     struct cn_server_config sc = {
         .host = cfg->listen_host,
         .port = cfg->listen_port,
         .max_request_bytes = (size_t)cfg->socket_request_max_bytes,
         .idle_ms = cfg->connections_max_idle_ms,
         .max_inflight = cfg->queued_max_requests,
+        .done_cb = cn_metrics_request_done,
     };
     rc = cn_server_start(loop, &sc, cn_dispatch, b, &b->server);
     if (rc) {
@@ -266,6 +274,7 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     }
     if (b->adv_port == 0)
         b->adv_port = cn_server_port(b->server);
+    cn_metrics_start_http(b);
 
     uv_timer_init(loop, &b->retention_timer);
     b->retention_timer.data = b;
@@ -282,6 +291,8 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     if (flush_every == 0 || flush_every > 1000)
         flush_every = 1000;
     uv_timer_start(&b->flush_timer, on_flush, flush_every, flush_every);
+    if (cn_hanging_start(b, &bp->hanging) != 0)
+        CN_WARN("no memory for the hanging-transaction check; it is off");
     uv_signal_init(loop, &b->sig_term);
     uv_signal_init(loop, &b->sig_int);
     b->sig_term.data = b->sig_int.data = b;
@@ -301,6 +312,7 @@ out_topics:
     cn_txn_coord_free(b);
     cn_topics_close_all(b);
 out_free:
+    cn_metrics_free(b);
     if (bp->lock_fd >= 0)
         close(bp->lock_fd);
     cn_config_fini(cfg);
@@ -342,7 +354,10 @@ void cn_broker_stop(struct cn_broker *b)
     if (b->stopping)
         return;
     b->stopping = true;
+    cn_metrics_stop(b);
     cn_fetch_cancel_all(b);
+    cn_hanging_stop(((struct cn_broker_priv *)b)->hanging);
+    ((struct cn_broker_priv *)b)->hanging = NULL;
     cn_txn_coord_stop(b);
     cn_group_coord_stop(b);
     cn_server_stop(b->server);
@@ -368,6 +383,7 @@ void cn_broker_free(struct cn_broker *b)
     cn_topics_close_all(b);
     cn_txn_coord_free(b);
     cn_group_coord_free(b);
+    cn_metrics_free(b);
     if (bp->lock_fd >= 0)
         close(bp->lock_fd);
     cn_config_fini(b->cfg);

@@ -17,7 +17,9 @@
 #include "proto/kerr.h"
 
 const struct cn_handler cn_handlers[] = {
-    {0, 3, 11, 0, cn_h_produce},
+    /* v12 is v11 on the wire (KIP-890: the client uses transaction
+     * version 2); h_produce reads it as v11. */
+    {0, 3, 12, 0, cn_h_produce},
     {1, 4, 17, 0, cn_h_fetch},
     {2, 0, 10, 0, cn_h_list_offsets},
     {3, 0, 12, 0, cn_h_metadata},
@@ -36,11 +38,14 @@ const struct cn_handler cn_handlers[] = {
     {21, 0, 2, 0, cn_h_delete_records},
     {22, 0, 5, 0, cn_h_init_producer_id},
     {23, 0, 4, 0, cn_h_offset_for_leader_epoch},
-    /* v4+ are broker-to-broker (KIP-890 verification); clients use 0-3. */
-    {24, 0, 3, 0, cn_h_add_partitions_to_txn},
+    /* v4+ are broker-to-broker (KIP-890 verification, batched, VerifyOnly);
+     * clients use 0-3. */
+    {24, 0, 5, 0, cn_h_add_partitions_to_txn},
     {25, 0, 4, 0, cn_h_add_offsets_to_txn},
-    /* v5 belongs to transaction version 2 (KIP-890), not served yet. */
-    {26, 0, 4, 0, cn_h_end_txn},
+    /* v5 is transaction version 2 (KIP-890): every EndTxn bumps the epoch
+     * while the finalized transaction.version is 2. */
+    {26, 0, 5, 0, cn_h_end_txn},
+    {27, 0, 1, 0, cn_h_write_txn_markers},
     {28, 0, 4, 0, cn_h_txn_offset_commit},
     {32, 0, 4, 0, cn_h_describe_configs},
     {33, 0, 2, 0, cn_h_alter_configs},
@@ -101,11 +106,57 @@ void cn_req_bad(struct cn_req *req, const struct cn_req_header *h, int err)
 /* KIP-511: an ApiVersions request of a version we do not know is answered
  * in the v0 layout with UNSUPPORTED_VERSION and our own range, so that a
  * newer client can retry with a version we speak. */
+#define TXN_VERSION_FEATURE "transaction.version"
+#define TXN_VERSION_MAX 2
+
+/*
+ * KIP-584 features (v3+): transaction.version, supported 0..2 and
+ * finalized at cairn.transaction.version.  A Java 4.x client uses
+ * transaction version 2 (KIP-890 part 2) only when the finalized level is
+ * 2; librdkafka ignores the tagged fields.  Before v4 a supported minimum
+ * of 0 is shown as 1: older Java clients reject a 0 (KAFKA-17011), as
+ * Kafka does.  A level of 0 is not finalized, so it is left out.
+ */
+static int features_fill(struct cn_broker *b, struct cn_req *req,
+                         int16_t version,
+                         struct cn_api_versions_response *resp)
+{
+    if (version < 3)
+        return 0;
+    resp->supported_features = cn_arena_calloc(
+        &req->arena, 1, sizeof *resp->supported_features);
+    resp->finalized_features = cn_arena_calloc(
+        &req->arena, 1, sizeof *resp->finalized_features);
+    if (!resp->supported_features || !resp->finalized_features)
+        return CN_ENOMEM;
+    struct cn_api_versions_response_supported_feature_key *sf =
+        &resp->supported_features[0];
+    cn_api_versions_response_supported_feature_key_init(sf);
+    sf->name = cn_bytes_str(TXN_VERSION_FEATURE);
+    sf->min_version = version >= 4 ? 0 : 1;
+    sf->max_version = TXN_VERSION_MAX;
+    resp->supported_features_len = 1;
+    int16_t level = (int16_t)b->cfg->cairn_transaction_version;
+    /* One node, configured at start: the finalized set never changes
+     * while the broker runs, so its epoch is constant. */
+    resp->finalized_features_epoch = 1;
+    resp->finalized_features_len = 0;
+    if (level > 0) {
+        struct cn_api_versions_response_finalized_feature_key *ff =
+            &resp->finalized_features[0];
+        cn_api_versions_response_finalized_feature_key_init(ff);
+        ff->name = cn_bytes_str(TXN_VERSION_FEATURE);
+        ff->max_version_level = level;
+        ff->min_version_level = level;
+        resp->finalized_features_len = 1;
+    }
+    return 0;
+}
+
 static void api_versions_answer(struct cn_broker *b, struct cn_req *req,
                                 const struct cn_req_header *h,
                                 int16_t version, int16_t error)
 {
-    (void)b;
     struct cn_api_versions_response resp;
     cn_api_versions_response_init(&resp);
     resp.error_code = error;
@@ -128,6 +179,10 @@ static void api_versions_answer(struct cn_broker *b, struct cn_req *req,
         }
     }
     resp.api_keys_len = (int32_t)n;
+    if (!error && features_fill(b, req, version, &resp) != 0) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
     /* ApiVersions responses always use response header v0 (KIP-511). */
     cn_wr_i32(&req->resp, h->correlation_id);
     cn_api_versions_response_encode(&req->resp, version, &resp);
@@ -162,6 +217,7 @@ void cn_dispatch(struct cn_req *req, void *opaque)
         cn_req_done(req);
         return;
     }
+    req->api_key = h.api_key; /* for the metrics done hook */
     const struct cn_handler *hd = handler_find(h.api_key);
     if (h.api_key == 18 && (!hd || h.api_version < hd->min_version ||
                             h.api_version > hd->max_version)) {

@@ -77,6 +77,10 @@ void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
 void cn_h_describe_producers(struct cn_broker *b, struct cn_req *req,
                              const struct cn_req_header *h,
                              struct cn_rd *body);
+/* WriteTxnMarkers (h_markers.c): coordinators' and operators' markers. */
+void cn_h_write_txn_markers(struct cn_broker *b, struct cn_req *req,
+                            const struct cn_req_header *h,
+                            struct cn_rd *body);
 
 /* Topic auto-creation for Metadata and Produce: returns the topic, or NULL
  * with *kerr set. */

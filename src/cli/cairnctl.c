@@ -36,6 +36,14 @@ static const char usage_text[] =
     "  txn list [--state S ...] [--producer-id N ...] [--duration-ms N]\n"
     "  txn describe --transactional-id ID\n"
     "  txn describe-producers --topic T --partition P\n"
+    "  verify --duration S [--faults LIST] [--broker-cmd CMD] (see verify "
+    "--help)\n"
+    "  txn find-hanging [--broker N | --topic T [--partition P]]\n"
+    "                   [--max-transaction-timeout MS]\n"
+    "  txn abort --topic T --partition P --start-offset N\n"
+    "  txn abort --topic T --partition P --producer-id N --producer-epoch E\n"
+    "            [--coordinator-epoch C]\n"
+    "  lso-gap [--topic T]\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --bootstrap-server HOST:PORT  broker to talk to (default "
@@ -93,7 +101,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         "--bootstrap-server",   "--timeout", "--topic", "--partitions",
         "--replication-factor", "--config",  "--set",   "--delete",
         "--state",              "--producer-id", "--duration-ms",
-        "--transactional-id",   "--partition",
+        "--transactional-id",   "--partition", "--broker",
+        "--max-transaction-timeout", "--start-offset", "--producer-epoch",
+        "--coordinator-epoch",
     };
 
     o->bootstrap = "127.0.0.1:9092";
@@ -106,6 +116,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
     o->states = calloc((size_t)argc + 1, sizeof *o->states);
     o->pids = calloc((size_t)argc + 1, sizeof *o->pids);
     o->partition = -1;
+    o->broker = -1;
+    o->max_txn_timeout_ms = 900000; /* Kafka's transaction.max.timeout.ms */
+    o->start_offset = -1;
+    o->producer_epoch = -1;
+    o->coordinator_epoch = -1;
     if (!o->configs || !o->sets || !o->deletes || !o->states || !o->pids) {
         fprintf(stderr, "cairnctl: out of memory\n");
         return EXIT_FAIL;
@@ -221,6 +236,36 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                    ">= 0)",
                                    val);
             o->seen |= OPT_PARTITION;
+        } else if (strcmp(name, "--broker") == 0) {
+            if (!parse_int32(val, 0, &o->broker))
+                return usage_error("bad --broker '%s' (want a node id >= 0)",
+                                   val);
+            o->seen |= OPT_BROKER;
+        } else if (strcmp(name, "--max-transaction-timeout") == 0) {
+            if (!parse_int64(val, 0, &o->max_txn_timeout_ms))
+                return usage_error("bad --max-transaction-timeout '%s' (want "
+                                   "milliseconds >= 0)",
+                                   val);
+            o->seen |= OPT_MAX_TXN_TIMEOUT;
+        } else if (strcmp(name, "--start-offset") == 0) {
+            if (!parse_int64(val, 0, &o->start_offset))
+                return usage_error("bad --start-offset '%s' (want a number "
+                                   ">= 0)",
+                                   val);
+            o->seen |= OPT_START_OFFSET;
+        } else if (strcmp(name, "--producer-epoch") == 0) {
+            if (!parse_int32(val, 0, &o->producer_epoch) ||
+                o->producer_epoch > INT16_MAX)
+                return usage_error("bad --producer-epoch '%s' (want 0 to "
+                                   "32767)",
+                                   val);
+            o->seen |= OPT_PRODUCER_EPOCH;
+        } else if (strcmp(name, "--coordinator-epoch") == 0) {
+            if (!parse_int32(val, 0, &o->coordinator_epoch))
+                return usage_error("bad --coordinator-epoch '%s' (want a "
+                                   "number >= 0)",
+                                   val);
+            o->seen |= OPT_COORD_EPOCH;
         } else {
             return usage_error("unknown option '%s'", name);
         }
@@ -256,12 +301,23 @@ static const struct command commands[] = {
     {"txn", "describe", OPT_TXN_ID, OPT_TXN_ID, cmd_txn_describe},
     {"txn", "describe-producers", OPT_TOPIC | OPT_PARTITION,
      OPT_TOPIC | OPT_PARTITION, cmd_txn_describe_producers},
+    {"txn", "find-hanging",
+     OPT_BROKER | OPT_TOPIC | OPT_PARTITION | OPT_MAX_TXN_TIMEOUT, 0,
+     cmd_txn_find_hanging},
+    {"txn", "abort",
+     OPT_TOPIC | OPT_PARTITION | OPT_START_OFFSET | OPT_PRODUCER_ID |
+         OPT_PRODUCER_EPOCH | OPT_COORD_EPOCH,
+     OPT_TOPIC | OPT_PARTITION, cmd_txn_abort},
+    /* One word: the action is NULL. */
+    {"lso-gap", NULL, OPT_TOPIC, 0, cmd_lso_gap},
 };
 
 static const char *const opt_names[] = {
     "--topic",  "--partitions", "--replication-factor", "--config", "--set",
     "--delete", "--all", "--state", "--producer-id", "--duration-ms",
-    "--transactional-id", "--partition",
+    "--transactional-id", "--partition", "--broker",
+    "--max-transaction-timeout", "--start-offset", "--producer-epoch",
+    "--coordinator-epoch",
 };
 
 static int run(int argc, char **argv, struct opts *o)
@@ -279,12 +335,20 @@ static int run(int argc, char **argv, struct opts *o)
     }
     if (o->nwords == 0)
         return usage_error("no command given");
-    if (o->nwords == 1)
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (strcmp(commands[i].group, o->words[0]) == 0 &&
+            !commands[i].action) {
+            if (o->nwords > 1)
+                return usage_error("unexpected argument '%s'", o->words[1]);
+            cmd = &commands[i];
+        }
+    if (!cmd && o->nwords == 1)
         return usage_error("'%s' needs a subcommand", o->words[0]);
     if (o->extra)
         return usage_error("unexpected argument '%s'", o->extra);
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        if (strcmp(commands[i].group, o->words[0]) == 0 &&
+    for (size_t i = 0; !cmd && i < sizeof commands / sizeof *commands; i++)
+        if (commands[i].action &&
+            strcmp(commands[i].group, o->words[0]) == 0 &&
             strcmp(commands[i].action, o->words[1]) == 0)
             cmd = &commands[i];
     if (!cmd) {
@@ -300,19 +364,41 @@ static int run(int argc, char **argv, struct opts *o)
             fprintf(stderr,
                     "cairnctl: option %s is not valid for '%s %s'\n"
                     "Try 'cairnctl --help'.\n",
-                    opt_names[b], cmd->group, cmd->action);
+                    opt_names[b], cmd->group,
+                    cmd->action ? cmd->action : "");
             return EXIT_USAGE;
         }
         if ((cmd->required & bit) && !(o->seen & bit)) {
             fprintf(stderr,
                     "cairnctl: '%s %s' needs %s\n"
                     "Try 'cairnctl --help'.\n",
-                    cmd->group, cmd->action, opt_names[b]);
+                    cmd->group, cmd->action ? cmd->action : "",
+                    opt_names[b]);
             return EXIT_USAGE;
         }
     }
     if (cmd->run == cmd_configs_alter && o->nsets + o->ndeletes == 0)
         return usage_error("'configs alter' needs --set or --delete");
+    if (cmd->run == cmd_txn_find_hanging && (o->seen & OPT_BROKER) &&
+        (o->seen & OPT_TOPIC))
+        return usage_error("'txn find-hanging' takes --broker or --topic, "
+                           "not both");
+    if (cmd->run == cmd_txn_find_hanging && (o->seen & OPT_PARTITION) &&
+        !(o->seen & OPT_TOPIC))
+        return usage_error("'txn find-hanging --partition' needs --topic");
+    if (cmd->run == cmd_txn_abort) {
+        bool by_offset = o->seen & OPT_START_OFFSET;
+        bool by_pid = o->seen & OPT_PRODUCER_ID;
+        if (by_offset == by_pid)
+            return usage_error("'txn abort' needs either --start-offset or "
+                               "--producer-id with --producer-epoch");
+        if (by_offset && (o->seen & (OPT_PRODUCER_EPOCH | OPT_COORD_EPOCH)))
+            return usage_error("'txn abort --start-offset' takes the "
+                               "producer and its epochs from the partition");
+        if (by_pid && (o->npids != 1 || !(o->seen & OPT_PRODUCER_EPOCH)))
+            return usage_error("'txn abort --producer-id' needs exactly one "
+                               "--producer-id and --producer-epoch");
+    }
 
     rc = cli_ctx_open(&x, o);
     if (!rc)
@@ -330,6 +416,19 @@ int main(int argc, char **argv)
     struct opts o;
     int rc;
 
+    /* verify parses its own options (and its workers are a hidden
+     * command); the global ones may come before it. */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "verify"))
+            return cmd_verify(argc, argv);
+        if (!strcmp(argv[i], "verify-worker"))
+            return cmd_verify_worker(argc, argv);
+        if (!strcmp(argv[i], "--bootstrap-server") ||
+            !strcmp(argv[i], "--timeout"))
+            i++;
+        else if (argv[i][0] != '-')
+            break;
+    }
     memset(&o, 0, sizeof o);
     rc = run(argc, argv, &o);
     free(o.configs);

@@ -16,10 +16,12 @@
 #include "cli/kclient.h"
 #include "proto/gen/msgs.h"
 
+#define API_LIST_OFFSETS 2
 #define API_METADATA 3
 #define API_FIND_COORDINATOR 10
 #define API_CREATE_TOPICS 19
 #define API_DELETE_TOPICS 20
+#define API_WRITE_TXN_MARKERS 27
 #define API_DESCRIBE_CONFIGS 32
 #define API_CREATE_PARTITIONS 37
 #define API_INCREMENTAL_ALTER_CONFIGS 44
@@ -51,6 +53,11 @@ enum {
     OPT_DURATION = 1 << 9,
     OPT_TXN_ID = 1 << 10,
     OPT_PARTITION = 1 << 11,
+    OPT_BROKER = 1 << 12,
+    OPT_MAX_TXN_TIMEOUT = 1 << 13,
+    OPT_START_OFFSET = 1 << 14,
+    OPT_PRODUCER_EPOCH = 1 << 15,
+    OPT_COORD_EPOCH = 1 << 16,
 };
 
 struct opts {
@@ -78,6 +85,11 @@ struct opts {
     int64_t duration_ms;   /* --duration-ms: open at least this long (ms) */
     const char *txn_id;    /* --transactional-id */
     int32_t partition;     /* --partition */
+    int32_t broker;        /* --broker: node id */
+    int64_t max_txn_timeout_ms; /* --max-transaction-timeout (ms) */
+    int64_t start_offset;  /* --start-offset */
+    int32_t producer_epoch;     /* --producer-epoch */
+    int32_t coordinator_epoch;  /* --coordinator-epoch */
 };
 
 /* One command's connections and the arena its responses live in. */
@@ -146,5 +158,12 @@ int cmd_configs_alter(struct ctx *x);
 int cmd_txn_list(struct ctx *x);
 int cmd_txn_describe(struct ctx *x);
 int cmd_txn_describe_producers(struct ctx *x);
+
+/* ---- cmd_verify.c, verify_worker.c: own argument parsing ---- */
+int cmd_verify(int argc, char **argv);
+int cmd_verify_worker(int argc, char **argv);
+int cmd_txn_find_hanging(struct ctx *x);
+int cmd_txn_abort(struct ctx *x);
+int cmd_lso_gap(struct ctx *x);
 
 #endif

@@ -1356,3 +1356,177 @@ def txn_offset_commit(cli, transactional_id, group, producer_id,
     return parse_offset_commit_v7(cli.call(
         txn_offset_commit_request_v2, transactional_id, group, producer_id,
         producer_epoch, offsets))
+
+
+# ---------------------------------------------------------------------------
+# Transaction version 2 (KIP-890 part 2): ApiVersions features, EndTxn v5
+# (producer id and epoch in the answer), AddPartitionsToTxn v4/v5 (the
+# batched broker form with VerifyOnly) and Produce v9 (flexible).
+
+FEATURE_TXN_VERSION = "transaction.version"
+
+
+def parse_api_versions_features(body, version):
+    """ApiVersions v3+ answer with its tagged fields: returns dict with
+    error, apis ({key: (min, max)}), supported ({name: (min, max)}),
+    finalized_epoch and finalized ({name: (min_level, max_level)})."""
+    r = Reader(body)
+    r.i32()                               # correlation id
+    out = {"error": r.i16(), "apis": {}, "supported": {},
+           "finalized_epoch": -1, "finalized": {}}
+    for _ in range(max(r.uvarint() - 1, 0)):
+        key, lo, hi = r.i16(), r.i16(), r.i16()
+        r.skip_tags()
+        out["apis"][key] = (lo, hi)
+    r.i32()                               # throttle
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        end = r.pos + size
+        if tag == 0:
+            for _ in range(r.uvarint() - 1):
+                name = r.compact_string()
+                out["supported"][name] = (r.i16(), r.i16())
+                r.skip_tags()
+        elif tag == 1:
+            out["finalized_epoch"] = r.i64()
+        elif tag == 2:
+            for _ in range(r.uvarint() - 1):
+                name = r.compact_string()
+                hi, lo = r.i16(), r.i16()
+                out["finalized"][name] = (lo, hi)
+                r.skip_tags()
+        r.pos = end
+    return out
+
+
+def parse_end_txn_v5(body):
+    """EndTxn v5 answer: (correlation_id, error, producer_id, epoch)."""
+    r = Reader(body)
+    corr = r.i32()
+    r.skip_tags()
+    r.i32()                               # throttle
+    err = r.i16()
+    pid, epoch = r.i64(), r.i16()
+    return corr, err, pid, epoch
+
+
+def add_partitions_to_txn_batched_request(correlation_id, transactions,
+                                          version=4):
+    """AddPartitionsToTxn v4/v5: transactions is a list of dicts with
+    transactional_id, producer_id, producer_epoch, verify_only and
+    topics ({name: [partitions]})."""
+    body = uvarint(len(transactions) + 1)
+    for t in transactions:
+        body += compact_string(t["transactional_id"])
+        body += struct.pack(">qhb", t["producer_id"], t["producer_epoch"],
+                            1 if t.get("verify_only") else 0)
+        topics = list(t["topics"].items())
+        body += uvarint(len(topics) + 1)
+        for name, parts in topics:
+            body += compact_string(name) + uvarint(len(parts) + 1)
+            body += b"".join(struct.pack(">i", p) for p in parts)
+            body += uvarint(0)
+        body += uvarint(0)
+    body += uvarint(0)
+    return request(API_ADD_PARTITIONS_TO_TXN, version, correlation_id, body,
+                   flexible=True)
+
+
+def parse_add_partitions_to_txn_batched(body):
+    """v4/v5 answer: (correlation_id, error, {transactional_id:
+    {(topic, partition): error}})."""
+    r = Reader(body)
+    corr = r.i32()
+    r.skip_tags()
+    r.i32()                               # throttle
+    err = r.i16()
+    out = {}
+    for _ in range(r.uvarint() - 1):
+        tid = r.compact_string()
+        res = out.setdefault(tid, {})
+        for _ in range(r.uvarint() - 1):
+            topic = r.compact_string()
+            for _ in range(r.uvarint() - 1):
+                part, perr = r.i32(), r.i16()
+                r.skip_tags()
+                res[(topic, part)] = perr
+            r.skip_tags()
+        r.skip_tags()
+    return corr, err, out
+
+
+class Tv2Client(TxnClient):
+    """TxnClient with the transaction version 2 calls."""
+
+    def api_versions_features(self, version=3):
+        return parse_api_versions_features(
+            self.call(api_versions_request, version), version)
+
+    def end_txn_v5(self, transactional_id, producer_id, producer_epoch,
+                   committed):
+        """(error, producer_id, producer_epoch)."""
+        return parse_end_txn_v5(self.call(
+            end_txn_request, transactional_id, producer_id, producer_epoch,
+            committed, 5))[1:]
+
+    def add_partitions_batched(self, transactions, version=4):
+        """(error, {transactional_id: {(topic, partition): error}})."""
+        return parse_add_partitions_to_txn_batched(self.call(
+            add_partitions_to_txn_batched_request, transactions,
+            version))[1:]
+
+    def fetch_committed(self, topic, partition, offset=0):
+        """The parse_fetch_iso entry of a read_committed fetch."""
+        return parse_fetch_iso(self.call(
+            fetch_request_iso, topic, partition, offset))[2][
+                (topic, partition)]
+
+
+def produce_request_v12(correlation_id, topic, partition, records, acks=-1,
+                        timeout_ms=10000, transactional_id=None,
+                        version=12):
+    """Produce v9+ (flexible) for one topic, partition and record set; v12
+    (Kafka 4.x) is what a transaction version 2 client sends."""
+    body = compact_string(transactional_id)
+    body += struct.pack(">hi", acks, timeout_ms)
+    body += uvarint(2) + compact_string(topic)
+    body += uvarint(2) + struct.pack(">i", partition)
+    body += uvarint(len(records) + 1) + records
+    body += uvarint(0) + uvarint(0) + uvarint(0)
+    return request(API_PRODUCE, version, correlation_id, body, flexible=True)
+
+
+def parse_produce_v12(body):
+    """Returns (correlation_id, [(topic, partition, error, base_offset,
+    log_start_offset, error_message)])."""
+    r = Reader(body)
+    corr = r.i32()
+    r.skip_tags()
+    out = []
+    for _ in range(r.uvarint() - 1):
+        topic = r.compact_string()
+        for _ in range(r.uvarint() - 1):
+            part, err, base = r.i32(), r.i16(), r.i64()
+            r.i64()                       # log append time
+            log_start = r.i64()
+            for _ in range(max(r.uvarint() - 1, 0)):
+                r.i32()
+                r.compact_string()
+                r.skip_tags()
+            msg = r.compact_string()
+            r.skip_tags()
+            out.append((topic, part, err, base, log_start, msg))
+        r.skip_tags()
+    r.i32()                               # throttle
+    return corr, out
+
+
+class Tv2ProduceClient(Tv2Client):
+    """Tv2Client whose produce() speaks Produce v12 (v9+ with version)."""
+
+    def produce(self, topic, partition, records, version=12, **kw):
+        _, parts = parse_produce_v12(self.call(
+            produce_request_v12, topic, partition, records, version=version,
+            **kw))
+        assert len(parts) == 1, parts
+        return parts[0][2], parts[0][3]

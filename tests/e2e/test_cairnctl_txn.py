@@ -10,6 +10,7 @@ say what is wrong on stderr and exit 1 (operation failed) or 2 (usage).
 
 import json
 import re
+import time
 
 from confluent_kafka import Producer
 
@@ -232,3 +233,132 @@ def test_txn_unreachable_and_help():
     for s in ("txn list", "txn describe --transactional-id",
               "txn describe-producers", "--duration-ms"):
         assert s in res.stdout
+
+
+# --- find-hanging, abort, lso-gap (hanging transactions, issue #6) ---------
+
+
+def test_hanging_tools_on_a_live_transaction(broker):
+    """A live (Ongoing) transaction is not hanging; lso-gap names it as the
+    LSO holder; txn abort --start-offset makes its coordinator abort the
+    whole transaction (epoch bump), after which the LSO catches up."""
+    p = open_transaction(broker)
+    pid = json.loads(ok(ctl(broker, "--json", "txn", "describe",
+                            "--transactional-id", TXN_ID)))["producer_id"]
+
+    # Young and Ongoing at its coordinator: not hanging, either way.
+    out = ok(ctl(broker, "txn", "find-hanging", "--topic", TOPIC))
+    assert "no hanging transactions (2 partitions checked)" in out
+    doc = json.loads(ok(ctl(broker, "--json", "txn", "find-hanging",
+                            "--topic", TOPIC,
+                            "--max-transaction-timeout", "0")))
+    assert doc == {"max_transaction_timeout_ms": 0, "partitions_checked": 2,
+                   "hanging": []}
+    doc = json.loads(ok(ctl(broker, "--json", "txn", "find-hanging")))
+    assert doc["hanging"] == [] and doc["partitions_checked"] >= 2
+
+    rows = table(ok(ctl(broker, "lso-gap", "--topic", TOPIC)))
+    assert [r["Partition"] for r in rows] == ["0", "1"]
+    r0, r1 = rows
+    assert (r0["HighWatermark"], r0["LastStableOffset"], r0["Gap"]) == \
+        ("3", "0", "3")
+    assert r0["HolderProducerId"] == str(pid)
+    assert r0["HolderStartOffset"] == "0"
+    assert r0["HolderTransactionalId"] == TXN_ID
+    assert r0["HolderCoordinatorState"] == "Ongoing"
+    assert (r1["Gap"], r1["HolderProducerId"]) == ("0", "")
+    gj = json.loads(ok(ctl(broker, "--json", "lso-gap", "--topic", TOPIC)))
+    assert gj[0]["holder"]["transactional_id"] == TXN_ID
+    assert gj[0]["holder"]["coordinator_state"] == "Ongoing"
+    assert gj[1]["holder"] is None and gj[1]["gap"] == 0
+    assert any(x["topic"] == TOPIC
+               for x in json.loads(ok(ctl(broker, "--json", "lso-gap"))))
+
+    out = ok(ctl(broker, "txn", "abort", "--topic", TOPIC, "--partition",
+                 "0", "--start-offset", "0"))
+    assert "producer id %d" % pid in out
+    assert "aborts its whole transaction" in out
+
+    def settled():
+        d = json.loads(ok(ctl(broker, "--json", "txn", "describe",
+                              "--transactional-id", TXN_ID)))
+        g = json.loads(ok(ctl(broker, "--json", "lso-gap", "--topic",
+                              TOPIC)))
+        return d["transaction_state"] == "CompleteAbort" and \
+            g[0]["gap"] == 0
+    deadline = time.monotonic() + TIMEOUT
+    while not settled():
+        assert time.monotonic() < deadline, "abort did not complete"
+        time.sleep(0.1)
+    # The producer was fenced under its feet: its commit must fail.
+    try:
+        p.commit_transaction(10)
+        committed = True
+    except Exception:
+        committed = False
+    assert not committed
+
+
+def test_hanging_tools_errors(broker):
+    broker.create_topic(TOPIC, partitions=1)
+    # Something with a producer id but no open transaction.
+    p = Producer({"bootstrap.servers": broker.bootstrap,
+                  "enable.idempotence": True})
+    p.produce(TOPIC, value=b"x", partition=0)
+    p.flush(TIMEOUT)
+    (prod,) = json.loads(ok(ctl(broker, "--json", "txn",
+                                "describe-producers", "--topic", TOPIC,
+                                "--partition", "0")))["producers"]
+
+    for args in (["txn", "find-hanging", "--topic", "nope"],
+                 ["lso-gap", "--topic", "nope"],
+                 ["txn", "abort", "--topic", "nope", "--partition", "0",
+                  "--start-offset", "0"]):
+        fails(ctl(broker, *args), 1, "nope", "UNKNOWN_TOPIC_OR_PARTITION")
+        res = ctl(broker, "--json", *args)
+        fails(res, 1, "nope")
+        assert json.loads(res.stdout)["error"] == "UNKNOWN_TOPIC_OR_PARTITION"
+    fails(ctl(broker, "txn", "find-hanging", "--topic", TOPIC,
+              "--partition", "5"), 1, "UNKNOWN_TOPIC_OR_PARTITION")
+    fails(ctl(broker, "txn", "find-hanging", "--broker", "77"), 1,
+          "broker 77")
+
+    # Nothing starts at that offset.
+    res = ctl(broker, "txn", "abort", "--topic", TOPIC, "--partition", "0",
+              "--start-offset", "0")
+    fails(res, 1, "no open transaction starts at offset 0")
+    res = ctl(broker, "--json", "txn", "abort", "--topic", TOPIC,
+              "--partition", "0", "--start-offset", "12345")
+    fails(res, 1, "offset 12345")
+    assert json.loads(res.stdout)["aborted"] is False
+    # Unknown producer id; known producer without an open transaction.
+    fails(ctl(broker, "txn", "abort", "--topic", TOPIC, "--partition", "0",
+              "--producer-id", "987654", "--producer-epoch", "0"), 1,
+          "producer id 987654 has no state")
+    fails(ctl(broker, "txn", "abort", "--topic", TOPIC, "--partition", "0",
+              "--producer-id", str(prod["producer_id"]),
+              "--producer-epoch", str(prod["producer_epoch"])), 1,
+          "has no open transaction")
+    # Nothing was written by the refusals.
+    (g,) = json.loads(ok(ctl(broker, "--json", "lso-gap", "--topic",
+                             TOPIC)))
+    assert (g["high_watermark"], g["gap"]) == (1, 0)
+
+    # Usage errors exit 2.
+    fails(ctl(broker, "txn", "abort", "--topic", TOPIC, "--partition", "0"),
+          2, "--start-offset")
+    fails(ctl(broker, "txn", "abort", "--topic", TOPIC, "--partition", "0",
+              "--start-offset", "1", "--producer-id", "1",
+              "--producer-epoch", "0"), 2, "either")
+    fails(ctl(broker, "txn", "abort", "--topic", TOPIC, "--partition", "0",
+              "--producer-id", "1"), 2, "--producer-epoch")
+    fails(ctl(broker, "txn", "abort", "--topic", TOPIC, "--start-offset",
+              "1"), 2, "--partition")
+    fails(ctl(broker, "txn", "find-hanging", "--broker", "1", "--topic",
+              TOPIC), 2, "not both")
+    fails(ctl(broker, "txn", "find-hanging", "--partition", "0"), 2,
+          "needs --topic")
+    fails(ctl(broker, "txn", "find-hanging", "--max-transaction-timeout",
+              "soon"), 2, "--max-transaction-timeout")
+    fails(ctl(broker, "lso-gap", "extra"), 2, "unexpected argument")
+    fails(ctl(broker, "lso-gap", "--partition", "0"), 2, "--partition")

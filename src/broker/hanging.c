@@ -1,0 +1,289 @@
+/*
+ * hanging.c - the marker write shared by WriteTxnMarkers and operator
+ * aborts, and the periodic hanging-transaction check; see hanging.h.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/say.h"
+#include "group_coord.h"
+#include "hanging.h"
+#include "metrics.h"
+#include "proto/batch.h"
+#include "proto/kerr.h"
+#include "txn_coord.h"
+
+struct cn_hanging {
+    struct cn_broker *b;
+    uv_timer_t timer;
+};
+
+/* One marker in flight: wakes parked read_committed fetches (the LSO
+ * moved) before handing over to the caller's waiter, if any. */
+struct marker_op {
+    struct cn_sync_waiter w;
+    struct cn_sync_waiter *user; /* NULL: nobody waits */
+};
+
+static void marker_durable(struct cn_broker *b, struct cn_sync_waiter *w)
+{
+    struct marker_op *op = (struct marker_op *)w;
+    struct cn_sync_waiter *user = op->user;
+
+    free(op);
+    cn_broker_data_arrived(b);
+    if (user)
+        user->finish(b, user);
+}
+
+int16_t cn_hanging_write_marker(struct cn_broker *b, struct cn_partition *p,
+                                int64_t producer_id, int16_t producer_epoch,
+                                bool commit, int32_t coordinator_epoch,
+                                struct cn_sync_waiter *w)
+{
+    struct cn_pentry_info info;
+    struct marker_op *op;
+    struct cn_wr batch;
+    int rc;
+
+    /* The coordinator's own log takes no transactional data, so a marker
+     * there could only confuse its replay. */
+    if (p->topic->internal && strcmp(p->topic->name, CN_TXN_TOPIC) == 0)
+        return KAFKA_INVALID_REQUEST;
+    if (cn_partition_offline(b, p) || b->stopping)
+        return KAFKA_KAFKA_STORAGE_ERROR;
+    /* A marker from an older epoch than the partition has seen is a
+     * zombie coordinator's or a stale operator's (as Kafka). */
+    if (cn_pstate_get(p->pstate, producer_id, &info) &&
+        producer_epoch < info.epoch)
+        return KAFKA_INVALID_PRODUCER_EPOCH;
+    op = calloc(1, sizeof *op);
+    if (!op)
+        return KAFKA_KAFKA_STORAGE_ERROR;
+    op->user = w;
+    op->w.finish = marker_durable;
+    cn_wr_init(&batch, 128);
+    rc = cn_batch_build_control(&batch, producer_id, producer_epoch, commit,
+                                coordinator_epoch, cn_clock_wall_ms());
+    if (rc == 0)
+        rc = batch.err;
+    if (rc == 0)
+        rc = cn_sync_append_internal(b, p, batch.buf, batch.len, &op->w);
+    cn_wr_fini(&batch);
+    /* The group coordinator must hear of markers on its partitions: the
+     * producer's pending transactional offsets become visible or go. */
+    if (rc == 0 && p->topic->internal &&
+        strcmp(p->topic->name, CN_OFFSETS_TOPIC) == 0)
+        cn_group_coord_marker(b, p, producer_id, commit);
+    if (rc) {
+        free(op);
+        CN_WARN("cannot write the %s marker of producer %" PRId64
+                " to %s-%d: %s",
+                commit ? "commit" : "abort", producer_id, p->topic->name,
+                p->index, cn_strerror(rc));
+        return KAFKA_KAFKA_STORAGE_ERROR;
+    }
+    return KAFKA_NONE;
+}
+
+int16_t cn_hanging_abort(struct cn_broker *b, struct cn_partition *p,
+                         int64_t producer_id, int16_t producer_epoch,
+                         int32_t coordinator_epoch, struct cn_sync_waiter *w,
+                         bool *by_coordinator)
+{
+    *by_coordinator = false;
+    if (cn_txn_coord_abort_for_operator(b, producer_id, p->topic->name,
+                                        p->index)) {
+        *by_coordinator = true;
+        if (w)
+            w->finish(b, w);
+        return KAFKA_NONE;
+    }
+    return cn_hanging_write_marker(b, p, producer_id, producer_epoch, false,
+                                   coordinator_epoch, w);
+}
+
+/* ---- the periodic check ------------------------------------------------ */
+
+struct suspect {
+    struct cn_partition *p;
+    int64_t producer_id;
+    int64_t first_offset;
+    int64_t start_ms;
+};
+
+struct scan {
+    struct cn_broker *b;
+    int64_t now_ms;
+    int64_t threshold_ms;     /* open longer than this: a suspect */
+    struct cn_partition *p;   /* partition being scanned */
+    struct suspect *v;        /* suspects found */
+    size_t n, cap;
+    bool nomem;
+};
+
+static int scan_open(void *arg, int64_t producer_id, int64_t first_offset,
+                     int64_t start_ms)
+{
+    struct scan *s = arg;
+
+    if (s->now_ms - start_ms <= s->threshold_ms)
+        return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        struct suspect *v = realloc(s->v, cap * sizeof *v);
+        if (!v) {
+            s->nomem = true;
+            return 1;
+        }
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = (struct suspect){s->p, producer_id, first_offset,
+                                    start_ms};
+    return 0;
+}
+
+static void scan_topic(struct cn_topic *t, void *arg)
+{
+    struct scan *s = arg;
+
+    for (int32_t i = 0; i < t->partition_count && !s->nomem; i++) {
+        s->p = t->partitions[i];
+        if (!s->p || cn_pstate_open_count(s->p->pstate) == 0)
+            continue;
+        cn_pstate_foreach_open(s->p->pstate, scan_open, s);
+    }
+}
+
+static bool live_state(enum cn_txn_state st)
+{
+    return st == CN_TXN_ONGOING || st == CN_TXN_PREPARE_COMMIT ||
+           st == CN_TXN_PREPARE_ABORT || st == CN_TXN_PREPARE_EPOCH_FENCE;
+}
+
+/* Why the coordinator will not close it, in words for the log. */
+static void coord_words(bool known, const struct cn_txn_pid_view *v,
+                        bool has_partition, char *out, size_t len)
+{
+    if (!known)
+        snprintf(out, len, "unknown to the coordinator");
+    else if (live_state(v->state) && !has_partition)
+        snprintf(out, len,
+                 "coordinator has transactional id '%s' %s at epoch %d "
+                 "without this partition",
+                 v->transactional_id, cn_txn_state_name(v->state),
+                 v->producer_epoch);
+    else
+        snprintf(out, len,
+                 "coordinator has transactional id '%s' %s at epoch %d",
+                 v->transactional_id, cn_txn_state_name(v->state),
+                 v->producer_epoch);
+}
+
+int cn_hanging_check_now(struct cn_broker *b, bool auto_abort)
+{
+    const struct cn_config *cfg = b->cfg;
+    struct scan s;
+    int found = 0;
+
+    if (b->stopping || b->log_dir_offline)
+        return 0;
+    memset(&s, 0, sizeof s);
+    s.b = b;
+    s.now_ms = cn_clock_wall_ms();
+    s.threshold_ms = (int64_t)cfg->transaction_max_timeout_ms +
+                     cfg->cairn_transaction_hanging_margin_ms;
+    cn_topics_foreach(b, scan_topic, &s);
+    if (s.nomem)
+        CN_WARN("hanging-transaction check: out of memory; only %zu open "
+                "transactions were looked at",
+                s.n);
+    /* Acting only now: an abort changes the open lists scanned above. */
+    for (size_t i = 0; i < s.n; i++) {
+        const struct suspect *x = &s.v[i];
+        struct cn_partition *p = x->p;
+        struct cn_txn_pid_view v;
+        struct cn_pentry_info info;
+        bool has_partition = false, by_coord = false;
+        char why[400];
+
+        bool known = cn_txn_coord_pid_view(b, x->producer_id, p->topic->name,
+                                           p->index, &v, &has_partition);
+        if (known && has_partition && live_state(v.state))
+            continue; /* the coordinator will close it */
+        if (!cn_pstate_get(p->pstate, x->producer_id, &info))
+            continue;
+        found++;
+        coord_words(known, &v, has_partition, why, sizeof why);
+        CN_WARN("hanging transaction on %s-%d: producer id %" PRId64
+                " epoch %d%s%s%s, first offset %" PRId64
+                ", open %" PRId64 " ms (threshold %" PRId64
+                " ms), %s; read_committed readers are stuck at offset %"
+                PRId64 " (high watermark %" PRId64 "); see 'cairnctl txn "
+                "find-hanging'",
+                p->topic->name, p->index, x->producer_id, info.epoch,
+                known ? ", transactional id '" : "",
+                known ? v.transactional_id : "", known ? "'" : "",
+                x->first_offset, s.now_ms - x->start_ms, s.threshold_ms, why,
+                cn_partition_lso(p), p->high_watermark);
+        if (!auto_abort)
+            continue;
+        int16_t err = cn_hanging_abort(b, p, x->producer_id, info.epoch,
+                                       info.coordinator_epoch, NULL,
+                                       &by_coord);
+        CN_WARN("audit: transaction.hanging.auto.abort: aborting producer id "
+                "%" PRId64 " epoch %d on %s-%d (first offset %" PRId64
+                "): %s",
+                x->producer_id, info.epoch, p->topic->name, p->index,
+                x->first_offset,
+                err ? cn_kerr_name(err)
+                    : by_coord ? "the coordinator aborts its transaction"
+                               : "abort marker written");
+    }
+    free(s.v);
+    if (found > 0)
+        cn_metrics_hanging_found(b, (uint64_t)found);
+    cn_metrics_set_hanging_now(b, (uint64_t)found);
+    return found;
+}
+
+static void on_check(uv_timer_t *t)
+{
+    struct cn_hanging *h = t->data;
+
+    cn_hanging_check_now(h->b, h->b->cfg->transaction_hanging_auto_abort);
+}
+
+int cn_hanging_start(struct cn_broker *b, struct cn_hanging **out)
+{
+    struct cn_hanging *h = calloc(1, sizeof *h);
+    uint64_t every =
+        (uint64_t)b->cfg->cairn_transaction_hanging_check_interval_ms;
+
+    if (!h)
+        return CN_ENOMEM;
+    h->b = b;
+    uv_timer_init(b->loop, &h->timer);
+    h->timer.data = h;
+    uv_timer_start(&h->timer, on_check, every, every);
+    *out = h;
+    return 0;
+}
+
+static void on_closed(uv_handle_t *handle)
+{
+    free(handle->data);
+}
+
+void cn_hanging_stop(struct cn_hanging *h)
+{
+    if (!h)
+        return;
+    uv_timer_stop(&h->timer);
+    uv_close((uv_handle_t *)&h->timer, on_closed);
+}

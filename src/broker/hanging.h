@@ -1,0 +1,72 @@
+/*
+ * hanging.h - hanging transactions on this broker's partitions: the
+ * marker write that WriteTxnMarkers and operator aborts share, and the
+ * periodic check that finds (and, if asked, aborts) transactions a
+ * partition holds open but no coordinator will ever close.
+ *
+ * A transaction is hanging when it has been open on the partition longer
+ * than transaction.max.timeout.ms + cairn.transaction.hanging.margin.ms
+ * and the coordinator does not hold its producer id in a live transaction
+ * (Ongoing, PrepareCommit or PrepareAbort) that includes the partition.
+ * No correct transaction lives past transaction.max.timeout.ms: the
+ * coordinator aborts it first.  The margin (default 60 s) covers the
+ * coordinator's timeout check interval and the marker write, so a
+ * transaction that is merely being aborted late is not reported.
+ *
+ * Every cairn.transaction.hanging.check.interval.ms the check logs one
+ * warning per hanging transaction and updates the hanging metrics; with
+ * transaction.hanging.auto.abort=true it also aborts each one (same path
+ * as cairnctl txn abort) with an audit warning.
+ *
+ * Runs on: loop.
+ */
+#ifndef CN_BROKER_HANGING_H
+#define CN_BROKER_HANGING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "broker_int.h"
+
+struct cn_hanging;
+
+/* Arms the periodic check.  Returns 0 or CN_ENOMEM; *out set on success. */
+int cn_hanging_start(struct cn_broker *b, struct cn_hanging **out);
+/* Stops the check; h is freed once its timer has closed.  NULL is fine. */
+void cn_hanging_stop(struct cn_hanging *h);
+
+/*
+ * Appends a commit or abort marker for producer_id/producer_epoch to p and
+ * records it in p's producer state (closing its open transaction, writing
+ * the aborted-transaction index entry for an abort, moving the LSO).  A
+ * marker for a producer with no open transaction on p is appended too, as
+ * Kafka does: it closes nothing, and it fences older epochs.  Returns a
+ * Kafka error code: NONE (then w->finish runs once the marker is durable,
+ * possibly before this returns), INVALID_PRODUCER_EPOCH for an epoch older
+ * than the partition's, INVALID_REQUEST for __transaction_state,
+ * KAFKA_STORAGE_ERROR when the log cannot take it (w not called).
+ */
+int16_t cn_hanging_write_marker(struct cn_broker *b, struct cn_partition *p,
+                                int64_t producer_id, int16_t producer_epoch,
+                                bool commit, int32_t coordinator_epoch,
+                                struct cn_sync_waiter *w);
+
+/*
+ * An operator abort of producer_id's open transaction on p: if the
+ * coordinator holds the producer in an Ongoing transaction that includes
+ * p, it aborts the whole transaction (epoch bump, markers follow) and
+ * *by_coordinator is true; otherwise the abort marker is written here as
+ * cn_hanging_write_marker does.  w may be NULL
+ * (fire and forget); when the coordinator takes over w->finish is called
+ * at once.  Returns a Kafka error code as cn_hanging_write_marker.
+ */
+int16_t cn_hanging_abort(struct cn_broker *b, struct cn_partition *p,
+                         int64_t producer_id, int16_t producer_epoch,
+                         int32_t coordinator_epoch, struct cn_sync_waiter *w,
+                         bool *by_coordinator);
+
+/* Runs one check now (tests); returns how many hanging transactions it
+ * found. */
+int cn_hanging_check_now(struct cn_broker *b, bool auto_abort);
+
+#endif
