@@ -34,6 +34,12 @@ int cn_gc_write(struct cn_broker *b, struct cn_partition *p,
                 const struct cn_bytes *keys, const struct cn_bytes *values,
                 size_t n, int64_t producer_id, int16_t producer_epoch,
                 struct cn_sync_waiter *w);
+/* A finished writer's bytes copied into the request's arena (null when
+ * memory is short or the writer failed). */
+struct cn_bytes cn_gc_arena_bytes(struct cn_req *req, const struct cn_wr *w);
+/* Compacts p by checkpoint when it has grown past its live keys plus
+ * cairn.internal.compact.slack.records and nothing of it is in flight. */
+void cn_gc_maybe_compact(struct cn_broker *b, struct cn_partition *p);
 /* Re-arms the membership timer at the state machine's next deadline;
  * call after every call that may change it. */
 void cn_gc_rearm(struct cn_broker *b);
