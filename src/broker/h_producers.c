@@ -24,6 +24,7 @@ void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_init_producer_id_request rq;
+    const struct cn_rd body0 = *body; /* to run again if it must wait */
     int err = cn_init_producer_id_request_decode(body, &req->arena,
                                                  h->api_version, &rq);
     if (err) {
@@ -35,7 +36,7 @@ void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
     rs.producer_id = -1;
     rs.producer_epoch = -1;
     if (!cn_bytes_is_null(rq.transactional_id)) {
-        cn_txn_init_producer_id(b, req, h, rq.transactional_id,
+        cn_txn_init_producer_id(b, req, h, &body0, rq.transactional_id,
                                 rq.transaction_timeout_ms, rq.producer_id,
                                 rq.producer_epoch);
         return;

@@ -854,6 +854,7 @@ static int abort_epoch(struct cn_broker *b, struct cn_txn_meta *m)
 
 void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
                              const struct cn_req_header *h,
+                             const struct cn_rd *body,
                              struct cn_bytes transactional_id,
                              int32_t timeout_ms, int64_t producer_id,
                              int16_t producer_epoch)
@@ -889,7 +890,8 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
     if (e->busy || e->meta.state == CN_TXN_PREPARE_COMMIT ||
         e->meta.state == CN_TXN_PREPARE_ABORT ||
         e->meta.state == CN_TXN_PREPARE_EPOCH_FENCE) {
-        answer_init_pid(req, h, KAFKA_CONCURRENT_TRANSACTIONS, -1, -1);
+        if (!park(b, e, req, h, body, cn_h_init_producer_id))
+            answer_init_pid(req, h, KAFKA_CONCURRENT_TRANSACTIONS, -1, -1);
         return;
     }
     /* v3+ (KIP-360): a client that names its id and epoch must be the

@@ -134,6 +134,7 @@ void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
  * h_producers.c). */
 void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
                              const struct cn_req_header *h,
+                             const struct cn_rd *body,
                              struct cn_bytes transactional_id,
                              int32_t timeout_ms, int64_t producer_id,
                              int16_t producer_epoch);
