@@ -23,7 +23,7 @@
 #include "txn/txn_state.h"
 #include "txn_coord.h"
 
-/* ---- the topic ------------------------------------------------------------- */
+/* ---- the topic ---------------------------------------------------------- */
 
 static struct cn_topic *offsets_topic(struct cn_broker *b, bool create)
 {
@@ -119,7 +119,7 @@ struct cn_bytes cn_gc_arena_bytes(struct cn_req *req, const struct cn_wr *w)
     return cn_bytes_of(p, (int32_t)w->len);
 }
 
-/* ---- replay at start ------------------------------------------------------ */
+/* ---- replay at start ---------------------------------------------------- */
 
 struct load_ctx {
     struct cn_group_coord *gc;
@@ -194,7 +194,7 @@ static int load_all(struct cn_broker *b, struct cn_topic *t)
     return rc;
 }
 
-/* ---- markers -------------------------------------------------------------- */
+/* ---- markers ------------------------------------------------------------ */
 
 void cn_group_coord_marker(struct cn_broker *b, struct cn_partition *p,
                            int64_t producer_id, bool commit)
@@ -313,7 +313,7 @@ void cn_gc_maybe_compact(struct cn_broker *b, struct cn_partition *p)
     cn_wr_fini(&cc.value);
 }
 
-/* ---- group metadata records ---------------------------------------------- */
+/* ---- group metadata records --------------------------------------------- */
 
 struct store_write {
     struct cn_sync_waiter waiter; /* first */
@@ -457,7 +457,7 @@ static void on_retention_timer(uv_timer_t *t)
     }
 }
 
-/* ---- lifecycle ------------------------------------------------------------ */
+/* ---- lifecycle ---------------------------------------------------------- */
 
 static int touch_group(void *arg, const char *group, size_t ncommitted,
                        size_t npending)

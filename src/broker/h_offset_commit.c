@@ -200,7 +200,7 @@ static const char *opt_cstr(struct cn_req *req, struct cn_bytes s)
     return cn_bytes_is_null(s) ? NULL : cn_gc_cstr(req, s);
 }
 
-/* ---- OffsetCommit -------------------------------------------------------- */
+/* ---- OffsetCommit ------------------------------------------------------- */
 
 static void answer_commit(struct commit_op *op)
 {
@@ -284,7 +284,7 @@ void cn_h_offset_commit(struct cn_broker *b, struct cn_req *req,
     commit_start(b, req, op);
 }
 
-/* ---- TxnOffsetCommit ------------------------------------------------------ */
+/* ---- TxnOffsetCommit ---------------------------------------------------- */
 
 static void answer_txn_commit(struct commit_op *op)
 {

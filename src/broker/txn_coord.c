@@ -638,7 +638,7 @@ static int16_t fenced_error(int16_t api_key, int16_t version)
                                         : KAFKA_INVALID_PRODUCER_EPOCH;
 }
 
-/* ---- markers and completion ---------------------------------------------- */
+/* ---- markers and completion --------------------------------------------- */
 
 static void complete_written(struct txn_write *w, int16_t err)
 {
@@ -795,7 +795,7 @@ static void write_markers(struct cn_broker *b, struct txn_entry *e,
     cn_sync_wait(b, &mw->waiter);
 }
 
-/* ---- InitProducerId ------------------------------------------------------ */
+/* ---- InitProducerId ----------------------------------------------------- */
 
 static void init_pid_written(struct txn_write *w, int16_t err)
 {
@@ -946,7 +946,7 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
     write_change(b, e, &next, init_pid_written, req, h, false);
 }
 
-/* ---- common checks ---------------------------------------------------------- */
+/* ---- common checks ------------------------------------------------------ */
 
 /* Checks the caller is the current instance of an existing id.  Returns a
  * Kafka error, or KAFKA_NONE with *out set. */
@@ -1404,7 +1404,7 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
     write_change(b, e, &next, add_written, req, h, false);
 }
 
-/* ---- AddOffsetsToTxn -------------------------------------------------------- */
+/* ---- AddOffsetsToTxn ---------------------------------------------------- */
 
 static void answer_add_offsets(struct cn_req *req,
                                const struct cn_req_header *h, int16_t err)
@@ -1483,7 +1483,7 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
     write_change(b, e, &next, add_offsets_written, req, h, false);
 }
 
-/* ---- EndTxn ----------------------------------------------------------------- */
+/* ---- EndTxn ------------------------------------------------------------- */
 
 static void end_written(struct txn_write *w, int16_t err);
 
@@ -1693,7 +1693,7 @@ int16_t cn_txn_coord_verify(struct cn_broker *b, int64_t producer_id,
     return KAFKA_NONE;
 }
 
-/* ---- FindCoordinator -------------------------------------------------------- */
+/* ---- FindCoordinator ---------------------------------------------------- */
 
 #define KEY_TYPE_GROUP 0
 #define KEY_TYPE_TRANSACTION 1
@@ -1762,7 +1762,7 @@ void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
     cn_req_done(req);
 }
 
-/* ---- timeouts ---------------------------------------------------------------- */
+/* ---- timeouts ----------------------------------------------------------- */
 
 static void timeout_written(struct txn_write *w, int16_t err)
 {
@@ -1810,7 +1810,7 @@ static void on_timeout_check(uv_timer_t *t)
         }
 }
 
-/* ---- expiry ---------------------------------------------------------------- */
+/* ---- expiry ------------------------------------------------------------- */
 
 static void expired_written(struct txn_write *w, int16_t err)
 {
@@ -1858,7 +1858,7 @@ static void on_expiry_check(uv_timer_t *t)
     }
 }
 
-/* ---- DescribeTransactions and ListTransactions ---------------------------- */
+/* ---- DescribeTransactions and ListTransactions -------------------------- */
 
 void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
                                 const struct cn_req_header *h,
@@ -2008,7 +2008,7 @@ nomem:
     cn_req_bad(req, h, CN_ENOMEM);
 }
 
-/* ---- load and recovery ------------------------------------------------------ */
+/* ---- load and recovery -------------------------------------------------- */
 
 static int load_record(struct cn_txn_coord *c, const struct cn_record *rec)
 {

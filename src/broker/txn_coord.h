@@ -131,7 +131,8 @@ bool cn_txn_coord_abort_for_operator(struct cn_broker *b, int64_t producer_id,
 void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body);
 /* InitProducerId with a transactional id (the idempotent case stays in
- * h_producers.c). */
+ * h_producers.c).  body is the undecoded request, kept so it can run
+ * again when the id is busy. */
 void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
                              const struct cn_req_header *h,
                              const struct cn_rd *body,
