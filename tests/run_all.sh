@@ -67,7 +67,7 @@ run_e2e() { # build dir, label, extra env...
     local log
     log=$(mktemp)
     env CAIRN_BUILD_DIR="$PWD/$dir" CAIRN_BIN="$PWD/$dir/cairn" "$@" \
-        $PY -m pytest -q -p no:cacheprovider ${E2E_ARGS:-} tests/e2e 2>&1 | tee "$log"
+        $PY -m pytest -q -p no:cacheprovider --durations=15 ${E2E_ARGS:-} tests/e2e 2>&1 | tee "$log"
     local line p f e
     line=$(grep -E '^(=+ )?[0-9]+ (passed|failed)' "$log" | tail -1)
     p=$(printf '%s' "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')

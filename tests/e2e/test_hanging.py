@@ -21,6 +21,7 @@ stops there and read_committed readers stall.
 import json
 import re
 import time
+import urllib.request
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -76,6 +77,19 @@ def wait_for(fn, what, timeout=15 * SLOW, every=0.1):
         if time.monotonic() > deadline:
             raise AssertionError("timed out waiting for " + what)
         time.sleep(every)
+
+
+def metrics(broker):
+    """{'name{labels}': value} from the broker's /metrics."""
+    url = "http://127.0.0.1:%d/metrics" % broker.http_port
+    with urllib.request.urlopen(url, timeout=5 * SLOW) as r:
+        body = r.read().decode()
+    out = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            out[key] = float(value)
+    return out
 
 
 def offsets(cli, topic, partition=0):
@@ -228,6 +242,15 @@ def test_hanging_found_explained_and_aborted(broker_factory):
                 if "hanging transaction on %s-0" % TOPIC in x][-1]
         assert "producer id %d" % pid in line and "first offset 1" in line
         assert TID in line and "CompleteAbort" in line
+        # ... and in its metrics: the hanging count, and the partition's
+        # LSO lag and oldest open transaction.
+        m = metrics(broker)
+        assert m["cairn_txn_hanging_transactions"] >= 1, m
+        assert m["cairn_txn_hanging_transactions_found_total"] >= 1, m
+        assert m['cairn_partition_lso_lag{topic="%s",partition="0"}'
+                 % TOPIC] > 0
+        assert m['cairn_partition_oldest_open_txn_age_seconds'
+                 '{topic="%s",partition="0"}' % TOPIC] > 0
 
         out = ok(ctl(broker, "txn", "abort", "--topic", TOPIC,
                      "--partition", "0", "--start-offset", "1"))
@@ -236,6 +259,8 @@ def test_hanging_found_explained_and_aborted(broker_factory):
         assert hw == 6 and lso == hw, (hw, lso)   # the marker took 5
         got = consume(c, 2, 10 * SLOW)
         assert got == [b"after-1", b"after-2"], got
+        assert metrics(broker)['cairn_partition_lso_lag{topic="%s",'
+                               'partition="0"}' % TOPIC] == 0
     finally:
         c.close()
     out = ok(ctl(broker, "txn", "find-hanging", "--topic", TOPIC,
