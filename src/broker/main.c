@@ -66,6 +66,10 @@ int main(int argc, char **argv)
     mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
     /* A peer that vanishes mid-write must not kill the broker. */
     signal(SIGPIPE, SIG_IGN);
+    /* libuv's workers run the fdatasyncs: up to three group-commit rounds
+     * of four each at once (sync.c).  Read before the first work item, so
+     * set here; the environment still wins. */
+    setenv("UV_THREADPOOL_SIZE", "12", 0);
 
     uv_loop_t *loop = uv_default_loop();
     struct cn_broker *b = NULL;

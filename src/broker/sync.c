@@ -25,16 +25,27 @@
  * for it, which takes a whole fsync off the latency of anything appended
  * during a round; rounds still complete in order (see round_done). */
 #define MAX_ROUNDS 3
+/* A round's fdatasyncs are spread over this many workers: one file after
+ * another would make a transaction's markers on N partitions cost N
+ * fsyncs, while the filesystem commits concurrent ones together. */
+#define ROUND_WORKERS 4
+
+struct round_chunk {
+    uv_work_t work;
+    struct cn_sync_round *round;
+    size_t from, to;            /* its share of the round's logs */
+};
 
 struct cn_sync_round {
-    uv_work_t work;
     struct cn_broker *broker;
     uint64_t round;
-    bool finished;              /* worker done, effects not applied yet */
+    int chunks_left;            /* workers still running */
+    bool finished;              /* all done, effects not applied yet */
     size_t n;
     struct cn_partition **parts;
     struct cn_log_sync **syncs;
     int *errs;
+    struct round_chunk chunks[ROUND_WORKERS];
     struct cn_sync_round *next; /* in flight, in start order */
 };
 
@@ -42,8 +53,9 @@ static void sync_start_round(struct cn_broker *b);
 
 static void round_work(uv_work_t *w)
 {
-    struct cn_sync_round *r = w->data;
-    for (size_t i = 0; i < r->n; i++)
+    struct round_chunk *c = w->data;
+    struct cn_sync_round *r = c->round;
+    for (size_t i = c->from; i < c->to; i++)
         if (r->syncs[i])
             r->errs[i] = cn_log_sync_run(r->syncs[i]);
 }
@@ -99,9 +111,12 @@ static void round_apply(struct cn_broker *b, struct cn_sync_round *r)
 
 static void round_done(uv_work_t *w, int status)
 {
-    struct cn_sync_round *r = w->data;
+    struct round_chunk *c = w->data;
+    struct cn_sync_round *r = c->round;
     struct cn_broker *b = r->broker;
     (void)status;
+    if (--r->chunks_left > 0)
+        return;
     r->finished = true;
     bool applied = false;
     while (b->sync_inflight && b->sync_inflight->finished) {
@@ -162,15 +177,31 @@ static void sync_start_round(struct cn_broker *b)
         p = next;
     }
     r->n = i;
-    r->work.data = r;
     b->sync_running++;
     struct cn_sync_round **tail = &b->sync_inflight;
     while (*tail)
         tail = &(*tail)->next;
     *tail = r;
-    if (uv_queue_work(b->loop, &r->work, round_work, round_done) < 0) {
-        round_work(&r->work);
-        round_done(&r->work, 0);
+    /* An empty round (waiters only) still needs one worker to finish. */
+    int nchunks = r->n < ROUND_WORKERS ? (int)r->n : ROUND_WORKERS;
+    if (nchunks == 0)
+        nchunks = 1;
+    r->chunks_left = nchunks;
+    for (int k = 0; k < nchunks; k++) {
+        struct round_chunk *c = &r->chunks[k];
+        c->round = r;
+        c->from = r->n * (size_t)k / (size_t)nchunks;
+        c->to = r->n * (size_t)(k + 1) / (size_t)nchunks;
+        c->work.data = c;
+    }
+    /* Queued after the loop above so no chunk can complete (and free the
+     * round) while later ones are still being set up. */
+    for (int k = 0; k < nchunks; k++) {
+        struct round_chunk *c = &r->chunks[k];
+        if (uv_queue_work(b->loop, &c->work, round_work, round_done) < 0) {
+            round_work(&c->work);
+            round_done(&c->work, 0);
+        }
     }
 }
 
