@@ -4,12 +4,12 @@
 # against the plain and the sanitized broker.  Prints one summary line,
 # "N passed, N failed", and exits non-zero on any failure.
 #
-#   FUZZ_SECONDS=N   time per fuzz target (default 30)
+#   FUZZ_SECONDS=N   time per fuzz target (default 20)
 #   E2E_ARGS=...     extra pytest arguments (e.g. "-k kcat")
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
-FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 passed=0
 failed=0
 failures=()

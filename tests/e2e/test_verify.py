@@ -15,9 +15,18 @@ Longer runs (not part of make test):
 import json
 import shlex
 
-from conftest import CAIRN_BIN, SLOW, free_port, needs_cairn, run, tool
+import pytest
+
+from conftest import (CAIRN_BIN, SANITIZED, SLOW, free_port, needs_cairn, run,
+                      tool)
 
 pytestmark = needs_cairn
+
+# The planted-bug runs test the checker, not the broker's memory safety:
+# once, against the plain build, is enough (they cost a minute each under
+# the sanitizers).
+checker_self_test = pytest.mark.skipif(
+    SANITIZED, reason="checker self-test runs in the plain pass only")
 
 
 def verify(tmp_path, duration, faults, failpoints=None, extra=()):
@@ -55,6 +64,7 @@ def test_verify_clean(tmp_path):
     assert sum(rep["faults"].values()) >= 3, rep["faults"]
 
 
+@checker_self_test
 def test_verify_finds_lso_ignoring_open_txns(tmp_path):
     rc, rep = verify(tmp_path, 20, "kill-worker,pause-worker",
                      "bug.lso_ignores_open_txns=error")
@@ -63,6 +73,7 @@ def test_verify_finds_lso_ignoring_open_txns(tmp_path):
     assert "aborted_visible" in found or "torn_transaction" in found, found
 
 
+@checker_self_test
 def test_verify_finds_appended_duplicates(tmp_path):
     # Broker kills make producers retry batches the broker had appended
     # but not acknowledged; the planted bug appends them again.
