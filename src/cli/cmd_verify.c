@@ -33,12 +33,21 @@ enum fault {
     FAULT_KILL_WORKER,
     FAULT_PAUSE_WORKER,
     FAULT_KILL_BROKER,
+    FAULT_CRASH_MID_COMMIT,
     NFAULTS,
 };
 
-static const char *const fault_names[NFAULTS] = {"kill-worker",
-                                                 "pause-worker",
-                                                 "kill-broker"};
+static const char *const fault_names[NFAULTS] = {
+    "kill-worker", "pause-worker", "kill-broker", "crash-mid-commit"};
+
+/* Cairn's coordinator fail points, one per step of a commit or abort:
+ * crash-mid-commit restarts the broker with one of them armed, so it dies
+ * at that step of the next transaction that reaches it. */
+static const char *const commit_failpoints[] = {
+    "txn.after_prepare_sync=crash",
+    "txn.after_some_markers=crash",
+    "txn.after_markers_before_complete=crash",
+};
 
 struct child {
     const char *role; /* writer, rpw, tail */
@@ -65,6 +74,8 @@ struct run {
     struct child kids[MAX_WORKERS];
     int nkids;
     pid_t broker;         /* broker process group, 0 when not running */
+    const char *armed;    /* CAIRN_FAILPOINTS of the running broker */
+    int64_t failpoint_crashes; /* broker deaths at an armed point */
     int64_t injected[NFAULTS]; /* faults by kind */
     int64_t restarts;     /* workers restarted after exiting */
     int64_t stall_ms;     /* longest end-offset catch-up seen */
@@ -193,6 +204,8 @@ static int start_broker(struct run *r)
         f = freopen(log, "a", stderr);
         (void)f;
         dup2(2, 1);
+        if (r->armed)
+            setenv("CAIRN_FAILPOINTS", r->armed, 1);
         execl("/bin/sh", "sh", "-c", r->broker_cmd, (char *)NULL);
         _exit(127);
     }
@@ -484,8 +497,17 @@ static void inject(struct run *r, unsigned *seed, int64_t *resume_at,
         break;
     case FAULT_KILL_BROKER:
         stop_broker(r, SIGKILL);
+        r->armed = NULL;
         if (start_broker(r) == 0)
             r->injected[FAULT_KILL_BROKER]++;
+        break;
+    case FAULT_CRASH_MID_COMMIT:
+        stop_broker(r, SIGKILL);
+        r->armed = commit_failpoints[rand_r(seed) %
+                                     (sizeof commit_failpoints /
+                                      sizeof commit_failpoints[0])];
+        if (start_broker(r) == 0)
+            r->injected[FAULT_CRASH_MID_COMMIT]++;
         break;
     default:
         break;
@@ -505,6 +527,16 @@ static void fault_phase(struct run *r)
             paused->paused = false;
             paused = NULL;
         }
+        /* A broker armed by crash-mid-commit died at its point: bring
+         * it back clean, to recover what that commit left behind. */
+        if (r->broker > 0 && r->armed &&
+            waitpid(r->broker, NULL, WNOHANG) == r->broker) {
+            kill(-r->broker, SIGKILL);
+            r->broker = 0;
+            r->armed = NULL;
+            r->failpoint_crashes++;
+            start_broker(r);
+        }
         if (now >= next) {
             inject(r, &seed, &resume_at, &paused);
             next = now + r->fault_every_ms / 2 +
@@ -516,6 +548,12 @@ static void fault_phase(struct run *r)
     if (paused) {
         kill(paused->pid, SIGCONT);
         paused->paused = false;
+    }
+    /* The checks need a broker that stays up. */
+    if (r->armed) {
+        stop_broker(r, SIGKILL);
+        r->armed = NULL;
+        start_broker(r);
     }
 }
 
@@ -566,7 +604,8 @@ static void print_report(const struct run *r, const struct cn_vc_report *rep,
         for (int k = 0; k < NFAULTS; k++)
             printf("%s\"%s\":%" PRId64, k ? "," : "", fault_names[k],
                    r->injected[k]);
-        printf("},\"stall_ms\":%" PRId64 ",\"anomalies\":{", r->stall_ms);
+        printf("},\"failpoint_crashes\":%" PRId64, r->failpoint_crashes);
+        printf(",\"stall_ms\":%" PRId64 ",\"anomalies\":{", r->stall_ms);
         for (int k = 0; k < CN_VC_NKINDS; k++) {
             printf("%s\"%s\":{\"count\":%" PRId64 ",\"examples\":[",
                    k ? "," : "", cn_vc_kind_name(k), rep->count[k]);
@@ -594,7 +633,8 @@ static void print_report(const struct run *r, const struct cn_vc_report *rep,
     for (int k = 0; k < NFAULTS; k++)
         printf(" %s %" PRId64 "%s", fault_names[k], r->injected[k],
                k + 1 < NFAULTS ? "," : "");
-    printf("; worker restarts %" PRId64 "\n", r->restarts);
+    printf("; worker restarts %" PRId64 "; broker crashes at a commit fail "
+           "point %" PRId64 "\n", r->restarts, r->failpoint_crashes);
     printf("stall       %" PRId64 " ms (bound %" PRId64 " ms)\n", r->stall_ms,
            r->stall_bound_ms);
     printf("\n%-22s %s\n", "ANOMALY", "COUNT");
@@ -684,12 +724,16 @@ out:
 
 static const char verify_usage[] =
     "Usage: cairnctl [--bootstrap-server HOST:PORT] [--json] verify\n"
-    "         --duration S [--faults kill-worker,pause-worker,kill-broker]\n"
+    "         --duration S [--faults kill-worker,pause-worker,kill-broker,\n"
+    "                                 crash-mid-commit]\n"
     "         [--broker-cmd CMD] [--seed N] [--writers N] [--rpw N]\n"
     "         [--partitions N] [--txn-timeout-ms MS] [--fault-every-ms MS]\n"
     "         [--stall-bound-ms MS] [--dir DIR]\n"
     "kill-broker needs --broker-cmd, which starts the broker (via /bin/sh)\n"
-    "at the start and after each kill; it listens on --bootstrap-server.\n";
+    "at the start and after each kill; it listens on --bootstrap-server.\n"
+    "crash-mid-commit (Cairn only) restarts it with CAIRN_FAILPOINTS set to\n"
+    "one of the coordinator's commit fail points, so it dies at that step of\n"
+    "a commit, and brings it back clean to recover.\n";
 
 static int verify_usage_error(const char *what, const char *val)
 {
@@ -785,8 +829,10 @@ static int parse(struct run *r, int argc, char **argv)
     }
     if (r->duration_ms <= 0)
         return verify_usage_error("needs --duration S", NULL);
-    if (r->faults[FAULT_KILL_BROKER] && !r->broker_cmd)
-        return verify_usage_error("kill-broker needs --broker-cmd", NULL);
+    if ((r->faults[FAULT_KILL_BROKER] || r->faults[FAULT_CRASH_MID_COMMIT]) &&
+        !r->broker_cmd)
+        return verify_usage_error(
+            "kill-broker and crash-mid-commit need --broker-cmd", NULL);
     return 0;
 }
 

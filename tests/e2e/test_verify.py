@@ -56,7 +56,10 @@ def summary(rep):
 
 
 def test_verify_clean(tmp_path):
-    rc, rep = verify(tmp_path, 45, "kill-worker,kill-broker,pause-worker")
+    rc, rep = verify(tmp_path, 45,
+                     "kill-worker,kill-broker,pause-worker,crash-mid-commit")
+    print("faults", rep["faults"], "fail point crashes",
+          rep["failpoint_crashes"])
     assert rc == 0, summary(rep)
     assert rep["ok"]
     ops = rep["operations"]
