@@ -143,6 +143,7 @@ void cli_table_set(struct table *t, int col, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void cli_table_set_bytes(struct table *t, int col, struct cn_bytes b);
 bool cli_table_row(struct table *t);
+void cli_table_header(struct table *t, const char *const *names);
 void cli_table_print(const struct table *t);
 struct cn_kclient *cli_conn_to(struct ctx *x, struct cn_bytes host,
                                   int32_t port);

@@ -311,6 +311,15 @@ void cli_table_set_bytes(struct table *t, int col, struct cn_bytes b)
     t->cells[(t->nrows - 1) * t->ncols + col] = cn_arena_strdup(t->arena, b);
 }
 
+/* The header row: one name per column (t->ncols of them). */
+void cli_table_header(struct table *t, const char *const *names)
+{
+    if (!cli_table_row(t))
+        return;
+    for (int c = 0; c < t->ncols; c++)
+        cli_table_set_bytes(t, c, cn_bytes_str(names[c]));
+}
+
 /* Starts a new row; false when full (callers size the table up front). */
 bool cli_table_row(struct table *t)
 {

@@ -155,11 +155,9 @@ int cmd_txn_list(struct ctx *x)
     }
     if (cli_table_init(&t, &x->arena, 4, nrows))
         return EXIT_FAIL;
-    cli_table_row(&t);
-    cli_table_set(&t, 0, "TransactionalId");
-    cli_table_set(&t, 1, "Coordinator");
-    cli_table_set(&t, 2, "ProducerId");
-    cli_table_set(&t, 3, "TransactionState");
+    cli_table_header(&t, (const char *const[]){
+                             "TransactionalId", "Coordinator", "ProducerId",
+                             "TransactionState"});
     for (int32_t i = 0; i < nrows; i++) {
         cli_table_row(&t);
         cli_table_set_bytes(&t, 0, rows[i].s->transactional_id);
@@ -312,16 +310,12 @@ int cmd_txn_describe(struct ctx *x)
         }
     if (cli_table_init(&t, &x->arena, 9, 1))
         return EXIT_FAIL;
-    cli_table_row(&t);
-    cli_table_set(&t, 0, "CoordinatorId");
-    cli_table_set(&t, 1, "TransactionalId");
-    cli_table_set(&t, 2, "ProducerId");
-    cli_table_set(&t, 3, "ProducerEpoch");
-    cli_table_set(&t, 4, "TransactionState");
-    cli_table_set(&t, 5, "TransactionTimeoutMs");
-    cli_table_set(&t, 6, "CurrentTransactionStartTimeMs");
-    cli_table_set(&t, 7, "TransactionDurationMs");
-    cli_table_set(&t, 8, "TopicPartitions");
+    cli_table_header(&t, (const char *const[]){
+                             "CoordinatorId", "TransactionalId", "ProducerId",
+                             "ProducerEpoch", "TransactionState",
+                             "TransactionTimeoutMs",
+                             "CurrentTransactionStartTimeMs",
+                             "TransactionDurationMs", "TopicPartitions"});
     cli_table_row(&t);
     cli_table_set(&t, 0, "%d", node);
     cli_table_set_bytes(&t, 1, s->transactional_id);
@@ -430,13 +424,10 @@ int cmd_txn_describe_producers(struct ctx *x)
                    pr->active_producers_len > 0 ? pr->active_producers_len
                                                 : 0))
         return EXIT_FAIL;
-    cli_table_row(&t);
-    cli_table_set(&t, 0, "ProducerId");
-    cli_table_set(&t, 1, "ProducerEpoch");
-    cli_table_set(&t, 2, "LatestCoordinatorEpoch");
-    cli_table_set(&t, 3, "LastSequence");
-    cli_table_set(&t, 4, "LastTimestamp");
-    cli_table_set(&t, 5, "CurrentTransactionStartOffset");
+    cli_table_header(&t, (const char *const[]){
+                             "ProducerId", "ProducerEpoch",
+                             "LatestCoordinatorEpoch", "LastSequence",
+                             "LastTimestamp", "CurrentTransactionStartOffset"});
     for (int32_t i = 0; i < pr->active_producers_len; i++) {
         const struct cn_describe_producers_response_producer_state *s =
             &pr->active_producers[i];
@@ -859,17 +850,11 @@ int cmd_txn_find_hanging(struct ctx *x)
     }
     if (cli_table_init(&t, &x->arena, 10, nrows))
         return EXIT_FAIL;
-    cli_table_row(&t);
-    cli_table_set(&t, 0, "Topic");
-    cli_table_set(&t, 1, "Partition");
-    cli_table_set(&t, 2, "ProducerId");
-    cli_table_set(&t, 3, "ProducerEpoch");
-    cli_table_set(&t, 4, "CoordinatorEpoch");
-    cli_table_set(&t, 5, "StartOffset");
-    cli_table_set(&t, 6, "TransactionalId");
-    cli_table_set(&t, 7, "AgeMs");
-    cli_table_set(&t, 8, "CoordinatorState");
-    cli_table_set(&t, 9, "Reason");
+    cli_table_header(&t, (const char *const[]){
+                             "Topic", "Partition", "ProducerId",
+                             "ProducerEpoch", "CoordinatorEpoch",
+                             "StartOffset", "TransactionalId", "AgeMs",
+                             "CoordinatorState", "Reason"});
     for (int32_t i = 0; i < nrows; i++) {
         const struct hang_row *r = &rows[i];
         cli_table_row(&t);
@@ -1191,17 +1176,11 @@ int cmd_lso_gap(struct ctx *x)
     }
     if (cli_table_init(&t, &x->arena, 10, nparts))
         return EXIT_FAIL;
-    cli_table_row(&t);
-    cli_table_set(&t, 0, "Topic");
-    cli_table_set(&t, 1, "Partition");
-    cli_table_set(&t, 2, "HighWatermark");
-    cli_table_set(&t, 3, "LastStableOffset");
-    cli_table_set(&t, 4, "Gap");
-    cli_table_set(&t, 5, "HolderProducerId");
-    cli_table_set(&t, 6, "HolderStartOffset");
-    cli_table_set(&t, 7, "HolderTransactionalId");
-    cli_table_set(&t, 8, "HolderAgeMs");
-    cli_table_set(&t, 9, "HolderCoordinatorState");
+    cli_table_header(&t, (const char *const[]){
+                             "Topic", "Partition", "HighWatermark",
+                             "LastStableOffset", "Gap", "HolderProducerId",
+                             "HolderStartOffset", "HolderTransactionalId",
+                             "HolderAgeMs", "HolderCoordinatorState"});
     for (int32_t i = 0; i < nparts; i++) {
         const struct gap_row *r = &rows[i];
         cli_table_row(&t);
