@@ -128,6 +128,11 @@ int16_t cn_topic_delete(struct cn_broker *b, struct cn_topic *t);
 int16_t cn_topic_add_partitions(struct cn_broker *b, struct cn_topic *t,
                                 int32_t new_count);
 int cn_topic_persist(struct cn_broker *b, const struct cn_topic *t);
+/* A coordinator's internal topic (__transaction_state,
+ * __consumer_offsets): found, or with create made with Kafka's settings
+ * for it.  NULL when missing (and not created) or creation failed. */
+struct cn_topic *cn_topic_internal(struct cn_broker *b, const char *name,
+                                   int32_t partitions, bool create);
 /* Refuses settings Cairn accepts by name but cannot honour yet, with a
  * message naming the key.  Returns a Kafka error code. */
 int16_t cn_topic_config_check(const struct cn_topic_config *tc, char *msg,

@@ -27,26 +27,8 @@
 
 static struct cn_topic *offsets_topic(struct cn_broker *b, bool create)
 {
-    struct cn_bytes name = cn_bytes_str(CN_OFFSETS_TOPIC);
-    struct cn_topic *t = cn_topic_find(b, name);
-    if (t || !create)
-        return t;
-    struct cn_topic_config tc;
-    cn_topic_config_init_defaults(&tc, b->cfg);
-    char msg[256];
-    cn_topic_config_set(&tc, "cleanup.policy", "compact", msg, sizeof msg);
-    cn_topic_config_set(&tc, "segment.bytes", "104857600", msg, sizeof msg);
-    /* Offsets leave by tombstone (expiry, deletion), never by age. */
-    cn_topic_config_set(&tc, "retention.ms", "-1", msg, sizeof msg);
-    cn_topic_config_set(&tc, "retention.bytes", "-1", msg, sizeof msg);
-    int16_t kerr = cn_topic_create(b, name,
-                                   b->cfg->offsets_topic_num_partitions, &tc,
-                                   &t, msg, sizeof msg);
-    if (kerr) {
-        CN_ERROR("cannot create %s: %s", CN_OFFSETS_TOPIC, msg);
-        return NULL;
-    }
-    return t;
+    return cn_topic_internal(b, CN_OFFSETS_TOPIC,
+                             b->cfg->offsets_topic_num_partitions, create);
 }
 
 struct cn_partition *cn_group_coord_partition(struct cn_broker *b,

@@ -632,3 +632,29 @@ void cn_topics_close_all(struct cn_broker *b)
     b->topic_buckets = 0;
     b->topic_count = 0;
 }
+
+struct cn_topic *cn_topic_internal(struct cn_broker *b, const char *name,
+                                   int32_t partitions, bool create)
+{
+    struct cn_bytes wire = cn_bytes_str(name);
+    struct cn_topic *t = cn_topic_find(b, wire);
+    if (t || !create)
+        return t;
+    struct cn_topic_config tc;
+    cn_topic_config_init_defaults(&tc, b->cfg);
+    char msg[256];
+    /* Kafka's settings for coordinator logs: the coordinator holds the
+     * newest record per key and compacts by checkpoint; records leave by
+     * being replaced or tombstoned, never by age or size. */
+    cn_topic_config_set(&tc, "cleanup.policy", "compact", msg, sizeof msg);
+    cn_topic_config_set(&tc, "segment.bytes", "104857600", msg, sizeof msg);
+    cn_topic_config_set(&tc, "retention.ms", "-1", msg, sizeof msg);
+    cn_topic_config_set(&tc, "retention.bytes", "-1", msg, sizeof msg);
+    int16_t kerr = cn_topic_create(b, wire, partitions, &tc, &t, msg,
+                                   sizeof msg);
+    if (kerr) {
+        CN_ERROR("cannot create %s: %s", name, msg);
+        return NULL;
+    }
+    return t;
+}
