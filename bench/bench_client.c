@@ -19,26 +19,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 static long dr_ok, dr_fail;
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void conf_set(rd_kafka_conf_t *conf, const char *k, const char *v)
-{
-    char errstr[256];
-
-    if (rd_kafka_conf_set(conf, k, v, errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK) {
-        fprintf(stderr, "config %s=%s: %s\n", k, v, errstr);
-        exit(2);
-    }
-}
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
@@ -51,50 +34,6 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     } else {
         dr_ok++;
     }
-}
-
-static int create_topic(const char *brokers, const char *topic, int parts)
-{
-    char errstr[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_t *rk;
-    rd_kafka_NewTopic_t *nt;
-    rd_kafka_queue_t *q;
-    rd_kafka_event_t *ev;
-    int rc = 0;
-
-    conf_set(conf, "bootstrap.servers", brokers);
-    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    if (!rk)
-        return -1;
-    nt = rd_kafka_NewTopic_new(topic, parts, 1, errstr, sizeof(errstr));
-    q = rd_kafka_queue_new(rk);
-    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-    ev = rd_kafka_queue_poll(q, 30000);
-    if (!ev || rd_kafka_event_error(ev)) {
-        fprintf(stderr, "CreateTopics: %s\n",
-                ev ? rd_kafka_event_error_string(ev) : "timed out");
-        rc = -1;
-    } else {
-        size_t cnt;
-        const rd_kafka_topic_result_t **tr =
-            rd_kafka_CreateTopics_result_topics(
-                rd_kafka_event_CreateTopics_result(ev), &cnt);
-
-        if (cnt == 1 && rd_kafka_topic_result_error(tr[0]) &&
-            rd_kafka_topic_result_error(tr[0]) !=
-                RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-            fprintf(stderr, "CreateTopics: %s\n",
-                    rd_kafka_topic_result_error_string(tr[0]));
-            rc = -1;
-        }
-    }
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    rd_kafka_NewTopic_destroy(nt);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_destroy(rk);
-    return rc;
 }
 
 /* Consumer tuning, from the command line. */

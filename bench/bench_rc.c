@@ -48,6 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 /* Command-line options; one set for all modes. */
 struct opts {
     const char *brokers;  /* bootstrap.servers */
@@ -73,119 +75,6 @@ static struct opts o = {
     .abort_every = 10, .producers = 4, .rounds = 3, .rate = 2000,
     .interval_ms = 100, .seconds = 10, .fetch_wait_ms = 10,
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void conf_set(rd_kafka_conf_t *conf, const char *k, const char *v)
-{
-    char errstr[256];
-
-    if (rd_kafka_conf_set(conf, k, v, errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK) {
-        fprintf(stderr, "config %s=%s: %s\n", k, v, errstr);
-        exit(2);
-    }
-}
-
-static int create_topic(void)
-{
-    char errstr[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_t *rk;
-    rd_kafka_NewTopic_t *nt;
-    rd_kafka_queue_t *q;
-    rd_kafka_event_t *ev;
-    int rc = 0;
-
-    conf_set(conf, "bootstrap.servers", o.brokers);
-    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    if (!rk)
-        return -1;
-    nt = rd_kafka_NewTopic_new(o.topic, o.parts, 1, errstr, sizeof(errstr));
-    q = rd_kafka_queue_new(rk);
-    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-    ev = rd_kafka_queue_poll(q, 30000);
-    if (!ev || rd_kafka_event_error(ev)) {
-        fprintf(stderr, "CreateTopics: %s\n",
-                ev ? rd_kafka_event_error_string(ev) : "timed out");
-        rc = -1;
-    } else {
-        size_t cnt;
-        const rd_kafka_topic_result_t **tr =
-            rd_kafka_CreateTopics_result_topics(
-                rd_kafka_event_CreateTopics_result(ev), &cnt);
-
-        if (cnt == 1 && rd_kafka_topic_result_error(tr[0]) &&
-            rd_kafka_topic_result_error(tr[0]) !=
-                RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-            fprintf(stderr, "CreateTopics: %s\n",
-                    rd_kafka_topic_result_error_string(tr[0]));
-            rc = -1;
-        }
-    }
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    rd_kafka_NewTopic_destroy(nt);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_destroy(rk);
-    return rc;
-}
-
-/* Growable list of samples. */
-struct samples {
-    double *v;  /* samples */
-    size_t n;   /* used */
-    size_t cap; /* allocated */
-};
-
-static void samples_add(struct samples *s, double x)
-{
-    if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 1024;
-        s->v = realloc(s->v, s->cap * sizeof(*s->v));
-        if (!s->v) {
-            perror("realloc");
-            exit(2);
-        }
-    }
-    s->v[s->n++] = x;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile, q in [0, 1]; the samples must be sorted. */
-static double samples_pct(const struct samples *s, double q)
-{
-    size_t i;
-
-    if (!s->n)
-        return 0;
-    i = (size_t)(q * (double)s->n + 0.999999);
-    if (i > 0)
-        i--;
-    if (i >= s->n)
-        i = s->n - 1;
-    return s->v[i];
-}
 
 /* Delivery counts of one producer instance (its rd_kafka opaque). */
 struct dr_count {
@@ -364,7 +253,7 @@ static int run_write(void)
     double t0, t;
     int i;
 
-    if (o.create && create_topic())
+    if (o.create && create_topic(o.brokers, o.topic, o.parts))
         return 1;
     t0 = now_s();
     for (i = 0; i < o.producers; i++) {
@@ -686,7 +575,7 @@ static int run_latency(void)
     size_t k;
     int i, bad = 0;
 
-    if (o.create && create_topic())
+    if (o.create && create_topic(o.brokers, o.topic, o.parts))
         return 1;
     /* Commits are at least interval_ms apart: this bounds their count. */
     ncap = (long)((o.seconds + 3) * 1000 / o.interval_ms) + 16;
@@ -764,10 +653,10 @@ static int run_latency(void)
         samples_add(&after, (l.recv_ns.v[k] - (double)commit_end_ns[t]) /
                                 1e6);
     }
-    qsort(l.ms.v, l.ms.n, sizeof(*l.ms.v), cmp_double);
-    qsort(flush.v, flush.n, sizeof(*flush.v), cmp_double);
-    qsort(commit.v, commit.n, sizeof(*commit.v), cmp_double);
-    qsort(after.v, after.n, sizeof(*after.v), cmp_double);
+    samples_sort(&l.ms);
+    samples_sort(&flush);
+    samples_sort(&commit);
+    samples_sort(&after);
     p50 = samples_pct(&l.ms, 0.5);
     p99 = samples_pct(&l.ms, 0.99);
     p999 = samples_pct(&l.ms, 0.999);

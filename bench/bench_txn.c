@@ -34,28 +34,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 static long dr_ok, dr_fail;
 static const char *debug; /* librdkafka debug contexts, or NULL */
 static const char *linger_ms = "10"; /* --linger-ms */
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void conf_set(rd_kafka_conf_t *conf, const char *k, const char *v)
-{
-    char errstr[256];
-
-    if (rd_kafka_conf_set(conf, k, v, errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK) {
-        fprintf(stderr, "config %s=%s: %s\n", k, v, errstr);
-        exit(2);
-    }
-}
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
@@ -68,93 +51,6 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     } else {
         dr_ok++;
     }
-}
-
-static int create_topic(const char *brokers, const char *topic, int parts)
-{
-    char errstr[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_t *rk;
-    rd_kafka_NewTopic_t *nt;
-    rd_kafka_queue_t *q;
-    rd_kafka_event_t *ev;
-    int rc = 0;
-
-    conf_set(conf, "bootstrap.servers", brokers);
-    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    if (!rk)
-        return -1;
-    nt = rd_kafka_NewTopic_new(topic, parts, 1, errstr, sizeof(errstr));
-    q = rd_kafka_queue_new(rk);
-    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-    ev = rd_kafka_queue_poll(q, 30000);
-    if (!ev || rd_kafka_event_error(ev)) {
-        fprintf(stderr, "CreateTopics: %s\n",
-                ev ? rd_kafka_event_error_string(ev) : "timed out");
-        rc = -1;
-    } else {
-        size_t cnt;
-        const rd_kafka_topic_result_t **tr =
-            rd_kafka_CreateTopics_result_topics(
-                rd_kafka_event_CreateTopics_result(ev), &cnt);
-
-        if (cnt == 1 && rd_kafka_topic_result_error(tr[0]) &&
-            rd_kafka_topic_result_error(tr[0]) !=
-                RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-            fprintf(stderr, "CreateTopics: %s\n",
-                    rd_kafka_topic_result_error_string(tr[0]));
-            rc = -1;
-        }
-    }
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    rd_kafka_NewTopic_destroy(nt);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_destroy(rk);
-    return rc;
-}
-
-/* Growable list of latency samples in milliseconds. */
-struct samples {
-    double *v;  /* samples, ms */
-    size_t n;   /* used */
-    size_t cap; /* allocated */
-};
-
-static void samples_add(struct samples *s, double ms)
-{
-    if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 256;
-        s->v = realloc(s->v, s->cap * sizeof(*s->v));
-        if (!s->v) {
-            perror("realloc");
-            exit(2);
-        }
-    }
-    s->v[s->n++] = ms;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile, q in [0, 1]; sorts the samples. */
-static double samples_pct(struct samples *s, double q)
-{
-    size_t i;
-
-    if (!s->n)
-        return 0;
-    qsort(s->v, s->n, sizeof(*s->v), cmp_double);
-    i = (size_t)(q * (double)s->n + 0.999999);
-    if (i > 0)
-        i--;
-    if (i >= s->n)
-        i = s->n - 1;
-    return s->v[i];
 }
 
 /*
@@ -326,6 +222,8 @@ static int run_throughput(const char *brokers, const char *topic, int parts,
     t = now_s() - t0;
     rd_kafka_destroy(rk);
     free(buf);
+    samples_sort(&c.commit);
+    samples_sort(&c.flush);
     printf("{\"test\": \"produce_txn_%dms\", \"commit_interval_ms\": %d, "
            "\"messages\": %ld, \"size\": %d, \"partitions\": %d, "
            "\"acks\": \"all\", \"delivered\": %ld, \"failed\": %ld, "
@@ -371,6 +269,8 @@ static int run_latency(const char *brokers, const char *topic, int k,
     }
     rd_kafka_destroy(rk);
     free(buf);
+    samples_sort(&c.commit);
+    samples_sort(&c.flush);
     p50 = samples_pct(&c.commit, 0.5);
     p99 = samples_pct(&c.commit, 0.99);
     p999 = samples_pct(&c.commit, 0.999);

@@ -1,0 +1,139 @@
+/*
+ * bench_util.h - what every librdkafka bench program needs: a monotonic
+ * clock, config setting that stops on a typo, topic creation, and
+ * latency samples with percentiles.  Header-only (static inline) because
+ * each bench/*.c is its own program.
+ */
+#ifndef CN_BENCH_UTIL_H
+#define CN_BENCH_UTIL_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static inline double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static inline int64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A bad key or value would make the figures meaningless: stop. */
+static inline void conf_set(rd_kafka_conf_t *conf, const char *k,
+                            const char *v)
+{
+    char errstr[256];
+
+    if (rd_kafka_conf_set(conf, k, v, errstr, sizeof(errstr)) !=
+        RD_KAFKA_CONF_OK) {
+        fprintf(stderr, "config %s=%s: %s\n", k, v, errstr);
+        exit(2);
+    }
+}
+
+/* Creates the topic (an existing one is fine); 0 or -1. */
+static inline int create_topic(const char *brokers, const char *topic,
+                               int parts)
+{
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_t *rk;
+    rd_kafka_NewTopic_t *nt;
+    rd_kafka_queue_t *q;
+    rd_kafka_event_t *ev;
+    int rc = 0;
+
+    conf_set(conf, "bootstrap.servers", brokers);
+    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk)
+        return -1;
+    nt = rd_kafka_NewTopic_new(topic, parts, 1, errstr, sizeof(errstr));
+    q = rd_kafka_queue_new(rk);
+    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+    ev = rd_kafka_queue_poll(q, 30000);
+    if (!ev || rd_kafka_event_error(ev)) {
+        fprintf(stderr, "CreateTopics: %s\n",
+                ev ? rd_kafka_event_error_string(ev) : "timed out");
+        rc = -1;
+    } else {
+        size_t cnt;
+        const rd_kafka_topic_result_t **tr =
+            rd_kafka_CreateTopics_result_topics(
+                rd_kafka_event_CreateTopics_result(ev), &cnt);
+
+        if (cnt == 1 && rd_kafka_topic_result_error(tr[0]) &&
+            rd_kafka_topic_result_error(tr[0]) !=
+                RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+            fprintf(stderr, "CreateTopics: %s\n",
+                    rd_kafka_topic_result_error_string(tr[0]));
+            rc = -1;
+        }
+    }
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_NewTopic_destroy(nt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+/* Growable list of samples. */
+struct samples {
+    double *v;  /* samples */
+    size_t n;   /* used */
+    size_t cap; /* allocated */
+};
+
+static inline void samples_add(struct samples *s, double x)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 1024;
+        s->v = realloc(s->v, s->cap * sizeof(*s->v));
+        if (!s->v) {
+            perror("realloc");
+            exit(2);
+        }
+    }
+    s->v[s->n++] = x;
+}
+
+static inline int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static inline void samples_sort(struct samples *s)
+{
+    if (s->n)
+        qsort(s->v, s->n, sizeof(*s->v), cmp_double);
+}
+
+/* Nearest-rank percentile, q in [0, 1]; the samples must be sorted. */
+static inline double samples_pct(const struct samples *s, double q)
+{
+    size_t i;
+
+    if (!s->n)
+        return 0;
+    i = (size_t)(q * (double)s->n + 0.999999);
+    if (i > 0)
+        i--;
+    if (i >= s->n)
+        i = s->n - 1;
+    return s->v[i];
+}
+
+#endif
