@@ -208,22 +208,20 @@ struct delete_state {
     int32_t next;                 /* group being deleted */
 };
 
+/* The tombstone keys of one group, in the request's arena. */
 struct key_list {
     struct cn_req *req;
     const char *group;
     struct cn_bytes *keys;
     size_t n, cap;
-    int err;
 };
 
-static int collect_key(void *arg, const char *topic, int32_t partition,
-                       const struct cn_offset_value *v)
+/* Appends a finished key writer's bytes; 0 or CN_ENOMEM. */
+static int key_list_push(struct key_list *kl, const struct cn_wr *w)
 {
-    struct key_list *kl = arg;
-    (void)v;
     if (kl->n == kl->cap) {
         size_t cap = kl->cap ? kl->cap * 2 : 16;
-        struct cn_bytes *keys = cn_arena_calloc(&kl->req->arena, cap + 1,
+        struct cn_bytes *keys = cn_arena_calloc(&kl->req->arena, cap,
                                                 sizeof *keys);
         if (!keys)
             return CN_ENOMEM;
@@ -232,14 +230,23 @@ static int collect_key(void *arg, const char *topic, int32_t partition,
         kl->keys = keys;
         kl->cap = cap;
     }
+    struct cn_bytes key = cn_gc_arena_bytes(kl->req, w);
+    if (cn_bytes_is_null(key))
+        return CN_ENOMEM;
+    kl->keys[kl->n++] = key;
+    return 0;
+}
+
+static int collect_key(void *arg, const char *topic, int32_t partition,
+                       const struct cn_offset_value *v)
+{
+    struct key_list *kl = arg;
+    (void)v;
     struct cn_wr kw;
     cn_wr_init(&kw, 64);
     int rc = cn_offsets_tombstone_key(&kw, kl->group, topic, partition);
-    if (!rc) {
-        kl->keys[kl->n] = cn_gc_arena_bytes(kl->req, &kw);
-        rc = cn_bytes_is_null(kl->keys[kl->n]) ? CN_ENOMEM : 0;
-        kl->n += rc ? 0 : 1;
-    }
+    if (!rc)
+        rc = key_list_push(kl, &kw);
     cn_wr_fini(&kw);
     return rc;
 }
@@ -283,7 +290,7 @@ static void delete_next(struct cn_broker *b, struct delete_state *ds)
             r->error_code = KAFKA_NONE;
         if (r->error_code)
             continue;
-        struct key_list kl = {req, group, NULL, 0, 0, 0};
+        struct key_list kl = {req, group, NULL, 0, 0};
         int rc = cn_offsets_foreach_key(b->gc->offsets, group, collect_key,
                                         &kl);
         struct cn_wr gk;
@@ -291,11 +298,7 @@ static void delete_next(struct cn_broker *b, struct delete_state *ds)
         if (!rc)
             rc = cn_group_tombstone_key(group, &gk);
         if (!rc)
-            rc = collect_key(&kl, "", 0, NULL); /* room for one more */
-        if (!rc) {
-            kl.keys[kl.n - 1] = cn_gc_arena_bytes(req, &gk);
-            rc = cn_bytes_is_null(kl.keys[kl.n - 1]) ? CN_ENOMEM : 0;
-        }
+            rc = key_list_push(&kl, &gk);
         cn_wr_fini(&gk);
         struct cn_bytes *vals = rc ? NULL
                                    : cn_arena_calloc(&req->arena, kl.n,
