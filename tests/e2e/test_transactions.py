@@ -3,16 +3,17 @@ producer commits and aborts, zombies are fenced, the coordinator's error
 codes over the raw protocol, timed-out transactions are aborted, and a
 crash between the decision and the last marker is finished on restart.
 
-read_committed filtering is not there yet, so every check looks at the
-log itself: the control batches (markers) that end each transaction on
-each partition, and DescribeProducers' current_txn_start_offset (-1 once
-the transaction's marker is written)."""
+Most checks look at the log itself: the control batches (markers) that
+end each transaction on each partition, and DescribeProducers'
+current_txn_start_offset (-1 once the transaction's marker is written);
+the commit/abort test also reads it back with a read_committed consumer."""
 
 import socket
 import time
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import (Consumer, KafkaError, KafkaException, Producer,
+                             TopicPartition)
 
 import kafka_wire as kw
 from conftest import CAIRN_BIN, SLOW, needs_cairn
@@ -220,6 +221,31 @@ def test_commit_then_abort(broker):
                  for b in cli.fetch_full(*tp)]
         assert kinds.count(COMMIT) == 1 and kinds.count(ABORT) == 1, kinds
     cli.close()
+
+    # A read_committed consumer sees exactly the committed records.
+    c = Consumer({"bootstrap.servers": broker.bootstrap,
+                  "group.id": "tx-basic-reader",
+                  "isolation.level": "read_committed",
+                  "enable.auto.commit": False,
+                  "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(t, p, 0) for t, p in tps])
+        got, eof = [], set()
+        deadline = time.monotonic() + T
+        while len(eof) < len(tps) and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    eof.add((m.topic(), m.partition()))
+                continue
+            got.append(m.value())
+    finally:
+        c.close()
+    want = [b"c-%s-%d-%d" % (t.encode(), p, i)
+            for t, p in tps for i in range(n1)]
+    assert sorted(got) == sorted(want), (len(got), len(want))
 
 
 def test_zombie_fenced(broker):
