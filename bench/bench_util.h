@@ -2,7 +2,7 @@
  * bench_util.h - what every librdkafka bench program needs: a monotonic
  * clock, config setting that stops on a typo, topic creation, and
  * latency samples with percentiles.  Header-only (static inline) because
- * each bench/*.c is its own program.
+ * each bench program is its own executable.
  */
 #ifndef CN_BENCH_UTIL_H
 #define CN_BENCH_UTIL_H

@@ -1,0 +1,187 @@
+/*
+ * group_table.c - where groups live: the hash table by group id (with
+ * creation order for listing and timers), creating and destroying
+ * groups, and the coordinator's own lifecycle.
+ */
+#include "group/group_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "proto/kerr.h"
+
+/* ---------------------------------------------------------------------
+ * Groups table
+ */
+
+static uint32_t hash_id(const char *s)
+{
+    uint32_t h = 2166136261u;
+    while (*s) {
+        h ^= (uint8_t)*s++;
+        h *= 16777619u;
+    }
+    return h;
+}
+
+struct cn_group *group_lookup(const struct cn_groups *gs, const char *id)
+{
+    struct cn_group *g;
+    if (!id)
+        return NULL;
+    for (g = gs->buckets[hash_id(id) & (gs->nbuckets - 1)]; g; g = g->hnext)
+        if (strcmp(g->id, id) == 0)
+            return g;
+    return NULL;
+}
+
+static void grow_table(struct cn_groups *gs)
+{
+    size_t n = gs->nbuckets * 2, i;
+    struct cn_group **b = xmalloc(n * sizeof *b);
+    for (i = 0; i < gs->nbuckets; i++) {
+        struct cn_group *g = gs->buckets[i], *next;
+        for (; g; g = next) {
+            size_t at = hash_id(g->id) & (n - 1);
+            next = g->hnext;
+            g->hnext = b[at];
+            b[at] = g;
+        }
+    }
+    free(gs->buckets);
+    gs->buckets = b;
+    gs->nbuckets = n;
+}
+
+struct cn_group *group_create(struct cn_groups *gs, const char *id,
+                              int64_t now_ms)
+{
+    struct cn_group *g = xmalloc(sizeof *g);
+    size_t at;
+
+    if (gs->count >= gs->nbuckets)
+        grow_table(gs);
+    g->id = xstrdup(id);
+    g->state = g->prev_state = CN_GROUP_EMPTY;
+    g->join_deadline_ms = g->sync_deadline_ms = NEVER;
+    g->state_ts_ms = now_ms;
+    at = hash_id(id) & (gs->nbuckets - 1);
+    g->hnext = gs->buckets[at];
+    gs->buckets[at] = g;
+    g->prev = gs->tail;
+    if (gs->tail)
+        gs->tail->next = g;
+    else
+        gs->head = g;
+    gs->tail = g;
+    gs->count++;
+    return g;
+}
+
+/* Drops every member and pending id, answering their waiters. */
+void group_clear_members(struct cn_groups *gs, struct cn_group *g,
+                         int16_t error)
+{
+    size_t i;
+    for (i = 0; i < g->nmembers; i++) {
+        group_member_join_error(gs, g->members[i], error, "");
+        group_member_sync_error(gs, g->members[i], error);
+        group_free_member(g->members[i]);
+    }
+    g->nmembers = 0;
+    g->leader = NULL;
+    for (i = 0; i < g->npending; i++)
+        free(g->pending[i].id);
+    g->npending = 0;
+}
+
+void group_destroy(struct cn_groups *gs, struct cn_group *g)
+{
+    struct cn_group **pp =
+        &gs->buckets[hash_id(g->id) & (gs->nbuckets - 1)];
+
+    while (*pp != g)
+        pp = &(*pp)->hnext;
+    *pp = g->hnext;
+    if (g->prev)
+        g->prev->next = g->next;
+    else
+        gs->head = g->next;
+    if (g->next)
+        g->next->prev = g->prev;
+    else
+        gs->tail = g->prev;
+    gs->count--;
+
+    group_clear_members(gs, g, KAFKA_COORDINATOR_NOT_AVAILABLE);
+    free(g->members);
+    free(g->pending);
+    free(g->protocol_type);
+    free(g->protocol);
+    free(g->id);
+    free(g);
+}
+
+/* ---------------------------------------------------------------------
+ * Lifecycle
+ */
+
+void cn_groups_config_default(struct cn_groups_config *cfg)
+{
+    cfg->min_session_timeout_ms = 6000;
+    cfg->max_session_timeout_ms = 1800000;
+    cfg->initial_rebalance_delay_ms = 3000;
+    cfg->max_size = INT32_MAX;
+    cfg->new_member_join_timeout_ms = 300000;
+    cfg->seed = 0;
+}
+
+struct cn_groups *cn_groups_new(const struct cn_groups_config *cfg,
+                                const struct cn_groups_ops *ops)
+{
+    struct cn_groups *gs = calloc(1, sizeof *gs);
+    if (!gs)
+        return NULL;
+    gs->nbuckets = 64;
+    gs->buckets = calloc(gs->nbuckets, sizeof *gs->buckets);
+    if (!gs->buckets) {
+        free(gs);
+        return NULL;
+    }
+    gs->cfg = *cfg;
+    gs->ops = *ops;
+    gs->rng = cfg->seed ? cfg->seed
+                        : (uint64_t)cn_clock_mono_us() ^
+                              (uint64_t)cn_clock_wall_ms() << 20;
+    return gs;
+}
+
+void cn_groups_shutdown(struct cn_groups *gs)
+{
+    struct cn_group *g;
+    size_t i;
+
+    if (gs->shut)
+        return;
+    gs->shut = true;
+    for (g = gs->head; g; g = g->next) {
+        for (i = 0; i < g->nmembers; i++) {
+            group_member_join_error(gs, g->members[i],
+                                    KAFKA_COORDINATOR_NOT_AVAILABLE, "");
+            group_member_sync_error(gs, g->members[i],
+                                    KAFKA_COORDINATOR_NOT_AVAILABLE);
+        }
+    }
+}
+
+void cn_groups_free(struct cn_groups *gs)
+{
+    if (!gs)
+        return;
+    cn_groups_shutdown(gs);
+    while (gs->head)
+        group_destroy(gs, gs->head);
+    free(gs->buckets);
+    free(gs);
+}
