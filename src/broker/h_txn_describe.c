@@ -1,0 +1,284 @@
+/*
+ * h_txn_describe.c - looking at the coordinator without changing it:
+ * FindCoordinator (for groups too), DescribeTransactions,
+ * ListTransactions, the metrics snapshot and the per-producer view the
+ * hanging-transaction check uses.  Nothing here writes, so nothing here
+ * waits or parks.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "group_coord.h"
+#include "handlers.h"
+#include "proto/gen/msgs.h"
+#include "proto/kerr.h"
+#include "txn/txn_state.h"
+#include "txn_coord.h"
+#include "txn_int.h"
+
+/* ---- FindCoordinator ---------------------------------------------------- */
+
+#define KEY_TYPE_GROUP 0
+#define KEY_TYPE_TRANSACTION 1
+
+static void fill_coordinator(struct cn_broker *b, struct cn_req *req,
+                             int8_t key_type, int16_t *err, int32_t *node,
+                             struct cn_bytes *host, int32_t *port,
+                             struct cn_bytes *msg)
+{
+    *node = -1;
+    *host = cn_bytes_str("");
+    *port = -1;
+    if (key_type != KEY_TYPE_TRANSACTION && key_type != KEY_TYPE_GROUP) {
+        *err = KAFKA_INVALID_REQUEST;
+        *msg = cn_req_str(req, "Unknown coordinator key type.");
+        return;
+    }
+    bool ready = key_type == KEY_TYPE_GROUP
+                     ? cn_group_coord_partition(b, cn_bytes_str("")) != NULL
+                     : txn_log_topic(b, true) != NULL;
+    if (!ready) {
+        *err = KAFKA_COORDINATOR_NOT_AVAILABLE;
+        return;
+    }
+    *err = KAFKA_NONE;
+    *node = b->node_id;
+    *host = cn_bytes_str(b->adv_host);
+    *port = b->adv_port;
+}
+
+void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
+                           const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_find_coordinator_request rq;
+    int err = cn_find_coordinator_request_decode(body, &req->arena,
+                                                 h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct cn_find_coordinator_response rs;
+    cn_find_coordinator_response_init(&rs);
+    if (h->api_version < 4) {
+        fill_coordinator(b, req, rq.key_type, &rs.error_code, &rs.node_id,
+                         &rs.host, &rs.port, &rs.error_message);
+    } else {
+        int32_t n = rq.coordinator_keys_len > 0 ? rq.coordinator_keys_len : 0;
+        rs.coordinators = cn_arena_calloc(&req->arena, (size_t)n + 1,
+                                          sizeof *rs.coordinators);
+        if (!rs.coordinators) {
+            cn_req_bad(req, h, CN_ENOMEM);
+            return;
+        }
+        rs.coordinators_len = n;
+        for (int32_t i = 0; i < n; i++) {
+            struct cn_find_coordinator_response_coordinator *c =
+                &rs.coordinators[i];
+            cn_find_coordinator_response_coordinator_init(c);
+            c->key = rq.coordinator_keys[i];
+            fill_coordinator(b, req, rq.key_type, &c->error_code, &c->node_id,
+                             &c->host, &c->port, &c->error_message);
+        }
+    }
+    cn_resp_begin(req, h);
+    cn_find_coordinator_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+}
+
+/* ---- DescribeTransactions and ListTransactions -------------------------- */
+
+void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h,
+                                struct cn_rd *body)
+{
+    struct cn_describe_transactions_request rq;
+    int err = cn_describe_transactions_request_decode(body, &req->arena,
+                                                      h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct cn_describe_transactions_response rs;
+    cn_describe_transactions_response_init(&rs);
+    int32_t n = rq.transactional_ids_len > 0 ? rq.transactional_ids_len : 0;
+    rs.transaction_states = cn_arena_calloc(&req->arena, (size_t)n + 1,
+                                            sizeof *rs.transaction_states);
+    if (!rs.transaction_states)
+        goto nomem;
+    rs.transaction_states_len = n;
+    for (int32_t i = 0; i < n; i++) {
+        struct cn_describe_transactions_response_transaction_state *ts =
+            &rs.transaction_states[i];
+        cn_describe_transactions_response_transaction_state_init(ts);
+        ts->transactional_id = rq.transactional_ids[i];
+        ts->topics_len = 0;
+        char id[1024];
+        struct txn_entry *e =
+            cn_wire_cstr(rq.transactional_ids[i], id, sizeof id)
+                ? txn_entry_find(b->txn, id)
+                : NULL;
+        if (!e || e->meta.state == CN_TXN_DEAD) {
+            ts->error_code = KAFKA_TRANSACTIONAL_ID_NOT_FOUND;
+            ts->transaction_state = cn_bytes_str("");
+            continue;
+        }
+        const struct cn_txn_meta *m = &e->meta;
+        ts->transaction_state = cn_bytes_str(cn_txn_state_name(m->state));
+        ts->transaction_timeout_ms = m->timeout_ms;
+        ts->transaction_start_time_ms = m->txn_start_ms;
+        ts->producer_id = m->producer_id;
+        ts->producer_epoch = m->producer_epoch;
+        /* Partitions come sorted by topic: one entry per topic. */
+        ts->topics = cn_arena_calloc(&req->arena, m->npartitions + 1,
+                                     sizeof *ts->topics);
+        if (!ts->topics)
+            goto nomem;
+        for (size_t k = 0; k < m->npartitions; k++) {
+            struct cn_describe_transactions_response_topic_data *td;
+            if (ts->topics_len == 0 ||
+                strcmp(m->partitions[k].topic, m->partitions[k - 1].topic)) {
+                td = &ts->topics[ts->topics_len++];
+                cn_describe_transactions_response_topic_data_init(td);
+                td->topic = cn_req_str(req, m->partitions[k].topic);
+                td->partitions = cn_arena_calloc(&req->arena,
+                                                 m->npartitions + 1,
+                                                 sizeof *td->partitions);
+                if (!td->partitions)
+                    goto nomem;
+                td->partitions_len = 0;
+            } else {
+                td = &ts->topics[ts->topics_len - 1];
+            }
+            td->partitions[td->partitions_len++] =
+                m->partitions[k].partition;
+        }
+    }
+    cn_resp_begin(req, h);
+    cn_describe_transactions_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+    return;
+nomem:
+    cn_req_bad(req, h, CN_ENOMEM);
+}
+
+static bool pid_wanted(const struct cn_list_transactions_request *rq,
+                       int64_t pid)
+{
+    if (rq->producer_id_filters_len <= 0)
+        return true;
+    for (int32_t i = 0; i < rq->producer_id_filters_len; i++)
+        if (rq->producer_id_filters[i] == pid)
+            return true;
+    return false;
+}
+
+void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
+                            const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_list_transactions_request rq;
+    int err = cn_list_transactions_request_decode(body, &req->arena,
+                                                  h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct cn_list_transactions_response rs;
+    cn_list_transactions_response_init(&rs);
+    int32_t nf = rq.state_filters_len > 0 ? rq.state_filters_len : 0;
+    bool want_state[CN_TXN_NSTATES] = {false};
+    rs.unknown_state_filters = cn_arena_calloc(&req->arena, (size_t)nf + 1,
+                                               sizeof *rs.unknown_state_filters);
+    if (!rs.unknown_state_filters)
+        goto nomem;
+    rs.unknown_state_filters_len = 0;
+    for (int32_t i = 0; i < nf; i++) {
+        char name[64];
+        int st = cn_wire_cstr(rq.state_filters[i], name, sizeof name)
+                     ? cn_txn_state_parse(name)
+                     : -1;
+        if (st < 0)
+            rs.unknown_state_filters[rs.unknown_state_filters_len++] =
+                rq.state_filters[i];
+        else
+            want_state[st] = true;
+    }
+    struct cn_txn_coord *c = b->txn;
+    rs.transaction_states = cn_arena_calloc(&req->arena, c->count + 1,
+                                            sizeof *rs.transaction_states);
+    if (!rs.transaction_states)
+        goto nomem;
+    rs.transaction_states_len = 0;
+    int64_t now = cn_clock_wall_ms();
+    for (size_t i = 0; i < c->buckets; i++)
+        for (struct txn_entry *e = c->table[i]; e; e = e->next) {
+            const struct cn_txn_meta *m = &e->meta;
+            if (m->state == CN_TXN_DEAD || (nf > 0 && !want_state[m->state]) ||
+                !pid_wanted(&rq, m->producer_id))
+                continue;
+            /* v1: only transactions running longer than the filter. */
+            if (rq.duration_filter >= 0 &&
+                (m->txn_start_ms < 0 ||
+                 now - m->txn_start_ms < rq.duration_filter))
+                continue;
+            struct cn_list_transactions_response_transaction_state *ts =
+                &rs.transaction_states[rs.transaction_states_len++];
+            cn_list_transactions_response_transaction_state_init(ts);
+            ts->transactional_id = cn_req_str(req, m->transactional_id);
+            ts->producer_id = m->producer_id;
+            ts->transaction_state = cn_bytes_str(cn_txn_state_name(m->state));
+        }
+    cn_resp_begin(req, h);
+    cn_list_transactions_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+    return;
+nomem:
+    cn_req_bad(req, h, CN_ENOMEM);
+}
+
+/* ---- metrics and introspection ------------------------------------------ */
+
+void cn_txn_coord_stats(struct cn_broker *b, struct cn_txn_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    struct cn_txn_coord *c = b->txn;
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->buckets; i++)
+        for (struct txn_entry *e = c->table[i]; e; e = e->next)
+            if (cn_txn_state_valid((int)e->meta.state))
+                out->ids_by_state[e->meta.state]++;
+    out->commits = c->commits;
+    out->aborts = c->aborts;
+    out->timed_out_aborts = c->timed_out_aborts;
+    out->fenced = c->fenced;
+    out->marker_retry_queue = c->marker_retries;
+    for (struct txn_park *pk = c->parked; pk; pk = pk->next)
+        out->parked_requests++;
+    out->commit_ms = c->commit_ms;
+    out->abort_ms = c->abort_ms;
+}
+
+bool cn_txn_coord_pid_view(struct cn_broker *b, int64_t producer_id,
+                           const char *topic, int32_t partition,
+                           struct cn_txn_pid_view *out, bool *has_partition)
+{
+    struct txn_entry *e = b->txn ? txn_entry_by_pid(b->txn, producer_id) : NULL;
+    if (has_partition)
+        *has_partition = false;
+    if (!e)
+        return false;
+    const struct cn_txn_meta *m = &e->meta;
+    if (out) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->transactional_id, sizeof out->transactional_id, "%s",
+                 m->transactional_id ? m->transactional_id : "");
+        out->state = m->state;
+        out->producer_epoch = m->producer_epoch;
+        out->txn_start_ms = m->txn_start_ms;
+        out->timeout_ms = m->timeout_ms;
+    }
+    if (has_partition && topic)
+        *has_partition = cn_txn_meta_has_partition(m, topic, partition);
+    return true;
+}

@@ -1,0 +1,288 @@
+/*
+ * txn_markers.c - finishing decided transactions: the commit or abort
+ * marker to every partition, then the Complete record, retried while the
+ * log directory is offline (a decided transaction is never dropped).
+ * Also the aborts the coordinator starts itself (timeout, operator),
+ * which decide and then finish the same way.  The fail points named in
+ * txn_coord.h fire here and in h_txn.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/failpoint.h"
+#include "base/say.h"
+#include "group_coord.h"
+#include "proto/batch.h"
+#include "proto/kerr.h"
+#include "txn/txn_state.h"
+#include "txn_coord.h"
+#include "txn_int.h"
+
+/* Markers carry the coordinator epoch; one broker has always led. */
+#define COORDINATOR_EPOCH 0
+/* A marker that could not be appended is tried again after this long. */
+#define MARKER_RETRY_MS 1000
+
+/* ---- markers and completion --------------------------------------------- */
+
+static void complete_written(struct txn_write *w, int16_t err)
+{
+    if (err) {
+        /* Markers are in the partitions; the Complete record will be
+         * written again by the next start's recovery. */
+        CN_ERROR("transactional id %s: cannot record completion",
+                 w->e->meta.transactional_id);
+        return;
+    }
+    struct txn_entry *e = w->e;
+    struct cn_txn_coord *c = w->b->txn;
+    e->busy = false;
+    if (e->decide_us > 0) {
+        double ms = (double)(cn_clock_mono_us() - e->decide_us) / 1000.0;
+        cn_hist_record(w->commit ? &c->commit_ms : &c->abort_ms, ms);
+        e->decide_us = 0;
+    }
+    if (w->commit)
+        c->commits++;
+    else
+        c->aborts++;
+    e->timeout_abort = false;
+    CN_DEBUG("transactional id %s: %s", e->meta.transactional_id,
+             cn_txn_state_name(e->meta.state));
+}
+
+struct marker_wait {
+    struct cn_sync_waiter waiter; /* first */
+    struct txn_entry *e;
+    bool commit;
+};
+
+struct marker_retry {
+    uv_timer_t timer;
+    struct cn_broker *b;
+    struct txn_entry *e;
+    bool commit;
+};
+
+static void markers_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
+{
+    struct marker_wait *mw = (struct marker_wait *)sw;
+    struct txn_entry *e = mw->e;
+    bool commit = mw->commit;
+    free(mw);
+    if (CN_FAILPOINT("txn.after_markers_before_complete"))
+        return;
+    struct cn_txn_meta next;
+    cn_txn_meta_init(&next);
+    if (cn_txn_meta_copy(&next, &e->meta) != 0)
+        return;
+    next.state = commit ? CN_TXN_COMPLETE_COMMIT : CN_TXN_COMPLETE_ABORT;
+    if (next.next_producer_id >= 0) {
+        /* TV2 epoch overflow: the client was handed the next id at epoch
+         * 0 with the EndTxn answer; it becomes current now. */
+        next.prev_producer_id = next.producer_id;
+        next.producer_id = next.next_producer_id;
+        next.producer_epoch = 0;
+        next.next_producer_id = -1;
+    }
+    cn_txn_meta_clear_partitions(&next);
+    next.txn_start_ms = -1; /* no transaction is running any more */
+    next.last_update_ms = cn_clock_wall_ms();
+    txn_write_change(b, e, &next, complete_written, NULL, NULL, commit);
+}
+
+static void on_retry_closed(uv_handle_t *h)
+{
+    struct marker_retry *r = h->data;
+    r->b->txn->marker_retries--;
+    txn_write_markers(r->b, r->e, r->commit);
+    free(r);
+}
+
+static void on_marker_retry(uv_timer_t *t)
+{
+    uv_close((uv_handle_t *)t, on_retry_closed);
+}
+
+/*
+ * Appends the marker to every partition of e's transaction, then (once
+ * they are durable) records the completion.  A partition of a deleted
+ * topic needs no marker.  If the log directory is offline the markers
+ * are tried again later: a decided transaction is finished, never
+ * dropped.
+ */
+void txn_write_markers(struct cn_broker *b, struct txn_entry *e, bool commit)
+{
+    if (b->stopping)
+        return; /* the next start's recovery writes them */
+    const struct cn_txn_meta *m = &e->meta;
+    struct cn_wr batch;
+    cn_wr_init(&batch, 128);
+    bool failed = b->log_dir_offline;
+    for (size_t i = 0; i < m->npartitions && !failed; i++) {
+        struct cn_partition *p = cn_partition_find(
+            b, cn_bytes_str(m->partitions[i].topic), m->partitions[i].partition);
+        if (!p)
+            continue;
+        cn_wr_reset(&batch);
+        if (cn_batch_build_control(&batch, m->producer_id, m->producer_epoch,
+                                   commit, COORDINATOR_EPOCH,
+                                   cn_clock_wall_ms()) != 0) {
+            failed = true;
+            break;
+        }
+        int64_t base;
+        int rc = cn_log_append(p->log, batch.buf, batch.len, &base);
+        if (rc) {
+            cn_broker_log_dir_failed(b, "a marker write", rc);
+            failed = true;
+            break;
+        }
+        cn_partition_check_roll(p);
+        struct cn_batch_hdr hdr;
+        if (cn_batch_hdr_parse(batch.buf, batch.len, &hdr) == 0)
+            cn_partition_record_batch(p, batch.buf, batch.len, &hdr);
+        if (p->topic->internal &&
+            strcmp(p->topic->name, CN_OFFSETS_TOPIC) == 0)
+            cn_group_coord_marker(b, p, m->producer_id, commit);
+        cn_sync_appended(b, p);
+        if (i == 0 && m->npartitions > 1 &&
+            CN_FAILPOINT("txn.after_some_markers")) {
+            failed = true;
+            break;
+        }
+    }
+    cn_wr_fini(&batch);
+    if (failed) {
+        struct marker_retry *r = calloc(1, sizeof *r);
+        if (!r)
+            return;
+        r->b = b;
+        r->e = e;
+        r->commit = commit;
+        uv_timer_init(b->loop, &r->timer);
+        r->timer.data = r;
+        uv_timer_start(&r->timer, on_marker_retry, MARKER_RETRY_MS, 0);
+        b->txn->marker_retries++;
+        return;
+    }
+    struct marker_wait *mw = calloc(1, sizeof *mw);
+    if (!mw)
+        return;
+    mw->e = e;
+    mw->commit = commit;
+    mw->waiter.finish = markers_synced;
+    if (!b->cfg->cairn_fsync_group_commit) {
+        markers_synced(b, &mw->waiter);
+        return;
+    }
+    cn_sync_wait(b, &mw->waiter);
+}
+
+/* ---- aborts the coordinator makes --------------------------------------- */
+
+/*
+ * The epoch for a coordinator-made abort (timeout, fence, operator).  A
+ * TV2 client's EndTxn at epoch E is a retry when the stored epoch is E+1,
+ * so Kafka bumps twice here (the fence, then the abort's own bump): a
+ * late EndTxn from the aborted transaction is then fenced instead of
+ * being taken for a retry.
+ */
+static int abort_epoch(struct cn_broker *b, struct cn_txn_meta *m)
+{
+    int rc = txn_next_epoch(b, m);
+    if (!rc && m->client_tv >= 2 && txn_tv2_on(b))
+        rc = txn_next_epoch(b, m);
+    return rc;
+}
+
+/* ---- timeouts ----------------------------------------------------------- */
+
+static void timeout_written(struct txn_write *w, int16_t err)
+{
+    if (err) {
+        w->e->busy = false;
+        w->e->timeout_abort = false;
+        return;
+    }
+    if (w->e->timeout_abort)
+        w->b->txn->timed_out_aborts++;
+    if (CN_FAILPOINT("txn.after_prepare_sync"))
+        return;
+    txn_write_markers(w->b, w->e, false);
+}
+
+void txn_on_timeout_check(uv_timer_t *t)
+{
+    struct cn_broker *b = t->data;
+    struct cn_txn_coord *c = b->txn;
+    int64_t now = cn_clock_wall_ms();
+    if (b->stopping)
+        return;
+    for (size_t i = 0; i < c->buckets; i++)
+        for (struct txn_entry *e = c->table[i]; e; e = e->next) {
+            const struct cn_txn_meta *m = &e->meta;
+            if (e->busy || m->state != CN_TXN_ONGOING ||
+                now - m->txn_start_ms <= m->timeout_ms)
+                continue;
+            struct cn_txn_meta next;
+            cn_txn_meta_init(&next);
+            if (cn_txn_meta_copy(&next, m) != 0 ||
+                abort_epoch(b, &next) != 0) {
+                cn_txn_meta_fini(&next);
+                continue;
+            }
+            CN_INFO("transactional id %s: transaction open %lld ms, past its "
+                    "timeout of %d ms: aborting and bumping the epoch to %d",
+                    m->transactional_id, (long long)(now - m->txn_start_ms),
+                    m->timeout_ms, next.producer_epoch);
+            next.state = CN_TXN_PREPARE_ABORT;
+            next.last_update_ms = now;
+            e->decide_us = cn_clock_mono_us();
+            e->timeout_abort = true;
+            txn_write_change(b, e, &next, timeout_written, NULL, NULL, false);
+        }
+}
+
+/* ---- operator aborts ---------------------------------------------------- */
+
+bool cn_txn_coord_abort_for_operator(struct cn_broker *b, int64_t producer_id,
+                                     const char *topic, int32_t partition)
+{
+    struct txn_entry *e = b->txn ? txn_entry_by_pid(b->txn, producer_id) : NULL;
+    const char *tp = topic ? topic : "?";
+    if (!e || e->busy || e->meta.state != CN_TXN_ONGOING || !topic ||
+        !cn_txn_meta_has_partition(&e->meta, topic, partition)) {
+        CN_WARN("operator abort of producer %lld on %s-%d: %s%s%s; the "
+                "marker goes to the partition directly",
+                (long long)producer_id, tp, partition,
+                e ? "transactional id " : "no transactional id knows it",
+                e ? e->meta.transactional_id : "",
+                e ? " has no open transaction there (or is busy)" : "");
+        return false;
+    }
+    const struct cn_txn_meta *m = &e->meta;
+    struct cn_txn_meta next;
+    cn_txn_meta_init(&next);
+    if (cn_txn_meta_copy(&next, m) != 0 || abort_epoch(b, &next) != 0) {
+        cn_txn_meta_fini(&next);
+        CN_WARN("operator abort of transactional id %s (producer %lld epoch "
+                "%d) on %s-%d: cannot start, the marker goes to the "
+                "partition directly",
+                m->transactional_id, (long long)producer_id,
+                m->producer_epoch, tp, partition);
+        return false;
+    }
+    CN_WARN("operator abort of transactional id %s (producer %lld epoch %d) "
+            "on %s-%d: the coordinator aborts the whole transaction and "
+            "bumps the epoch to %d",
+            m->transactional_id, (long long)producer_id, m->producer_epoch,
+            tp, partition, next.producer_epoch);
+    next.state = CN_TXN_PREPARE_ABORT;
+    next.last_update_ms = cn_clock_wall_ms();
+    e->decide_us = cn_clock_mono_us();
+    e->timeout_abort = false;
+    txn_write_change(b, e, &next, timeout_written, NULL, NULL, false);
+    return true;
+}
