@@ -166,29 +166,9 @@ static void entry_remove(struct cn_txn_coord *c, struct txn_entry *e)
 
 struct cn_topic *txn_log_topic(struct cn_broker *b, bool create)
 {
-    struct cn_bytes name = cn_bytes_str(CN_TXN_TOPIC);
-    struct cn_topic *t = cn_topic_find(b, name);
-    if (t || !create)
-        return t;
-    struct cn_topic_config tc;
-    cn_topic_config_init_defaults(&tc, b->cfg);
-    /* Kafka's settings for the transaction log; the coordinator reads
-     * only the newest record per id, so old ones may be compacted. */
-    char msg[256];
-    cn_topic_config_set(&tc, "cleanup.policy", "compact", msg, sizeof msg);
-    cn_topic_config_set(&tc, "segment.bytes", "104857600", msg, sizeof msg);
-    /* Never deleted by age or size: a record is replaced only by a newer
-     * one for the same id. */
-    cn_topic_config_set(&tc, "retention.ms", "-1", msg, sizeof msg);
-    cn_topic_config_set(&tc, "retention.bytes", "-1", msg, sizeof msg);
-    int16_t kerr = cn_topic_create(
-        b, name, b->cfg->transaction_state_log_num_partitions, &tc, &t, msg,
-        sizeof msg);
-    if (kerr) {
-        CN_ERROR("cannot create %s: %s", CN_TXN_TOPIC, msg);
-        return NULL;
-    }
-    return t;
+    return cn_topic_internal(b, CN_TXN_TOPIC,
+                             b->cfg->transaction_state_log_num_partitions,
+                             create);
 }
 
 static struct cn_partition *log_partition(struct cn_topic *t, const char *id)
@@ -381,41 +361,22 @@ void txn_write_change_x(struct cn_broker *b, struct txn_entry *e,
         rc = cn_batch_builder_finish(&bb, &batch);
         cn_batch_builder_fini(&bb);
     }
-    int64_t base;
+    /* Synced before it is acted on whatever the flush policy for data
+     * says; write_done runs once it is durable. */
     if (!rc)
-        rc = cn_log_append(p->log, batch.buf, batch.len, &base);
+        rc = cn_sync_append_internal(b, p, batch.buf, batch.len, &w->waiter);
     cn_wr_fini(&key);
     cn_wr_fini(&value);
     cn_wr_fini(&batch);
     if (rc) {
         CN_ERROR("cannot append to %s for transactional id %s: %s",
                  CN_TXN_TOPIC, e->meta.transactional_id, cn_strerror(rc));
-        if (rc != CN_ENOMEM && rc != CN_EINVAL)
-            cn_broker_log_dir_failed(b, "a transaction log write", rc);
         e->busy = false;
         set_writing(b->txn, e, false);
         cn_txn_meta_fini(&w->next);
         w->then(w, KAFKA_COORDINATOR_NOT_AVAILABLE);
         free(w);
-        return;
     }
-    cn_partition_check_roll(p);
-    if (!b->cfg->cairn_fsync_group_commit) {
-        /* The transaction log is synced before it is acted on whatever
-         * the flush policy for data says. */
-        struct cn_log_sync *s = cn_log_sync_begin(p->log);
-        if (s) {
-            int err = cn_log_sync_run(s);
-            cn_log_sync_end(p->log, s, err);
-            if (err)
-                cn_broker_log_dir_failed(b, "fdatasync", err);
-        }
-        p->high_watermark = cn_log_end_offset(p->log);
-        write_done(b, &w->waiter);
-        return;
-    }
-    cn_sync_appended(b, p);
-    cn_sync_wait(b, &w->waiter);
 }
 
 void txn_write_change(struct cn_broker *b, struct txn_entry *e,
@@ -479,26 +440,14 @@ static void maybe_compact(struct cn_broker *b, const char *id)
     int64_t first = cn_log_end_offset(p->log);
     if (!rc && bb.count > 0) {
         rc = cn_batch_builder_finish(&bb, &batch);
-        int64_t base;
         if (!rc)
-            rc = cn_log_append(p->log, batch.buf, batch.len, &base);
-        if (!rc) {
-            cn_partition_check_roll(p);
-            struct cn_log_sync *s = cn_log_sync_begin(p->log);
-            if (s) {
-                rc = cn_log_sync_run(s);
-                cn_log_sync_end(p->log, s, rc);
-            }
-            if (rc)
-                cn_broker_log_dir_failed(b, "fdatasync", rc);
-            else
-                p->high_watermark = cn_log_end_offset(p->log);
-        }
-    }
-    if (!rc)
+            rc = cn_sync_checkpoint(b, p, batch.buf, batch.len);
+    } else if (!rc) {
         rc = cn_log_delete_records(p->log, first);
+        if (!rc)
+            cn_partition_after_retention(p);
+    }
     if (!rc) {
-        cn_partition_after_retention(p);
         CN_INFO("%s-%d compacted: %zu ids kept, log starts at %lld",
                 CN_TXN_TOPIC, part, ids, (long long)first);
     } else {
