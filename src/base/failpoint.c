@@ -17,6 +17,8 @@ enum fp_action { FP_OFF, FP_CRASH, FP_ERROR };
 struct failpoint {
     char name[FAILPOINT_NAME_MAX]; /* e.g. "log.mid_append" */
     enum fp_action action;
+    unsigned every;                /* fires on every Nth hit; 1: each */
+    _Atomic unsigned hits;         /* hits since armed (workers hit too) */
 };
 
 bool cn_failpoints_armed;
@@ -50,6 +52,22 @@ int cn_failpoint_set(const char *name, const char *action)
     if (!name[0] || strlen(name) >= FAILPOINT_NAME_MAX)
         return CN_EINVAL;
     enum fp_action a;
+    unsigned every = 1;
+    char word[16];
+    const char *slash = action ? strchr(action, '/') : NULL;
+    if (slash) {
+        /* "error/N": a fault now and then, so a test sees the rare path
+         * many times in a run instead of once or never. */
+        char *end;
+        unsigned long n = strtoul(slash + 1, &end, 10);
+        if (slash == action || (size_t)(slash - action) >= sizeof word ||
+            *end || n < 1 || n > 1000000)
+            return CN_EINVAL;
+        memcpy(word, action, (size_t)(slash - action));
+        word[slash - action] = '\0';
+        action = word;
+        every = (unsigned)n;
+    }
     if (!action || strcmp(action, "off") == 0)
         a = FP_OFF;
     else if (strcmp(action, "crash") == 0)
@@ -62,6 +80,8 @@ int cn_failpoint_set(const char *name, const char *action)
     if (!fp)
         return a == FP_OFF ? 0 : CN_ENOMEM;
     fp->action = a;
+    fp->every = every;
+    fp->hits = 0;
     recompute_armed();
     return 0;
 }
@@ -87,7 +107,7 @@ int cn_failpoints_init(void)
         if (cn_failpoint_set(tok, action) != 0) {
             fprintf(stderr,
                     "cairn: CAIRN_FAILPOINTS: bad entry '%s' (want "
-                    "name=crash|error)\n",
+                    "name=crash|error[/N])\n",
                     tok);
             err = CN_EINVAL;
             break;
@@ -101,6 +121,8 @@ int cn_failpoint_hit(const char *name)
 {
     struct failpoint *fp = find(name, false);
     if (!fp || fp->action == FP_OFF)
+        return 0;
+    if (fp->every > 1 && ++fp->hits % fp->every != 0)
         return 0;
     if (fp->action == FP_CRASH) {
         fprintf(stderr, "cairn: fail point %s: crashing\n", name);

@@ -5,6 +5,7 @@
  * An armed "crash" point kills the process on the spot (SIGKILL to itself,
  * so nothing is flushed, as with kill -9); an "error" point makes
  * CN_FAILPOINT() return CN_EFAILPOINT so the caller takes its error path.
+ * "name=error/N" (or crash/N) fires on every Nth hit only.
  * Unarmed points cost one load and a predictable branch.
  */
 #ifndef CN_BASE_FAILPOINT_H

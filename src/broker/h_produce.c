@@ -296,6 +296,11 @@ static void produce_finish(struct cn_broker *b, struct cn_sync_waiter *w)
                         KAFKA_KAFKA_STORAGE_ERROR;
         }
     }
+    /* A lost response after a durable append: the client must retry the
+     * same batch, which the producer state then recognises.  Armed as
+     * "produce.drop_response=error/N" by the history checker's tests. */
+    if (ps->appended && CN_FAILPOINT("produce.drop_response"))
+        cn_req_close_conn(req);
     cn_resp_begin(req, &ps->h);
     cn_produce_response_encode(&req->resp, ps->h.api_version, &ps->rs);
     cn_req_done(req);

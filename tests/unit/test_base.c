@@ -1,8 +1,9 @@
-/* test_base.c - reader, writer and arena. */
+/* test_base.c - reader, writer, arena and fail points. */
 #include <string.h>
 
 #include "base/arena.h"
 #include "base/err.h"
+#include "base/failpoint.h"
 #include "base/rd.h"
 #include "base/wr.h"
 #include "unit.h"
@@ -109,6 +110,30 @@ UNIT_TEST(arena_zeroed_and_aligned)
     cn_arena_fini(&a);
 }
 
+UNIT_TEST(failpoint_every_nth_hit)
+{
+    CHECK_EQ(cn_failpoint_set("unit.sometimes", "error/3"), 0);
+    int fired = 0;
+    for (int i = 1; i <= 9; i++) {
+        int rc = CN_FAILPOINT("unit.sometimes");
+        if (rc) {
+            CHECK_EQ(rc, CN_EFAILPOINT);
+            CHECK_EQ(i % 3, 0);
+            fired++;
+        }
+    }
+    CHECK_EQ(fired, 3);
+    CHECK_EQ(cn_failpoint_set("unit.sometimes", "error"), 0);
+    CHECK_EQ(CN_FAILPOINT("unit.sometimes"), CN_EFAILPOINT);
+    CHECK_EQ(cn_failpoint_set("unit.sometimes", "error/0"), CN_EINVAL);
+    CHECK_EQ(cn_failpoint_set("unit.sometimes", "error/x"), CN_EINVAL);
+    CHECK_EQ(cn_failpoint_set("unit.sometimes", "/3"), CN_EINVAL);
+    CHECK_EQ(cn_failpoint_set("unit.sometimes", "explode/3"), CN_EINVAL);
+    CHECK_EQ(cn_failpoint_set("unit.sometimes", NULL), 0);
+    CHECK_EQ(CN_FAILPOINT("unit.sometimes"), 0);
+}
+
 UNIT_MAIN(varint_round_trip, varint_known_bytes, reader_stops_at_first_error,
           overlong_uvarint_rejected, huge_array_count_rejected,
-          strings_null_and_compact, tags_skipped, arena_zeroed_and_aligned)
+          strings_null_and_compact, tags_skipped, arena_zeroed_and_aligned,
+          failpoint_every_nth_hit)
