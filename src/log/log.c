@@ -429,8 +429,9 @@ static int recover(struct cn_log *log)
             /* Unreadable is not missing: the bytes may come back once the
              * disk or the permissions are fixed, so refuse rather than
              * serve around them. */
-            CN_ERROR("log %s: cannot read segment %020lld.log: %s", log->dir,
-                     (long long)bases[i], cn_strerror(err));
+            CN_ERROR("log %s: cannot read segment %020lld.log: %s; not "
+                     "opening the partition (nothing deleted)",
+                     log->dir, (long long)bases[i], cn_strerror(err));
             goto out_free;
         }
         seg->durable = true;
