@@ -104,7 +104,8 @@ static int verify_logs(const char *data_dir)
             printf("%s: BAD: %d of %d segments have a bad batch\n", dir,
                    v.bad_segments, v.segments);
             rc = 1;
-        } else {
+        } else if (v.batches > 0 || v.gaps) {
+            /* Empty partitions (most coordinator ones) only count. */
             printf("%s: ok: %d segments, %lld batches, %lld bytes%s\n", dir,
                    v.segments, (long long)v.batches, (long long)v.bytes,
                    v.gaps ? " (with offset gaps, see above)" : "");

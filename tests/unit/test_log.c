@@ -926,9 +926,10 @@ UNIT_TEST(test_unreadable_segment_refused)
     free(dir);
 }
 
-/* A time index cut to whole entries looks sane; its last entry no longer
- * holds the segment's max, so ListOffsets by time skipped the segment.
- * It is noticed and rebuilt. */
+/* A time index cut to whole entries looks sane, but its last entry no
+ * longer holds the segment's max timestamp; with timestamps that go down
+ * inside a segment, ListOffsets by time then skipped the segment.  It is
+ * noticed (a sealed index ends with the max) and rebuilt. */
 UNIT_TEST(test_timeindex_truncated)
 {
     char *dir = unit_tmpdir("log");
@@ -936,11 +937,22 @@ UNIT_TEST(test_timeindex_truncated)
     cfg_small(&cfg);
     struct cn_log *log;
     CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
-    fill(log, 30);
+    /* Batch i: offsets 3i..3i+2; every fourth is far in the future. */
+    for (int i = 0; i < 30; i++) {
+        int64_t ts = i % 4 == 1 ? 1000000000 + 1000 * i : 1000 * (i + 1);
+        CHECK_EQ(append_one(log, 3, ts, 40, NULL), 0);
+    }
     cn_log_close(log);
     int64_t bases[64];
     int nb = list_bases(dir, bases, 64);
     CHECK(nb >= 4);
+    /* Segment 1 and 2 each hold a future batch that is not their last. */
+    int want[2] = {-1, -1};
+    for (int k = 1; k <= 2; k++)
+        for (int i = (int)(bases[k] / 3); i < (bases[k + 1] / 3) - 1; i++)
+            if (i % 4 == 1 && want[k - 1] < 0)
+                want[k - 1] = i;
+    CHECK(want[0] >= 0 && want[1] >= 0);
     char *t1 = seg_file(dir, bases[1], "timeindex");
     char *t2 = seg_file(dir, bases[2], "timeindex");
     int64_t t2_size = file_size(t2);
@@ -948,14 +960,11 @@ UNIT_TEST(test_timeindex_truncated)
     CHECK_EQ(truncate(t1, 0), 0);
     CHECK_EQ(truncate(t2, 12), 0);
     CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
-    /* Batch i (offsets 3i..3i+2) has timestamps 1000(i+1)..+2. */
-    for (int k = 1; k <= 2; k++) {
-        int64_t last_batch = (bases[k + 1] - 3) / 3, off, ts;
-        CHECK_EQ(cn_log_offset_for_time(log, 1000 * (last_batch + 1), &off,
-                                        &ts),
-                 0);
-        CHECK_EQ(off, 3 * last_batch);
-        CHECK_EQ(ts, 1000 * (last_batch + 1) + 2);
+    for (int k = 0; k < 2; k++) {
+        int64_t ts_want = 1000000000 + 1000 * want[k] + 2, off, ts;
+        CHECK_EQ(cn_log_offset_for_time(log, ts_want, &off, &ts), 0);
+        CHECK_EQ(off, 3 * want[k]);
+        CHECK_EQ(ts, ts_want);
     }
     CHECK_EQ(file_size(t2), t2_size);
     CHECK_EQ(cn_log_end_offset(log), 90);
