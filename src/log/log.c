@@ -379,7 +379,6 @@ static int load_seg(struct cn_log *log, struct cn_segment *seg, bool trusted,
             CN_WARN("log %s: segment %020lld: %s; rebuilding its indexes "
                     "from the log",
                     log->dir, (long long)seg->base, cn_corrupt_last());
-            trusted = false;
         } else if (err) {
             return err;
         } else {
