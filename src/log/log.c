@@ -544,6 +544,23 @@ int cn_log_open(const char *dir, const struct cn_log_config *cfg,
     return 0;
 }
 
+struct cn_log *cn_log_new_offline(const char *dir,
+                                  const struct cn_log_config *cfg)
+{
+    struct cn_log *log = calloc(1, sizeof *log);
+    if (!log)
+        return NULL;
+    log->dir = strdup(dir);
+    if (!log->dir) {
+        free(log);
+        return NULL;
+    }
+    set_cfg(log, cfg);
+    log->max_ts = log->max_ts_offset = -1;
+    log->offline = true;
+    return log;
+}
+
 void cn_log_close(struct cn_log *log)
 {
     if (!log)

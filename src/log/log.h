@@ -88,6 +88,16 @@ void cn_log_config_default(struct cn_log_config *cfg);
 int cn_log_open(const char *dir, const struct cn_log_config *cfg,
                 struct cn_log **out);
 
+/* A log that is offline from the start, holding no files: for a partition
+ * whose directory cn_log_open() could not open (an unreadable segment),
+ * so the broker can keep listing it and answer KAFKA_STORAGE_ERROR for it
+ * while every other partition is served.  Every call but close, delete and
+ * the getters returns CN_EOFFLINE; the offsets read 0.  cn_log_close()
+ * frees it and leaves the directory alone.  NULL only when out of memory.
+ * Runs on: loop. */
+struct cn_log *cn_log_new_offline(const char *dir,
+                                  const struct cn_log_config *cfg);
+
 /* Clean shutdown: syncs data and indexes, writes the checkpoint with the
  * recovery point at the end offset and the clean flag (so the next open
  * scans nothing), closes files and frees log.  No sync may be in flight.

@@ -20,9 +20,12 @@ from pathlib import Path
 import pytest
 
 from conftest import CAIRN_BIN, SLOW, needs_cairn
-from kafka_wire import TxnClient, record_batch
+from kafka_wire import (TxnClient, fetch_request_v11, parse_fetch_v11,
+                        record_batch)
 
 pytestmark = needs_cairn
+
+KAFKA_STORAGE_ERROR = 56
 
 TOPIC = "tamper"
 SEGMENT_BYTES = 4096
@@ -156,6 +159,42 @@ def test_missing_active_segment_keeps_the_end(broker_factory):
     expect_all_but(b, gone)
     assert produce_one(b) == (0, END)
     assert "new records start at %d" % END in since_last_start(b)
+
+
+def test_unreadable_segment_takes_only_its_partition_offline(
+        broker_factory):
+    b = start_topic(broker_factory)
+    b.create_topic("bystander", 1)
+    fill(b)
+    c = TxnClient(b.port)
+    assert c.produce("bystander", 0, record_batch([b"b0"])) == (0, 0)
+    c.close()
+    b.stop()
+    bases = segment_bases(b)
+    seg = part_dir(b) / ("%020d.log" % bases[2])
+    saved = seg.read_bytes()
+    # Unreadable, even for root: a directory where the file should be.
+    seg.unlink()
+    seg.mkdir()
+    b.start()
+    c = TxnClient(b.port)
+    assert c.produce("bystander", 0, record_batch([b"b1"])) == (0, 1)
+    assert c.produce(TOPIC, 0, record_batch([b"x"]))[0] == \
+        KAFKA_STORAGE_ERROR
+    _, top_err, out = parse_fetch_v11(c.call(fetch_request_v11, TOPIC, 0, 0))
+    assert out[(TOPIC, 0)][0] == KAFKA_STORAGE_ERROR
+    c.close()
+    log = since_last_start(b)
+    assert "cannot read segment %020d.log" % bases[2] in log
+    assert "partition %s-0 is offline" % TOPIC in log
+    # Nothing was deleted or cut: once the file is back, all of it is.
+    assert b.stop() == 0
+    seg.rmdir()
+    seg.write_bytes(saved)
+    b.start()
+    assert segment_bases(b) == bases
+    assert log_end(b) == END
+    expect_all_but(b, ())
 
 
 def test_truncated_indexes_are_rebuilt(broker_factory):
