@@ -159,6 +159,8 @@ struct log_scan {
     int64_t next_offset; /* offset after the last valid batch */
     int64_t batches;     /* valid batches */
     const char *why;     /* first bad batch's fault (static), NULL if none */
+    int64_t sound_base;  /* base offset of a CRC-valid batch that did not
+                          * chain, else -1 */
 };
 /* Walks seg's .log (seg->size bytes, from byte 0) and stops at the first
  * batch that does not parse, chain from seg->base, fit in the file or match

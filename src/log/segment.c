@@ -331,6 +331,7 @@ int log_seg_scan(const struct cn_segment *seg,
     size_t cap = 0;
     int err = 0;
     memset(out, 0, sizeof *out);
+    out->sound_base = -1;
     /* Faults found here are reported by the caller, once, with the file
      * and offset; the funnel only records them. */
     cn_corrupt_hush();
@@ -344,11 +345,12 @@ int log_seg_scan(const struct cn_segment *seg,
         }
         if (err)
             break;
-        if (h.base_offset != expect) {
+        if (h.base_offset < expect) {
+            /* Before reading the batch: the bound below needs it. */
             out->why = "batch base offset not contiguous";
             break;
         }
-        if (h.last_offset_delta > INT32_MAX - 1 - (expect - seg->base) ||
+        if (h.last_offset_delta > INT32_MAX - 1 - (h.base_offset - seg->base) ||
             pos > (int64_t)UINT32_MAX) {
             out->why = "segment too large for its index";
             break;
@@ -376,6 +378,12 @@ int log_seg_scan(const struct cn_segment *seg,
                                  (size_t)h.total_bytes - LOG_BATCH_CRC_FROM);
         if (crc != h.crc) {
             out->why = "batch CRC mismatch";
+            break;
+        }
+        /* After the CRC, so a torn batch is never taken for this. */
+        if (h.base_offset != expect) {
+            out->why = "batch base offset not contiguous";
+            out->sound_base = h.base_offset;
             break;
         }
         if (fn) {
@@ -428,6 +436,17 @@ int log_seg_recover(struct cn_log *log, struct cn_segment *seg,
     if (err)
         return err;
     int64_t pos = sc.good_bytes;
+    if (pos == 0 && sc.sound_base >= 0) {
+        /* A sound first batch that is not the file's base offset: the file
+         * is misnamed or misplaced, not torn.  Cutting it would delete all
+         * of it; refuse instead (the caller names the file). */
+        CN_ERROR("log %s: segment %020lld.log holds a valid batch at offset "
+                 "%lld where offset %lld should start: the file does not "
+                 "belong under this name; not cutting it",
+                 log->dir, (long long)seg->base,
+                 (long long)sc.sound_base, (long long)seg->base);
+        return CN_ECORRUPT;
+    }
     *scanned = size;
     *truncated = size - pos;
     if (pos < size) {

@@ -926,6 +926,44 @@ UNIT_TEST(test_unreadable_segment_refused)
     free(dir);
 }
 
+/* A segment file under the wrong name (its first batch is sound but not
+ * at the file's base offset) is not a torn tail: cutting it would delete
+ * the whole file.  The open is refused and the file left as it is. */
+UNIT_TEST(test_misnamed_segment_refused)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 30);
+    cn_log_close(log);
+    int64_t bases[64];
+    int nb = list_bases(dir, bases, 64);
+    CHECK(nb >= 4);
+    char *from = seg_file(dir, bases[2], "log");
+    char *to = seg_file(dir, bases[2] - 1, "log");
+    int64_t size = file_size(from);
+    CHECK_EQ(rename(from, to), 0);
+    enum cn_say_level lvl = cn_say_max_level;
+    cn_say_max_level = CN_SAY_ERROR;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), CN_ECORRUPT);
+    cn_say_max_level = lvl;
+    CHECK_EQ(file_size(to), size);
+    int64_t now[64];
+    CHECK_EQ(list_bases(dir, now, 64), nb);
+    /* Named right again, it all comes back. */
+    CHECK_EQ(rename(to, from), 0);
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), 90);
+    check_every_offset(log);
+    cn_log_close(log);
+    free(from);
+    free(to);
+    unit_rmtree(dir);
+    free(dir);
+}
+
 /* A time index cut to whole entries looks sane, but its last entry no
  * longer holds the segment's max timestamp; with timestamps that go down
  * inside a segment, ListOffsets by time then skipped the segment.  It is
@@ -1536,7 +1574,8 @@ UNIT_MAIN(test_round_trip_segments, test_read_bounds, test_index_lookup,
           test_delete_records, test_clean_reopen_scans_nothing,
           test_offset_for_time, test_torn_tail, test_torn_middle_segment,
           test_missing_middle_segment, test_missing_active_segment,
-          test_unreadable_segment_refused, test_timeindex_truncated,
+          test_unreadable_segment_refused, test_misnamed_segment_refused,
+          test_timeindex_truncated,
           test_torn_tail_reported_once, test_verify_finds_flipped_byte,
           test_index_rebuild, test_eio_on_write, test_eio_on_sync,
           test_short_writes, test_mid_append_failpoint, test_sync_flow,
