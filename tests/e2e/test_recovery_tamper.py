@@ -308,9 +308,17 @@ def test_verify_logs_finds_a_flipped_byte(broker_factory):
             p.commit_transaction(30)
         else:
             p.abort_transaction(30)
+    # And compressed batches (the records are decoded too).
+    b.create_topic("tamper-zstd", 1)
+    z = Producer({"bootstrap.servers": b.bootstrap,
+                  "compression.type": "zstd", "linger.ms": 5})
+    for i in range(200):
+        z.produce("tamper-zstd", b"compressed %d " % i * 4)
+    assert z.flush(30) == 0
     b.stop()
     res = verify_logs(b)
     assert res.returncode == 0, res.stdout + res.stderr
+    assert "tamper-zstd-0: ok" in res.stdout
     assert "BAD" not in res.stdout
     assert "%s: ok" % part_dir(b) in res.stdout
     assert "__transaction_state" in res.stdout
