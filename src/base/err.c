@@ -27,9 +27,30 @@ const char *cn_strerror(int err)
     }
 }
 
+static _Thread_local int hushed;            /* cn_corrupt_hush() depth */
+static _Thread_local const char *last_what; /* latest `what`, static */
+
 int cn_corrupt_at(const char *file, int line, const char *what)
 {
-    fprintf(stderr, "cairn: corruption detected at %s:%d: %s\n", file, line,
-            what);
+    last_what = what;
+    if (!hushed)
+        fprintf(stderr, "cairn: corruption detected at %s:%d: %s\n", file,
+                line, what);
     return CN_ECORRUPT;
+}
+
+void cn_corrupt_hush(void)
+{
+    hushed++;
+}
+
+void cn_corrupt_unhush(void)
+{
+    if (hushed > 0)
+        hushed--;
+}
+
+const char *cn_corrupt_last(void)
+{
+    return last_what ? last_what : "corrupt data";
 }

@@ -26,8 +26,20 @@ enum {
 const char *cn_strerror(int err);
 
 /* Records where corruption was detected (file, line) and returns CN_ECORRUPT.
- * Keeping one funnel makes corruption greppable in logs and breakable in gdb. */
+ * Keeping one funnel makes corruption greppable in logs and breakable in gdb.
+ * It prints "cairn: corruption detected at FILE:LINE: WHAT" to stderr unless
+ * the calling thread is inside cn_corrupt_hush(). */
 int cn_corrupt_at(const char *file, int line, const char *what);
 #define cn_corrupt(what) cn_corrupt_at(__FILE__, __LINE__, (what))
+
+/* Start-up recovery expects corruption (a torn tail after a crash) and
+ * reports each case itself, once, with the partition, file and offset; a
+ * bare funnel line before that reads like an assertion failure.  Between
+ * cn_corrupt_hush() and cn_corrupt_unhush() (nestable, per thread)
+ * cn_corrupt_at() only records.  cn_corrupt_last() is the `what` of this
+ * thread's latest corruption (a static string), or "corrupt data" if none. */
+void cn_corrupt_hush(void);
+void cn_corrupt_unhush(void);
+const char *cn_corrupt_last(void);
 
 #endif

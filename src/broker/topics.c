@@ -254,8 +254,14 @@ int cn_topic_persist(struct cn_broker *b, const struct cn_topic *t)
     return rc;
 }
 
+/* Opens partition `index` of t.  With `loading` (start-up) a user topic's
+ * partition whose log cannot be opened (an unreadable segment; recovery
+ * says which) is kept as an offline partition answering
+ * KAFKA_STORAGE_ERROR, so one bad file does not stop the whole broker; a
+ * coordinator's partition still refuses the start, since its coordinator
+ * cannot work without every record of it. */
 static int partition_open(struct cn_broker *b, struct cn_topic *t,
-                          int32_t index)
+                          int32_t index, bool loading)
 {
     char dir[4400];
     snprintf(dir, sizeof dir, "%s/%s-%d", b->data_dir, t->name, index);
@@ -265,6 +271,26 @@ static int partition_open(struct cn_broker *b, struct cn_topic *t,
     if (!p)
         return CN_ENOMEM;
     int err = cn_log_open(dir, &lc, &p->log);
+    if (err && loading && !t->internal && err != CN_ENOMEM) {
+        p->log = cn_log_new_offline(dir, &lc);
+        p->pstate = p->log ? cn_pstate_new() : NULL;
+        if (!p->pstate) {
+            if (p->log)
+                cn_log_close(p->log);
+            free(p);
+            return CN_ENOMEM;
+        }
+        CN_ERROR("partition %s-%d is offline: its log cannot be opened "
+                 "(%s, see above); it answers KAFKA_STORAGE_ERROR while the "
+                 "other partitions are served; nothing was deleted: fix the "
+                 "file and restart",
+                 t->name, index, cn_strerror(err));
+        p->topic = t;
+        p->index = index;
+        p->active_base = cn_log_active_base(p->log);
+        t->partitions[index] = p;
+        return 0;
+    }
     if (err) {
         CN_ERROR("cannot open partition log %s: %s", dir, cn_strerror(err));
         free(p);
@@ -364,7 +390,7 @@ int16_t cn_topic_create(struct cn_broker *b, struct cn_bytes name,
         return KAFKA_KAFKA_STORAGE_ERROR;
     }
     for (int32_t i = 0; i < partitions; i++) {
-        if (partition_open(b, t, i) != 0) {
+        if (partition_open(b, t, i, false) != 0) {
             close_partitions(t);
             char path[4400];
             meta_path(b, t->name, path, sizeof path);
@@ -451,7 +477,7 @@ int16_t cn_topic_add_partitions(struct cn_broker *b, struct cn_topic *t,
         return KAFKA_KAFKA_STORAGE_ERROR;
     }
     for (int32_t i = old; i < new_count; i++)
-        if (partition_open(b, t, i) != 0)
+        if (partition_open(b, t, i, false) != 0)
             return KAFKA_KAFKA_STORAGE_ERROR;
     CN_INFO("topic %s now has %d partitions", t->name, new_count);
     return KAFKA_NONE;
@@ -521,7 +547,7 @@ static int load_one(struct cn_broker *b, const char *name, char *err,
         CN_WARN("topic %s: ignoring stored config: %s", name, cerr);
     cn_wr_fini(&cfgtext);
     for (int32_t i = 0; i < partitions; i++) {
-        int rc = partition_open(b, t, i);
+        int rc = partition_open(b, t, i, true);
         if (rc) {
             snprintf(err, err_len, "cannot open %s/%s-%d: %s", b->data_dir,
                      name, i, cn_strerror(rc));

@@ -176,8 +176,7 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* "<20 digits>.<ext>" -> base offset, or -1. */
-static int64_t parse_seg_name(const char *name, const char *ext)
+int64_t log_parse_seg_name(const char *name, const char *ext)
 {
     size_t el = strlen(ext);
     if (strlen(name) != 21 + el || name[20] != '.' ||
@@ -221,7 +220,7 @@ static int list_dir(struct cn_log *log, int64_t **bases_out, size_t *n_out)
     int err = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        int64_t b = parse_seg_name(de->d_name, "log");
+        int64_t b = log_parse_seg_name(de->d_name, "log");
         if (b >= 0) {
             if (n == cap) {
                 cap = cap ? cap * 2 : 16;
@@ -250,14 +249,21 @@ static int list_dir(struct cn_log *log, int64_t **bases_out, size_t *n_out)
     d = opendir(log->dir);
     if (d) {
         while ((de = readdir(d)) != NULL) {
-            int64_t b = parse_seg_name(de->d_name, "index");
+            int64_t b = log_parse_seg_name(de->d_name, "index");
             if (b < 0)
-                b = parse_seg_name(de->d_name, "timeindex");
+                b = log_parse_seg_name(de->d_name, "timeindex");
             if (b < 0)
-                b = parse_seg_name(de->d_name, "txnindex");
+                b = log_parse_seg_name(de->d_name, "txnindex");
             if (b >= 0 &&
-                (n == 0 || !bsearch(&b, bases, n, sizeof *bases, cmp_i64)))
+                (n == 0 || !bsearch(&b, bases, n, sizeof *bases, cmp_i64))) {
+                /* Below the first segment it is a deletion a crash cut
+                 * short; above, the .log went missing (see recover()). */
+                if (n > 0 && b > bases[0])
+                    CN_WARN("log %s: %020lld.log is missing but %s is still "
+                            "there; removing the orphan",
+                            log->dir, (long long)b, de->d_name);
                 unlink_in(log, de->d_name);
+            }
         }
         closedir(d);
     }
@@ -286,7 +292,7 @@ static int mkdir_synced(const char *dir)
     return cn_file_sync_dir(parent);
 }
 
-/* Deletes segs[from..] (recovery found them after a gap or a cut). */
+/* Deletes segs[from..]: recovery found them empty or below the log start. */
 static void drop_tail(struct cn_log *log, size_t from, const char *why)
 {
     while (log->nsegs > from) {
@@ -322,6 +328,79 @@ static void set_created(struct cn_log *log, struct cn_segment *seg)
         seg->created_ms = h.max_timestamp;
 }
 
+/* Reports what lies between segs[i-1] and segs[i] once both are loaded.
+ * Kafka logs may have offset gaps (compaction, transactions), and the
+ * segments after a gap hold intact data consumers may already have read,
+ * so a gap is never a reason to delete anything: it is only said, loudly
+ * when no crash explains it. */
+static void report_gap(const struct cn_log *log, size_t i, bool prev_cut)
+{
+    const struct cn_segment *prev = log->segs[i - 1], *seg = log->segs[i];
+    if (seg->base == prev->next_offset)
+        return;
+    if (seg->base < prev->next_offset) {
+        CN_ERROR("log %s: segment %020lld.log starts at offset %lld, inside "
+                 "%020lld.log (which ends at %lld): offsets %lld..%lld are "
+                 "stored twice; both files kept, reads take the later one",
+                 log->dir, (long long)seg->base, (long long)seg->base,
+                 (long long)prev->base, (long long)prev->next_offset - 1,
+                 (long long)seg->base, (long long)prev->next_offset - 1);
+    } else if (prev_cut) {
+        CN_WARN("log %s: offsets %lld..%lld went with the torn tail of "
+                "segment %020lld.log; %020lld.log and later segments are "
+                "intact and kept",
+                log->dir, (long long)prev->next_offset,
+                (long long)seg->base - 1, (long long)prev->base,
+                (long long)seg->base);
+    } else {
+        CN_ERROR("log %s: offsets %lld..%lld are missing: no segment file "
+                 "holds them (a .log between %020lld.log and %020lld.log "
+                 "was removed or lost?); serving the gap as empty, later "
+                 "segments and the log end are unchanged",
+                 log->dir, (long long)prev->next_offset,
+                 (long long)seg->base - 1, (long long)prev->base,
+                 (long long)seg->base);
+    }
+}
+
+/* Opens and checks one segment: trusted ones by their indexes, the rest
+ * (and trusted ones whose indexes disagree) by a full scan that cuts a torn
+ * or corrupt tail.  *cut tells whether bytes were cut. */
+static int load_seg(struct cn_log *log, struct cn_segment *seg, bool trusted,
+                    bool *cut)
+{
+    int err;
+    *cut = false;
+    if (trusted) {
+        cn_corrupt_hush();
+        err = log_seg_load_trusted(log, seg);
+        cn_corrupt_unhush();
+        if (err == CN_ECORRUPT) {
+            CN_WARN("log %s: segment %020lld: %s; rebuilding its indexes "
+                    "from the log",
+                    log->dir, (long long)seg->base, cn_corrupt_last());
+        } else if (err) {
+            return err;
+        } else {
+            return log_seg_load_txnindex(log, seg);
+        }
+    }
+    int64_t scanned = 0, truncated = 0;
+    err = log_seg_recover(log, seg, &scanned, &truncated);
+    if (!err)
+        err = log_seg_load_txnindex(log, seg);
+    /* Sealed now, so its last time index entry holds its max timestamp
+     * as load_trusted() expects when it is next opened. */
+    if (!err)
+        err = log_seg_seal_timeindex(seg);
+    if (err)
+        return err;
+    log->stats.recovery_scanned_bytes += scanned;
+    log->stats.recovery_truncated_bytes += truncated;
+    *cut = truncated > 0;
+    return sync_seg_all(seg);
+}
+
 static int recover(struct cn_log *log)
 {
     int64_t *bases = NULL, start, rp;
@@ -332,47 +411,27 @@ static int recover(struct cn_log *log)
         return err;
     ckpt_read(log, &start, &rp, &clean);
 
-    bool cut = false;
-    for (size_t i = 0; i < n && !cut; i++) {
+    bool prev_cut = false;
+    for (size_t i = 0; i < n; i++) {
         struct cn_segment *seg;
         err = log_seg_open_files(log, bases[i], &seg);
-        if (err)
-            goto out_free;
-        err = push_seg(log, seg);
+        if (!err) {
+            err = push_seg(log, seg);
+            if (err)
+                log_seg_free(seg);
+        }
+        bool cut = false;
+        if (!err)
+            err = load_seg(log, seg,
+                           clean || (i + 1 < n && bases[i + 1] <= rp), &cut);
         if (err) {
-            log_seg_free(seg);
+            /* Unreadable is not missing: the bytes may come back once the
+             * disk or the permissions are fixed, so refuse rather than
+             * serve around them. */
+            CN_ERROR("log %s: cannot read segment %020lld.log: %s; not "
+                     "opening the partition (nothing deleted)",
+                     log->dir, (long long)bases[i], cn_strerror(err));
             goto out_free;
-        }
-        bool trusted = clean || (i + 1 < n && bases[i + 1] <= rp);
-        if (trusted) {
-            err = log_seg_load_trusted(log, seg);
-            if (err == CN_ECORRUPT) {
-                CN_WARN("log %s: segment %020lld: indexes disagree with "
-                        "the log; rebuilding",
-                        log->dir, (long long)seg->base);
-                trusted = false;
-            } else if (err) {
-                goto out_free;
-            } else {
-                err = log_seg_load_txnindex(log, seg);
-                if (err)
-                    goto out_free;
-            }
-        }
-        if (!trusted) {
-            int64_t scanned = 0, truncated = 0;
-            err = log_seg_recover(log, seg, &scanned, &truncated);
-            if (!err)
-                err = log_seg_load_txnindex(log, seg);
-            if (err)
-                goto out_free;
-            log->stats.recovery_scanned_bytes += scanned;
-            log->stats.recovery_truncated_bytes += truncated;
-            err = sync_seg_all(seg);
-            if (err)
-                goto out_free;
-            if (truncated > 0)
-                cut = true; /* later segments follow a hole: drop them */
         }
         seg->durable = true;
         if (seg->size == 0 && i + 1 < n) {
@@ -380,41 +439,41 @@ static int recover(struct cn_log *log)
             drop_tail(log, log->nsegs - 1, "empty, not last");
             continue;
         }
-        if (log->nsegs > 1) {
-            struct cn_segment *prev = log->segs[log->nsegs - 2];
-            if (seg->base != prev->next_offset) {
-                CN_WARN("log %s: segment %020lld does not follow offset "
-                        "%lld",
-                        log->dir, (long long)seg->base,
-                        (long long)prev->next_offset);
-                drop_tail(log, log->nsegs - 1, "offsets not contiguous");
-                cut = true;
-            }
+        if (log->nsegs > 1)
+            report_gap(log, log->nsegs - 1, prev_cut);
+        prev_cut = cut;
+    }
+
+    /* The log end never moves back below what the checkpoint knew was on
+     * disk (the recovery point: everything below it was synced, so
+     * consumers may have read it; after a clean stop it is the end).  Only
+     * files removed behind our back get here: start the next offset at
+     * the known end rather than hand out offsets a second time. */
+    int64_t known_end = start > rp ? start : rp;
+    if (log->nsegs > 0 && active(log)->next_offset < known_end) {
+        if (start > active(log)->next_offset) {
+            /* DeleteRecords raised the start past data then lost. */
+            CN_WARN("log %s: log start %lld past recovered end %lld; "
+                    "emptying",
+                    log->dir, (long long)start,
+                    (long long)active(log)->next_offset);
+            drop_tail(log, 0, "below the log start offset");
+        } else {
+            CN_ERROR("log %s: the segments end at offset %lld but offsets "
+                     "below %lld were on disk (checkpoint): the newest "
+                     "segment file is missing; offsets %lld..%lld are "
+                     "lost and new records start at %lld, reusing none",
+                     log->dir, (long long)active(log)->next_offset,
+                     (long long)known_end,
+                     (long long)active(log)->next_offset,
+                     (long long)known_end - 1, (long long)known_end);
+            if (active(log)->size == 0)
+                drop_tail(log, log->nsegs - 1, "empty, below the log end");
         }
     }
-    if (cut && log->nsegs < n) {
-        for (size_t i = 0; i < n; i++) {
-            bool kept = false;
-            for (size_t j = 0; j < log->nsegs; j++)
-                kept = kept || log->segs[j]->base == bases[i];
-            if (!kept) {
-                CN_WARN("log %s: deleting segment %020lld after a "
-                        "truncation",
-                        log->dir, (long long)bases[i]);
-                log_seg_unlink(log, bases[i]);
-            }
-        }
-    }
-    if (log->nsegs > 0 && start > active(log)->next_offset) {
-        /* DeleteRecords raised the start past data a crash then lost. */
-        CN_WARN("log %s: log start %lld past recovered end %lld; emptying",
-                log->dir, (long long)start,
-                (long long)active(log)->next_offset);
-        drop_tail(log, 0, "below the log start offset");
-    }
-    if (log->nsegs == 0) {
+    if (log->nsegs == 0 || active(log)->next_offset < known_end) {
         struct cn_segment *seg;
-        err = log_seg_create(log, start > 0 ? start : 0, &seg);
+        err = log_seg_create(log, known_end > 0 ? known_end : 0, &seg);
         if (err)
             goto out_free;
         seg->durable = true;
@@ -483,6 +542,23 @@ int cn_log_open(const char *dir, const struct cn_log_config *cfg,
     }
     *out = log;
     return 0;
+}
+
+struct cn_log *cn_log_new_offline(const char *dir,
+                                  const struct cn_log_config *cfg)
+{
+    struct cn_log *log = calloc(1, sizeof *log);
+    if (!log)
+        return NULL;
+    log->dir = strdup(dir);
+    if (!log->dir) {
+        free(log);
+        return NULL;
+    }
+    set_cfg(log, cfg);
+    log->max_ts = log->max_ts_offset = -1;
+    log->offline = true;
+    return log;
 }
 
 void cn_log_close(struct cn_log *log)

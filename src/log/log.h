@@ -88,6 +88,16 @@ void cn_log_config_default(struct cn_log_config *cfg);
 int cn_log_open(const char *dir, const struct cn_log_config *cfg,
                 struct cn_log **out);
 
+/* A log that is offline from the start, holding no files: for a partition
+ * whose directory cn_log_open() could not open (an unreadable segment),
+ * so the broker can keep listing it and answer KAFKA_STORAGE_ERROR for it
+ * while every other partition is served.  Every call but close, delete and
+ * the getters returns CN_EOFFLINE; the offsets read 0.  cn_log_close()
+ * frees it and leaves the directory alone.  NULL only when out of memory.
+ * Runs on: loop. */
+struct cn_log *cn_log_new_offline(const char *dir,
+                                  const struct cn_log_config *cfg);
+
 /* Clean shutdown: syncs data and indexes, writes the checkpoint with the
  * recovery point at the end offset and the clean flag (so the next open
  * scans nothing), closes files and frees log.  No sync may be in flight.
@@ -236,6 +246,29 @@ int cn_log_txnindex_add(struct cn_log *log, const struct cn_aborted_txn *t);
 int cn_log_aborted_txns(const struct cn_log *log, int64_t from, int64_t to,
                         int (*fn)(void *arg, const struct cn_aborted_txn *t),
                         void *arg);
+
+/* What cn_log_verify() found in one partition directory. */
+struct cn_log_verify {
+    int32_t segments;     /* .log files checked */
+    int64_t batches;      /* batches that passed */
+    int64_t bytes;        /* bytes of those batches */
+    int32_t bad_segments; /* segments with a bad batch */
+    int32_t gaps;         /* offset gaps or overlaps between segments */
+};
+
+/* Checks every batch of every segment in the partition directory dir,
+ * reading only (no recovery, nothing written, no cn_log needed): header,
+ * offsets chaining from the file's base, length within the file, CRC-32C,
+ * then each record decoded (cn_batch_validate, markers allowed).  Calls
+ * report(arg, line) with one line per problem: the first bad batch of each
+ * segment (file, byte position, offset, why) and each gap or overlap
+ * between segments.  Returns 0 (see out->bad_segments), or -errno /
+ * CN_ENOMEM if dir or a segment cannot be read (also reported).  Runs on:
+ * any thread; fine beside a running broker, whose newest batch may then
+ * look torn. */
+int cn_log_verify(const char *dir,
+                  void (*report)(void *arg, const char *line), void *arg,
+                  struct cn_log_verify *out);
 
 /* True after a write or sync error; the broker reports KAFKA_STORAGE_ERROR
  * and stops serving the partition. */

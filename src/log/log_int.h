@@ -153,6 +153,26 @@ int log_seg_seal_timeindex(struct cn_segment *seg);
 /* Position of the batch to start scanning from for offset: the largest
  * indexed batch with base <= offset (0 if none). */
 int64_t log_seg_lookup(const struct cn_segment *seg, int64_t offset);
+/* What a walk of one segment's batches found. */
+struct log_scan {
+    int64_t good_bytes;  /* length of the valid prefix of .log */
+    int64_t next_offset; /* offset after the last valid batch */
+    int64_t batches;     /* valid batches */
+    const char *why;     /* first bad batch's fault (static), NULL if none */
+    int64_t sound_base;  /* base offset of a CRC-valid batch that did not
+                          * chain, else -1 */
+};
+/* Walks seg's .log (seg->size bytes, from byte 0) and stops at the first
+ * batch that does not parse, chain from seg->base, fit in the file or match
+ * its CRC-32C.  fn (may be NULL) sees each valid batch whole; its
+ * CN_ECORRUPT marks that batch bad (cn_corrupt_last() is the why), another
+ * non-zero return stops the walk and is returned.  Reads only; hushes
+ * cn_corrupt() meanwhile.  Returns 0 (look at out->why) or -errno /
+ * CN_ENOMEM. */
+int log_seg_scan(const struct cn_segment *seg,
+                 int (*fn)(void *arg, const struct log_bhdr *h,
+                           const uint8_t *batch, int64_t pos),
+                 void *arg, struct log_scan *out);
 /* Scans the whole .log checking every batch (lengths, magic, offsets, CRC);
  * truncates at the first bad one, rebuilds both indexes in memory and on
  * disk.  *scanned gets the bytes examined, *truncated what was cut.  The
@@ -181,6 +201,9 @@ bool log_grow(void **arr, size_t *cap, size_t need, size_t elem);
 int log_seg_load_txnindex(struct cn_log *log, struct cn_segment *seg);
 
 /* log.c */
+
+/* "<20 digits>.<ext>" -> base offset, or -1. */
+int64_t log_parse_seg_name(const char *name, const char *ext);
 
 /* Marks the log offline after a failed write or sync (logs once). */
 void log_go_offline(struct cn_log *log, const char *what, int err);

@@ -321,6 +321,106 @@ static void reset_mem(struct cn_segment *seg)
     seg->next_offset = seg->base;
 }
 
+int log_seg_scan(const struct cn_segment *seg,
+                 int (*fn)(void *arg, const struct log_bhdr *h,
+                           const uint8_t *batch, int64_t pos),
+                 void *arg, struct log_scan *out)
+{
+    int64_t pos = 0, expect = seg->base;
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    int err = 0;
+    memset(out, 0, sizeof *out);
+    out->sound_base = -1;
+    /* Faults found here are reported by the caller, once, with the file
+     * and offset; the funnel only records them. */
+    cn_corrupt_hush();
+    while (pos < seg->size) {
+        struct log_bhdr h;
+        err = log_seg_read_hdr(seg, pos, &h);
+        if (err == CN_ECORRUPT) {
+            out->why = cn_corrupt_last();
+            err = 0;
+            break;
+        }
+        if (err)
+            break;
+        if (h.base_offset < expect) {
+            /* Before reading the batch: the bound below needs it. */
+            out->why = "batch base offset not contiguous";
+            break;
+        }
+        if (h.last_offset_delta > INT32_MAX - 1 - (h.base_offset - seg->base) ||
+            pos > (int64_t)UINT32_MAX) {
+            out->why = "segment too large for its index";
+            break;
+        }
+        if (cap < (size_t)h.total_bytes) {
+            uint8_t *nb = realloc(buf, (size_t)h.total_bytes);
+            if (!nb) {
+                err = CN_ENOMEM;
+                break;
+            }
+            buf = nb;
+            cap = (size_t)h.total_bytes;
+        }
+        ssize_t r = cn_file_pread_all(seg->log_fd, buf, (size_t)h.total_bytes,
+                                      pos);
+        if (r < 0) {
+            err = (int)r;
+            break;
+        }
+        if (r < h.total_bytes) {
+            out->why = "short read";
+            break;
+        }
+        uint32_t crc = cn_crc32c(0, buf + LOG_BATCH_CRC_FROM,
+                                 (size_t)h.total_bytes - LOG_BATCH_CRC_FROM);
+        if (crc != h.crc) {
+            out->why = "batch CRC mismatch";
+            break;
+        }
+        /* After the CRC, so a torn batch is never taken for this. */
+        if (h.base_offset != expect) {
+            out->why = "batch base offset not contiguous";
+            out->sound_base = h.base_offset;
+            break;
+        }
+        if (fn) {
+            err = fn(arg, &h, buf, pos);
+            if (err) {
+                if (err == CN_ECORRUPT) {
+                    out->why = cn_corrupt_last();
+                    err = 0;
+                }
+                break;
+            }
+        }
+        pos += h.total_bytes;
+        expect = h.base_offset + h.last_offset_delta + 1;
+        out->batches++;
+    }
+    cn_corrupt_unhush();
+    free(buf);
+    out->good_bytes = pos;
+    out->next_offset = expect;
+    return err;
+}
+
+struct recover_ctx {
+    const struct cn_log *log;
+    struct cn_segment *seg;
+};
+
+static int recover_index(void *arg, const struct log_bhdr *h,
+                         const uint8_t *batch, int64_t pos)
+{
+    struct recover_ctx *rc = arg;
+    bool ai, at;
+    (void)batch;
+    return index_mem(rc->log, rc->seg, h, pos, &ai, &at);
+}
+
 int log_seg_recover(struct cn_log *log, struct cn_segment *seg,
                     int64_t *scanned, int64_t *truncated)
 {
@@ -330,78 +430,40 @@ int log_seg_recover(struct cn_log *log, struct cn_segment *seg,
         return err;
     reset_mem(seg);
     seg->size = size;
-    int64_t pos = 0, expect = seg->base;
-    uint8_t *buf = NULL;
-    size_t cap = 0;
-    const char *why = NULL;
-    while (pos < size) {
-        struct log_bhdr h;
-        err = log_seg_read_hdr(seg, pos, &h);
-        if (err == CN_ECORRUPT) {
-            why = "bad or torn batch header";
-            err = 0;
-            break;
-        }
-        if (err)
-            goto out_free;
-        if (h.base_offset != expect) {
-            why = "batch base offset not contiguous";
-            break;
-        }
-        if (h.last_offset_delta > INT32_MAX - 1 - (expect - seg->base) ||
-            pos > (int64_t)UINT32_MAX) {
-            why = "segment too large for its index";
-            break;
-        }
-        if (cap < (size_t)h.total_bytes) {
-            uint8_t *nb = realloc(buf, (size_t)h.total_bytes);
-            if (!nb) {
-                err = CN_ENOMEM;
-                goto out_free;
-            }
-            buf = nb;
-            cap = (size_t)h.total_bytes;
-        }
-        ssize_t r = cn_file_pread_all(seg->log_fd, buf, (size_t)h.total_bytes,
-                                      pos);
-        if (r < 0) {
-            err = (int)r;
-            goto out_free;
-        }
-        if (r < h.total_bytes) {
-            why = "short read";
-            break;
-        }
-        uint32_t crc = cn_crc32c(0, buf + LOG_BATCH_CRC_FROM,
-                                 (size_t)h.total_bytes - LOG_BATCH_CRC_FROM);
-        if (crc != h.crc) {
-            why = "batch CRC mismatch";
-            break;
-        }
-        bool ai, at;
-        err = index_mem(log, seg, &h, pos, &ai, &at);
-        if (err)
-            goto out_free;
-        pos += h.total_bytes;
-        expect = h.base_offset + h.last_offset_delta + 1;
+    struct recover_ctx rc = {log, seg};
+    struct log_scan sc;
+    err = log_seg_scan(seg, recover_index, &rc, &sc);
+    if (err)
+        return err;
+    int64_t pos = sc.good_bytes;
+    if (pos == 0 && sc.sound_base >= 0) {
+        /* A sound first batch that is not the file's base offset: the file
+         * is misnamed or misplaced, not torn.  Cutting it would delete all
+         * of it; refuse instead (the caller names the file). */
+        CN_ERROR("log %s: segment %020lld.log holds a valid batch at offset "
+                 "%lld where offset %lld should start: the file does not "
+                 "belong under this name; not cutting it",
+                 log->dir, (long long)seg->base,
+                 (long long)sc.sound_base, (long long)seg->base);
+        return CN_ECORRUPT;
     }
     *scanned = size;
     *truncated = size - pos;
     if (pos < size) {
-        CN_WARN("log %s: segment %020lld: %s at byte %lld; truncating %lld "
-                "bytes",
-                log->dir, (long long)seg->base, why ? why : "?",
-                (long long)pos, (long long)(size - pos));
+        /* The one line an operator sees for a torn or corrupt tail:
+         * partition directory, segment, byte and the first offset cut. */
+        CN_WARN("log %s: segment %020lld: %s at byte %lld (offset %lld); "
+                "truncating %lld bytes",
+                log->dir, (long long)seg->base, sc.why ? sc.why : "?",
+                (long long)pos, (long long)sc.next_offset,
+                (long long)(size - pos));
         err = cn_file_ops->ftruncate(seg->log_fd, pos);
         if (err)
-            goto out_free;
+            return err;
         seg->size = pos;
     }
-    seg->next_offset = expect;
-    err = rewrite_indexes(seg);
-out_free:
-    free(buf);
-    return err;
+    seg->next_offset = sc.next_offset;
+    return rewrite_indexes(seg);
 }
 
 /* Reads a whole index file into a fresh buffer; *n gets its byte size. */
@@ -519,10 +581,17 @@ int log_seg_load_trusted(struct cn_log *log, struct cn_segment *seg)
     }
     seg->next_offset = expect;
     seg->idx_bytes = seg->size - from;
+    if (seg->tidx_n == 0 && seg->max_ts >= 0)
+        return cn_corrupt("time index lost its entries");
     if (seg->tidx_n) {
         struct log_tidx_entry *t = &seg->tidx[seg->tidx_n - 1];
         if ((int64_t)t->rel >= seg->next_offset - seg->base)
             return cn_corrupt("time index points past the log");
+        /* A trusted segment was sealed (roll, clean close, recovery), so
+         * its last entry holds its max; a later batch above it means the
+         * file lost entries from its end. */
+        if (seg->max_ts > t->ts)
+            return cn_corrupt("time index lost its last entries");
         if (t->ts >= seg->max_ts) {
             seg->max_ts = t->ts;
             seg->max_ts_offset = seg->base + t->rel;

@@ -784,8 +784,11 @@ int cn_pstate_snapshot_load(struct cn_pstate *ps, const char *dir,
         char path[PATH_MAX];
         const char *why = "";
         err = snap_path(path, sizeof path, dir, off);
+        /* A bad snapshot is reported below, once, with its file. */
+        cn_corrupt_hush();
         if (!err)
             err = snap_load_one(ps, path, &why);
+        cn_corrupt_unhush();
         if (err == 0) {
             *offset_out = off;
             break;

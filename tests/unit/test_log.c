@@ -679,8 +679,51 @@ UNIT_TEST(test_torn_tail)
     torn_case(damage_none, 60, false);
 }
 
-/* A bad batch in a middle segment (past the recovery point) cuts there and
- * deletes every later segment. */
+static void sync_now(struct cn_log *log);
+
+/* Every offset in [start, end) returns its own batch, except those in
+ * [gap_from, gap_to), which no segment holds: they return the first batch
+ * at gap_to (or nothing when the gap runs to the end), as Kafka serves a
+ * compacted gap. */
+static void check_offsets_gap(struct cn_log *log, int64_t gap_from,
+                              int64_t gap_to)
+{
+    struct cn_wr w;
+    cn_wr_init(&w, 0);
+    for (int64_t off = cn_log_start_offset(log); off < cn_log_end_offset(log);
+         off++) {
+        size_t n;
+        bool in_gap = off >= gap_from && off < gap_to;
+        cn_wr_reset(&w);
+        CHECK_EQ(cn_log_read(log, off, INT64_MAX, 1, true, &w, &n), 0);
+        if (in_gap && gap_to >= cn_log_end_offset(log)) {
+            CHECK_EQ(n, 0);
+            continue;
+        }
+        CHECK(n >= 61);
+        if (n < 61)
+            continue;
+        int64_t base = be64(w.buf), last = base + be32(w.buf + 23);
+        bool ok = in_gap ? base == gap_to : base <= off && off <= last;
+        CHECK(ok);
+        if (!ok)
+            fprintf(stderr, "  offset %lld got batch %lld..%lld\n",
+                    (long long)off, (long long)base, (long long)last);
+    }
+    cn_wr_fini(&w);
+}
+
+/* Bytes of the log from offset `from` to its end. */
+static void read_from(struct cn_log *log, int64_t from, struct cn_wr *w)
+{
+    size_t n;
+    cn_wr_reset(w);
+    CHECK_EQ(cn_log_read(log, from, INT64_MAX, SIZE_MAX, true, w, &n), 0);
+}
+
+/* A bad batch in a middle segment (past the recovery point) cuts that
+ * segment's tail only: the later segments are intact and stay, so the log
+ * end does not move (issue #11). */
 UNIT_TEST(test_torn_middle_segment)
 {
     char *dir = unit_tmpdir("log");
@@ -696,13 +739,410 @@ UNIT_TEST(test_torn_middle_segment)
     CHECK(nb >= 4);
     damage_crc(img, bases[1]);
     CHECK_EQ(cn_log_open(img, &cfg, &log), 0);
-    CHECK_EQ(cn_log_end_offset(log), bases[2] - 3);
-    CHECK_EQ(list_bases(img, bases, 64), 2);
+    CHECK_EQ(cn_log_end_offset(log), 90);
+    CHECK_EQ(list_bases(img, bases, 64), nb);
+    check_offsets_gap(log, bases[2] - 3, bases[2]);
+    struct cn_log_stats st;
+    cn_log_stats(log, &st);
+    CHECK(st.recovery_truncated_bytes > 0 && st.recovery_truncated_bytes < 300);
+    int64_t base;
+    CHECK_EQ(append_one(log, 3, 1, 40, &base), 0);
+    CHECK_EQ(base, 90);
+    cn_log_close(log);
+    unit_rmtree(img);
+    unit_rmtree(dir);
+    free(img);
+    free(dir);
+}
+
+/* A middle .log removed (issue #11: segments 0, 289, 1068, 3000 with 289
+ * gone deleted 1068 and 3000 and moved the end back to 289): the gap is
+ * kept, every later byte is still served, the end and the next offset do
+ * not move.  Both after a clean stop (segments trusted) and from a crash
+ * image (every segment scanned). */
+UNIT_TEST(test_missing_middle_segment)
+{
+    for (int crash = 0; crash < 2; crash++) {
+        char *dir = unit_tmpdir("log");
+        struct cn_log_config cfg;
+        cfg_small(&cfg);
+        struct cn_log *log;
+        CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+        fill(log, 30);
+        int64_t bases[64];
+        int nb = list_bases(dir, bases, 64);
+        CHECK(nb >= 5);
+        struct cn_wr before, after;
+        cn_wr_init(&before, 0);
+        cn_wr_init(&after, 0);
+        read_from(log, bases[3], &before);
+        char *img = crash ? crash_image(dir) : NULL;
+        cn_log_close(log);
+        const char *d = crash ? img : dir;
+        char *gone = seg_file(d, bases[2], "log");
+        CHECK_EQ(unlink(gone), 0);
+        CHECK_EQ(cn_log_open(d, &cfg, &log), 0);
+        CHECK_EQ(cn_log_end_offset(log), 90);
+        int64_t now[64];
+        CHECK_EQ(list_bases(d, now, 64), nb - 1);
+        check_offsets_gap(log, bases[2], bases[3]);
+        read_from(log, bases[3], &after);
+        CHECK_EQ(after.len, before.len);
+        CHECK(after.len == before.len &&
+              memcmp(after.buf, before.buf, after.len) == 0);
+        /* A consumer inside the gap moves on to the next batch. */
+        read_from(log, bases[2] + 1, &after);
+        CHECK(after.len == before.len &&
+              memcmp(after.buf, before.buf, after.len) == 0);
+        int64_t base;
+        CHECK_EQ(append_one(log, 3, 1, 40, &base), 0);
+        CHECK_EQ(base, 90);
+        cn_log_close(log);
+        CHECK_EQ(cn_log_open(d, &cfg, &log), 0);
+        CHECK_EQ(cn_log_end_offset(log), 93);
+        check_offsets_gap(log, bases[2], bases[3]);
+        cn_log_close(log);
+        cn_wr_fini(&before);
+        cn_wr_fini(&after);
+        free(gone);
+        if (img) {
+            unit_rmtree(img);
+            free(img);
+        }
+        unit_rmtree(dir);
+        free(dir);
+    }
+}
+
+/* The newest .log removed.  After a clean stop the checkpoint holds the
+ * exact end: it stays, and the next record gets it, not an offset a
+ * consumer may already have read.  After a crash the recovery point (all
+ * below it synced) is the floor: with the two newest files gone the end
+ * still does not fall below it. */
+UNIT_TEST(test_missing_active_segment)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 30);
+    cn_log_close(log);
+    int64_t bases[64];
+    int nb = list_bases(dir, bases, 64);
+    CHECK(nb >= 4);
+    char *last = seg_file(dir, bases[nb - 1], "log");
+    CHECK_EQ(unlink(last), 0);
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), 90);
+    check_offsets_gap(log, bases[nb - 1], 90);
+    int64_t base;
+    CHECK_EQ(append_one(log, 3, 1, 40, &base), 0);
+    CHECK_EQ(base, 90);
+    cn_log_close(log);
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), 93);
+    check_offsets_gap(log, bases[nb - 1], 90);
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(dir);
+    free(last);
+
+    /* Crash: the recovery point is the base of the active segment. */
+    dir = unit_tmpdir("log");
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 30);
+    sync_now(log);
+    nb = list_bases(dir, bases, 64);
+    char *img = crash_image(dir);
+    cn_log_close(log);
+    for (int k = 1; k <= 2; k++) {
+        char *p = seg_file(img, bases[nb - k], "log");
+        CHECK_EQ(unlink(p), 0);
+        free(p);
+    }
+    CHECK_EQ(cn_log_open(img, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), bases[nb - 1]);
+    CHECK_EQ(append_one(log, 3, 1, 40, &base), 0);
+    CHECK_EQ(base, bases[nb - 1]);
+    check_offsets_gap(log, bases[nb - 2], bases[nb - 1]);
+    cn_log_close(log);
+    unit_rmtree(img);
+    unit_rmtree(dir);
+    free(img);
+    free(dir);
+}
+
+/* --- the file layer: an unreadable segment ------------------------------ */
+
+static const char *fail_open_suffix; /* open() of a path ending so: EIO */
+
+static int open_failing(const char *path, int flags, mode_t mode)
+{
+    size_t a = strlen(path), b = fail_open_suffix ? strlen(fail_open_suffix)
+                                                  : 0;
+    if (b && a >= b && strcmp(path + a - b, fail_open_suffix) == 0)
+        return -EIO;
+    return cn_file_ops_real.open(path, flags, mode);
+}
+
+/* Unreadable is not missing: the bytes may come back once the disk or the
+ * permissions are fixed, so the open is refused (naming the file) and
+ * nothing is deleted or cut; once readable, everything is there. */
+UNIT_TEST(test_unreadable_segment_refused)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 30);
+    char *img = crash_image(dir);
+    cn_log_close(log);
+    int64_t bases[64];
+    int nb = list_bases(img, bases, 64);
+    char name[32];
+    snprintf(name, sizeof name, "%020lld.log", (long long)bases[2]);
+    static struct cn_file_ops ops;
+    ops = cn_file_ops_real;
+    ops.open = open_failing;
+    fail_open_suffix = name;
+    cn_file_ops = &ops;
+    enum cn_say_level lvl = cn_say_max_level;
+    cn_say_max_level = CN_SAY_ERROR;
+    CHECK_EQ(cn_log_open(img, &cfg, &log), -EIO);
+    cn_say_max_level = lvl;
+    cn_file_ops = &cn_file_ops_real;
+    fail_open_suffix = NULL;
+    int64_t now[64];
+    CHECK_EQ(list_bases(img, now, 64), nb);
+    CHECK_EQ(cn_log_open(img, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), 90);
     check_every_offset(log);
     cn_log_close(log);
     unit_rmtree(img);
     unit_rmtree(dir);
     free(img);
+    free(dir);
+}
+
+/* A segment file under the wrong name (its first batch is sound but not
+ * at the file's base offset) is not a torn tail: cutting it would delete
+ * the whole file.  The open is refused and the file left as it is. */
+UNIT_TEST(test_misnamed_segment_refused)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 30);
+    cn_log_close(log);
+    int64_t bases[64];
+    int nb = list_bases(dir, bases, 64);
+    CHECK(nb >= 4);
+    char *from = seg_file(dir, bases[2], "log");
+    char *to = seg_file(dir, bases[2] - 1, "log");
+    int64_t size = file_size(from);
+    CHECK_EQ(rename(from, to), 0);
+    enum cn_say_level lvl = cn_say_max_level;
+    cn_say_max_level = CN_SAY_ERROR;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), CN_ECORRUPT);
+    cn_say_max_level = lvl;
+    CHECK_EQ(file_size(to), size);
+    int64_t now[64];
+    CHECK_EQ(list_bases(dir, now, 64), nb);
+    /* Named right again, it all comes back. */
+    CHECK_EQ(rename(to, from), 0);
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), 90);
+    check_every_offset(log);
+    cn_log_close(log);
+    free(from);
+    free(to);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+/* A time index cut to whole entries looks sane, but its last entry no
+ * longer holds the segment's max timestamp; with timestamps that go down
+ * inside a segment, ListOffsets by time then skipped the segment.  It is
+ * noticed (a sealed index ends with the max) and rebuilt. */
+UNIT_TEST(test_timeindex_truncated)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    /* Batch i: offsets 3i..3i+2; every fourth is far in the future. */
+    for (int i = 0; i < 30; i++) {
+        int64_t ts = i % 4 == 1 ? 1000000000 + 1000 * i : 1000 * (i + 1);
+        CHECK_EQ(append_one(log, 3, ts, 40, NULL), 0);
+    }
+    cn_log_close(log);
+    int64_t bases[64];
+    int nb = list_bases(dir, bases, 64);
+    CHECK(nb >= 4);
+    /* Segment 1 and 2 each hold a future batch that is not their last. */
+    int want[2] = {-1, -1};
+    for (int k = 1; k <= 2; k++)
+        for (int i = (int)(bases[k] / 3); i < (bases[k + 1] / 3) - 1; i++)
+            if (i % 4 == 1 && want[k - 1] < 0)
+                want[k - 1] = i;
+    CHECK(want[0] >= 0 && want[1] >= 0);
+    char *t1 = seg_file(dir, bases[1], "timeindex");
+    char *t2 = seg_file(dir, bases[2], "timeindex");
+    int64_t t2_size = file_size(t2);
+    CHECK(t2_size >= 24);
+    CHECK_EQ(truncate(t1, 0), 0);
+    CHECK_EQ(truncate(t2, 12), 0);
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    for (int k = 0; k < 2; k++) {
+        int64_t ts_want = 1000000000 + 1000 * want[k] + 2, off, ts;
+        CHECK_EQ(cn_log_offset_for_time(log, ts_want, &off, &ts), 0);
+        CHECK_EQ(off, 3 * want[k]);
+        CHECK_EQ(ts, ts_want);
+    }
+    CHECK_EQ(file_size(t2), t2_size);
+    CHECK_EQ(cn_log_end_offset(log), 90);
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(t1);
+    free(t2);
+    free(dir);
+}
+
+/* Recovery says a torn tail once, as its WARN with the partition, segment,
+ * byte and offset; no "corruption detected at segment.c:NNN" line first. */
+UNIT_TEST(test_torn_tail_reported_once)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    cfg.segment_bytes = 1 << 20;
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 20);
+    char *img = crash_image(dir);
+    cn_log_close(log);
+    damage_truncate(img, 0);
+    char *out = path_in(dir, "stderr.txt");
+    fflush(stderr);
+    int saved = dup(2), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    close(fd);
+    enum cn_say_level lvl = cn_say_max_level;
+    cn_say_max_level = CN_SAY_WARN;
+    int err = cn_log_open(img, &cfg, &log);
+    cn_say_max_level = lvl;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    CHECK_EQ(err, 0);
+    if (!err)
+        cn_log_close(log);
+    char text[4096] = "";
+    fd = open(out, O_RDONLY);
+    ssize_t r = read(fd, text, sizeof text - 1);
+    close(fd);
+    text[r > 0 ? r : 0] = '\0';
+    CHECK(strstr(text, "corruption detected") == NULL);
+    const char *w = strstr(text, "WARN");
+    CHECK(w != NULL);
+    CHECK(w && strstr(w + 1, "WARN") == NULL);
+    CHECK(strstr(text, img) != NULL);
+    CHECK(strstr(text, "segment 00000000000000000000") != NULL);
+    CHECK(strstr(text, "at byte ") != NULL);
+    CHECK(strstr(text, "(offset 57)") != NULL);
+    if (unit_failures)
+        fprintf(stderr, "  stderr was: %s\n", text);
+    free(out);
+    unit_rmtree(img);
+    unit_rmtree(dir);
+    free(img);
+    free(dir);
+}
+
+/* --- on-demand verification -------------------------------------------- */
+
+struct lines {
+    char text[4096];
+    int n;
+};
+
+static void collect(void *arg, const char *line)
+{
+    struct lines *l = arg;
+    size_t len = strlen(l->text);
+    snprintf(l->text + len, sizeof l->text - len, "%s\n", line);
+    l->n++;
+}
+
+/* cn_log_verify finds a flipped byte in an old (trusted, never rescanned)
+ * segment, names the file, byte and offset of the first bad batch, and
+ * changes nothing on disk. */
+UNIT_TEST(test_verify_finds_flipped_byte)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 30);
+    cn_log_close(log);
+    int64_t bases[64];
+    int nb = list_bases(dir, bases, 64);
+    CHECK(nb >= 4);
+    struct lines l = {"", 0};
+    struct cn_log_verify v;
+    CHECK_EQ(cn_log_verify(dir, collect, &l, &v), 0);
+    CHECK_EQ(v.segments, nb);
+    CHECK_EQ(v.batches, 30);
+    CHECK_EQ(v.bad_segments, 0);
+    CHECK_EQ(v.gaps, 0);
+    CHECK_EQ(l.n, 0);
+
+    /* Flip one byte inside the second batch of segment bases[1]. */
+    char *p = seg_file(dir, bases[1], "log");
+    int fd = open(p, O_RDWR);
+    uint8_t hdr[12], c;
+    CHECK(pread(fd, hdr, 12, 0) == 12);
+    int64_t total = be32(hdr + 8) + 12;
+    CHECK(pread(fd, &c, 1, total + 70) == 1);
+    c ^= 0x01;
+    CHECK(pwrite(fd, &c, 1, total + 70) == 1);
+    close(fd);
+    int64_t size = file_size(p);
+    CHECK_EQ(cn_log_verify(dir, collect, &l, &v), 0);
+    CHECK_EQ(v.bad_segments, 1);
+    CHECK_EQ(l.n, 1);
+    char want[512];
+    snprintf(want, sizeof want, "%s: bad batch at byte %lld (offset %lld): "
+             "batch CRC mismatch", p, (long long)total,
+             (long long)bases[1] + 3);
+    CHECK(strstr(l.text, want) != NULL);
+    if (!strstr(l.text, want))
+        fprintf(stderr, "  want %s\n  got %s", want, l.text);
+    CHECK_EQ(file_size(p), size);
+    /* A normal open trusts that segment (clean stop): the flip is only
+     * found on demand. */
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), 90);
+    cn_log_close(log);
+
+    /* A missing segment is reported as a gap. */
+    char *gone = seg_file(dir, bases[3], "log");
+    CHECK_EQ(unlink(gone), 0);
+    l.text[0] = '\0';
+    l.n = 0;
+    CHECK_EQ(cn_log_verify(dir, collect, &l, &v), 0);
+    CHECK_EQ(v.gaps, 1);
+    CHECK_EQ(v.segments, nb - 1);
+    CHECK(strstr(l.text, "are in no segment") != NULL);
+    free(gone);
+    free(p);
+    unit_rmtree(dir);
     free(dir);
 }
 
@@ -1133,6 +1573,10 @@ UNIT_MAIN(test_round_trip_segments, test_read_bounds, test_index_lookup,
           test_roll_by_time, test_retention_bytes, test_retention_time,
           test_delete_records, test_clean_reopen_scans_nothing,
           test_offset_for_time, test_torn_tail, test_torn_middle_segment,
+          test_missing_middle_segment, test_missing_active_segment,
+          test_unreadable_segment_refused, test_misnamed_segment_refused,
+          test_timeindex_truncated,
+          test_torn_tail_reported_once, test_verify_finds_flipped_byte,
           test_index_rebuild, test_eio_on_write, test_eio_on_sync,
           test_short_writes, test_mid_append_failpoint, test_sync_flow,
           test_recovery_point, test_stray_files_and_delete, test_fuzz_corpus,
