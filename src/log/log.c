@@ -421,9 +421,9 @@ static int recover(struct cn_log *log)
                 log_seg_free(seg);
         }
         bool cut = false;
+        bool trusted = clean || (i + 1 < n && bases[i + 1] <= rp);
         if (!err)
-            err = load_seg(log, seg,
-                           clean || (i + 1 < n && bases[i + 1] <= rp), &cut);
+            err = load_seg(log, seg, trusted, &cut);
         if (err) {
             /* Unreadable is not missing: the bytes may come back once the
              * disk or the permissions are fixed, so refuse rather than
@@ -442,6 +442,26 @@ static int recover(struct cn_log *log)
         if (log->nsegs > 1)
             report_gap(log, log->nsegs - 1, prev_cut);
         prev_cut = cut;
+        if (cut && !trusted && i + 1 < n) {
+            /* A write torn by the crash, above the recovery point.  The
+             * high watermark follows whole sync rounds, so nothing written
+             * after the tear was answered to an acks=all producer or seen
+             * by a consumer; keeping it would put a hole inside producers'
+             * sequences and transactions (a retried batch would then be
+             * out of order).  Kafka's recovery drops it the same way.  A
+             * cut in a trusted segment is corruption of synced data
+             * instead: the segments after it may have been read, so they
+             * stay and the hole is reported as a gap. */
+            for (size_t j = i + 1; j < n; j++) {
+                CN_WARN("log %s: deleting segment %020lld: written after "
+                        "the torn write in %020lld.log, never acknowledged "
+                        "(acks=all) nor read",
+                        log->dir, (long long)bases[j],
+                        (long long)bases[i]);
+                log_seg_unlink(log, bases[j]);
+            }
+            break;
+        }
     }
 
     /* The log end never moves back below what the checkpoint knew was on

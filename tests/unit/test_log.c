@@ -721,9 +721,9 @@ static void read_from(struct cn_log *log, int64_t from, struct cn_wr *w)
     CHECK_EQ(cn_log_read(log, from, INT64_MAX, SIZE_MAX, true, w, &n), 0);
 }
 
-/* A bad batch in a middle segment (past the recovery point) cuts that
- * segment's tail only: the later segments are intact and stay, so the log
- * end does not move (issue #11). */
+/* A write torn by a crash in a middle segment (past the recovery point):
+ * what follows it was never acknowledged with acks=all nor read, so it
+ * goes with the tail, as in Kafka; offsets continue from the cut. */
 UNIT_TEST(test_torn_middle_segment)
 {
     char *dir = unit_tmpdir("log");
@@ -738,20 +738,50 @@ UNIT_TEST(test_torn_middle_segment)
     int nb = list_bases(img, bases, 64);
     CHECK(nb >= 4);
     damage_crc(img, bases[1]);
+    int64_t cut_at = bases[2] - 3;
     CHECK_EQ(cn_log_open(img, &cfg, &log), 0);
-    CHECK_EQ(cn_log_end_offset(log), 90);
-    CHECK_EQ(list_bases(img, bases, 64), nb);
-    check_offsets_gap(log, bases[2] - 3, bases[2]);
+    CHECK_EQ(cn_log_end_offset(log), cut_at);
+    CHECK_EQ(list_bases(img, bases, 64), 2);
+    check_every_offset(log);
     struct cn_log_stats st;
     cn_log_stats(log, &st);
     CHECK(st.recovery_truncated_bytes > 0 && st.recovery_truncated_bytes < 300);
     int64_t base;
     CHECK_EQ(append_one(log, 3, 1, 40, &base), 0);
-    CHECK_EQ(base, 90);
+    CHECK_EQ(base, cut_at);
     cn_log_close(log);
     unit_rmtree(img);
     unit_rmtree(dir);
     free(img);
+    free(dir);
+}
+
+/* A bad batch in a segment below the recovery point is corruption of
+ * synced data, found because its index disagrees: the segments after it
+ * may have been read, so they stay and the end does not move (issue #11:
+ * a cut is never widened into deleting intact later segments). */
+UNIT_TEST(test_corrupt_synced_segment_keeps_later)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 30);
+    cn_log_close(log);
+    int64_t bases[64];
+    int nb = list_bases(dir, bases, 64);
+    CHECK(nb >= 4);
+    damage_crc(dir, bases[1]);
+    char *idx = seg_file(dir, bases[1], "index");
+    CHECK_EQ(truncate(idx, 0), 0);
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), 90);
+    CHECK_EQ(list_bases(dir, bases, 64), nb);
+    check_offsets_gap(log, bases[2] - 3, bases[2]);
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(idx);
     free(dir);
 }
 
@@ -1573,6 +1603,7 @@ UNIT_MAIN(test_round_trip_segments, test_read_bounds, test_index_lookup,
           test_roll_by_time, test_retention_bytes, test_retention_time,
           test_delete_records, test_clean_reopen_scans_nothing,
           test_offset_for_time, test_torn_tail, test_torn_middle_segment,
+          test_corrupt_synced_segment_keeps_later,
           test_missing_middle_segment, test_missing_active_segment,
           test_unreadable_segment_refused, test_misnamed_segment_refused,
           test_timeindex_truncated,
