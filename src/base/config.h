@@ -209,6 +209,9 @@ struct cn_config {
     int32_t cairn_transaction_hanging_check_interval_ms; /* ms */
     int64_t cairn_transaction_hanging_margin_ms; /* beyond transaction.max.
                                                     timeout.ms; ms */
+    bool cairn_transaction_operator_commit_enable; /* COMMIT markers from
+                                                      clients, for unknown
+                                                      producer ids only */
     int32_t cairn_transaction_version; /* finalized transaction.version
                                           feature level, 0..2 */
 

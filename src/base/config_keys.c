@@ -69,6 +69,10 @@ static const struct cn_config_key broker_keys[] = {
       I64_MAX, NULL, cairn_transaction_hanging_margin_ms,
       "Cairn: a transaction open longer than transaction.max.timeout.ms "
       "plus this, that no coordinator holds, is hanging"),
+    B("cairn.transaction.operator.commit.enable", CN_CFG_BOOL, "false", 0, 0,
+      NULL, cairn_transaction_operator_commit_enable,
+      "Cairn: accept a COMMIT WriteTxnMarkers from a client for a producer "
+      "id no coordinator knows (an audited repair); Kafka tools only abort"),
     B("cairn.transaction.version", CN_CFG_INT16, "2", 0, 2, NULL,
       cairn_transaction_version,
       "Cairn: finalized transaction.version feature level (KIP-890); 0/1 "
