@@ -105,11 +105,15 @@ static int range_err(const struct cn_config_key *k, char *why, size_t why_len)
     int64_t top = k->type == CN_CFG_INT16   ? INT16_MAX
                   : k->type == CN_CFG_INT32 ? INT32_MAX
                                             : INT64_MAX;
+    const char *sep = k->range_why ? " (" : "";
+    const char *reason = k->range_why ? k->range_why : "";
+    const char *end = k->range_why ? ")" : "";
     if (k->max == top)
-        seterr(why, why_len, "must be at least %lld", (long long)k->min);
+        seterr(why, why_len, "must be at least %lld%s%s%s",
+               (long long)k->min, sep, reason, end);
     else
-        seterr(why, why_len, "must be between %lld and %lld",
-               (long long)k->min, (long long)k->max);
+        seterr(why, why_len, "must be between %lld and %lld%s%s%s",
+               (long long)k->min, (long long)k->max, sep, reason, end);
     return CN_EINVAL;
 }
 
@@ -826,6 +830,26 @@ int cn_config_describe_key(const struct cn_config *cfg, const char *name,
     return 0;
 }
 
+int cn_config_check(const struct cn_config *cfg, char *err, size_t err_len)
+{
+    /* Kafka's KafkaConfig.validateValues: the retention that wins by
+     * precedence must be -1 or at least 1 ms; 0 would delete every
+     * segment as soon as it rolled. */
+    if (cfg->log_retention_ms == 0) {
+        const char *key = cur(cfg, "log.retention.ms") ? "log.retention.ms"
+                          : cur(cfg, "log.retention.minutes")
+                              ? "log.retention.minutes"
+                              : "log.retention.hours";
+        seterr(err, err_len,
+               "invalid value \"0\" for %s: log.retention.ms must be "
+               "unlimited (-1) or at least 1 ms, as in Kafka (0 would delete "
+               "every segment as soon as it rolls)",
+               key);
+        return CN_EINVAL;
+    }
+    return 0;
+}
+
 /* ---- Properties text ---- */
 
 typedef int (*kv_fn)(void *ctx, const char *key, const char *value,
@@ -1132,7 +1156,7 @@ int cn_config_from_args(struct cn_config *cfg, int argc, char **argv,
             i++;
         }
     }
-    return 0;
+    return cn_config_check(cfg, err, err_len);
 }
 
 void cn_config_print_help(FILE *f)

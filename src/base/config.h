@@ -94,6 +94,9 @@ enum cn_cfg_log_level {
 
 #define CN_CONFIG_HOST_MAX 256  /* bytes for a host name, with NUL */
 #define CN_CONFIG_PATH_MAX 1024 /* bytes for the data directory, with NUL */
+/* Smallest socket.request.max.bytes: room for any client's ApiVersions,
+ * Metadata, FindCoordinator and a produce of a small batch; bytes. */
+#define CN_CONFIG_MIN_REQUEST_BYTES 1024
 
 /* One row of a key table.  Tables are static and never change. */
 struct cn_config_key {
@@ -113,6 +116,8 @@ struct cn_config_key {
                                     it defaults from, strongest first */
     size_t syn_off;              /* topic keys: offset of the broker's
                                     effective field in struct cn_config */
+    const char *range_why;       /* why min/max are what they are, added
+                                    to an out-of-range message; or NULL */
 };
 
 /*
@@ -209,6 +214,9 @@ struct cn_config {
     int32_t cairn_transaction_hanging_check_interval_ms; /* ms */
     int64_t cairn_transaction_hanging_margin_ms; /* beyond transaction.max.
                                                     timeout.ms; ms */
+    bool cairn_transaction_operator_commit_enable; /* COMMIT markers from
+                                                      clients, for unknown
+                                                      producer ids only */
     int32_t cairn_transaction_version; /* finalized transaction.version
                                           feature level, 0..2 */
 
@@ -247,6 +255,14 @@ int cn_config_load_text(struct cn_config *cfg, const char *text,
 /* Reads and parses a file.  An unreadable file is CN_EINVAL too. */
 int cn_config_load_file(struct cn_config *cfg, const char *path, char *err,
                         size_t err_len);
+/*
+ * Checks what no single key can: settings that each parse but together
+ * leave a broker that cannot work (log.retention.* resolving to 0, which
+ * Kafka refuses too).  Returns 0 or CN_EINVAL with the key and the reason
+ * in err.  cn_config_from_args runs it once every key is applied.
+ */
+int cn_config_check(const struct cn_config *cfg, char *err, size_t err_len);
+
 /* Applies one "--set" argument of the form key=value. */
 int cn_config_set_arg(struct cn_config *cfg, const char *kv, char *err,
                       size_t err_len);

@@ -21,16 +21,28 @@
 /* A broker key with a typed field in struct cn_config. */
 #define B(name, type, def, lo, hi, en, field, doc)                         \
     {name, type, def, lo, hi, en, doc, true, false,                        \
-     offsetof(struct cn_config, field), NULL, NONE}
+     offsetof(struct cn_config, field), NULL, NONE, NULL}
+/* B with the reason for its range, told with an out-of-range value. */
+#define BR(name, type, def, lo, hi, en, field, doc, why)                   \
+    {name, type, def, lo, hi, en, doc, true, false,                        \
+     offsetof(struct cn_config, field), NULL, NONE, why}
 /* A broker key without its own typed field (derived or informational). */
 #define BX(name, type, def, lo, hi, en, doc)                                \
-    {name, type, def, lo, hi, en, doc, true, false, NONE, NULL, NONE}
+    {name, type, def, lo, hi, en, doc, true, false, NONE, NULL, NONE, NULL}
+/* BX with the reason for its range. */
+#define BXR(name, type, def, lo, hi, en, doc, why)                          \
+    {name, type, def, lo, hi, en, doc, true, false, NONE, NULL, NONE, why}
 /* A topic key: field in struct cn_topic_config, default from the broker's
  * effective field bfield. */
 #define T(name, type, def, lo, hi, en, field, syn, bfield, doc)             \
     {name, type, def, lo, hi, en, doc, false, false,                       \
      offsetof(struct cn_topic_config, field), syn,                         \
-     offsetof(struct cn_config, bfield)}
+     offsetof(struct cn_config, bfield), NULL}
+
+/* Kafka takes only -1 as "keep forever" (topic retention.ms is
+ * atLeast(-1)); another negative value is a typo, not a meaning. */
+#define RETENTION_WHY "-1 keeps data forever; no other negative value means " \
+                      "anything"
 
 static const char *const cleanup_enums[] = {"delete", "compact", NULL};
 static const char *const ts_enums[] = {"CreateTime", "LogAppendTime", NULL};
@@ -69,6 +81,10 @@ static const struct cn_config_key broker_keys[] = {
       I64_MAX, NULL, cairn_transaction_hanging_margin_ms,
       "Cairn: a transaction open longer than transaction.max.timeout.ms "
       "plus this, that no coordinator holds, is hanging"),
+    B("cairn.transaction.operator.commit.enable", CN_CFG_BOOL, "false", 0, 0,
+      NULL, cairn_transaction_operator_commit_enable,
+      "Cairn: accept a COMMIT WriteTxnMarkers from a client for a producer "
+      "id no coordinator knows (an audited repair); Kafka tools only abort"),
     B("cairn.transaction.version", CN_CFG_INT16, "2", 0, 2, NULL,
       cairn_transaction_version,
       "Cairn: finalized transaction.version feature level (KIP-890); 0/1 "
@@ -174,12 +190,16 @@ static const struct cn_config_key broker_keys[] = {
     B("log.retention.check.interval.ms", CN_CFG_INT64, "300000", 1, I64_MAX,
       NULL, log_retention_check_interval_ms,
       "How often retention is enforced"),
-    BX("log.retention.hours", CN_CFG_INT32, "168", INT32_MIN, I32_MAX, NULL,
-       "Retention in hours; used when neither .ms nor .minutes is set"),
-    BX("log.retention.minutes", CN_CFG_INT32, NULL, INT32_MIN, I32_MAX, NULL,
-       "Retention in minutes; used when log.retention.ms is not set"),
-    BX("log.retention.ms", CN_CFG_INT64, NULL, INT64_MIN, I64_MAX, NULL,
-       "Retention in ms; takes precedence; -1 unlimited"),
+    BXR("log.retention.hours", CN_CFG_INT32, "168", -1, I32_MAX, NULL,
+        "Retention in hours; used when neither .ms nor .minutes is set; "
+        "-1 unlimited",
+        RETENTION_WHY),
+    BXR("log.retention.minutes", CN_CFG_INT32, NULL, -1, I32_MAX, NULL,
+        "Retention in minutes; used when log.retention.ms is not set; -1 "
+        "unlimited",
+        RETENTION_WHY),
+    BXR("log.retention.ms", CN_CFG_INT64, NULL, -1, I64_MAX, NULL,
+        "Retention in ms; takes precedence; -1 unlimited", RETENTION_WHY),
     BX("log.roll.hours", CN_CFG_INT32, "168", 1, I32_MAX, NULL,
        "Roll a segment this old; used when log.roll.ms is not set"),
     B("log.roll.jitter.ms", CN_CFG_INT64, "0", 0, I64_MAX, NULL,
@@ -234,8 +254,12 @@ static const struct cn_config_key broker_keys[] = {
        1, INT16_MAX, NULL, "Informational"),
     B("socket.receive.buffer.bytes", CN_CFG_INT32, "102400", -1, I32_MAX,
       NULL, socket_receive_buffer_bytes, "SO_RCVBUF; -1 OS default"),
-    B("socket.request.max.bytes", CN_CFG_INT32, "104857600", 1, I32_MAX,
-      NULL, socket_request_max_bytes, "Largest request accepted; bytes"),
+    BR("socket.request.max.bytes", CN_CFG_INT32, "104857600",
+       CN_CONFIG_MIN_REQUEST_BYTES, I32_MAX, NULL, socket_request_max_bytes,
+       "Largest request accepted; bytes",
+       "a smaller limit refuses clients' first requests, ApiVersions and "
+       "Metadata, and closes every connection; Kafka's floor of 1 starts "
+       "such a broker"),
     B("socket.send.buffer.bytes", CN_CFG_INT32, "102400", -1, I32_MAX, NULL,
       socket_send_buffer_bytes, "SO_SNDBUF; -1 OS default"),
     B("transaction.abort.timed.out.transaction.cleanup.interval.ms",

@@ -195,6 +195,20 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
                  "compression.type): %s", why);
         goto out_free;
     }
+    /* Settings Kafka accepts too, that leave part of the broker unable to
+     * work on one node: said once, loudly, at start. */
+    if (cfg->min_insync_replicas > 1)
+        CN_WARN("min.insync.replicas=%d: this single broker is one in-sync "
+                "replica, so every acks=all produce to a topic without its "
+                "own min.insync.replicas=1 is refused with "
+                "NOT_ENOUGH_REPLICAS",
+                (int)cfg->min_insync_replicas);
+    if (cfg->socket_request_max_bytes < cfg->message_max_bytes)
+        CN_WARN("socket.request.max.bytes=%d is below message.max.bytes=%d: "
+                "a produce request carrying a batch near message.max.bytes "
+                "closes its connection",
+                (int)cfg->socket_request_max_bytes,
+                (int)cfg->message_max_bytes);
     /* Only the first of log.dirs is used: one directory per broker. */
     size_t n = strcspn(cfg->log_dirs, ",");
     if (n == 0 || n >= sizeof b->data_dir) {
@@ -208,6 +222,20 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     if (rc) {
         snprintf(err, err_len, "log.dirs: cannot create '%s': %s",
                  b->data_dir, strerror(-rc));
+        goto out_free;
+    }
+    /* mkdir takes an existing file for a directory (EEXIST), and access
+     * would then blame permissions. */
+    struct stat st;
+    if (stat(b->data_dir, &st) != 0) {
+        snprintf(err, err_len, "log.dirs: cannot use '%s': %s", b->data_dir,
+                 strerror(errno));
+        goto out_free;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, err_len, "log.dirs: '%s' is %s, not a directory",
+                 b->data_dir,
+                 S_ISREG(st.st_mode) ? "a regular file" : "not a directory");
         goto out_free;
     }
     if (access(b->data_dir, R_OK | W_OK | X_OK) != 0) {

@@ -1,14 +1,31 @@
 /*
- * h_markers.c - WriteTxnMarkers (API 27, v0-1): a coordinator, or an
- * operator through cairnctl txn abort (KIP-664), asks this leader to
- * write commit or abort markers.
+ * h_markers.c - WriteTxnMarkers (API 27, v0-1): an operator through
+ * cairnctl txn abort (KIP-664), or any client, asks this leader to write
+ * commit or abort markers.
  *
- * An abort first goes to our own coordinator: if it holds the producer
- * in an Ongoing transaction that includes the partition, it aborts the
- * whole transaction with an epoch bump (so the live producer cannot
- * commit the part aborted under it) and the partition's answer is NONE
- * at once; its markers follow through the normal path.  Otherwise, and
- * for commits, the marker is appended here (hanging.c), recorded in the
+ * Cairn's coordinator writes its markers to this broker's partitions
+ * itself, without WriteTxnMarkers, so on one broker every request here
+ * comes from outside the cluster, and a marker from outside must not
+ * decide a transaction its coordinator still holds (issue #11):
+ *
+ * An abort first goes to our own coordinator: if it holds the producer in
+ * an Ongoing transaction that includes the partition, it aborts the whole
+ * transaction with an epoch bump (so the live producer cannot commit the
+ * part aborted under it) and the partition's answer is NONE at once; its
+ * markers follow through the normal path.  While the coordinator commits
+ * that transaction the abort is refused (see hanging.h).
+ *
+ * A commit is refused with CLUSTER_AUTHORIZATION_FAILED, the answer Kafka
+ * gives a caller without ClusterAction on WriteTxnMarkers: only the
+ * producer commits its transaction, and Kafka's tools never send one.
+ * With cairn.transaction.operator.commit.enable=true an operator may
+ * commit the open transaction of a producer id no coordinator knows (a
+ * repair after __transaction_state was lost); for a producer id the
+ * coordinator knows it is INVALID_TXN_STATE, since the coordinator, not
+ * the operator, has the transaction's outcome.  Such a commit is audited
+ * (a WARN line and cairn_txn_operator_commit_markers_total).
+ *
+ * Otherwise the marker is appended here (hanging.c), recorded in the
  * producer state and the partition answers once it is durable.  A marker
  * for a producer with no open transaction on the partition is appended
  * as Kafka does: it closes nothing and fences older epochs.
@@ -18,8 +35,10 @@
 #include "base/say.h"
 #include "handlers.h"
 #include "hanging.h"
+#include "metrics.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
+#include "txn_coord.h"
 
 struct markers_state;
 
@@ -53,6 +72,33 @@ static void part_durable(struct cn_broker *b, struct cn_sync_waiter *w)
         markers_answer(pw->ms);
 }
 
+/*
+ * Why a client's COMMIT marker for producer_id may not be written:
+ * KAFKA_NONE when it may (the operator key is on and no coordinator knows
+ * the producer id), else the refusal's error code, with the reason in why.
+ */
+static int16_t commit_refusal(struct cn_broker *b, int64_t producer_id,
+                              char *why, size_t why_len)
+{
+    struct cn_txn_pid_view v;
+
+    if (!b->cfg->cairn_transaction_operator_commit_enable) {
+        snprintf(why, why_len,
+                 "only a producer commits its transaction "
+                 "(cairn.transaction.operator.commit.enable is false)");
+        return KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+    }
+    if (cn_txn_coord_pid_view(b, producer_id, NULL, 0, &v, NULL)) {
+        snprintf(why, why_len,
+                 "the coordinator knows the producer id (transactional id "
+                 "'%s', %s at epoch %d) and decides its transactions",
+                 v.transactional_id, cn_txn_state_name(v.state),
+                 v.producer_epoch);
+        return KAFKA_INVALID_TXN_STATE;
+    }
+    return KAFKA_NONE;
+}
+
 static int16_t write_one(
     struct cn_broker *b, struct markers_state *ms,
     const struct cn_write_txn_markers_request_writable_txn_marker *m,
@@ -65,6 +111,19 @@ static int16_t write_one(
 
     if (!p)
         return KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+    if (m->transaction_result) {
+        char why[400];
+        err = commit_refusal(b, m->producer_id, why, sizeof why);
+        if (err) {
+            cn_metrics_client_marker_refused(b);
+            CN_WARN("WriteTxnMarkers from %s: commit marker for producer "
+                    "%lld epoch %d on %s-%d refused with %s: %s",
+                    cn_req_peer(ms->req), (long long)m->producer_id,
+                    m->producer_epoch, p->topic->name, partition,
+                    cn_kerr_name(err), why);
+            return err;
+        }
+    }
     pw = cn_arena_calloc(&ms->req->arena, 1, sizeof *pw);
     if (!pw)
         return KAFKA_KAFKA_STORAGE_ERROR;
@@ -80,6 +139,17 @@ static int16_t write_one(
                                m->coordinator_epoch, &pw->w, &by_coord);
     if (err)
         ms->pending--; /* the waiter is not called on an error */
+    if (!m->transaction_result && (err == KAFKA_INVALID_TXN_STATE ||
+                                   err == KAFKA_CONCURRENT_TRANSACTIONS))
+        cn_metrics_client_marker_refused(b);
+    if (!err && m->transaction_result) {
+        cn_metrics_operator_commit_marker(b);
+        CN_WARN("audit: cairn.transaction.operator.commit.enable: "
+                "WriteTxnMarkers from %s commits producer %lld epoch %d "
+                "on %s-%d, a producer id no coordinator knows",
+                cn_req_peer(ms->req), (long long)m->producer_id,
+                m->producer_epoch, p->topic->name, partition);
+    }
     CN_INFO("WriteTxnMarkers from %s: %s marker for producer %lld epoch %d "
             "on %s-%d: %s",
             cn_req_peer(ms->req), m->transaction_result ? "commit" : "abort",

@@ -95,10 +95,11 @@ int16_t cn_hanging_abort(struct cn_broker *b, struct cn_partition *p,
                          int32_t coordinator_epoch, struct cn_sync_waiter *w,
                          bool *by_coordinator)
 {
-    *by_coordinator = false;
-    if (cn_txn_coord_abort_for_operator(b, producer_id, p->topic->name,
-                                        p->index)) {
-        *by_coordinator = true;
+    int16_t err = cn_txn_coord_abort_for_operator(
+        b, producer_id, p->topic->name, p->index, by_coordinator);
+    if (err)
+        return err;
+    if (*by_coordinator) {
         if (w)
             w->finish(b, w);
         return KAFKA_NONE;

@@ -53,12 +53,15 @@ int16_t cn_hanging_write_marker(struct cn_broker *b, struct cn_partition *p,
 
 /*
  * An operator abort of producer_id's open transaction on p: if the
- * coordinator holds the producer in an Ongoing transaction that includes
- * p, it aborts the whole transaction (epoch bump, markers follow) and
- * *by_coordinator is true; otherwise the abort marker is written here as
- * cn_hanging_write_marker does.  w may be NULL
- * (fire and forget); when the coordinator takes over w->finish is called
- * at once.  Returns a Kafka error code as cn_hanging_write_marker.
+ * coordinator holds the producer in a transaction that includes p, it
+ * decides (cn_txn_coord_abort_for_operator): it aborts the whole
+ * transaction (epoch bump, markers follow) or is aborting it already, and
+ * *by_coordinator is true, or it refuses (INVALID_TXN_STATE while it
+ * commits, CONCURRENT_TRANSACTIONS while a change is written); otherwise
+ * the abort marker is written here as cn_hanging_write_marker does.  w
+ * may be NULL (fire and forget); when the coordinator takes over
+ * w->finish is called at once.  Returns a Kafka error code as
+ * cn_hanging_write_marker, or the coordinator's refusal (w not called).
  */
 int16_t cn_hanging_abort(struct cn_broker *b, struct cn_partition *p,
                          int64_t producer_id, int16_t producer_epoch,

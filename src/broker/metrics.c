@@ -27,6 +27,8 @@ struct cn_metrics {
     struct cn_hist latency[CN_API_KEY_MAX + 1]; /* frame -> done, ms */
     uint64_t hanging_found;                     /* counter */
     uint64_t hanging_now;                       /* gauge */
+    uint64_t client_markers_refused;            /* counter */
+    uint64_t operator_commit_markers;           /* counter */
 };
 
 /* One partition's numbers, taken once per scrape. */
@@ -295,6 +297,15 @@ static void render_txn(struct cn_broker *b, struct cn_wr *w)
     gauge(w, "cairn_txn_hanging_transactions",
           "Hanging transactions the last check saw.",
           m ? (double)m->hanging_now : 0);
+    counter(w, "cairn_txn_client_markers_refused_total",
+            "WriteTxnMarkers markers from clients refused: commits without "
+            "cairn.transaction.operator.commit.enable or for a producer id "
+            "the coordinator knows, aborts while it commits.",
+            m ? m->client_markers_refused : 0);
+    counter(w, "cairn_txn_operator_commit_markers_total",
+            "COMMIT markers written for clients under "
+            "cairn.transaction.operator.commit.enable (audited repairs).",
+            m ? m->operator_commit_markers : 0);
 }
 
 static void render_requests(struct cn_broker *b, struct cn_wr *w)
@@ -445,4 +456,16 @@ void cn_metrics_set_hanging_now(struct cn_broker *b, uint64_t n)
 {
     if (b->metrics)
         b->metrics->hanging_now = n;
+}
+
+void cn_metrics_client_marker_refused(struct cn_broker *b)
+{
+    if (b->metrics)
+        b->metrics->client_markers_refused++;
+}
+
+void cn_metrics_operator_commit_marker(struct cn_broker *b)
+{
+    if (b->metrics)
+        b->metrics->operator_commit_markers++;
 }

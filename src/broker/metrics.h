@@ -52,6 +52,13 @@ void cn_metrics_hanging_found(struct cn_broker *b, uint64_t n);
  * (cairn_txn_hanging_transactions). */
 void cn_metrics_set_hanging_now(struct cn_broker *b, uint64_t n);
 
+/* A WriteTxnMarkers marker from a client was refused
+ * (cairn_txn_client_markers_refused_total). */
+void cn_metrics_client_marker_refused(struct cn_broker *b);
+/* A client's COMMIT marker was written as an operator repair
+ * (cairn_txn_operator_commit_markers_total). */
+void cn_metrics_operator_commit_marker(struct cn_broker *b);
+
 /* Appends the whole exposition to out (what GET /metrics returns). */
 void cn_metrics_render(struct cn_broker *b, struct cn_wr *out);
 

@@ -118,15 +118,23 @@ bool cn_txn_coord_pid_view(struct cn_broker *b, int64_t producer_id,
 /*
  * An operator (WriteTxnMarkers from cairnctl txn abort, or the hanging
  * check's auto abort) wants producer_id's open transaction on
- * topic/partition aborted.  If the coordinator holds that producer in an
- * Ongoing transaction that includes the partition, the coordinator
- * aborts the whole transaction itself, with an epoch bump, so the live
- * producer cannot commit what was aborted under it: returns true (the
- * markers follow through the normal path).  Otherwise returns false and
- * the caller writes the abort marker to the partition directly.
+ * topic/partition aborted.  When the coordinator holds that producer in a
+ * transaction that includes the partition, an abort marker written beside
+ * it could split the transaction, so the coordinator decides:
+ *  - Ongoing: it aborts the whole transaction itself, with an epoch bump,
+ *    so the live producer cannot commit what was aborted under it
+ *    (markers follow through the normal path): NONE, *taken true;
+ *  - PrepareAbort / PrepareEpochFence: it is aborting already: NONE,
+ *    *taken true;
+ *  - PrepareCommit: INVALID_TXN_STATE (the decision is commit);
+ *  - Ongoing with a change being written: CONCURRENT_TRANSACTIONS (that
+ *    change may be the commit decision; try again).
+ * Otherwise it returns NONE with *taken false and the caller writes the
+ * abort marker to the partition directly.
  */
-bool cn_txn_coord_abort_for_operator(struct cn_broker *b, int64_t producer_id,
-                                     const char *topic, int32_t partition);
+int16_t cn_txn_coord_abort_for_operator(struct cn_broker *b,
+                                        int64_t producer_id, const char *topic,
+                                        int32_t partition, bool *taken);
 
 void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body);

@@ -247,32 +247,63 @@ void txn_on_timeout_check(uv_timer_t *t)
 
 /* ---- operator aborts ---------------------------------------------------- */
 
-bool cn_txn_coord_abort_for_operator(struct cn_broker *b, int64_t producer_id,
-                                     const char *topic, int32_t partition)
+int16_t cn_txn_coord_abort_for_operator(struct cn_broker *b,
+                                        int64_t producer_id, const char *topic,
+                                        int32_t partition, bool *taken)
 {
     struct txn_entry *e = b->txn ? txn_entry_by_pid(b->txn, producer_id) : NULL;
     const char *tp = topic ? topic : "?";
-    if (!e || e->busy || e->meta.state != CN_TXN_ONGOING || !topic ||
+    *taken = false;
+    if (!e || !topic ||
         !cn_txn_meta_has_partition(&e->meta, topic, partition)) {
         CN_WARN("operator abort of producer %lld on %s-%d: %s%s%s; the "
                 "marker goes to the partition directly",
                 (long long)producer_id, tp, partition,
                 e ? "transactional id " : "no transactional id knows it",
                 e ? e->meta.transactional_id : "",
-                e ? " has no open transaction there (or is busy)" : "");
-        return false;
+                e ? " has no open transaction there" : "");
+        return KAFKA_NONE;
     }
     const struct cn_txn_meta *m = &e->meta;
+    /* The coordinator holds this transaction: an abort marker written
+     * beside it would close the partition's part alone.  After a commit
+     * decision that splits the transaction; while a change is being
+     * written the decision may be that commit. */
+    switch (m->state) {
+    case CN_TXN_PREPARE_ABORT:
+    case CN_TXN_PREPARE_EPOCH_FENCE:
+        CN_WARN("operator abort of transactional id %s (producer %lld) on "
+                "%s-%d: the coordinator is already aborting it",
+                m->transactional_id, (long long)producer_id, tp, partition);
+        *taken = true;
+        return KAFKA_NONE;
+    case CN_TXN_PREPARE_COMMIT:
+        CN_WARN("operator abort of transactional id %s (producer %lld) on "
+                "%s-%d refused: the coordinator has decided to commit it",
+                m->transactional_id, (long long)producer_id, tp, partition);
+        return KAFKA_INVALID_TXN_STATE;
+    case CN_TXN_ONGOING:
+        break;
+    default:
+        /* Empty or Complete*: no transaction of the coordinator's is
+         * open (their partitions are cleared), as hanging.c counts. */
+        return KAFKA_NONE;
+    }
+    if (e->busy) {
+        CN_WARN("operator abort of transactional id %s (producer %lld) on "
+                "%s-%d refused for now: a change of it is being written",
+                m->transactional_id, (long long)producer_id, tp, partition);
+        return KAFKA_CONCURRENT_TRANSACTIONS;
+    }
     struct cn_txn_meta next;
     cn_txn_meta_init(&next);
     if (cn_txn_meta_copy(&next, m) != 0 || abort_epoch(b, &next) != 0) {
         cn_txn_meta_fini(&next);
         CN_WARN("operator abort of transactional id %s (producer %lld epoch "
-                "%d) on %s-%d: cannot start, the marker goes to the "
-                "partition directly",
+                "%d) on %s-%d: cannot start it",
                 m->transactional_id, (long long)producer_id,
                 m->producer_epoch, tp, partition);
-        return false;
+        return KAFKA_COORDINATOR_NOT_AVAILABLE;
     }
     CN_WARN("operator abort of transactional id %s (producer %lld epoch %d) "
             "on %s-%d: the coordinator aborts the whole transaction and "
@@ -284,5 +315,6 @@ bool cn_txn_coord_abort_for_operator(struct cn_broker *b, int64_t producer_id,
     e->decide_us = cn_clock_mono_us();
     e->timeout_abort = false;
     txn_write_change(b, e, &next, timeout_written, NULL, NULL, false);
-    return true;
+    *taken = true;
+    return KAFKA_NONE;
 }

@@ -1530,3 +1530,41 @@ class Tv2ProduceClient(Tv2Client):
             **kw))
         assert len(parts) == 1, parts
         return parts[0][2], parts[0][3]
+
+
+# ---------------------------------------------------------------------------
+# WriteTxnMarkers v0 (non-flexible): what a coordinator sends a partition
+# leader, and what KIP-664's abort tool sends as an operator.
+
+API_WRITE_TXN_MARKERS = 27
+CLUSTER_AUTHORIZATION_FAILED = 31
+
+
+def write_txn_markers_request(correlation_id, producer_id, producer_epoch,
+                              commit, topics, coordinator_epoch=0):
+    """One marker (commit True, abort False) for topics: {name: [parts]}."""
+    body = struct.pack(">i", 1)
+    body += struct.pack(">qhb", producer_id, producer_epoch,
+                        1 if commit else 0)
+    body += struct.pack(">i", len(topics))
+    for name, parts in topics.items():
+        body += string(name) + struct.pack(">i", len(parts))
+        for p in parts:
+            body += struct.pack(">i", p)
+    body += struct.pack(">i", coordinator_epoch)
+    return request(API_WRITE_TXN_MARKERS, 0, correlation_id, body)
+
+
+def parse_write_txn_markers(body):
+    """Returns (correlation_id, {(producer_id, topic, partition): error})."""
+    r = Reader(body)
+    corr = r.i32()
+    out = {}
+    for _ in range(r.i32()):
+        pid = r.i64()
+        for _ in range(r.i32()):
+            topic = r.string()
+            for _ in range(r.i32()):
+                part, err = r.i32(), r.i16()
+                out[(pid, topic, part)] = err
+    return corr, out

@@ -695,10 +695,75 @@ UNIT_TEST(help_lists_keys)
     free(buf);
 }
 
+/* Issue #11: values that parse but start a broker that cannot work. */
+UNIT_TEST(unworkable_values_refused)
+{
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    /* Kafka's atLeast(1) starts a broker that closes every connection. */
+    CHECK_EQ(cn_config_set(&cfg, "socket.request.max.bytes", "1", err,
+                           sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("socket.request.max.bytes", "at least 1024"));
+    CHECK(err_has("ApiVersions", "closes every connection"));
+    CHECK_EQ(cn_config_set(&cfg, "socket.request.max.bytes", "1023", err,
+                           sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cfg.socket_request_max_bytes, 104857600);
+    CHECK_EQ(cn_config_set(&cfg, "socket.request.max.bytes", "1024", err,
+                           sizeof err),
+             0);
+    CHECK_EQ(cfg.socket_request_max_bytes, 1024);
+
+    /* Only -1 means forever. */
+    static const char *const keys[] = {"log.retention.ms",
+                                       "log.retention.minutes",
+                                       "log.retention.hours"};
+    static const char *const bad[] = {"-5", "-2", "-2147483648"};
+    for (size_t i = 0; i < 3; i++) {
+        for (size_t j = 0; j < 3; j++) {
+            CHECK_EQ(cn_config_set(&cfg, keys[i], bad[j], err, sizeof err),
+                     CN_EINVAL);
+            CHECK(err_has(keys[i], bad[j]));
+            CHECK(err_has("at least -1", "forever"));
+        }
+    }
+    CHECK_EQ(cfg.log_retention_ms, 168LL * 3600 * 1000);
+    CHECK_EQ(cn_config_check(&cfg, err, sizeof err), 0);
+    for (size_t i = 0; i < 3; i++) {
+        struct cn_config c2;
+        CHECK_EQ(cn_config_init(&c2), 0);
+        CHECK_EQ(cn_config_set(&c2, keys[i], "-1", err, sizeof err), 0);
+        CHECK_EQ(c2.log_retention_ms, -1);
+        CHECK_EQ(cn_config_check(&c2, err, sizeof err), 0);
+        cn_config_fini(&c2);
+    }
+    cn_config_fini(&cfg);
+
+    /* A retention of 0, by whichever key wins, is refused as Kafka does;
+     * a 0 that another key overrides is harmless. */
+    for (size_t i = 0; i < 3; i++) {
+        char arg[64];
+        snprintf(arg, sizeof arg, "%s=0", keys[i]);
+        char *argv[] = {"cairn", "--set", arg};
+        CHECK_EQ(cn_config_init(&cfg), 0);
+        CHECK_EQ(cn_config_from_args(&cfg, 3, argv, err, sizeof err),
+                 CN_EINVAL);
+        CHECK(err_has(keys[i], "unlimited (-1) or at least 1 ms"));
+        cn_config_fini(&cfg);
+    }
+    char *ok[] = {"cairn", "--set", "log.retention.hours=0", "--set",
+                  "log.retention.ms=5"};
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_from_args(&cfg, 5, ok, err, sizeof err), 0);
+    CHECK_EQ(cfg.log_retention_ms, 5);
+    cn_config_fini(&cfg);
+}
+
 UNIT_MAIN(defaults_match_kafka, table_defaults_all_parse, file_parsing,
           file_error_names_file_and_line, load_file_and_missing_file,
           set_overrides_file, unknown_key_named, bad_ints, enum_values,
           retention_precedence, aliases, kraft_server_properties_loads,
           listener_variants, listener_errors, topic_defaults_follow_broker,
           topic_validation, topic_serialize_round_trip, properties_escapes,
-          help_lists_keys)
+          help_lists_keys, unworkable_values_refused)
