@@ -155,8 +155,18 @@ def test_txn_lifecycle(broker):
     # --- committed ---
     p.commit_transaction(TIMEOUT)
 
-    d = table(ok(ctl(broker, "txn", "describe", "--transactional-id",
-                     TXN_ID)))[0]
+    # EndTxn is answered once PrepareCommit is durable (the decision); the
+    # markers and CompleteCommit follow, so the state may still be
+    # PrepareCommit for a moment.  Wait for it, bounded, and never accept
+    # anything else on the way.
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        d = table(ok(ctl(broker, "txn", "describe", "--transactional-id",
+                         TXN_ID)))[0]
+        if d["TransactionState"] != "PrepareCommit":
+            break
+        assert time.monotonic() < deadline, "stuck in PrepareCommit"
+        time.sleep(0.05)
     assert d["TransactionState"] == "CompleteCommit"
     assert int(d["ProducerId"]) == pid
     assert d["TopicPartitions"] == ""
