@@ -161,6 +161,15 @@ static void on_flush(uv_timer_t *t)
             }
 }
 
+/* net's abandon_cb: a request whose connection closed while its handler
+ * had it.  Only a long-poll fetch waits long enough to matter (up to its
+ * client's max_wait_ms); the rest finish on their own soon. */
+static void on_req_abandoned(struct cn_req *req, void *opaque)
+{
+    if (req->api_key == 1)
+        cn_fetch_abandon(opaque, req);
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
     struct cn_broker *b = s->data;
@@ -262,8 +271,12 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         .port = cfg->listen_port,
         .max_request_bytes = (size_t)cfg->socket_request_max_bytes,
         .idle_ms = cfg->connections_max_idle_ms,
-        .max_inflight = cfg->queued_max_requests,
+        .max_inflight = cfg->cairn_connection_max_inflight_requests,
+        .max_conn_bytes = (size_t)cfg->cairn_connection_max_queued_bytes,
+        .max_queued = cfg->queued_max_requests,
+        .max_queued_bytes = cfg->queued_max_request_bytes,
         .done_cb = cn_metrics_request_done,
+        .abandon_cb = on_req_abandoned,
     };
     rc = cn_server_start(loop, &sc, cn_dispatch, b, &b->server);
     if (rc) {

@@ -289,6 +289,7 @@ static void on_wait_closed(uv_handle_t *h)
  * handle has closed, since the handle lives inside the request. */
 static void wait_finish(struct cn_broker *b, struct cn_fetch_wait *w)
 {
+    ((struct fetch_state *)w)->parked = false;
     wait_unlink(b, w);
     uv_timer_stop(&w->timer);
     uv_close((uv_handle_t *)&w->timer, on_wait_closed);
@@ -330,6 +331,15 @@ void cn_fetch_cancel_all(struct cn_broker *b)
     }
 }
 
+void cn_fetch_abandon(struct cn_broker *b, struct cn_req *req)
+{
+    struct fetch_state *fs = req->handler_state;
+    if (!fs || !fs->parked)
+        return;
+    req->no_response = true;
+    wait_finish(b, &fs->wait);
+}
+
 void cn_broker_data_arrived(struct cn_broker *b)
 {
     if (b->fetch_waits)
@@ -357,6 +367,13 @@ void cn_h_fetch(struct cn_broker *b, struct cn_req *req,
         cn_req_done(req);
         return;
     }
+    /* Parked: it waits for the client's max_wait_ms or for data, so it
+     * leaves the broker-wide request budget (net.h), and what it read
+     * so far is given back rather than held for the whole wait. */
+    cn_wr_fini(&req->payload);
+    fs->parked = true;
+    req->handler_state = fs;
+    cn_req_park(req);
     uv_timer_init(b->loop, &fs->wait.timer);
     fs->wait.timer.data = &fs->wait;
     uv_timer_start(&fs->wait.timer, on_wait_timeout,
