@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,12 @@ struct cn_broker_priv {
     struct cn_broker b;
     int lock_fd; /* flock on <data>/.lock: one broker per directory */
     struct cn_hanging *hanging; /* periodic hanging-transaction check */
+    uv_timer_t trim_timer;      /* gives malloc's idle memory back */
 };
+
+/* Free heap memory kept for reuse before the rest goes back to the OS. */
+#define TRIM_FREE_BYTES ((size_t)64 << 20)
+#define TRIM_EVERY_MS 1000
 
 static int mkdirs(const char *path)
 {
@@ -170,6 +176,25 @@ static void on_req_abandoned(struct cn_req *req, void *opaque)
         cn_fetch_abandon(opaque, req);
 }
 
+/*
+ * main.c keeps freed memory in malloc's heap (high mmap and trim
+ * thresholds) so the megabyte buffers of produce and fetch are reused
+ * without page faults.  The cost is that after a burst (many connections'
+ * queued answers, a flood of big fetches) the heap keeps its peak size:
+ * glibc trims only a free top of the heap larger than the trim threshold,
+ * never free pages below a live allocation.  So once a second, if more
+ * than TRIM_FREE_BYTES of the heap is free, malloc_trim() gives back every
+ * free page (it also madvises free chunks inside the heap); the steady
+ * working set stays under the bound and keeps its warm pages.
+ */
+static void on_trim(uv_timer_t *t)
+{
+    (void)t;
+    struct mallinfo2 mi = mallinfo2();
+    if (mi.fordblks > TRIM_FREE_BYTES)
+        malloc_trim(0);
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
     struct cn_broker *b = s->data;
@@ -304,6 +329,8 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     if (flush_every == 0 || flush_every > 1000)
         flush_every = 1000;
     uv_timer_start(&b->flush_timer, on_flush, flush_every, flush_every);
+    uv_timer_init(loop, &bp->trim_timer);
+    uv_timer_start(&bp->trim_timer, on_trim, TRIM_EVERY_MS, TRIM_EVERY_MS);
     if (cn_hanging_start(b, &bp->hanging) != 0)
         CN_WARN("no memory for the hanging-transaction check; it is off");
     uv_signal_init(loop, &b->sig_term);
@@ -377,6 +404,8 @@ void cn_broker_stop(struct cn_broker *b)
     uv_timer_stop(&b->retention_timer);
     uv_timer_stop(&b->flush_timer);
     uv_timer_stop(&b->expiry_timer);
+    uv_timer_stop(&((struct cn_broker_priv *)b)->trim_timer);
+    uv_close((uv_handle_t *)&((struct cn_broker_priv *)b)->trim_timer, NULL);
     uv_close((uv_handle_t *)&b->expiry_timer, NULL);
     uv_close((uv_handle_t *)&b->retention_timer, NULL);
     uv_close((uv_handle_t *)&b->flush_timer, NULL);
