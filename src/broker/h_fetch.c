@@ -247,8 +247,12 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
     if (data.err)
         goto nomem;
     if (!final && !urgent && rq->max_wait_ms > 0 &&
-        total < (size_t)(rq->min_bytes > 0 ? rq->min_bytes : 1))
+        total < (size_t)(rq->min_bytes > 0 ? rq->min_bytes : 1)) {
+        /* It waits: what it read is given back rather than held for the
+         * whole wait (up to min_bytes per parked fetch). */
+        cn_wr_fini(dp);
         return false;
+    }
     k = 0;
     for (int32_t i = 0; i < nt; i++)
         for (int32_t j = 0; j < rs.responses[i].partitions_len; j++, k++)
@@ -368,9 +372,7 @@ void cn_h_fetch(struct cn_broker *b, struct cn_req *req,
         return;
     }
     /* Parked: it waits for the client's max_wait_ms or for data, so it
-     * leaves the broker-wide request budget (net.h), and what it read
-     * so far is given back rather than held for the whole wait. */
-    cn_wr_fini(&req->payload);
+     * leaves the broker-wide request budget (net.h). */
     fs->parked = true;
     req->handler_state = fs;
     cn_req_park(req);
