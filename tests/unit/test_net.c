@@ -249,9 +249,12 @@ UNIT_TEST(unread_responses_mute_the_connection)
     turns(&f, 200);
     struct cn_server_stats st;
     cn_server_get_stats(f.srv, &st);
-    /* The kernel's send buffer (tcp_wmem max 4 MiB here) and the small
-     * receive window take a few; the rest wait unread in the socket. */
-    CHECK(f.handled < 20);
+    /* The kernel's send buffer (tcp_wmem max, 4 MiB on Linux by
+     * default) and the small receive window take a few; the rest wait
+     * unread in the socket. */
+    if (f.handled >= 60)
+        fprintf(stderr, "  %d of 200 handled\n", f.handled);
+    CHECK(f.handled < 60);
     CHECK(st.held_bytes <= limit + 2 * f.answer_bytes);
     CHECK_EQ(st.muted, 1);
     /* Reading drains it: every request gets its answer, in order. */
@@ -393,7 +396,9 @@ UNIT_TEST(stop_with_pending_writes)
     int fd = client_connect(&f, 16 << 10, &port);
     send_frames(fd, 0, 50);
     turns(&f, 100);
-    CHECK(f.handled < 50);
+    struct cn_server_stats st;
+    cn_server_get_stats(f.srv, &st);
+    CHECK(st.held_bytes > 0); /* answers still unwritten */
     fixture_stop(&f);
     close(fd);
 }
