@@ -325,6 +325,12 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
     gauge(w, "cairn_connections", "Open Kafka client connections.",
           b->server && !b->stopping ? (double)cn_server_conn_count(b->server)
                                     : 0);
+    size_t fetch_waits = 0;
+    for (const struct cn_fetch_wait *fw = b->fetch_waits; fw; fw = fw->next)
+        fetch_waits++;
+    gauge(w, "cairn_fetch_parked_requests",
+          "Long-poll fetches waiting for data or their max_wait_ms.",
+          (double)fetch_waits);
     struct cn_server_stats st = {0};
     if (b->server && !b->stopping)
         cn_server_get_stats(b->server, &st);

@@ -20,6 +20,8 @@
 #include "net.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -701,19 +703,41 @@ static void on_connection(uv_stream_t *ls, int status)
     uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
 }
 
+/* True if the peer of a muted connection has closed: a muted connection
+ * is not read, so it would never see the EOF (its unread requests may
+ * come before it), and requests parked for it would wait out their time.
+ * TCP_INFO tells from the state alone (FIN received: CLOSE_WAIT). */
+static bool peer_gone(const struct cn_conn *c)
+{
+    uv_os_fd_t fd;
+    if (uv_fileno((const uv_handle_t *)&c->tcp, &fd) != 0)
+        return false;
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return false;
+    return ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSE ||
+           ti.tcpi_state == TCP_LAST_ACK;
+}
+
 /* Closes connections idle for connections.max.idle.ms: nothing read and
  * no request outstanding, or a response pending that the peer has taken
- * no byte of for that long (it is not reading; Kafka closes those too). */
+ * no byte of for that long (it is not reading; Kafka closes those too);
+ * and muted connections whose peer has gone. */
 static void idle_check(uv_timer_t *t)
 {
     struct cn_server *srv = t->data;
-    if (srv->cfg.idle_ms < 0)
-        return;
     int64_t now = cn_clock_mono_ms();
     struct cn_conn *c = srv->conns;
     while (c) {
         struct cn_conn *next = c->next;
-        if (!c->head && now - c->last_active_ms > srv->cfg.idle_ms) {
+        if (c->muted && peer_gone(c)) {
+            CN_DEBUG("closing %s: the peer closed while it was not read",
+                     c->peer);
+            conn_close(c);
+        } else if (srv->cfg.idle_ms < 0) {
+            /* never idle */
+        } else if (!c->head && now - c->last_active_ms > srv->cfg.idle_ms) {
             CN_DEBUG("closing idle connection %s", c->peer);
             conn_close(c);
         } else if (c->writes_pending > 0 &&
@@ -764,10 +788,8 @@ int cn_server_start(uv_loop_t *loop, const struct cn_server_config *cfg,
     }
     uv_timer_init(loop, &srv->idle_timer);
     srv->idle_timer.data = srv;
-    if (cfg->idle_ms >= 0) {
-        uint64_t every = cfg->idle_ms > 10000 ? 1000 : 100;
-        uv_timer_start(&srv->idle_timer, idle_check, every, every);
-    }
+    uint64_t every = cfg->idle_ms >= 0 && cfg->idle_ms <= 10000 ? 100 : 1000;
+    uv_timer_start(&srv->idle_timer, idle_check, every, every);
     uv_idle_init(loop, &srv->resume_idle);
     srv->resume_idle.data = srv;
     *out = srv;

@@ -325,10 +325,18 @@ def test_parked_fetches_hold_no_data(broker):
     assert (woke_kb - idle_kb) / 1024 < RSS_BOUND_MB, \
         "RSS grew %.1f MiB after waking parked fetches" % (
             (woke_kb - idle_kb) / 1024)
+    parked = metric(broker, "cairn_fetch_parked_requests")
+    assert parked == 100, parked   # cairn.connection.max.inflight.requests
     s.close()
-    # Their connection gone, the waits end now, not after 60 s: the broker
-    # stops at once and cleanly (no request left for shutdown to cancel
-    # is not observable; a prompt exit is).
+    # Their connection gone, the waits end now, not after their 60 s.
+    deadline = time.monotonic() + 5 * SLOW
+    while time.monotonic() < deadline:
+        parked = metric(broker, "cairn_fetch_parked_requests")
+        if parked == 0:
+            break
+        time.sleep(0.1)
+    assert parked == 0, "%r fetches still parked after their connection " \
+        "closed" % parked
     t0 = time.monotonic()
     assert broker.stop(timeout=STOP_S) == 0
     print("backpressure: SIGTERM to exit %.2f s" % (time.monotonic() - t0))

@@ -74,7 +74,7 @@ static void fixture_start(struct fixture *f, struct cn_server_config cfg)
     uv_loop_init(&f->loop);
     cfg.host = "127.0.0.1";
     cfg.max_request_bytes = 1 << 20;
-    cfg.idle_ms = -1;
+    cfg.idle_ms = cfg.idle_ms ? cfg.idle_ms : -1;
     cfg.abandon_cb = on_abandon;
     CHECK_EQ(cn_server_start(&f->loop, &cfg, on_request, f, &f->srv), 0);
 }
@@ -386,6 +386,29 @@ UNIT_TEST(closed_connection_abandons_waits)
     fixture_stop(&f);
 }
 
+/* A muted connection is not read, so its peer's close is found by the
+ * periodic check; its waits are then abandoned as above. */
+UNIT_TEST(muted_connection_closed_by_peer)
+{
+    static struct fixture f;
+    fixture_start(&f, (struct cn_server_config){.max_inflight = 4,
+                                                .idle_ms = 10000});
+    int port;
+    int fd = client_connect(&f, 0, &port);
+    send_frames(fd, 0, 10);
+    turns(&f, 50);
+    CHECK_EQ(f.handled, 4);
+    close(fd);
+    /* The check runs every 100 ms at this idle_ms; allow 5 s. */
+    for (int i = 0; i < 5000 && f.abandoned < 4; i++) {
+        uv_run(&f.loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+    CHECK_EQ(f.abandoned, 4);
+    CHECK_EQ(cn_server_conn_count(f.srv), 0);
+    fixture_stop(&f);
+}
+
 /* Stopping with a muted connection and unwritten answers frees all. */
 UNIT_TEST(stop_with_pending_writes)
 {
@@ -408,4 +431,5 @@ UNIT_MAIN(inflight_limit_counts_until_written,
           one_answer_larger_than_the_limit_still_goes,
           budget_is_shared_in_turn, request_bytes_budget,
           parked_requests_leave_the_budget,
-          closed_connection_abandons_waits, stop_with_pending_writes)
+          closed_connection_abandons_waits, muted_connection_closed_by_peer,
+          stop_with_pending_writes)
