@@ -172,7 +172,7 @@ static void on_flush(uv_timer_t *t)
  * client's max_wait_ms); the rest finish on their own soon. */
 static void on_req_abandoned(struct cn_req *req, void *opaque)
 {
-    if (req->api_key == 1)
+    if (req->api_key == 1) /* Fetch */
         cn_fetch_abandon(opaque, req);
 }
 
