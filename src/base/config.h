@@ -178,7 +178,10 @@ struct cn_config {
     int32_t socket_send_buffer_bytes;    /* -1 = OS default */
     int32_t socket_receive_buffer_bytes; /* -1 = OS default */
     int64_t connections_max_idle_ms;
-    int32_t queued_max_requests;
+    int32_t queued_max_requests;       /* broker-wide */
+    int64_t queued_max_request_bytes;  /* broker-wide; -1 no limit */
+    int32_t cairn_connection_max_inflight_requests;
+    int64_t cairn_connection_max_queued_bytes;
     int32_t fetch_max_bytes;
     int32_t num_io_threads;         /* informational */
     int32_t num_network_threads;    /* informational */

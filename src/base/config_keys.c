@@ -65,6 +65,16 @@ static const struct cn_config_key broker_keys[] = {
        "Informational (single node)"),
     BX("broker.id", CN_CFG_INT32, NULL, 0, I32_MAX, NULL,
        "Alias of node.id; must match node.id when both are set"),
+    B("cairn.connection.max.inflight.requests", CN_CFG_INT32, "100", 1,
+      I32_MAX, NULL, cairn_connection_max_inflight_requests,
+      "Cairn: requests one connection may have read and not yet answered "
+      "(response written to its socket), parked ones included; past it the "
+      "connection is not read until answers drain"),
+    B("cairn.connection.max.queued.bytes", CN_CFG_INT64, "8388608", 1,
+      I64_MAX, NULL, cairn_connection_max_queued_bytes,
+      "Cairn: request bytes one connection holds plus its response bytes "
+      "not yet written; past it the connection is not read (one larger "
+      "request or response still goes through); bytes"),
     B("cairn.fsync.group.commit", CN_CFG_BOOL, "true", 0, 0, NULL,
       cairn_fsync_group_commit,
       "Cairn: batch fsyncs of concurrent appends into one"),
@@ -246,8 +256,14 @@ static const struct cn_config_key broker_keys[] = {
     B("producer.id.expiration.ms", CN_CFG_INT32, "86400000", 1, I32_MAX,
       NULL, producer_id_expiration_ms,
       "Forget a producer id idle this long"),
+    B("queued.max.request.bytes", CN_CFG_INT64, "-1", -1, I64_MAX, NULL,
+      queued_max_request_bytes,
+      "Bytes of requests read and not yet handled, all connections, before "
+      "no more requests are read; -1 no limit"),
     B("queued.max.requests", CN_CFG_INT32, "500", 1, I32_MAX, NULL,
-      queued_max_requests, "Requests queued before reading pauses"),
+      queued_max_requests,
+      "Requests read and not yet handled, all connections, before no more "
+      "are read (parked long-poll fetches and rebalances excepted)"),
     BX("share.coordinator.state.topic.min.isr", CN_CFG_INT16, "2", 1,
        INT16_MAX, NULL, "Informational"),
     BX("share.coordinator.state.topic.replication.factor", CN_CFG_INT16, "3",

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,12 @@ struct cn_broker_priv {
     struct cn_broker b;
     int lock_fd; /* flock on <data>/.lock: one broker per directory */
     struct cn_hanging *hanging; /* periodic hanging-transaction check */
+    uv_timer_t trim_timer;      /* gives malloc's idle memory back */
 };
+
+/* Free heap memory kept for reuse before the rest goes back to the OS. */
+#define TRIM_FREE_BYTES ((size_t)64 << 20)
+#define TRIM_EVERY_MS 1000
 
 static int mkdirs(const char *path)
 {
@@ -159,6 +165,34 @@ static void on_flush(uv_timer_t *t)
                 if (s)
                     cn_log_sync_end(log, s, cn_log_sync_run(s));
             }
+}
+
+/* net's abandon_cb: a request whose connection closed while its handler
+ * had it.  Only a long-poll fetch waits long enough to matter (up to its
+ * client's max_wait_ms); the rest finish on their own soon. */
+static void on_req_abandoned(struct cn_req *req, void *opaque)
+{
+    if (req->api_key == 1) /* Fetch */
+        cn_fetch_abandon(opaque, req);
+}
+
+/*
+ * main.c keeps freed memory in malloc's heap (high mmap and trim
+ * thresholds) so the megabyte buffers of produce and fetch are reused
+ * without page faults.  The cost is that after a burst (many connections'
+ * queued answers, a flood of big fetches) the heap keeps its peak size:
+ * glibc trims only a free top of the heap larger than the trim threshold,
+ * never free pages below a live allocation.  So once a second, if more
+ * than TRIM_FREE_BYTES of the heap is free, malloc_trim() gives back every
+ * free page (it also madvises free chunks inside the heap); the steady
+ * working set stays under the bound and keeps its warm pages.
+ */
+static void on_trim(uv_timer_t *t)
+{
+    (void)t;
+    struct mallinfo2 mi = mallinfo2();
+    if (mi.fordblks > TRIM_FREE_BYTES)
+        malloc_trim(0);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -290,8 +324,12 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         .port = cfg->listen_port,
         .max_request_bytes = (size_t)cfg->socket_request_max_bytes,
         .idle_ms = cfg->connections_max_idle_ms,
-        .max_inflight = cfg->queued_max_requests,
+        .max_inflight = cfg->cairn_connection_max_inflight_requests,
+        .max_conn_bytes = (size_t)cfg->cairn_connection_max_queued_bytes,
+        .max_queued = cfg->queued_max_requests,
+        .max_queued_bytes = cfg->queued_max_request_bytes,
         .done_cb = cn_metrics_request_done,
+        .abandon_cb = on_req_abandoned,
     };
     rc = cn_server_start(loop, &sc, cn_dispatch, b, &b->server);
     if (rc) {
@@ -319,6 +357,8 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     if (flush_every == 0 || flush_every > 1000)
         flush_every = 1000;
     uv_timer_start(&b->flush_timer, on_flush, flush_every, flush_every);
+    uv_timer_init(loop, &bp->trim_timer);
+    uv_timer_start(&bp->trim_timer, on_trim, TRIM_EVERY_MS, TRIM_EVERY_MS);
     if (cn_hanging_start(b, &bp->hanging) != 0)
         CN_WARN("no memory for the hanging-transaction check; it is off");
     uv_signal_init(loop, &b->sig_term);
@@ -392,6 +432,8 @@ void cn_broker_stop(struct cn_broker *b)
     uv_timer_stop(&b->retention_timer);
     uv_timer_stop(&b->flush_timer);
     uv_timer_stop(&b->expiry_timer);
+    uv_timer_stop(&((struct cn_broker_priv *)b)->trim_timer);
+    uv_close((uv_handle_t *)&((struct cn_broker_priv *)b)->trim_timer, NULL);
     uv_close((uv_handle_t *)&b->expiry_timer, NULL);
     uv_close((uv_handle_t *)&b->retention_timer, NULL);
     uv_close((uv_handle_t *)&b->flush_timer, NULL);

@@ -225,5 +225,8 @@ void cn_resp_begin(struct cn_req *req, const struct cn_req_header *h);
 /* delayed fetch (h_fetch.c) */
 void cn_fetch_wake_all(struct cn_broker *b);
 void cn_fetch_cancel_all(struct cn_broker *b);
+/* Ends req's long poll at once, answering nothing, if it is a parked
+ * fetch (its connection has closed); otherwise does nothing. */
+void cn_fetch_abandon(struct cn_broker *b, struct cn_req *req);
 
 #endif

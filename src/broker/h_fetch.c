@@ -247,8 +247,12 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
     if (data.err)
         goto nomem;
     if (!final && !urgent && rq->max_wait_ms > 0 &&
-        total < (size_t)(rq->min_bytes > 0 ? rq->min_bytes : 1))
+        total < (size_t)(rq->min_bytes > 0 ? rq->min_bytes : 1)) {
+        /* It waits: what it read is given back rather than held for the
+         * whole wait (up to min_bytes per parked fetch). */
+        cn_wr_fini(dp);
         return false;
+    }
     k = 0;
     for (int32_t i = 0; i < nt; i++)
         for (int32_t j = 0; j < rs.responses[i].partitions_len; j++, k++)
@@ -289,6 +293,7 @@ static void on_wait_closed(uv_handle_t *h)
  * handle has closed, since the handle lives inside the request. */
 static void wait_finish(struct cn_broker *b, struct cn_fetch_wait *w)
 {
+    ((struct fetch_state *)w)->parked = false;
     wait_unlink(b, w);
     uv_timer_stop(&w->timer);
     uv_close((uv_handle_t *)&w->timer, on_wait_closed);
@@ -330,6 +335,15 @@ void cn_fetch_cancel_all(struct cn_broker *b)
     }
 }
 
+void cn_fetch_abandon(struct cn_broker *b, struct cn_req *req)
+{
+    struct fetch_state *fs = req->handler_state;
+    if (!fs || !fs->parked)
+        return;
+    req->no_response = true;
+    wait_finish(b, &fs->wait);
+}
+
 void cn_broker_data_arrived(struct cn_broker *b)
 {
     if (b->fetch_waits)
@@ -357,6 +371,11 @@ void cn_h_fetch(struct cn_broker *b, struct cn_req *req,
         cn_req_done(req);
         return;
     }
+    /* Parked: it waits for the client's max_wait_ms or for data, so it
+     * leaves the broker-wide request budget (net.h). */
+    fs->parked = true;
+    req->handler_state = fs;
+    cn_req_park(req);
     uv_timer_init(b->loop, &fs->wait.timer);
     fs->wait.timer.data = &fs->wait;
     uv_timer_start(&fs->wait.timer, on_wait_timeout,

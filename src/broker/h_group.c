@@ -152,6 +152,9 @@ void cn_h_join_group(struct cn_broker *b, struct cn_req *req,
         cn_gc_join_done(pk, &r);
         return;
     }
+    /* The answer may wait for other members' requests: out of the
+     * broker-wide budget, or a full budget could hold those back. */
+    cn_req_park(req);
     cn_groups_join(b->gc->groups, &jr, pk, cn_clock_wall_ms());
     cn_gc_rearm(b);
 }
@@ -221,6 +224,7 @@ void cn_h_sync_group(struct cn_broker *b, struct cn_req *req,
         cn_gc_sync_done(pk, &r);
         return;
     }
+    cn_req_park(req); /* may wait for the leader's SyncGroup */
     cn_groups_sync(b->gc->groups, &sr, pk, cn_clock_wall_ms());
     cn_gc_rearm(b);
 }

@@ -170,7 +170,8 @@ int main(int argc, char **argv)
     /* Produce and fetch buffers are megabytes each.  Left to glibc's
      * defaults they come from fresh mmaps or a trimmed heap, and every
      * 4 KiB of them costs a page fault on first touch; keeping freed
-     * memory in the heap makes reuse free. */
+     * memory in the heap makes reuse free.  What a burst leaves free
+     * beyond 64 MiB is given back once a second (broker.c, on_trim). */
     mallopt(M_MMAP_THRESHOLD, 256 * 1024 * 1024);
     mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
     /* A peer that vanishes mid-write must not kill the broker. */

@@ -336,6 +336,31 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
     gauge(w, "cairn_connections", "Open Kafka client connections.",
           b->server && !b->stopping ? (double)cn_server_conn_count(b->server)
                                     : 0);
+    size_t fetch_waits = 0;
+    for (const struct cn_fetch_wait *fw = b->fetch_waits; fw; fw = fw->next)
+        fetch_waits++;
+    gauge(w, "cairn_fetch_parked_requests",
+          "Long-poll fetches waiting for data or their max_wait_ms.",
+          (double)fetch_waits);
+    struct cn_server_stats st = {0};
+    if (b->server && !b->stopping)
+        cn_server_get_stats(b->server, &st);
+    gauge(w, "cairn_net_queued_requests",
+          "Requests read and not yet handled, parked ones excepted "
+          "(against queued.max.requests).",
+          (double)st.queued);
+    gauge(w, "cairn_net_queued_request_bytes",
+          "Frame bytes of those requests (against queued.max.request.bytes).",
+          (double)st.queued_bytes);
+    gauge(w, "cairn_net_held_bytes",
+          "Request and unwritten response bytes held for all connections.",
+          (double)st.held_bytes);
+    gauge(w, "cairn_net_muted_connections",
+          "Connections not being read because a limit is reached.",
+          (double)st.muted);
+    counter(w, "cairn_net_mutes_total",
+            "Times a connection stopped being read because of a limit.",
+            st.mutes_total);
 }
 
 static double resident_bytes(void)

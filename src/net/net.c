@@ -8,10 +8,20 @@
  *
  * Lifetime: a connection is freed when its handle is closed and no request
  * still points at it (refs counts requests not yet freed).
+ *
+ * Back-pressure (see net.h): conn_admit() runs before each new frame; a
+ * connection that may not take one is muted (uv_read_stop) with its
+ * unparsed bytes left in rbuf.  A connection muted by its own limits goes
+ * on the resume list when one of its requests is freed; one muted by the
+ * broker-wide budget goes on the wait FIFO.  The idle handle resumes them
+ * (resume list first, then the FIFO in order while the budget allows)
+ * outside every handler, and stops itself when there is nothing to do.
  */
 #include "net.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +31,23 @@
 
 #define READ_BUF_BYTES (64 * 1024)
 #define DIRECT_READ_MIN (16 * 1024)
+#define DEFAULT_MAX_INFLIGHT 100
+#define DEFAULT_MAX_CONN_BYTES (8u << 20)
+#define DEFAULT_MAX_QUEUED 500
+
+/* An intrusive list of connections (through cn_conn.lprev/lnext); a
+ * connection is on at most one at a time, named by cn_conn.list. */
+struct conn_list {
+    struct cn_conn *head, *tail;
+    size_t n;
+};
 
 struct cn_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
     uv_timer_t idle_timer;
+    uv_idle_t resume_idle;  /* runs the lists below; on only when needed */
+    bool resume_on;
     struct cn_server_config cfg;
     cn_req_cb cb;
     void *opaque;
@@ -33,6 +55,15 @@ struct cn_server {
     size_t conn_count;
     bool stopping;
     int pending_closes; /* handles whose close callback has not run */
+    size_t queued;       /* requests read, not finished, not parked */
+    size_t queued_bytes; /* their frame bytes */
+    size_t held_bytes;   /* sum of open connections' held bytes */
+    size_t muted;        /* open connections muted */
+    uint64_t mutes_total;
+    struct conn_list resume;    /* muted by own limits, maybe under now */
+    struct conn_list wait;      /* muted by the budget, in mute order */
+    struct conn_list abandoned; /* closed with requests in handlers; each
+                                   holds a reference */
 };
 
 struct cn_conn {
@@ -45,14 +76,26 @@ struct cn_conn {
     size_t frame_len;            /* its full length */
     size_t frame_have;           /* bytes of it read so far */
     uint8_t *rbuf;               /* READ_BUF_BYTES, for small reads */
+    size_t rpos, rlen;           /* unparsed bytes rbuf[rpos..rlen) kept
+                                    while muted */
     bool direct;                 /* last alloc handed out frame memory */
     struct cn_req *head, *tail;  /* requests in arrival order */
-    int inflight;                /* requests not yet written */
+    int live;                    /* requests read and not yet freed */
+    size_t held;                 /* their frame bytes + done responses'
+                                    bytes (see resp_bytes) */
     int writes_pending;          /* uv_write calls outstanding */
-    bool reading;
+    bool reading;                /* uv_read_start in effect */
+    bool muted;                  /* stopped by a limit (not reading) */
+    bool resuming;               /* taken off the wait FIFO just now */
+    bool abandoning;             /* conn_abandon running: keep requests */
     bool closed;                 /* uv_close called */
-    int refs;                    /* 1 for the handle + 1 per live request */
+    int refs;                    /* 1 for the handle + 1 per live request
+                                    + 1 while on the abandoned list */
     int64_t last_active_ms;      /* monotonic, for the idle check */
+    int64_t last_write_ms;       /* monotonic: a write last completed, or
+                                    the first of the pending ones began */
+    struct conn_list *list;      /* the server list c is on, or NULL */
+    struct cn_conn *lprev, *lnext;
     char peer[64];
 };
 
@@ -67,6 +110,134 @@ static void conn_close(struct cn_conn *c);
 static void conn_flush(struct cn_conn *c);
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void on_resume_idle(uv_idle_t *h);
+
+/* ---- lists and the budget --------------------------------------------- */
+
+static void list_push(struct conn_list *l, struct cn_conn *c)
+{
+    c->list = l;
+    c->lnext = NULL;
+    c->lprev = l->tail;
+    if (l->tail)
+        l->tail->lnext = c;
+    else
+        l->head = c;
+    l->tail = c;
+    l->n++;
+}
+
+static void list_remove(struct cn_conn *c)
+{
+    struct conn_list *l = c->list;
+    if (!l)
+        return;
+    if (c->lprev)
+        c->lprev->lnext = c->lnext;
+    else
+        l->head = c->lnext;
+    if (c->lnext)
+        c->lnext->lprev = c->lprev;
+    else
+        l->tail = c->lprev;
+    l->n--;
+    c->list = NULL;
+    c->lprev = c->lnext = NULL;
+}
+
+static struct cn_conn *list_pop(struct conn_list *l)
+{
+    struct cn_conn *c = l->head;
+    if (c)
+        list_remove(c);
+    return c;
+}
+
+static bool budget_full(const struct cn_server *srv)
+{
+    if (srv->queued >= (size_t)srv->cfg.max_queued)
+        return true;
+    return srv->cfg.max_queued_bytes > 0 &&
+           srv->queued_bytes >= (uint64_t)srv->cfg.max_queued_bytes;
+}
+
+static bool resume_needed(const struct cn_server *srv)
+{
+    return srv->resume.head || srv->abandoned.head ||
+           (srv->wait.head && !budget_full(srv));
+}
+
+/* Starts the idle handle if a list has work it can do now. */
+static void kick(struct cn_server *srv)
+{
+    if (srv->stopping || srv->resume_on || !resume_needed(srv))
+        return;
+    srv->resume_on = true;
+    uv_idle_start(&srv->resume_idle, on_resume_idle);
+}
+
+/* Takes req out of the broker-wide budget (finished, parked or dropped). */
+static void uncount(struct cn_req *req)
+{
+    struct cn_server *srv = req->conn->srv;
+    if (!req->queued)
+        return;
+    req->queued = false;
+    srv->queued--;
+    srv->queued_bytes -= req->frame_len;
+    kick(srv);
+}
+
+/* What a finished request still holds until it is freed: response bytes,
+ * the record data they refer to, and the decoded request. */
+static size_t resp_bytes(const struct cn_req *req)
+{
+    return req->resp.cap + req->payload.cap +
+           req->resp.refs_cap * sizeof *req->resp.refs + req->arena.total;
+}
+
+enum gate { GATE_OPEN, GATE_CONN, GATE_BUDGET };
+
+static enum gate conn_gate(const struct cn_conn *c)
+{
+    const struct cn_server *srv = c->srv;
+    if (c->live >= srv->cfg.max_inflight || c->held >= srv->cfg.max_conn_bytes)
+        return GATE_CONN;
+    /* Connections already waiting for the budget go first. */
+    if (budget_full(srv) || (srv->wait.head && !c->resuming))
+        return GATE_BUDGET;
+    return GATE_OPEN;
+}
+
+static void conn_mute(struct cn_conn *c, enum gate g)
+{
+    struct cn_server *srv = c->srv;
+    if (c->reading) {
+        c->reading = false;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+    if (!c->muted) {
+        c->muted = true;
+        srv->muted++;
+        srv->mutes_total++;
+    }
+    if (g == GATE_BUDGET && c->list != &srv->wait) {
+        list_remove(c);
+        list_push(&srv->wait, c);
+    }
+    kick(srv);
+}
+
+/* Called before each new frame: true if c may read one now; else c is
+ * muted and the caller keeps what it has not parsed. */
+static bool conn_admit(struct cn_conn *c)
+{
+    enum gate g = conn_gate(c);
+    if (g == GATE_OPEN)
+        return true;
+    conn_mute(c, g);
+    return false;
+}
 
 static void conn_unref(struct cn_conn *c)
 {
@@ -80,27 +251,26 @@ static void conn_unref(struct cn_conn *c)
 static void req_free(struct cn_req *req)
 {
     struct cn_conn *c = req->conn;
+    size_t bytes = req->frame_len + req->resp_held;
     cn_arena_fini(&req->arena);
     cn_wr_fini(&req->resp);
     cn_wr_fini(&req->payload);
     free(req->frame);
     free(req);
+    c->live--;
+    c->held -= bytes;
+    /* After close the server itself may be gone: only c is safe. */
+    if (!c->closed) {
+        c->srv->held_bytes -= bytes;
+        if (c->muted && !c->list) {
+            list_push(&c->srv->resume, c);
+            kick(c->srv);
+        }
+    }
     conn_unref(c);
 }
 
-static void update_reading(struct cn_conn *c)
-{
-    if (c->closed)
-        return;
-    bool want = c->inflight < c->srv->cfg.max_inflight;
-    if (want && !c->reading) {
-        c->reading = true;
-        uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
-    } else if (!want && c->reading) {
-        c->reading = false;
-        uv_read_stop((uv_stream_t *)&c->tcp);
-    }
-}
+/* ---- writing ---------------------------------------------------------- */
 
 static void on_write(uv_write_t *w, int status)
 {
@@ -108,6 +278,7 @@ static void on_write(uv_write_t *w, int status)
     struct cn_conn *c = cw->conn;
     c->refs++;
     c->writes_pending--;
+    c->last_write_ms = cn_clock_mono_ms();
     req_free(cw->req);
     free(cw);
     if (status < 0 && !c->closed) {
@@ -117,9 +288,12 @@ static void on_write(uv_write_t *w, int status)
     conn_unref(c);
 }
 
-/* Sends every finished request at the head of the queue, in order. */
+/* Sends every finished request at the head of the queue, in order.  A
+ * request counts against its connection until its write completes. */
 static void conn_flush(struct cn_conn *c)
 {
+    if (c->abandoning)
+        return;
     /* Freeing a request may drop the last other reference to c. */
     c->refs++;
     while (c->head && c->head->done) {
@@ -127,7 +301,6 @@ static void conn_flush(struct cn_conn *c)
         c->head = req->next;
         if (!c->head)
             c->tail = NULL;
-        c->inflight--;
         if (c->closed || req->no_response || req->resp.err) {
             if (req->resp.err && !c->closed)
                 conn_close(c);
@@ -182,9 +355,9 @@ static void conn_flush(struct cn_conn *c)
             conn_close(c);
             continue;
         }
-        c->writes_pending++;
+        if (c->writes_pending++ == 0)
+            c->last_write_ms = cn_clock_mono_ms();
     }
-    update_reading(c);
     conn_unref(c);
 }
 
@@ -192,10 +365,22 @@ void cn_req_done(struct cn_req *req)
 {
     struct cn_conn *c = req->conn;
     /* After close the server itself may be gone: only c is safe. */
-    if (!req->done && !c->closed && c->srv->cfg.done_cb)
-        c->srv->cfg.done_cb(req, c->srv->opaque);
+    if (!req->done && !c->closed) {
+        if (c->srv->cfg.done_cb)
+            c->srv->cfg.done_cb(req, c->srv->opaque);
+        uncount(req);
+        req->resp_held = resp_bytes(req);
+        c->held += req->resp_held;
+        c->srv->held_bytes += req->resp_held;
+    }
     req->done = true;
     conn_flush(req->conn);
+}
+
+void cn_req_park(struct cn_req *req)
+{
+    if (!req->conn->closed)
+        uncount(req);
 }
 
 bool cn_req_conn_closed(const struct cn_req *req)
@@ -212,6 +397,8 @@ const char *cn_req_peer(const struct cn_req *req)
 {
     return req->conn->peer;
 }
+
+/* ---- closing ---------------------------------------------------------- */
 
 /* The server is freed by whichever close callback comes last after stop. */
 static void server_close_done(struct cn_server *srv)
@@ -241,24 +428,55 @@ static void conn_close(struct cn_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     srv->conn_count--;
-    /* Finished requests are dropped now; unfinished ones are freed by
-     * cn_req_done() when their handler gets to them. */
+    list_remove(c);
+    if (c->muted)
+        srv->muted--;
+    srv->held_bytes -= c->held;
+    /* Finished requests are dropped now; unfinished ones leave the budget
+     * now and are freed by cn_req_done() when their handler gets to them
+     * (abandon_cb asks it to hurry). */
+    bool unfinished = false;
     struct cn_req **pp = &c->head;
     c->tail = NULL;
     while (*pp) {
         struct cn_req *r = *pp;
         if (r->done) {
             *pp = r->next;
-            c->inflight--;
             req_free(r);
         } else {
+            if (r->queued) {
+                r->queued = false;
+                srv->queued--;
+                srv->queued_bytes -= r->frame_len;
+            }
+            unfinished = true;
             c->tail = r;
             pp = &r->next;
         }
     }
+    if (unfinished && srv->cfg.abandon_cb && !srv->stopping) {
+        c->refs++;
+        list_push(&srv->abandoned, c);
+    }
+    kick(srv);
     srv->pending_closes++;
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
+
+/* Offers each of a closed connection's unfinished requests to abandon_cb.
+ * Nothing is freed while this runs, so the walk stays valid whatever the
+ * callback finishes; what it finished is freed after. */
+static void conn_abandon(struct cn_server *srv, struct cn_conn *c)
+{
+    c->abandoning = true;
+    for (struct cn_req *r = c->head; r; r = r->next)
+        if (!r->done)
+            srv->cfg.abandon_cb(r, srv->opaque);
+    c->abandoning = false;
+    conn_flush(c);
+}
+
+/* ---- reading ---------------------------------------------------------- */
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -281,6 +499,7 @@ static void frame_complete(struct cn_conn *c)
         conn_close(c);
         return;
     }
+    struct cn_server *srv = c->srv;
     req->conn = c;
     req->frame = c->frame;
     req->frame_len = c->frame_len;
@@ -293,19 +512,31 @@ static void frame_complete(struct cn_conn *c)
     c->frame_len = c->frame_have = 0;
     c->size_have = 0;
     c->refs++;
-    c->inflight++;
+    c->live++;
+    c->held += req->frame_len;
+    srv->held_bytes += req->frame_len;
+    req->queued = true;
+    srv->queued++;
+    srv->queued_bytes += req->frame_len;
     if (c->tail)
         c->tail->next = req;
     else
         c->head = req;
     c->tail = req;
-    c->srv->cb(req, c->srv->opaque);
+    srv->cb(req, srv->opaque);
 }
 
-/* Feeds bytes from the read buffer into the framing state machine. */
+/* Feeds bytes from the read buffer into the framing state machine.  If
+ * the connection is muted at a frame boundary, the rest stays in rbuf. */
 static void consume(struct cn_conn *c, const uint8_t *p, size_t n)
 {
+    c->rpos = c->rlen = 0;
     while (n > 0 && !c->closed) {
+        if (!c->frame && c->size_have == 0 && !conn_admit(c)) {
+            c->rpos = (size_t)(p - c->rbuf);
+            c->rlen = c->rpos + n;
+            return;
+        }
         if (!c->frame) {
             size_t take = 4 - c->size_have;
             if (take > n)
@@ -369,6 +600,57 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     consume(c, c->rbuf, (size_t)nread);
 }
 
+/* Takes c off a list and reads it again if its limits and the budget now
+ * allow: first what was left in rbuf, then the socket. */
+static void conn_resume(struct cn_conn *c, bool from_wait)
+{
+    if (c->closed || !c->muted)
+        return;
+    c->refs++;
+    c->resuming = from_wait;
+    enum gate g = conn_gate(c);
+    if (g != GATE_OPEN) {
+        conn_mute(c, g);
+    } else {
+        c->muted = false;
+        c->srv->muted--;
+        if (c->rlen > c->rpos)
+            consume(c, c->rbuf + c->rpos, c->rlen - c->rpos);
+        if (!c->closed && !c->muted) {
+            c->reading = true;
+            uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+        }
+    }
+    c->resuming = false;
+    conn_unref(c);
+}
+
+static void on_resume_idle(uv_idle_t *h)
+{
+    struct cn_server *srv = h->data;
+    struct cn_conn *c;
+    /* Closed connections first: their parked requests hold memory. */
+    while (!srv->stopping && (c = list_pop(&srv->abandoned))) {
+        conn_abandon(srv, c);
+        conn_unref(c);
+    }
+    /* Each list once over: what is muted again waits for the next turn. */
+    for (size_t n = srv->resume.n; n > 0 && !srv->stopping; n--) {
+        if (!(c = list_pop(&srv->resume)))
+            break;
+        conn_resume(c, false);
+    }
+    for (size_t n = srv->wait.n; n > 0 && !srv->stopping; n--) {
+        if (budget_full(srv) || !(c = list_pop(&srv->wait)))
+            break;
+        conn_resume(c, true);
+    }
+    if (srv->stopping || !resume_needed(srv)) {
+        srv->resume_on = false;
+        uv_idle_stop(h);
+    }
+}
+
 static void on_connection(uv_stream_t *ls, int status)
 {
     struct cn_server *srv = ls->data;
@@ -421,17 +703,47 @@ static void on_connection(uv_stream_t *ls, int status)
     uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
 }
 
+/* True if the peer of a muted connection has closed: a muted connection
+ * is not read, so it would never see the EOF (its unread requests may
+ * come before it), and requests parked for it would wait out their time.
+ * TCP_INFO tells from the state alone (FIN received: CLOSE_WAIT). */
+static bool peer_gone(const struct cn_conn *c)
+{
+    uv_os_fd_t fd;
+    if (uv_fileno((const uv_handle_t *)&c->tcp, &fd) != 0)
+        return false;
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return false;
+    return ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSE ||
+           ti.tcpi_state == TCP_LAST_ACK;
+}
+
+/* Closes connections idle for connections.max.idle.ms: nothing read and
+ * no request outstanding, or a response pending that the peer has taken
+ * no byte of for that long (it is not reading; Kafka closes those too);
+ * and muted connections whose peer has gone. */
 static void idle_check(uv_timer_t *t)
 {
     struct cn_server *srv = t->data;
-    if (srv->cfg.idle_ms < 0)
-        return;
     int64_t now = cn_clock_mono_ms();
     struct cn_conn *c = srv->conns;
     while (c) {
         struct cn_conn *next = c->next;
-        if (!c->head && now - c->last_active_ms > srv->cfg.idle_ms) {
+        if (c->muted && peer_gone(c)) {
+            CN_DEBUG("closing %s: the peer closed while it was not read",
+                     c->peer);
+            conn_close(c);
+        } else if (srv->cfg.idle_ms < 0) {
+            /* never idle */
+        } else if (!c->head && now - c->last_active_ms > srv->cfg.idle_ms) {
             CN_DEBUG("closing idle connection %s", c->peer);
+            conn_close(c);
+        } else if (c->writes_pending > 0 &&
+                   now - c->last_write_ms > srv->cfg.idle_ms) {
+            CN_INFO("closing %s: it has read no response for %lld ms",
+                    c->peer, (long long)(now - c->last_write_ms));
             conn_close(c);
         }
         c = next;
@@ -447,7 +759,11 @@ int cn_server_start(uv_loop_t *loop, const struct cn_server_config *cfg,
     srv->loop = loop;
     srv->cfg = *cfg;
     if (srv->cfg.max_inflight <= 0)
-        srv->cfg.max_inflight = 100;
+        srv->cfg.max_inflight = DEFAULT_MAX_INFLIGHT;
+    if (srv->cfg.max_conn_bytes == 0)
+        srv->cfg.max_conn_bytes = DEFAULT_MAX_CONN_BYTES;
+    if (srv->cfg.max_queued <= 0)
+        srv->cfg.max_queued = DEFAULT_MAX_QUEUED;
     srv->cb = cb;
     srv->opaque = opaque;
     struct sockaddr_storage addr;
@@ -472,10 +788,10 @@ int cn_server_start(uv_loop_t *loop, const struct cn_server_config *cfg,
     }
     uv_timer_init(loop, &srv->idle_timer);
     srv->idle_timer.data = srv;
-    if (cfg->idle_ms >= 0) {
-        uint64_t every = cfg->idle_ms > 10000 ? 1000 : 100;
-        uv_timer_start(&srv->idle_timer, idle_check, every, every);
-    }
+    uint64_t every = cfg->idle_ms >= 0 && cfg->idle_ms <= 10000 ? 100 : 1000;
+    uv_timer_start(&srv->idle_timer, idle_check, every, every);
+    uv_idle_init(loop, &srv->resume_idle);
+    srv->resume_idle.data = srv;
     *out = srv;
     return 0;
 }
@@ -496,6 +812,16 @@ size_t cn_server_conn_count(const struct cn_server *srv)
     return srv->conn_count;
 }
 
+void cn_server_get_stats(const struct cn_server *srv,
+                         struct cn_server_stats *out)
+{
+    out->queued = srv->queued;
+    out->queued_bytes = srv->queued_bytes;
+    out->held_bytes = srv->held_bytes;
+    out->muted = srv->muted;
+    out->mutes_total = srv->mutes_total;
+}
+
 static void on_server_handle_closed(uv_handle_t *h)
 {
     server_close_done(h->data);
@@ -508,8 +834,14 @@ void cn_server_stop(struct cn_server *srv)
     srv->stopping = true;
     while (srv->conns)
         conn_close(srv->conns);
-    srv->pending_closes += 2;
+    /* The broker ends its waits itself on the way down. */
+    struct cn_conn *c;
+    while ((c = list_pop(&srv->abandoned)))
+        conn_unref(c);
+    srv->pending_closes += 3;
     uv_timer_stop(&srv->idle_timer);
+    uv_idle_stop(&srv->resume_idle);
     uv_close((uv_handle_t *)&srv->idle_timer, on_server_handle_closed);
+    uv_close((uv_handle_t *)&srv->resume_idle, on_server_handle_closed);
     uv_close((uv_handle_t *)&srv->listener, on_server_handle_closed);
 }

@@ -11,6 +11,28 @@
  * read (socket.request.max.bytes), so a lying size costs nothing.  The net
  * layer knows nothing of APIs: it sees only base/ and proto/.
  *
+ * Back-pressure (Kafka "mutes" a channel): before each new frame a
+ * connection is checked against its own limits and the broker-wide budget;
+ * past one, it is not read any more (the bytes already read wait in its
+ * buffer) until what it holds drains.
+ *   - Per connection: requests read and not yet answered (response written
+ *     to the socket, or dropped), parked ones included, at most
+ *     max_inflight; request bytes held plus response bytes not yet written,
+ *     at most max_conn_bytes.  Both are checked before a frame is read, so
+ *     one request or response larger than the limit still goes through.
+ *     A peer that never reads therefore pins at most about max_conn_bytes
+ *     plus one response.
+ *   - Broker-wide (queued.max.requests, queued.max.request.bytes): requests
+ *     read and not yet finished by their handler, and their frame bytes.
+ *     A request a handler parks for an event of the client's choosing
+ *     (cn_req_park: a long-poll fetch, a rebalance) stops counting, as
+ *     Kafka's purgatory is outside its request queue, so parked requests
+ *     cannot starve the broker.  Connections stopped by the budget wait in
+ *     one FIFO and are resumed in that order as it frees; a connection
+ *     that is reading does not overtake them.
+ * Resuming happens from an idle handle, never inside a handler's call
+ * into this layer, so handlers are not re-entered.
+ *
  * Runs on: loop, everything here.
  */
 #ifndef CN_NET_NET_H
@@ -44,6 +66,9 @@ struct cn_req {
     int16_t api_key;       /* set by the handler side for done_cb, -1
                               until then; the net layer only carries it */
     void *handler_state;   /* the broker's, for requests that wait */
+    /* The net layer's accounting; handlers leave these alone. */
+    bool queued;           /* counted in the broker-wide budget */
+    size_t resp_held;      /* bytes counted for the response once done */
 };
 
 /* Called for each complete frame.  The handler owns nothing: it fills
@@ -54,11 +79,36 @@ struct cn_server_config {
     const char *host;         /* address to bind; "" or NULL: all */
     int port;                 /* 0 picks a free port */
     size_t max_request_bytes; /* socket.request.max.bytes */
-    int64_t idle_ms;          /* connections.max.idle.ms, <0 never */
-    int max_inflight;         /* per connection; reading pauses past it */
+    int64_t idle_ms;          /* connections.max.idle.ms, <0 never; also
+                                 closes a connection whose pending
+                                 response takes no byte for this long */
+    int max_inflight;         /* per connection: requests read and not
+                                 yet answered; <=0: 100 */
+    size_t max_conn_bytes;    /* per connection: request bytes held plus
+                                 response bytes unwritten; 0: 8 MiB */
+    int max_queued;           /* queued.max.requests, broker-wide; <=0:
+                                 500 */
+    int64_t max_queued_bytes; /* queued.max.request.bytes, broker-wide;
+                                 <=0 no limit */
     /* NULL, or called once as each request is finished (metrics); not
      * for requests whose connection has already closed. */
     void (*done_cb)(struct cn_req *req, void *opaque);
+    /* NULL, or called for each request still with its handler after its
+     * connection closed, from the loop's idle phase (never from inside
+     * a call into this layer), so the handler can give up a wait and
+     * free the request early.  It may finish req (cn_req_done) now or
+     * later. */
+    void (*abandon_cb)(struct cn_req *req, void *opaque);
+};
+
+/* Back-pressure state, for metrics and memory policy. */
+struct cn_server_stats {
+    size_t queued;          /* requests counted against queued.max.requests */
+    size_t queued_bytes;    /* their frame bytes */
+    size_t held_bytes;      /* request and response bytes held, all
+                               connections */
+    size_t muted;           /* connections not being read by a limit */
+    uint64_t mutes_total;   /* times a connection was muted */
 };
 
 /* Starts listening.  Returns 0 or -errno (e.g. -EADDRINUSE). */
@@ -71,9 +121,15 @@ int cn_server_port(const struct cn_server *srv);
  * stay valid until they call cn_req_done(), which then just frees them. */
 void cn_server_stop(struct cn_server *srv);
 size_t cn_server_conn_count(const struct cn_server *srv);
+void cn_server_get_stats(const struct cn_server *srv,
+                         struct cn_server_stats *out);
 
 /* Marks the request finished; sends what can be sent in order. */
 void cn_req_done(struct cn_req *req);
+/* The handler will answer req later, on an event or timer of the client's
+ * choosing (a long-poll fetch, a rebalance): it stops counting against the
+ * broker-wide budget, and still counts against its connection's limits. */
+void cn_req_park(struct cn_req *req);
 /* True once the connection is gone: a waiting handler may give up early. */
 bool cn_req_conn_closed(const struct cn_req *req);
 /* Closes the request's connection (protocol violation).  The request must

@@ -151,6 +151,9 @@ def test_process_and_health(broker):
     assert val(m, "cairn_up") == 1
     assert val(m, "cairn_process_resident_memory_bytes") > 1 << 20
     assert val(m, "cairn_connections") is not None
+    assert val(m, "cairn_net_muted_connections") == 0
+    assert val(m, "cairn_net_queued_requests") is not None
+    assert val(m, "cairn_net_mutes_total") is not None
     assert val(m, "cairn_txn_marker_unknown_destination_queue_size") == 0
     assert val(m, "cairn_txn_hanging_transactions_found_total") is not None
     for state in ("Empty", "Ongoing", "PrepareCommit", "CompleteAbort"):
