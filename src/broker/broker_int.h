@@ -78,6 +78,8 @@ struct cn_broker {
     bool stopping;
     bool log_dir_offline;           /* a write or sync failed: see below */
     bool log_dir_full;              /* the last append found no space */
+    bool log_dir_full_logged;       /* "full" logged, "space again" not */
+    int64_t log_dir_full_log_ms;    /* monotonic ms of that "full" line */
 
     struct cn_topic **topic_table;  /* hash by name */
     size_t topic_buckets;
@@ -162,7 +164,8 @@ void cn_broker_log_dir_failed(struct cn_broker *b, const char *what, int err);
  * undone by the log, which stays online.  Writes are refused with
  * KAFKA_STORAGE_ERROR while it lasts, reads go on, and the first append
  * that succeeds ends it, with no restart.  Called after every append with
- * whether it ran out of space; logs the changes only.
+ * whether it ran out of space; logs the changes, a pair at most every 10 s
+ * (a nearly full disk takes small appends and refuses large ones).
  */
 void cn_broker_disk_full(struct cn_broker *b, const struct cn_partition *p,
                          bool full);

@@ -223,13 +223,14 @@ static int open_slot(struct cn_segment *seg, enum log_file which, int flags)
 int log_fd_get(struct cn_segment *seg, enum log_file which, int *fd_out)
 {
     int *fd = fd_of(seg, which);
+    struct log_fdslot *s = &seg->slot[which];
     if (*fd < 0) {
         int err = open_slot(seg, which, 0);
         if (err)
             return err;
-    } else if (seg->slot[which].pins == 0 && cache.newest != &seg->slot[which]) {
-        lru_remove(&seg->slot[which]);
-        lru_push(&seg->slot[which]);
+    } else if (s->pins == 0 && cache.newest != s) {
+        lru_remove(s);
+        lru_push(s);
     }
     *fd_out = *fd;
     return 0;
