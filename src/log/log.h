@@ -142,8 +142,10 @@ int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
  * first batch is returned whole even if larger (KIP-74).  Batches may come
  * from several segments.  Appends the bytes to out; *bytes_read (may be
  * NULL) gets how many.  Returns 0 (possibly with 0 bytes, e.g. at the end
- * offset), CN_ERANGE if offset < start or > end offset, CN_ENOMEM, or
- * CN_EOFFLINE.  Runs on: loop (pread, normally from the page cache). */
+ * offset), CN_ERANGE if offset < start or > end offset, CN_ENOMEM,
+ * CN_EOFFLINE, or -errno when a segment file the descriptor cache had
+ * closed cannot be reopened (the log stays online).  Runs on: loop (pread,
+ * normally from the page cache). */
 int cn_log_read(struct cn_log *log, int64_t offset, int64_t max_offset,
                 size_t max_bytes, bool min_one, struct cn_wr *out,
                 size_t *bytes_read);
