@@ -42,9 +42,10 @@ static inline void conf_set(rd_kafka_conf_t *conf, const char *k,
     }
 }
 
-/* Creates the topic (an existing one is fine); 0 or -1. */
-static inline int create_topic(const char *brokers, const char *topic,
-                               int parts)
+/* Creates the topic (an existing one is fine), waiting at most timeout_ms
+ * for the answer; 0 or -1. */
+static inline int create_topic_wait(const char *brokers, const char *topic,
+                                    int parts, int timeout_ms)
 {
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -52,16 +53,27 @@ static inline int create_topic(const char *brokers, const char *topic,
     rd_kafka_NewTopic_t *nt;
     rd_kafka_queue_t *q;
     rd_kafka_event_t *ev;
+    rd_kafka_AdminOptions_t *opts;
     int rc = 0;
 
     conf_set(conf, "bootstrap.servers", brokers);
+    if (timeout_ms > 60000) {
+        /* The request's own timeout is capped by this one (at most 300 s). */
+        char v[16];
+        snprintf(v, sizeof v, "%d", timeout_ms < 300000 ? timeout_ms : 300000);
+        conf_set(conf, "socket.timeout.ms", v);
+    }
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!rk)
         return -1;
     nt = rd_kafka_NewTopic_new(topic, parts, 1, errstr, sizeof(errstr));
     q = rd_kafka_queue_new(rk);
-    rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-    ev = rd_kafka_queue_poll(q, 30000);
+    /* Thousands of partitions take longer than the default 60 s. */
+    opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_set_request_timeout(opts, timeout_ms, errstr,
+                                              sizeof(errstr));
+    rd_kafka_CreateTopics(rk, &nt, 1, opts, q);
+    ev = rd_kafka_queue_poll(q, timeout_ms);
     if (!ev || rd_kafka_event_error(ev)) {
         fprintf(stderr, "CreateTopics: %s\n",
                 ev ? rd_kafka_event_error_string(ev) : "timed out");
@@ -83,9 +95,17 @@ static inline int create_topic(const char *brokers, const char *topic,
     if (ev)
         rd_kafka_event_destroy(ev);
     rd_kafka_NewTopic_destroy(nt);
+    rd_kafka_AdminOptions_destroy(opts);
     rd_kafka_queue_destroy(q);
     rd_kafka_destroy(rk);
     return rc;
+}
+
+/* create_topic_wait with 30 s. */
+static inline int create_topic(const char *brokers, const char *topic,
+                               int parts)
+{
+    return create_topic_wait(brokers, topic, parts, 30000);
 }
 
 /* Growable list of samples. */

@@ -33,6 +33,12 @@ Parts, in the order they run:
              idempotent producer ids each writing one batch
              (bench_mem.py, its own broker)
   pstate     producer table bytes per idle entry (bench_pstate, in-process)
+  scaling    produce and fetch throughput with 1, 1,000, 10,000 and 100,000
+             partitions: 256 MiB spread over every partition (batches of
+             total/partitions, 512 B to 64 KiB), acks=1, 100 partitions per
+             request, raw protocol (bench_scale), a fresh broker per count;
+             topic creation time too.  Not scaled below 1 partition per
+             batch; at 100,000 partitions each gets one 2.6 KiB batch.
   (aliases: client = produce,consume; rc = rc_tput,rc_latency)
 
 The produce, consume, txn and rc parts run twice in the same run: against
@@ -118,8 +124,11 @@ LOAD_IDS = 100000
 MEM_TOPICS = 100
 MEM_PARTITIONS = 100        # per topic
 MEM_PRODUCERS = 100000
+SCALE_PARTITIONS = [1, 1000, 10000, 100000]
+SCALE_BYTES = 256 << 20     # produced (then fetched) per partition count
+SCALE_PER_REQUEST = 100
 PARTS = ["limits", "produce", "consume", "txn", "rc_tput", "rc_latency",
-         "load", "memory", "pstate"]
+         "load", "memory", "pstate", "scaling"]
 PEER_PARTS = {"produce", "consume", "txn", "rc_tput", "rc_latency"}
 ALIASES = {"client": ["produce", "consume"], "rc": ["rc_tput", "rc_latency"]}
 T0 = time.monotonic()
@@ -484,6 +493,50 @@ def run_memory(args, scale):
     return None
 
 
+def run_scaling(args, build, tmp, scale):
+    out = []
+    total = max(1 << 20, int(SCALE_BYTES * scale))
+    for parts in SCALE_PARTITIONS:
+        t = Target("scale-%d" % parts, args, tmp)
+        progress("scaling: %d partitions, %d MiB produced then fetched"
+                 % (parts, total >> 20))
+        t.start([])
+        try:
+            for rec in run_prog(
+                    [build / "bench_scale", "--brokers", t.bootstrap,
+                     "--topic", "bench-scale", "--partitions", parts,
+                     "--bytes", total, "--per-request", SCALE_PER_REQUEST],
+                    3600, "bench_scale"):
+                rec["rss_kb"] = t.rss_kb()
+                progress("  %s: %s%s" % (
+                    rec["test"], summary(rec),
+                    ", topic created in %.1f s" % rec["create_seconds"]
+                    if "create_seconds" in rec else ""))
+                out.append(rec)
+            t.alive()
+        finally:
+            t.stop()
+            shutil.rmtree(t.tmp, ignore_errors=True)
+    return out
+
+
+def print_scaling(rows):
+    print()
+    print("%-11s %10s %9s %12s %12s %9s %9s" % (
+        "partitions", "batch B", "create s", "produce MB/s", "fetch MB/s",
+        "msgs/s p", "RSS MB"))
+    by = {}
+    for r in rows:
+        by.setdefault(r["partitions"], {})[r["test"]] = r
+    for parts in sorted(by):
+        p, f = by[parts].get("scale_produce"), by[parts].get("scale_fetch")
+        print("%-11d %10s %9s %12s %12s %9s %9s" % (
+            parts, fmt(p and p["batch_bytes"], "%d"),
+            fmt(p and p["create_seconds"]), fmt(p and p["mb_per_s"]),
+            fmt(f and f["mb_per_s"]), fmt(p and p["msgs_per_s"], "%.0f"),
+            fmt(f and f["rss_kb"] and f["rss_kb"] / 1024.0)))
+
+
 def find(runs, test, size, parts):
     for r in runs:
         if (r["test"] == test and r["size"] == size
@@ -767,7 +820,7 @@ def main():
     targets = {"both": ["cairn", "mock"], "cairn": ["cairn"],
                "mock": ["mock"]}[args.peer]
     if args.peer == "mock":
-        parts -= {"load", "memory"}
+        parts -= {"load", "memory", "scaling"}
 
     out_dir = REPO / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -777,7 +830,8 @@ def main():
             "produce": ["bench_client", "bench_txn"],
             "consume": ["bench_client", "bench_fetch_raw"],
             "txn": ["bench_txn"], "rc_tput": ["bench_rc"],
-            "rc_latency": ["bench_rc"], "pstate": ["bench_pstate"]}
+            "rc_latency": ["bench_rc"], "pstate": ["bench_pstate"],
+            "scaling": ["bench_scale"]}
     progs = {p for k in parts for p in need.get(k, [])}
     if "mock" in targets and parts & PEER_PARTS:
         progs.add("e2e_mockbroker")
@@ -786,7 +840,7 @@ def main():
             sys.exit("%s missing; build it: cmake --build %s --target %s"
                      % (build / prog, build, prog))
     if not Path(args.cairn).exists() and (
-            "cairn" in targets or parts & {"load", "memory"}):
+            "cairn" in targets or parts & {"load", "memory", "scaling"}):
         sys.exit("%s missing; run make first" % args.cairn)
     tmp = Path(tempfile.mkdtemp(prefix="cairn-bench-", dir=args.dir))
     report = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "scale": scale,
@@ -824,6 +878,8 @@ def main():
             for rec in run_prog([build / "bench_pstate", "--producers",
                                  "100000"], 120, "bench_pstate"):
                 report["producer_state"] = rec
+        if "scaling" in parts:
+            report["scaling"] = run_scaling(args, build, tmp, scale)
     finally:
         report["machine"]["uptime_after"] = uptime()
         report["machine"]["loadavg_after"] = os.getloadavg()
@@ -857,6 +913,8 @@ def main():
                   "aborted records); /limit: produce vs synced disk, consume "
                   "vs loopback TCP; read_committed rows are log MB/s")
     print_other(report)
+    if report.get("scaling"):
+        print_scaling(report["scaling"])
     if args.report:
         out = Path(args.report)
     elif args.only:

@@ -77,6 +77,9 @@ struct cn_broker {
     int32_t node_id;
     bool stopping;
     bool log_dir_offline;           /* a write or sync failed: see below */
+    bool log_dir_full;              /* the last append found no space */
+    bool log_dir_full_logged;       /* "full" logged, "space again" not */
+    int64_t log_dir_full_log_ms;    /* monotonic ms of that "full" line */
 
     struct cn_topic **topic_table;  /* hash by name */
     size_t topic_buckets;
@@ -155,6 +158,17 @@ void cn_topics_foreach(struct cn_broker *b,
  * restarted (and recovers from what is really on disk).
  */
 void cn_broker_log_dir_failed(struct cn_broker *b, const char *what, int err);
+
+/*
+ * A full disk is not a failed disk: an append that found no space was
+ * undone by the log, which stays online.  Writes are refused with
+ * KAFKA_STORAGE_ERROR while it lasts, reads go on, and the first append
+ * that succeeds ends it, with no restart.  Called after every append with
+ * whether it ran out of space; logs the changes, a pair at most every 10 s
+ * (a nearly full disk takes small appends and refuses large ones).
+ */
+void cn_broker_disk_full(struct cn_broker *b, const struct cn_partition *p,
+                         bool full);
 
 static inline bool cn_partition_offline(const struct cn_broker *b,
                                         const struct cn_partition *p)

@@ -7,6 +7,7 @@
  * are appended straight from the request frame, which the request owns:
  * the base offset is patched into the frame's bytes, so no copy is made.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -264,7 +265,13 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
             break;
         pos += len;
     }
-    if (ac.err) {
+    if (ac.err == -ENOSPC) {
+        /* Undone by the log, which stays online: refuse, keep serving. */
+        pr->error_code = KAFKA_KAFKA_STORAGE_ERROR;
+        cn_broker_disk_full(b, p, true);
+        if (ac.first_offset < 0)
+            return NULL;
+    } else if (ac.err) {
         pr->error_code = kerr_from_log_err(ac.err);
         CN_ERROR("append to %s-%d failed: %s", t->name, pd->index,
                  cn_strerror(ac.err));
@@ -272,6 +279,8 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
             cn_broker_log_dir_failed(b, "a log write", ac.err);
         if (ac.first_offset < 0)
             return NULL;
+    } else {
+        cn_broker_disk_full(b, p, false);
     }
     pr->base_offset = ac.first_offset;
     pr->log_append_time_ms = ac.append_time;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <uv.h>
 
 #include "base/config.h"
@@ -120,6 +121,40 @@ static int verify_logs(const char *data_dir)
     return rc;
 }
 
+/* Raises the soft open-file limit to the hard one (the default soft limit,
+ * 1,024, is meant for select() users) and sizes the partition logs'
+ * descriptor cache from the result. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        CN_WARN("getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+        return;
+    }
+    rlim_t was = rl.rlim_cur;
+    if (rl.rlim_cur != rl.rlim_max) {
+        struct rlimit want = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+            rl.rlim_cur = rl.rlim_max;
+        else
+            CN_WARN("cannot raise the open-file limit from %llu to %llu: %s",
+                    (unsigned long long)rl.rlim_cur,
+                    (unsigned long long)rl.rlim_max, strerror(errno));
+    }
+    uint64_t now = rl.rlim_cur == RLIM_INFINITY ? 1u << 20
+                                                : (uint64_t)rl.rlim_cur;
+    size_t budget = cn_log_fd_budget_for_limit(now);
+    cn_log_set_fd_budget(budget);
+    if (was != rl.rlim_cur)
+        CN_INFO("open-file limit raised from %llu to %llu (the hard limit); "
+                "partition logs keep at most %zu files open",
+                (unsigned long long)was, (unsigned long long)now, budget);
+    else
+        CN_INFO("open-file limit %llu; partition logs keep at most %zu "
+                "files open",
+                (unsigned long long)now, budget);
+}
+
 int main(int argc, char **argv)
 {
     bool verify = false;
@@ -167,6 +202,7 @@ int main(int argc, char **argv)
     if (cn_failpoints_init() != 0)
         return 2;
     cn_say_max_level = (enum cn_say_level)cfg->cairn_log_level;
+    raise_nofile();
     /* Produce and fetch buffers are megabytes each.  Left to glibc's
      * defaults they come from fresh mmaps or a trimmed heap, and every
      * 4 KiB of them costs a page fault on first touch; keeping freed

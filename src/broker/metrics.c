@@ -381,6 +381,20 @@ void cn_metrics_render(struct cn_broker *b, struct cn_wr *w)
     gauge(w, "cairn_log_dir_offline",
           "1 when the log directory went offline after an I/O error.",
           b->log_dir_offline ? 1 : 0);
+    gauge(w, "cairn_log_dir_full",
+          "1 while appends find the log directory full (writes refused).",
+          b->log_dir_full ? 1 : 0);
+    struct cn_log_fd_stats fs;
+    cn_log_fd_stats(&fs);
+    gauge(w, "cairn_log_open_files", "Segment files open (descriptor cache).",
+          (double)fs.open);
+    gauge(w, "cairn_log_open_files_budget",
+          "Most segment files kept open, from RLIMIT_NOFILE.",
+          (double)fs.budget);
+    counter(w, "cairn_log_file_opens_total",
+            "Segment file opens, reopens after eviction included.", fs.opens);
+    counter(w, "cairn_log_file_evictions_total",
+            "Segment files closed to stay within the budget.", fs.evictions);
     render_partitions(b, w);
     render_txn(b, w);
     render_requests(b, w);

@@ -15,6 +15,7 @@
  * cairn.fsync.group.commit=false the broker follows Kafka's flush.messages
  * and flush.ms instead, and the high watermark is the log end offset.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "base/say.h"
@@ -91,7 +92,7 @@ static void round_apply(struct cn_broker *b, struct cn_sync_round *r)
     for (size_t i = 0; i < r->n; i++) {
         struct cn_partition *p = r->parts[i];
         if (r->syncs[i])
-            cn_log_sync_end(p->log, r->syncs[i], r->errs[i]);
+            r->errs[i] = cn_log_sync_end(p->log, r->syncs[i], r->errs[i]);
         if (r->errs[i]) {
             CN_ERROR("fdatasync of %s-%d failed (%s)",
                      p->topic ? p->topic->name : "(deleted topic)", p->index,
@@ -252,10 +253,13 @@ int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
     int64_t base;
     int rc = cn_log_append(p->log, batch, len, &base);
     if (rc) {
-        if (rc != CN_ENOMEM && rc != CN_EINVAL)
+        if (rc == -ENOSPC)
+            cn_broker_disk_full(b, p, true);
+        else if (rc != CN_ENOMEM && rc != CN_EINVAL)
             cn_broker_log_dir_failed(b, "an internal topic write", rc);
         return rc;
     }
+    cn_broker_disk_full(b, p, false);
     cn_partition_check_roll(p);
     struct cn_batch_hdr hdr;
     if (cn_batch_hdr_parse(batch, len, &hdr) == 0)
@@ -266,7 +270,7 @@ int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
         struct cn_log_sync *s = cn_log_sync_begin(p->log);
         if (s) {
             int err = cn_log_sync_run(s);
-            cn_log_sync_end(p->log, s, err);
+            err = cn_log_sync_end(p->log, s, err);
             if (err) {
                 cn_broker_log_dir_failed(b, "fdatasync", err);
                 return err;
@@ -290,17 +294,20 @@ int cn_sync_checkpoint(struct cn_broker *b, struct cn_partition *p,
     int64_t base;
     int rc = cn_log_append(p->log, batch, len, &base);
     if (rc) {
-        if (rc != CN_ENOMEM && rc != CN_EINVAL)
+        if (rc == -ENOSPC)
+            cn_broker_disk_full(b, p, true);
+        else if (rc != CN_ENOMEM && rc != CN_EINVAL)
             cn_broker_log_dir_failed(b, "a checkpoint write", rc);
         return rc;
     }
+    cn_broker_disk_full(b, p, false);
     cn_partition_check_roll(p);
     /* Synced here, on the loop: the old records may only go once the
      * checkpoint that replaces them is durable, and this is rare. */
     struct cn_log_sync *s = cn_log_sync_begin(p->log);
     if (s) {
         rc = cn_log_sync_run(s);
-        cn_log_sync_end(p->log, s, rc);
+        rc = cn_log_sync_end(p->log, s, rc);
         if (rc) {
             cn_broker_log_dir_failed(b, "fdatasync", rc);
             return rc;

@@ -6,6 +6,7 @@
  * which decide and then finish the same way.  The fail points named in
  * txn_coord.h fire here and in h_txn.c.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,10 +136,15 @@ void txn_write_markers(struct cn_broker *b, struct txn_entry *e, bool commit)
         int64_t base;
         int rc = cn_log_append(p->log, batch.buf, batch.len, &base);
         if (rc) {
-            cn_broker_log_dir_failed(b, "a marker write", rc);
+            /* A full disk: tried again later, like an offline one. */
+            if (rc == -ENOSPC)
+                cn_broker_disk_full(b, p, true);
+            else
+                cn_broker_log_dir_failed(b, "a marker write", rc);
             failed = true;
             break;
         }
+        cn_broker_disk_full(b, p, false);
         cn_partition_check_roll(p);
         struct cn_batch_hdr hdr;
         if (cn_batch_hdr_parse(batch.buf, batch.len, &hdr) == 0)

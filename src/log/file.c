@@ -96,6 +96,19 @@ const struct cn_file_ops cn_file_ops_real = {
 
 const struct cn_file_ops *cn_file_ops = &cn_file_ops_real;
 
+size_t (*cn_file_reclaim)(void);
+
+int cn_file_open(const char *path, int flags, mode_t mode)
+{
+    int fd = cn_file_ops->open(path, flags, mode);
+    /* A few rounds: what one reclaim frees, a socket may take. */
+    for (int i = 0; i < 4 && (fd == -EMFILE || fd == -ENFILE) &&
+                    cn_file_reclaim && cn_file_reclaim() > 0;
+         i++)
+        fd = cn_file_ops->open(path, flags, mode);
+    return fd;
+}
+
 int cn_file_pwrite_all(int fd, const void *buf, size_t n, int64_t off)
 {
     const uint8_t *p = buf;
@@ -136,7 +149,7 @@ ssize_t cn_file_pread_all(int fd, void *buf, size_t n, int64_t off)
 
 int cn_file_sync_dir(const char *dir)
 {
-    int fd = cn_file_ops->open(dir, O_RDONLY | O_DIRECTORY, 0);
+    int fd = cn_file_open(dir, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0)
         return fd;
     int err = cn_file_ops->fsync(fd);
@@ -151,7 +164,7 @@ int cn_file_write_atomic(const char *dir, const char *name, const void *buf,
     if (snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name) >= (int)sizeof tmp ||
         snprintf(dst, sizeof dst, "%s/%s", dir, name) >= (int)sizeof dst)
         return -ENAMETOOLONG;
-    int fd = cn_file_ops->open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = cn_file_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         return fd;
     int err = cn_file_pwrite_all(fd, buf, n, 0);

@@ -6,9 +6,9 @@
  * [SQLite os_unix.c].  Every entry returns 0 (or a byte count) on success
  * and -errno on failure, never -1 with errno, so callers need no errno.
  *
- * Runs on: loop, except fdatasync, which the broker also calls from a worker
- * (see cn_log_sync_run); the table itself must not be swapped while a sync
- * is running.
+ * Runs on: loop, except fdatasync, open and close, which the broker also
+ * calls from a worker (see cn_log_sync_run); the table itself must not be
+ * swapped while a sync is running.
  */
 #ifndef CN_LOG_FILE_H
 #define CN_LOG_FILE_H
@@ -36,6 +36,15 @@ struct cn_file_ops {
 extern const struct cn_file_ops cn_file_ops_real;
 /* What the log calls; points at cn_file_ops_real unless a test swaps it. */
 extern const struct cn_file_ops *cn_file_ops;
+
+/* Set by the log's descriptor cache: called when an open fails with EMFILE
+ * or ENFILE, closes some cached descriptors and returns how many (0 when
+ * it has none to give).  NULL until the cache is first used. */
+extern size_t (*cn_file_reclaim)(void);
+/* cn_file_ops->open, except that EMFILE or ENFILE first has cn_file_reclaim
+ * close cached descriptors and then tries again.  Returns the fd or
+ * -errno.  Runs on: loop (a worker calls cn_file_ops->open itself). */
+int cn_file_open(const char *path, int flags, mode_t mode);
 
 /* Writes all n bytes at off, looping over short writes and EINTR.  A write
  * that makes no progress counts as -EIO.  Returns 0 or -errno. */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/crc32c.h"
 #include "base/err.h"
@@ -136,7 +137,7 @@ static void ckpt_read(struct cn_log *log, int64_t *start, int64_t *rp,
     if (snprintf(path, sizeof path, "%s/" CKPT_NAME, log->dir) >=
         (int)sizeof path)
         return;
-    int fd = cn_file_ops->open(path, O_RDONLY, 0);
+    int fd = cn_file_open(path, O_RDONLY, 0);
     if (fd < 0) {
         if (fd != -ENOENT)
             CN_WARN("log %s: cannot open checkpoint: %s", log->dir,
@@ -305,15 +306,18 @@ static void drop_tail(struct cn_log *log, size_t from, const char *why)
     }
 }
 
+/* fdatasyncs every file of seg, on the loop (recovery, clean close). */
 static int sync_seg_all(struct cn_segment *seg)
 {
-    int err = cn_file_ops->fdatasync(seg->log_fd);
-    if (!err)
-        err = cn_file_ops->fdatasync(seg->idx_fd);
-    if (!err)
-        err = cn_file_ops->fdatasync(seg->tidx_fd);
-    if (!err && seg->txn_fd >= 0)
-        err = cn_file_ops->fdatasync(seg->txn_fd);
+    int err = 0;
+    for (int i = 0; !err && i < LOG_FILES; i++) {
+        int fd;
+        if (i == LOG_FILE_TXNINDEX && !seg->txn_file)
+            break;
+        err = log_fd_get(seg, (enum log_file)i, &fd);
+        if (!err)
+            err = cn_file_ops->fdatasync(fd);
+    }
     return err;
 }
 
@@ -686,15 +690,33 @@ void cn_log_stats(const struct cn_log *log, struct cn_log_stats *out)
 
 /* --- append ------------------------------------------------------------- */
 
+/* A write that failed for want of space: undone, it leaves the log
+ * consistent, so the log stays online and the write may be tried again
+ * once space is freed.  (A failed fsync is another matter: see
+ * cn_log_sync_end.) */
+static bool out_of_space(int err)
+{
+    return err == -ENOSPC || err == -EDQUOT;
+}
+
 static int roll(struct cn_log *log)
 {
-    struct cn_segment *seg;
-    int err = log_seg_seal_timeindex(active(log));
+    struct cn_segment *seg, *old = active(log);
+    struct log_seg_mark mark;
+    log_seg_mark(old, &mark);
+    int err = log_seg_seal_timeindex(old);
     /* Rolled segments are synced whole (data and indexes) by the next sync,
      * even one untouched since open: the seal may just have written. */
-    active(log)->durable = false;
+    old->durable = false;
     if (!err)
         err = log_seg_create(log, log->end_offset, &seg);
+    if (out_of_space(err)) {
+        /* The active segment is not empty, so nothing of it has this
+         * base; a later roll seals again. */
+        log_seg_unlink(log, log->end_offset);
+        if (log_seg_undo(old, &mark) == 0)
+            return -ENOSPC;
+    }
     if (err) {
         log_go_offline(log, "segment roll", err);
         return CN_EOFFLINE;
@@ -738,18 +760,35 @@ int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
     h.base_offset = base;
 
     int64_t pos = seg->size;
+    struct log_seg_mark mark;
+    log_seg_mark(seg, &mark);
     size_t first = len;
     if (cn_failpoints_armed)
         first = len / 2; /* lets a crash point leave a torn batch */
-    int err = cn_file_pwrite_all(seg->log_fd, batch, first, pos);
+    int fd;
+    int err = log_fd_get(seg, LOG_FILE_LOG, &fd);
+    if (!err)
+        err = cn_file_pwrite_all(fd, batch, first, pos);
     if (!err && first < len) {
         err = CN_FAILPOINT("log.mid_append");
         if (!err)
-            err = cn_file_pwrite_all(seg->log_fd, batch + first, len - first,
+            err = cn_file_pwrite_all(fd, batch + first, len - first,
                                      pos + (int64_t)first);
     }
     if (!err)
         err = log_seg_index_batch(log, seg, &h, pos);
+    if (out_of_space(err)) {
+        /* Cut what part of the batch and its index entries made it, so
+         * the files end where the log says they do. */
+        int e = log_seg_undo(seg, &mark);
+        if (!e) {
+            CN_DEBUG("log %s: append of %zu bytes: no space left; undone",
+                     log->dir, len);
+            return -ENOSPC;
+        }
+        CN_ERROR("log %s: cannot cut a failed append back: %s", log->dir,
+                 cn_strerror(e));
+    }
     if (err) {
         log_go_offline(log, "append", err);
         return CN_EOFFLINE;
@@ -784,7 +823,7 @@ size_t log_find_seg(const struct cn_log *log, int64_t offset)
     return lo == 0 ? 0 : lo - 1;
 }
 
-static int copy_run(const struct cn_segment *seg, int64_t from, int64_t to,
+static int copy_run(struct cn_segment *seg, int64_t from, int64_t to,
                     struct cn_wr *out)
 {
     size_t n = (size_t)(to - from);
@@ -792,7 +831,10 @@ static int copy_run(const struct cn_segment *seg, int64_t from, int64_t to,
         return 0;
     if (!cn_wr_ensure(out, n))
         return CN_ENOMEM;
-    ssize_t r = cn_file_pread_all(seg->log_fd, out->buf + out->len, n, from);
+    int fd, err = log_fd_get(seg, LOG_FILE_LOG, &fd);
+    if (err)
+        return err;
+    ssize_t r = cn_file_pread_all(fd, out->buf + out->len, n, from);
     if (r < 0)
         return (int)r;
     if ((size_t)r != n)
@@ -815,7 +857,7 @@ int cn_log_read(struct cn_log *log, int64_t offset, int64_t max_offset,
     bool stop = false;
     for (size_t si = log_find_seg(log, offset); si < log->nsegs && !stop;
          si++) {
-        const struct cn_segment *seg = log->segs[si];
+        struct cn_segment *seg = log->segs[si];
         int64_t pos = log_seg_lookup(seg, offset);
         int64_t run_start = -1, run_end = -1;
         while (pos < seg->size) {
@@ -865,7 +907,7 @@ int cn_log_offset_for_time(struct cn_log *log, int64_t ts_ms,
     if (log->offline)
         return CN_EOFFLINE;
     for (size_t si = 0; si < log->nsegs; si++) {
-        const struct cn_segment *seg = log->segs[si];
+        struct cn_segment *seg = log->segs[si];
         if (seg->max_ts < ts_ms || seg->next_offset <= log->start_offset)
             continue;
         /* Batches up to the last entry below ts all have smaller maxima. */
@@ -911,18 +953,39 @@ void cn_log_max_timestamp(const struct cn_log *log, int64_t *ts_out,
 
 /* --- durability --------------------------------------------------------- */
 
+/* One file a sync covers: a descriptor pinned in the cache, or, beyond
+ * the cache's pin limit (a round may cover every partition of the broker,
+ * more files than the budget), a name the worker opens. */
+struct sync_file {
+    struct cn_segment *seg; /* held by a reference */
+    int fd;                 /* pinned descriptor, or -1: open by path */
+    uint8_t which;          /* enum log_file */
+    int err;                /* run's result for this file */
+};
+
 struct cn_log_sync {
     int64_t end_offset;        /* synced offset once this succeeds */
     size_t nsegs;              /* segments referenced */
     struct cn_segment **segs;  /* referenced segments */
     bool *full;                /* per segment: indexes synced too */
-    size_t nfds;               /* fds to fdatasync */
-    int *fds;                  /* copied so the worker reads only this */
+    size_t nfiles;             /* files to fdatasync */
+    struct sync_file *files;   /* the worker reads only these */
 };
 
 int64_t cn_log_sync_target(const struct cn_log *log)
 {
     return log->end_offset;
+}
+
+static void sync_add(struct cn_log_sync *s, struct cn_segment *seg,
+                     enum log_file which)
+{
+    struct sync_file *f = &s->files[s->nfiles++];
+    f->seg = seg;
+    f->which = (uint8_t)which;
+    f->err = 0;
+    if (!log_fd_pin(seg, which, &f->fd))
+        f->fd = -1;
 }
 
 struct cn_log_sync *cn_log_sync_begin(struct cn_log *log)
@@ -943,11 +1006,11 @@ struct cn_log_sync *cn_log_sync_begin(struct cn_log *log)
         return NULL;
     s->segs = calloc(n, sizeof *s->segs);
     s->full = calloc(n, sizeof *s->full);
-    s->fds = calloc(4 * n, sizeof *s->fds);
-    if (!s->segs || !s->full || !s->fds) {
+    s->files = calloc(LOG_FILES * n, sizeof *s->files);
+    if (!s->segs || !s->full || !s->files) {
         free(s->segs);
         free(s->full);
-        free(s->fds);
+        free(s->files);
         free(s);
         return NULL;
     }
@@ -961,12 +1024,12 @@ struct cn_log_sync *cn_log_sync_begin(struct cn_log *log)
         s->segs[s->nsegs] = seg;
         s->full[s->nsegs] = !is_active;
         s->nsegs++;
-        s->fds[s->nfds++] = seg->log_fd;
+        sync_add(s, seg, LOG_FILE_LOG);
         if (!is_active) {
-            s->fds[s->nfds++] = seg->idx_fd;
-            s->fds[s->nfds++] = seg->tidx_fd;
-            if (seg->txn_fd >= 0)
-                s->fds[s->nfds++] = seg->txn_fd;
+            sync_add(s, seg, LOG_FILE_INDEX);
+            sync_add(s, seg, LOG_FILE_TIMEINDEX);
+            if (seg->txn_file)
+                sync_add(s, seg, LOG_FILE_TXNINDEX);
         }
     }
     s->end_offset = log->end_offset;
@@ -974,19 +1037,72 @@ struct cn_log_sync *cn_log_sync_begin(struct cn_log *log)
     return s;
 }
 
-int cn_log_sync_run(struct cn_log_sync *s)
+/* Opens, fdatasyncs and closes a file by name.  Runs on: worker (so no
+ * cache: the loop owns it; seg->log->dir and seg->base never change). */
+static int sync_by_path(const struct sync_file *f)
 {
-    for (size_t i = 0; i < s->nfds; i++) {
-        int err = cn_file_ops->fdatasync(s->fds[i]);
-        if (err)
-            return err;
+    char path[PATH_MAX];
+    int err = log_seg_path(path, sizeof path, f->seg->log, f->seg->base,
+                           log_file_ext[f->which]);
+    if (err)
+        return err;
+    int fd = cn_file_ops->open(path, O_RDWR, 0);
+    /* At the process limit the loop could close cached files, but this is
+     * not the loop: wait a little for a socket to go instead. */
+    for (int i = 0; i < 20 && (fd == -EMFILE || fd == -ENFILE); i++) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        fd = cn_file_ops->open(path, O_RDWR, 0);
     }
-    return 0;
+    if (fd < 0)
+        return fd;
+    err = cn_file_ops->fdatasync(fd);
+    cn_file_ops->close(fd);
+    return err;
 }
 
-void cn_log_sync_end(struct cn_log *log, struct cn_log_sync *s, int err)
+int cn_log_sync_run(struct cn_log_sync *s)
+{
+    int first = 0;
+    for (size_t i = 0; i < s->nfiles; i++) {
+        struct sync_file *f = &s->files[i];
+        int err = CN_FAILPOINT("log.fsync");
+        if (!err)
+            err = f->fd >= 0 ? cn_file_ops->fdatasync(f->fd)
+                             : sync_by_path(f);
+        f->err = err;
+        if (err && !first)
+            first = err;
+        /* A file opened by name may be gone because retention deleted its
+         * segment meanwhile (sync_end tells); anything else ends the run. */
+        if (err && !(err == -ENOENT && f->fd < 0))
+            break;
+    }
+    return first;
+}
+
+/* What a sync's failure means once the loop can look: a file missing
+ * only because its segment was deleted during the sync is no failure. */
+static int sync_outcome(const struct cn_log_sync *s, int err)
+{
+    if (!err)
+        return 0;
+    bool seen = false;
+    for (size_t i = 0; i < s->nfiles; i++) {
+        const struct sync_file *f = &s->files[i];
+        if (!f->err)
+            continue;
+        seen = true;
+        if (!(f->err == -ENOENT && f->fd < 0 && f->seg->dead))
+            return f->err;
+    }
+    return seen ? 0 : err;
+}
+
+int cn_log_sync_end(struct cn_log *log, struct cn_log_sync *s, int err)
 {
     log->syncs_in_flight--;
+    err = sync_outcome(s, err);
     if (err) {
         log_go_offline(log, "fdatasync", err);
     } else if (!log->offline) {
@@ -1007,10 +1123,16 @@ void cn_log_sync_end(struct cn_log *log, struct cn_log_sync *s, int err)
             }
         if (rp > log->ckpt_rp && rp <= log->synced_offset) {
             int e = ckpt_write(log, log->start_offset, rp, false);
-            if (e)
+            /* On a full disk the old checkpoint stands (an older recovery
+             * point only means more to scan after a crash); a later sync
+             * tries again. */
+            if (e && !out_of_space(e))
                 log_go_offline(log, "checkpoint write", e);
         }
     }
+    for (size_t i = 0; i < s->nfiles; i++)
+        if (s->files[i].fd >= 0)
+            log_fd_unpin(s->files[i].seg, (enum log_file)s->files[i].which);
     for (size_t i = 0; i < s->nsegs; i++) {
         s->segs[i]->refs--;
         if (s->segs[i]->dead && s->segs[i]->refs == 0)
@@ -1018,8 +1140,9 @@ void cn_log_sync_end(struct cn_log *log, struct cn_log_sync *s, int err)
     }
     free(s->segs);
     free(s->full);
-    free(s->fds);
+    free(s->files);
     free(s);
+    return err;
 }
 
 bool cn_log_needs_flush(const struct cn_log *log, int64_t now_ms)
@@ -1042,8 +1165,14 @@ static int after_delete(struct cn_log *log, int deleted)
     if (deleted == 0 && log->ckpt_start == log->start_offset)
         return 0;
     int err = cn_file_sync_dir(log->dir);
-    if (!err && log->ckpt_start != log->start_offset)
+    if (!err && log->ckpt_start != log->start_offset) {
         err = ckpt_write(log, log->start_offset, log->ckpt_rp, false);
+        /* Only whole segments went (DeleteRecords checkpointed its own
+         * start already), and recovery starts the log at its first
+         * segment anyway: a full disk can wait for the next pass. */
+        if (out_of_space(err))
+            err = 0;
+    }
     if (err) {
         log_go_offline(log, "segment deletion", err);
         return CN_EOFFLINE;
@@ -1093,8 +1222,13 @@ int cn_log_delete_records(struct cn_log *log, int64_t offset)
         return CN_ERANGE;
     if (offset <= log->start_offset)
         return 0;
+    int64_t old_start = log->start_offset;
     log->start_offset = offset;
     int err = ckpt_write(log, log->start_offset, log->ckpt_rp, false);
+    if (out_of_space(err)) {
+        log->start_offset = old_start; /* refused, as if never asked */
+        return -ENOSPC;
+    }
     if (err) {
         log_go_offline(log, "checkpoint write", err);
         return CN_EOFFLINE;

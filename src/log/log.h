@@ -136,7 +136,13 @@ const char *cn_log_dir(const struct cn_log *log);
  * *base_offset_out (may be NULL) is the assigned offset.  Returns CN_EINVAL
  * for a malformed header; on a write error the log goes offline and this
  * and every later call return CN_EOFFLINE.  The data is not durable until a
- * sync covering it ends.  Runs on: loop. */
+ * sync covering it ends.
+ *
+ * A full disk (ENOSPC or EDQUOT on a write, a roll's new files included)
+ * is not a failure of the log: what part of the batch and its index
+ * entries made it is truncated away, -ENOSPC is returned, and the log stays
+ * online for reads and takes appends again once there is space.
+ * Runs on: loop. */
 int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
                   int64_t *base_offset_out);
 
@@ -146,8 +152,10 @@ int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
  * first batch is returned whole even if larger (KIP-74).  Batches may come
  * from several segments.  Appends the bytes to out; *bytes_read (may be
  * NULL) gets how many.  Returns 0 (possibly with 0 bytes, e.g. at the end
- * offset), CN_ERANGE if offset < start or > end offset, CN_ENOMEM, or
- * CN_EOFFLINE.  Runs on: loop (pread, normally from the page cache). */
+ * offset), CN_ERANGE if offset < start or > end offset, CN_ENOMEM,
+ * CN_EOFFLINE, or -errno when a segment file the descriptor cache had
+ * closed cannot be reopened (the log stays online).  Runs on: loop (pread,
+ * normally from the page cache). */
 int cn_log_read(struct cn_log *log, int64_t offset, int64_t max_offset,
                 size_t max_bytes, bool min_one, struct cn_wr *out,
                 size_t *bytes_read);
@@ -169,25 +177,31 @@ void cn_log_max_timestamp(const struct cn_log *log, int64_t *ts_out,
 
 /* Durability in three steps so fdatasync runs off the loop.
  *
- * cn_log_sync_begin() snapshots the fds needing a sync (the active segment's
+ * cn_log_sync_begin() snapshots the files needing a sync (the active segment's
  * .log if it has unsynced data; for rolled segments not yet synced, .log,
  * .index, .timeindex and .txnindex if any) and the end offset they cover,
- * holding references so retention cannot close those fds meanwhile.
- * Returns NULL if there is nothing to sync, the log is offline, or memory is
- * short.  Runs on: loop.
+ * holding references so retention cannot free those segments meanwhile.
+ * A file open in the descriptor cache is pinned there (its fd stays open
+ * for the worker); one that is not, or beyond the cache's pin limit, is
+ * named instead and the worker opens it.  Returns NULL if there is nothing
+ * to sync, the log is offline, or memory is short.  Runs on: loop.
  *
  * cn_log_sync_run() fdatasyncs them; returns 0 or -errno of the first
- * failure.  Touches only the snapshot.  Runs on: worker.
+ * failure.  Touches only the snapshot.  The fail point "log.fsync"
+ * (error) fails it.  Runs on: worker.
  *
- * cn_log_sync_end() takes run's result: on success raises the synced offset
+ * cn_log_sync_end() takes run's result and returns what it amounts to: 0
+ * also when the only failure was a file whose segment was deleted during
+ * the sync, else the error.  On success raises the synced offset
  * and, when a rolled segment became durable, rewrites the checkpoint's
  * recovery point; on failure takes the log offline (no retry: after a failed
- * fsync the page cache state is unknown).  Drops the references and frees
- * s.  Several syncs may be in flight; each must be ended.  Runs on: loop. */
+ * fsync the page cache state is unknown).  Unpins, drops the references
+ * and frees s.  Several syncs may be in flight; each must be ended.
+ * Runs on: loop. */
 struct cn_log_sync;
 struct cn_log_sync *cn_log_sync_begin(struct cn_log *log);
 int cn_log_sync_run(struct cn_log_sync *s);
-void cn_log_sync_end(struct cn_log *log, struct cn_log_sync *s, int err);
+int cn_log_sync_end(struct cn_log *log, struct cn_log_sync *s, int err);
 /* The offset a sync begun now would cover up to (for acks waiters). */
 int64_t cn_log_sync_target(const struct cn_log *log);
 
@@ -205,7 +219,8 @@ int cn_log_enforce_retention(struct cn_log *log, int64_t now_ms);
 /* DeleteRecords: raises the log start offset to offset (a lower offset is a
  * no-op), persists it in the checkpoint before returning, and deletes the
  * segments wholly below it (rolling first if that is every segment).
- * Returns 0, CN_ERANGE if offset > end offset, CN_EOFFLINE or -errno.
+ * Returns 0, CN_ERANGE if offset > end offset, -ENOSPC (nothing changed:
+ * no space for the checkpoint), CN_EOFFLINE or -errno.
  * Runs on: loop. */
 int cn_log_delete_records(struct cn_log *log, int64_t offset);
 
@@ -276,5 +291,32 @@ bool cn_log_is_offline(const struct cn_log *log);
 
 /* Segment count, bytes, and what recovery scanned/truncated at open. */
 void cn_log_stats(const struct cn_log *log, struct cn_log_stats *out);
+
+/*
+ * File descriptors.  Every log of the process shares one descriptor
+ * cache: a segment's files are opened when used and the least recently
+ * used are closed once `budget` are open, so the partition count is not
+ * capped by RLIMIT_NOFILE.  A file a sync is fdatasyncing stays open
+ * (pinned); beyond half the budget pinned, a sync opens the file by path
+ * on its worker instead.  An open that fails with EMFILE or ENFILE closes
+ * some cached files and is tried again.  Runs on: loop.
+ */
+struct cn_log_fd_stats {
+    size_t open;        /* segment files open now */
+    size_t pinned;      /* of which held by syncs in flight */
+    size_t budget;      /* most kept open */
+    uint64_t opens;     /* segment file opens since start, reopens too */
+    uint64_t evictions; /* closed to stay within the budget */
+    uint64_t emfile;    /* opens that met EMFILE/ENFILE */
+};
+
+/* The budget for an RLIMIT_NOFILE soft limit of nofile: the limit less a
+ * reserve (a quarter, at least 32 and at most 4096) for sockets and the
+ * files opened briefly (checkpoints, snapshots, directories); at least 16. */
+size_t cn_log_fd_budget_for_limit(uint64_t nofile);
+/* Sets the budget (0: derive it from the current soft limit, the default
+ * at first use).  A lower budget closes files at the next open. */
+void cn_log_set_fd_budget(size_t budget);
+void cn_log_fd_stats(struct cn_log_fd_stats *out);
 
 #endif

@@ -51,15 +51,38 @@ struct log_tidx_entry {
     uint32_t rel; /* offset - segment base of the batch that raised it */
 };
 
+/* A segment's files, as the descriptor cache (fdcache.c) names them. */
+enum log_file {
+    LOG_FILE_LOG,       /* .log */
+    LOG_FILE_INDEX,     /* .index */
+    LOG_FILE_TIMEINDEX, /* .timeindex */
+    LOG_FILE_TXNINDEX,  /* .txnindex */
+    LOG_FILES           /* how many */
+};
+
+/* One segment file's entry in the descriptor cache: on its LRU list while
+ * open and unpinned, on no list while closed or pinned. */
+struct log_fdslot {
+    struct log_fdslot *newer, *older; /* LRU neighbours */
+    struct cn_segment *seg;           /* owner */
+    int pins;                         /* syncs in flight using the fd */
+};
+
 struct cn_segment {
     int64_t base;        /* base offset, also the file name */
     int64_t next_offset; /* last offset in the segment + 1 */
     int64_t size;        /* bytes in .log */
+    struct cn_log *log;  /* owner: its dir names the files to reopen */
+    /* Descriptors, -1 while closed: the cache closes files of segments
+     * not used lately, so read them through log_fd_get() (except right
+     * after opening the segment, as recovery does). */
     int log_fd;          /* .log, read/write */
     int idx_fd;          /* .index */
     int tidx_fd;         /* .timeindex */
-    int txn_fd;          /* .txnindex, -1 until the first abort */
-    int refs;            /* sync snapshots holding the fds */
+    int txn_fd;          /* .txnindex */
+    bool txn_file;       /* .txnindex exists (made at the first abort) */
+    struct log_fdslot slot[LOG_FILES]; /* cache entries, by enum log_file */
+    int refs;            /* sync snapshots holding the segment */
     bool durable;        /* rolled, and data + indexes fdatasynced */
     bool dead;           /* unlinked; freed when refs drop to 0 */
     int64_t created_ms;  /* segment.ms age origin, ms */
@@ -169,7 +192,7 @@ struct log_scan {
  * non-zero return stops the walk and is returned.  Reads only; hushes
  * cn_corrupt() meanwhile.  Returns 0 (look at out->why) or -errno /
  * CN_ENOMEM. */
-int log_seg_scan(const struct cn_segment *seg,
+int log_seg_scan(struct cn_segment *seg,
                  int (*fn)(void *arg, const struct log_bhdr *h,
                            const uint8_t *batch, int64_t pos),
                  void *arg, struct log_scan *out);
@@ -184,13 +207,54 @@ int log_seg_recover(struct cn_log *log, struct cn_segment *seg,
  * back to log_seg_recover(). */
 int log_seg_load_trusted(struct cn_log *log, struct cn_segment *seg);
 /* Reads the header at pos; returns 0, CN_ETRUNC at/after end, or an error. */
-int log_seg_read_hdr(const struct cn_segment *seg, int64_t pos,
+int log_seg_read_hdr(struct cn_segment *seg, int64_t pos,
                      struct log_bhdr *h);
+
+/* The in-memory index state of a segment before an append, so a write
+ * that ran out of space can be undone (log_seg_undo). */
+struct log_seg_mark {
+    int64_t size;                  /* .log bytes */
+    size_t idx_n, tidx_n;          /* index entries */
+    int64_t idx_bytes, tidx_bytes; /* bytes since the last entries */
+    int64_t max_ts, max_ts_offset; /* segment max timestamp */
+};
+void log_seg_mark(const struct cn_segment *seg, struct log_seg_mark *m);
+/* Cuts the segment's three files back to the marked sizes and restores
+ * the in-memory indexes (what a failed append may have added).  Needs no
+ * free space.  Returns 0 or -errno (then the files are in doubt). */
+int log_seg_undo(struct cn_segment *seg, const struct log_seg_mark *m);
 
 int64_t log_now_ms(const struct cn_log *log);
 
 /* Growable array helper: makes room for need elements of elem bytes. */
 bool log_grow(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* fdcache.c: every partition log's segment files share one bounded set
+ * of descriptors (the budget, from RLIMIT_NOFILE), least recently used
+ * closed first.  Loop thread only. */
+
+/* File name extensions, by enum log_file. */
+extern const char *const log_file_ext[LOG_FILES];
+/* seg's descriptor for file `which`, reopening it (O_RDWR, never
+ * creating) if the cache closed it, and marking it most recently used.
+ * The descriptor stays valid until seg is freed or the file closed with
+ * log_fd_close: making room only ever closes files of other segments,
+ * and not the most recently used few.  Returns 0 or -errno (-ENOENT if
+ * the file is gone, -EMFILE if nothing could be closed to make room). */
+int log_fd_get(struct cn_segment *seg, enum log_file which, int *fd_out);
+/* Opens seg's file `which` with flags (O_CREAT, O_TRUNC as wanted; O_RDWR
+ * is implied), as log_fd_get would but creating it.  Returns 0 or
+ * -errno. */
+int log_fd_open(struct cn_segment *seg, enum log_file which, int flags);
+/* Closes seg's file `which` if open; it must not be pinned. */
+void log_fd_close(struct cn_segment *seg, enum log_file which);
+/* Holds seg's file `which` open for a worker's fdatasync, reopening it if
+ * need be: the cache does not close a pinned descriptor.  *fd_out gets it.
+ * False (nothing pinned) when half the budget is pinned already or the
+ * file cannot be opened; the caller then has the worker open it by
+ * name. */
+bool log_fd_pin(struct cn_segment *seg, enum log_file which, int *fd_out);
+void log_fd_unpin(struct cn_segment *seg, enum log_file which);
 
 /* txnindex.c */
 

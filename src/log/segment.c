@@ -58,11 +58,12 @@ int log_seg_path(char *buf, size_t n, const struct cn_log *log, int64_t base,
     return r < 0 || (size_t)r >= n ? -ENAMETOOLONG : 0;
 }
 
-static struct cn_segment *seg_alloc(int64_t base)
+static struct cn_segment *seg_alloc(struct cn_log *log, int64_t base)
 {
     struct cn_segment *seg = calloc(1, sizeof *seg);
     if (!seg)
         return NULL;
+    seg->log = log;
     seg->base = base;
     seg->next_offset = base;
     seg->log_fd = seg->idx_fd = seg->tidx_fd = seg->txn_fd = -1;
@@ -76,43 +77,32 @@ void log_seg_free(struct cn_segment *seg)
 {
     if (!seg)
         return;
-    if (seg->log_fd >= 0)
-        cn_file_ops->close(seg->log_fd);
-    if (seg->idx_fd >= 0)
-        cn_file_ops->close(seg->idx_fd);
-    if (seg->tidx_fd >= 0)
-        cn_file_ops->close(seg->tidx_fd);
-    if (seg->txn_fd >= 0)
-        cn_file_ops->close(seg->txn_fd);
+    for (int i = 0; i < LOG_FILES; i++)
+        log_fd_close(seg, (enum log_file)i);
     free(seg->idx);
     free(seg->tidx);
     free(seg->txn);
     free(seg);
 }
 
-static int seg_open_all(struct cn_log *log, struct cn_segment *seg, int flags)
+/* Opens .log, .index and .timeindex through the descriptor cache, which
+ * keeps all three open until another segment's files are opened. */
+static int seg_open_all(struct cn_segment *seg, int flags)
 {
-    char path[PATH_MAX];
-    static const char *const ext[3] = {"log", "index", "timeindex"};
-    int *fds[3] = {&seg->log_fd, &seg->idx_fd, &seg->tidx_fd};
-    for (int i = 0; i < 3; i++) {
-        int err = log_seg_path(path, sizeof path, log, seg->base, ext[i]);
+    for (int i = LOG_FILE_LOG; i <= LOG_FILE_TIMEINDEX; i++) {
+        int err = log_fd_open(seg, (enum log_file)i, flags);
         if (err)
             return err;
-        int fd = cn_file_ops->open(path, flags, 0644);
-        if (fd < 0)
-            return fd;
-        *fds[i] = fd;
     }
     return 0;
 }
 
 int log_seg_create(struct cn_log *log, int64_t base, struct cn_segment **out)
 {
-    struct cn_segment *seg = seg_alloc(base);
+    struct cn_segment *seg = seg_alloc(log, base);
     if (!seg)
         return CN_ENOMEM;
-    int err = seg_open_all(log, seg, O_RDWR | O_CREAT | O_TRUNC);
+    int err = seg_open_all(seg, O_RDWR | O_CREAT | O_TRUNC);
     if (!err) {
         /* A .txnindex left at this base by an older segment (a deletion
          * cut short) would be loaded as ours at the next open. */
@@ -138,10 +128,10 @@ int log_seg_create(struct cn_log *log, int64_t base, struct cn_segment **out)
 int log_seg_open_files(struct cn_log *log, int64_t base,
                        struct cn_segment **out)
 {
-    struct cn_segment *seg = seg_alloc(base);
+    struct cn_segment *seg = seg_alloc(log, base);
     if (!seg)
         return CN_ENOMEM;
-    int err = seg_open_all(log, seg, O_RDWR | O_CREAT);
+    int err = seg_open_all(seg, O_RDWR | O_CREAT);
     if (err) {
         log_seg_free(seg);
         return err;
@@ -221,19 +211,23 @@ static int index_mem(const struct cn_log *log, struct cn_segment *seg,
 static int write_idx_entry(struct cn_segment *seg, size_t i)
 {
     uint8_t b[LOG_IDX_ENTRY];
+    int fd, err = log_fd_get(seg, LOG_FILE_INDEX, &fd);
+    if (err)
+        return err;
     log_put32(b, seg->idx[i].rel);
     log_put32(b + 4, seg->idx[i].pos);
-    return cn_file_pwrite_all(seg->idx_fd, b, sizeof b,
-                              (int64_t)i * LOG_IDX_ENTRY);
+    return cn_file_pwrite_all(fd, b, sizeof b, (int64_t)i * LOG_IDX_ENTRY);
 }
 
 static int write_tidx_entry(struct cn_segment *seg, size_t i)
 {
     uint8_t b[LOG_TIDX_ENTRY];
+    int fd, err = log_fd_get(seg, LOG_FILE_TIMEINDEX, &fd);
+    if (err)
+        return err;
     log_put64(b, (uint64_t)seg->tidx[i].ts);
     log_put32(b + 8, seg->tidx[i].rel);
-    return cn_file_pwrite_all(seg->tidx_fd, b, sizeof b,
-                              (int64_t)i * LOG_TIDX_ENTRY);
+    return cn_file_pwrite_all(fd, b, sizeof b, (int64_t)i * LOG_TIDX_ENTRY);
 }
 
 int log_seg_index_batch(struct cn_log *log, struct cn_segment *seg,
@@ -279,7 +273,7 @@ int64_t log_seg_lookup(const struct cn_segment *seg, int64_t offset)
     return lo == 0 ? 0 : seg->idx[lo - 1].pos;
 }
 
-int log_seg_read_hdr(const struct cn_segment *seg, int64_t pos,
+int log_seg_read_hdr(struct cn_segment *seg, int64_t pos,
                      struct log_bhdr *h)
 {
     uint8_t b[LOG_BATCH_HDR_BYTES];
@@ -287,17 +281,60 @@ int log_seg_read_hdr(const struct cn_segment *seg, int64_t pos,
         return CN_ETRUNC;
     if (seg->size - pos < LOG_BATCH_HDR_BYTES)
         return cn_corrupt("torn batch header");
-    ssize_t r = cn_file_pread_all(seg->log_fd, b, sizeof b, pos);
+    int fd, err = log_fd_get(seg, LOG_FILE_LOG, &fd);
+    if (err)
+        return err;
+    ssize_t r = cn_file_pread_all(fd, b, sizeof b, pos);
     if (r < 0)
         return (int)r;
     if ((size_t)r < sizeof b)
         return cn_corrupt("short batch header read");
-    int err = log_bhdr_parse(b, sizeof b, h);
+    err = log_bhdr_parse(b, sizeof b, h);
     if (err)
         return err;
     if (h->total_bytes > seg->size - pos)
         return cn_corrupt("batch runs past segment end");
     return 0;
+}
+
+void log_seg_mark(const struct cn_segment *seg, struct log_seg_mark *m)
+{
+    m->size = seg->size;
+    m->idx_n = seg->idx_n;
+    m->tidx_n = seg->tidx_n;
+    m->idx_bytes = seg->idx_bytes;
+    m->tidx_bytes = seg->tidx_bytes;
+    m->max_ts = seg->max_ts;
+    m->max_ts_offset = seg->max_ts_offset;
+}
+
+int log_seg_undo(struct cn_segment *seg, const struct log_seg_mark *m)
+{
+    /* Shrinking frees blocks, so this works on a full disk; the sizes
+     * are those the files had (index files hold exactly their entries). */
+    int fd, err = log_fd_get(seg, LOG_FILE_LOG, &fd);
+    if (!err)
+        err = cn_file_ops->ftruncate(fd, m->size);
+    if (!err && seg->idx_n != m->idx_n) {
+        err = log_fd_get(seg, LOG_FILE_INDEX, &fd);
+        if (!err)
+            err = cn_file_ops->ftruncate(
+                fd, (off_t)(m->idx_n * LOG_IDX_ENTRY));
+    }
+    if (!err && seg->tidx_n != m->tidx_n) {
+        err = log_fd_get(seg, LOG_FILE_TIMEINDEX, &fd);
+        if (!err)
+            err = cn_file_ops->ftruncate(
+                fd, (off_t)(m->tidx_n * LOG_TIDX_ENTRY));
+    }
+    seg->size = m->size;
+    seg->idx_n = m->idx_n;
+    seg->tidx_n = m->tidx_n;
+    seg->idx_bytes = m->idx_bytes;
+    seg->tidx_bytes = m->tidx_bytes;
+    seg->max_ts = m->max_ts;
+    seg->max_ts_offset = m->max_ts_offset;
+    return err;
 }
 
 /* Replaces both index files with the in-memory entries. */
@@ -321,7 +358,7 @@ static void reset_mem(struct cn_segment *seg)
     seg->next_offset = seg->base;
 }
 
-int log_seg_scan(const struct cn_segment *seg,
+int log_seg_scan(struct cn_segment *seg,
                  int (*fn)(void *arg, const struct log_bhdr *h,
                            const uint8_t *batch, int64_t pos),
                  void *arg, struct log_scan *out)
@@ -364,8 +401,13 @@ int log_seg_scan(const struct cn_segment *seg,
             buf = nb;
             cap = (size_t)h.total_bytes;
         }
-        ssize_t r = cn_file_pread_all(seg->log_fd, buf, (size_t)h.total_bytes,
-                                      pos);
+        /* Through the cache: the callback may have opened other files
+         * and so closed this one. */
+        int fd;
+        err = log_fd_get(seg, LOG_FILE_LOG, &fd);
+        if (err)
+            break;
+        ssize_t r = cn_file_pread_all(fd, buf, (size_t)h.total_bytes, pos);
         if (r < 0) {
             err = (int)r;
             break;

@@ -60,22 +60,22 @@ static bool txn_decode(const uint8_t *b, const struct cn_segment *seg,
 
 int log_seg_load_txnindex(struct cn_log *log, struct cn_segment *seg)
 {
-    char path[PATH_MAX];
     seg->txn_n = 0;
     seg->txn_min_first = INT64_MAX;
-    int err = log_seg_path(path, sizeof path, log, seg->base, "txnindex");
+    int fd, err;
+    if (!seg->txn_file) {
+        err = log_fd_open(seg, LOG_FILE_TXNINDEX, 0);
+        if (err == -ENOENT)
+            return 0; /* no abort in this segment (or not re-added yet) */
+        if (err)
+            return err;
+        seg->txn_file = true;
+    }
+    err = log_fd_get(seg, LOG_FILE_TXNINDEX, &fd);
     if (err)
         return err;
-    if (seg->txn_fd < 0) {
-        int fd = cn_file_ops->open(path, O_RDWR, 0644);
-        if (fd == -ENOENT)
-            return 0; /* no abort in this segment (or not re-added yet) */
-        if (fd < 0)
-            return fd;
-        seg->txn_fd = fd;
-    }
     int64_t size;
-    err = cn_file_ops->fsize(seg->txn_fd, &size);
+    err = cn_file_ops->fsize(fd, &size);
     if (err)
         return err;
     size_t cnt = (size_t)(size / LOG_TXN_ENTRY);
@@ -84,7 +84,7 @@ int log_seg_load_txnindex(struct cn_log *log, struct cn_segment *seg)
         b = malloc(cnt * LOG_TXN_ENTRY);
         if (!b)
             return CN_ENOMEM;
-        ssize_t r = cn_file_pread_all(seg->txn_fd, b, cnt * LOG_TXN_ENTRY, 0);
+        ssize_t r = cn_file_pread_all(fd, b, cnt * LOG_TXN_ENTRY, 0);
         if (r < 0) {
             err = (int)r;
             goto out_free;
@@ -114,9 +114,9 @@ int log_seg_load_txnindex(struct cn_log *log, struct cn_segment *seg)
                 "bytes' entries; truncating %lld bytes",
                 log->dir, (long long)seg->base, good, (long long)size,
                 (long long)(size - keep));
-        err = cn_file_ops->ftruncate(seg->txn_fd, keep);
+        err = cn_file_ops->ftruncate(fd, keep);
         if (!err)
-            err = cn_file_ops->fdatasync(seg->txn_fd);
+            err = cn_file_ops->fdatasync(fd);
     }
 out_free:
     free(b);
@@ -150,31 +150,26 @@ int cn_log_txnindex_add(struct cn_log *log, const struct cn_aborted_txn *t)
      * rolls; the roll's directory fsync covers the file's creation. */
     bool rolled = si + 1 < log->nsegs;
     const char *what = "txnindex write";
-    int err = 0;
-    if (seg->txn_fd < 0) {
-        char path[PATH_MAX];
-        err = log_seg_path(path, sizeof path, log, seg->base, "txnindex");
-        if (!err) {
-            int fd = cn_file_ops->open(path, O_RDWR | O_CREAT | O_TRUNC,
-                                       0644);
-            if (fd < 0)
-                err = fd;
-            else
-                seg->txn_fd = fd;
-        }
+    int err = 0, fd = -1;
+    if (!seg->txn_file) {
+        err = log_fd_open(seg, LOG_FILE_TXNINDEX, O_CREAT | O_TRUNC);
+        if (!err)
+            seg->txn_file = true;
         if (!err && rolled)
             err = cn_file_sync_dir(log->dir);
         what = "txnindex create";
     }
+    if (!err)
+        err = log_fd_get(seg, LOG_FILE_TXNINDEX, &fd);
     if (!err) {
         uint8_t b[LOG_TXN_ENTRY];
         txn_encode(b, t);
-        err = cn_file_pwrite_all(seg->txn_fd, b, sizeof b,
+        err = cn_file_pwrite_all(fd, b, sizeof b,
                                  (int64_t)seg->txn_n * LOG_TXN_ENTRY);
         what = "txnindex write";
     }
     if (!err && rolled) {
-        err = cn_file_ops->fdatasync(seg->txn_fd);
+        err = cn_file_ops->fdatasync(fd);
         what = "txnindex fdatasync";
     }
     if (err) {

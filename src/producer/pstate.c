@@ -723,7 +723,7 @@ static int snap_parse(struct cn_pstate *ps, const uint8_t *buf, size_t len,
 static int snap_load_one(struct cn_pstate *ps, const char *path,
                          const char **why)
 {
-    int fd = cn_file_ops->open(path, O_RDONLY, 0);
+    int fd = cn_file_open(path, O_RDONLY, 0);
     if (fd < 0) {
         *why = "cannot open";
         return fd;

@@ -82,6 +82,7 @@ class Broker:
         self.unexpected_exit = None    # (rc, log tail) of a crash we saw
         self.mock_topics = {}          # mock mode only: topic -> partitions
         self.failpoints = None         # CAIRN_FAILPOINTS for the next start
+        self.nofile = None             # RLIMIT_NOFILE (soft = hard) if set
         # The metrics endpoint gets its own free port so parallel brokers
         # never fight over the default 9464; None when a test turns it off
         # with http.listener="" (its --set comes later and wins).
@@ -138,10 +139,17 @@ class Broker:
         env.pop("CAIRN_FAILPOINTS", None)
         if self.failpoints:
             env["CAIRN_FAILPOINTS"] = self.failpoints
+        preexec = None
+        if self.nofile:
+            import resource
+            lim = (self.nofile, self.nofile)
+
+            def preexec():
+                resource.setrlimit(resource.RLIMIT_NOFILE, lim)
         self.proc = subprocess.Popen(
             self._argv(), stdin=subprocess.DEVNULL, env=env,
             stdout=subprocess.PIPE if MOCK else log, stderr=log,
-            cwd=str(Path(self.data_dir).parent))
+            cwd=str(Path(self.data_dir).parent), preexec_fn=preexec)
         log.close()
         if MOCK:
             line = self.proc.stdout.readline().split()

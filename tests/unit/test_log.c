@@ -1230,14 +1230,17 @@ UNIT_TEST(test_index_rebuild)
 /* --- fault injection ----------------------------------------------------- */
 
 static int inject_pwrite_err;   /* -errno to return, 0 none */
+static int inject_pwrite_after; /* pwrites let through before failing */
 static size_t inject_short;     /* max bytes per pwrite, 0 none */
 static int inject_sync_err;     /* -errno from fdatasync, 0 none */
-static int pwrite_calls;
+static int inject_creat_err;    /* -errno from an O_CREAT open, 0 none */
+static int fake_fd_limit;       /* EMFILE at this many live opens, 0 none */
+static int pwrite_calls, sync_calls, open_calls, live_fds;
 
 static ssize_t test_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
     pwrite_calls++;
-    if (inject_pwrite_err)
+    if (inject_pwrite_err && inject_pwrite_after-- <= 0)
         return inject_pwrite_err;
     if (inject_short && n > inject_short)
         n = inject_short;
@@ -1246,9 +1249,29 @@ static ssize_t test_pwrite(int fd, const void *buf, size_t n, off_t off)
 
 static int test_fdatasync(int fd)
 {
+    sync_calls++;
     if (inject_sync_err)
         return inject_sync_err;
     return cn_file_ops_real.fdatasync(fd);
+}
+
+static int test_open(const char *path, int flags, mode_t mode)
+{
+    open_calls++;
+    if (inject_creat_err && (flags & O_CREAT))
+        return inject_creat_err;
+    if (fake_fd_limit && live_fds >= fake_fd_limit)
+        return -EMFILE;
+    int fd = cn_file_ops_real.open(path, flags, mode);
+    if (fd >= 0)
+        live_fds++;
+    return fd;
+}
+
+static int test_close(int fd)
+{
+    live_fds--;
+    return cn_file_ops_real.close(fd);
 }
 
 static struct cn_file_ops test_ops;
@@ -1259,7 +1282,8 @@ static void install_faults(void)
     test_ops.pwrite = test_pwrite;
     test_ops.fdatasync = test_fdatasync;
     cn_file_ops = &test_ops;
-    inject_pwrite_err = inject_sync_err = 0;
+    inject_pwrite_err = inject_sync_err = inject_creat_err = 0;
+    inject_pwrite_after = 0;
     inject_short = 0;
 }
 
@@ -1292,13 +1316,9 @@ UNIT_TEST(test_eio_on_write)
     CHECK_EQ(cn_log_delete_records(log, 3), CN_EOFFLINE);
     cn_log_close(log);
     cn_say_max_level = lvl;
-    /* ENOSPC likewise; the log reopens with everything before it. */
+    /* The log reopens with everything before the failed write. */
     CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
     CHECK_EQ(cn_log_end_offset(log), 15);
-    inject_pwrite_err = -ENOSPC;
-    CHECK_EQ(append_one(log, 1, 1, 1, NULL), CN_EOFFLINE);
-    cn_say_max_level = lvl;
-    inject_pwrite_err = 0;
     cn_log_close(log);
     remove_faults();
     cn_wr_fini(&w);
@@ -1599,6 +1619,440 @@ UNIT_TEST(test_fuzz_corpus)
     closedir(d);
 }
 
+/* --- full disk ---------------------------------------------------------- */
+
+/* Sizes of a segment's three files. */
+static void seg_sizes(const char *dir, int64_t base, int64_t out[3])
+{
+    static const char *const ext[3] = {"log", "index", "timeindex"};
+    for (int i = 0; i < 3; i++) {
+        char *p = seg_file(dir, base, ext[i]);
+        out[i] = file_size(p);
+        free(p);
+    }
+}
+
+/* ENOSPC on an append is undone and the log stays online: reads go on,
+ * the next append (with space) takes the next offset, nothing is torn. */
+UNIT_TEST(test_enospc_append)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    cfg.segment_bytes = 1 << 20;
+    struct cn_log *log;
+    install_faults();
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 5);
+    int64_t before[3], after[3];
+    seg_sizes(dir, 0, before);
+    /* Part of the batch lands, then the disk is full. */
+    inject_short = 50;
+    inject_pwrite_after = 1;
+    inject_pwrite_err = -ENOSPC;
+    CHECK_EQ(append_one(log, 3, 9000, 40, NULL), -ENOSPC);
+    CHECK(!cn_log_is_offline(log));
+    seg_sizes(dir, 0, after);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(after[i], before[i]);
+    CHECK_EQ(cn_log_end_offset(log), 15);
+    /* The batch lands, its index entry does not. */
+    inject_short = 0;
+    inject_pwrite_after = 1;
+    CHECK_EQ(append_one(log, 3, 9000, 40, NULL), -ENOSPC);
+    seg_sizes(dir, 0, after);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(after[i], before[i]);
+    /* Reads are served meanwhile. */
+    struct cn_wr w;
+    cn_wr_init(&w, 0);
+    int64_t next;
+    read_all(log, 0, &w);
+    CHECK_EQ(walk(w.buf, w.len, 0, &next), 5);
+    CHECK_EQ(next, 15);
+    /* Space again: appends go on where they stopped. */
+    inject_pwrite_err = 0;
+    int64_t base = -1;
+    CHECK_EQ(append_one(log, 3, 9000, 40, &base), 0);
+    CHECK_EQ(base, 15);
+    fill(log, 0);
+    check_every_offset(log);
+    char *img = crash_image(dir);
+    cn_log_close(log);
+    /* What a crash would leave scans clean: no torn bytes were left. */
+    struct cn_log *log2;
+    CHECK_EQ(cn_log_open(img, &cfg, &log2), 0);
+    struct cn_log_stats st;
+    cn_log_stats(log2, &st);
+    CHECK_EQ(st.recovery_truncated_bytes, 0);
+    CHECK_EQ(cn_log_end_offset(log2), 18);
+    read_all(log2, 0, &w);
+    CHECK_EQ(walk(w.buf, w.len, 0, &next), 6);
+    cn_log_close(log2);
+    remove_faults();
+    cn_wr_fini(&w);
+    unit_rmtree(img);
+    unit_rmtree(dir);
+    free(img);
+    free(dir);
+}
+
+/* ENOSPC creating a roll's files: the append is refused, the old segment
+ * stays active and whole, and the roll happens once there is space. */
+UNIT_TEST(test_enospc_roll)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    /* Sparse: the time index's last entry is not the max, so a roll's
+     * seal has to write. */
+    cfg.index_interval_bytes = 4096;
+    struct cn_log *log;
+    install_faults();
+    test_ops.open = test_open;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 5); /* ~1010 bytes: the next batch rolls */
+    CHECK_EQ(cn_log_active_base(log), 0);
+    inject_creat_err = -ENOSPC;
+    CHECK_EQ(append_one(log, 3, 9000, 40, NULL), -ENOSPC);
+    CHECK(!cn_log_is_offline(log));
+    CHECK_EQ(cn_log_active_base(log), 0);
+    char *p = seg_file(dir, 15, "log");
+    CHECK(!exists(p));
+    /* The time index seal is also undone when its write finds no space. */
+    inject_creat_err = 0;
+    inject_pwrite_err = -ENOSPC;
+    int64_t before[3], after[3];
+    seg_sizes(dir, 0, before);
+    CHECK_EQ(append_one(log, 3, 9000, 40, NULL), -ENOSPC);
+    seg_sizes(dir, 0, after);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(after[i], before[i]);
+    CHECK(!exists(p));
+    inject_pwrite_err = 0;
+    int64_t base = -1;
+    CHECK_EQ(append_one(log, 3, 9000, 40, &base), 0);
+    CHECK_EQ(base, 15);
+    CHECK_EQ(cn_log_active_base(log), 15);
+    check_every_offset(log);
+    cn_log_close(log);
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), 18);
+    check_every_offset(log);
+    cn_log_close(log);
+    remove_faults();
+    free(p);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+/* An fsync failure still takes the log offline (fail point log.fsync). */
+UNIT_TEST(test_fsync_failpoint)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 2);
+    CHECK_EQ(cn_failpoint_set("log.fsync", "error"), 0);
+    struct cn_log_sync *s = cn_log_sync_begin(log);
+    CHECK(s != NULL);
+    int err = cn_log_sync_run(s);
+    CHECK_EQ(err, CN_EFAILPOINT);
+    enum cn_say_level lvl = cn_say_max_level;
+    CHECK_EQ(cn_log_sync_end(log, s, err), CN_EFAILPOINT);
+    cn_say_max_level = lvl;
+    CHECK_EQ(cn_failpoint_set("log.fsync", NULL), 0);
+    CHECK(cn_log_is_offline(log));
+    CHECK_EQ(cn_log_synced_offset(log), 0);
+    CHECK_EQ(append_one(log, 1, 1, 1, NULL), CN_EOFFLINE);
+    cn_log_close(log);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+/* --- descriptor cache --------------------------------------------------- */
+
+#define NLOGS 12
+
+static int count_open_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* Many logs under a small budget: files are closed least recently used
+ * first and reopened on use; data, reads, rolls and reopen all work. */
+UNIT_TEST(test_fdcache_evict)
+{
+    struct cn_log_fd_stats st;
+    cn_log_fd_stats(&st);
+    CHECK_EQ(st.open, 0);
+    int fds0 = count_open_fds();
+    cn_log_set_fd_budget(16);
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    char *dirs[NLOGS];
+    struct cn_log *logs[NLOGS];
+    for (int i = 0; i < NLOGS; i++) {
+        dirs[i] = unit_tmpdir("fdc");
+        CHECK_EQ(cn_log_open(dirs[i], &cfg, &logs[i]), 0);
+    }
+    cn_log_fd_stats(&st);
+    CHECK(st.open <= 16);
+    CHECK(st.evictions > 0);
+    /* Interleaved: every append finds its files closed by the others. */
+    for (int round = 0; round < 8; round++)
+        for (int i = 0; i < NLOGS; i++) {
+            int64_t base = -1;
+            CHECK_EQ(append_one(logs[i], 3, 1000 * (round + 1), 40, &base),
+                     0);
+            CHECK_EQ(base, 3 * round);
+            cn_log_fd_stats(&st);
+            CHECK(st.open <= 16);
+        }
+    for (int i = 0; i < NLOGS; i++) {
+        sync_now(logs[i]);
+        CHECK_EQ(cn_log_synced_offset(logs[i]), 24);
+        CHECK(cn_log_active_base(logs[i]) > 0); /* rolled */
+        check_every_offset(logs[i]);
+        int64_t off = -1;
+        CHECK_EQ(cn_log_offset_for_time(logs[i], 3000, &off, NULL), 0);
+        CHECK_EQ(off, 6);
+    }
+    cn_log_fd_stats(&st);
+    CHECK(st.open <= 16);
+    CHECK(count_open_fds() <= fds0 + 16);
+    for (int i = 0; i < NLOGS; i++)
+        cn_log_close(logs[i]);
+    cn_log_fd_stats(&st);
+    CHECK_EQ(st.open, 0);
+    CHECK_EQ(count_open_fds(), fds0);
+    for (int i = 0; i < NLOGS; i++) {
+        CHECK_EQ(cn_log_open(dirs[i], &cfg, &logs[i]), 0);
+        CHECK_EQ(cn_log_end_offset(logs[i]), 24);
+        struct cn_log_stats ls;
+        cn_log_stats(logs[i], &ls);
+        CHECK_EQ(ls.recovery_scanned_bytes, 0); /* closed cleanly */
+    }
+    for (int i = 0; i < NLOGS; i++) {
+        check_every_offset(logs[i]);
+        cn_log_close(logs[i]);
+        unit_rmtree(dirs[i]);
+        free(dirs[i]);
+    }
+    cn_log_set_fd_budget(0);
+}
+
+static bool same_file(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+           a.st_dev == b.st_dev;
+}
+
+/* A sync in flight keeps its descriptors: the cache does not close a
+ * pinned one however many files others open; a file already closed, or
+ * beyond the pin limit, is synced by name on the worker. */
+UNIT_TEST(test_fdcache_pin_during_sync)
+{
+    cn_log_set_fd_budget(16);
+    install_faults();
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    char *dirs[NLOGS];
+    struct cn_log *logs[NLOGS];
+    for (int i = 0; i < NLOGS; i++) {
+        dirs[i] = unit_tmpdir("fdc");
+        CHECK_EQ(cn_log_open(dirs[i], &cfg, &logs[i]), 0);
+    }
+    /* logs[0]'s file is open (just appended): pinned by the sync. */
+    CHECK_EQ(append_one(logs[0], 3, 1000, 40, NULL), 0);
+    struct cn_log_sync *s0 = cn_log_sync_begin(logs[0]);
+    CHECK(s0 != NULL);
+    /* Every other log appends twice: far more opens than the budget. */
+    for (int r = 0; r < 2; r++)
+        for (int i = 1; i < NLOGS; i++)
+            CHECK_EQ(append_one(logs[i], 3, 1000 * (r + 1), 40, NULL), 0);
+    struct cn_log_fd_stats st;
+    cn_log_fd_stats(&st);
+    CHECK_EQ(st.pinned, 1);
+    CHECK(st.open <= 16);
+    /* logs[1]'s .log was closed since: the sync reopens and pins it. */
+    for (int i = 2; i < NLOGS; i++)
+        CHECK_EQ(append_one(logs[i], 3, 3000, 40, NULL), 0);
+    cn_log_fd_stats(&st);
+    uint64_t opens = st.opens;
+    struct cn_log_sync *s1 = cn_log_sync_begin(logs[1]);
+    CHECK(s1 != NULL);
+    cn_log_fd_stats(&st);
+    CHECK_EQ(st.pinned, 2);
+    CHECK_EQ(st.opens, opens + 1);
+    /* The pinned descriptor still names logs[0]'s segment. */
+    char *p0 = seg_file(dirs[0], 0, "log");
+    int found = 0;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        int fd = atoi(de->d_name);
+        if (de->d_name[0] != '.' && fd != dirfd(d) && same_file(fd, p0))
+            found++;
+    }
+    closedir(d);
+    CHECK_EQ(found, 1);
+    free(p0);
+    sync_calls = 0;
+    CHECK_EQ(cn_log_sync_run(s0), 0);
+    CHECK_EQ(sync_calls, 1);
+    CHECK_EQ(cn_log_sync_end(logs[0], s0, 0), 0);
+    CHECK_EQ(cn_log_synced_offset(logs[0]), 3);
+    sync_calls = 0;
+    CHECK_EQ(cn_log_sync_run(s1), 0);
+    CHECK_EQ(sync_calls, 1);
+    CHECK_EQ(cn_log_sync_end(logs[1], s1, 0), 0);
+    CHECK_EQ(cn_log_synced_offset(logs[1]), 6);
+    cn_log_fd_stats(&st);
+    CHECK_EQ(st.pinned, 0);
+    /* At most half the budget is pinned; the rest go by name. */
+    struct cn_log_sync *ss[NLOGS];
+    for (int i = 0; i < NLOGS; i++) {
+        CHECK_EQ(append_one(logs[i], 3, 5000, 40, NULL), 0);
+        ss[i] = cn_log_sync_begin(logs[i]);
+        CHECK(ss[i] != NULL);
+        cn_log_fd_stats(&st);
+        CHECK(st.pinned <= 8);
+        CHECK(st.open <= 16);
+    }
+    for (int i = 0; i < NLOGS; i++) {
+        int err = cn_log_sync_run(ss[i]);
+        CHECK_EQ(err, 0);
+        CHECK_EQ(cn_log_sync_end(logs[i], ss[i], err), 0);
+        CHECK_EQ(cn_log_synced_offset(logs[i]), cn_log_end_offset(logs[i]));
+    }
+    cn_log_fd_stats(&st);
+    CHECK_EQ(st.pinned, 0);
+    for (int i = 0; i < NLOGS; i++) {
+        check_every_offset(logs[i]);
+        cn_log_close(logs[i]);
+        unit_rmtree(dirs[i]);
+        free(dirs[i]);
+    }
+    remove_faults();
+    cn_log_set_fd_budget(0);
+}
+
+/* A segment deleted while a sync that names it runs: its file is gone,
+ * which is no failure (its data no longer matters). */
+UNIT_TEST(test_fdcache_sync_deleted_segment)
+{
+    cn_log_set_fd_budget(16);
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    char *dirs[NLOGS];
+    struct cn_log *logs[NLOGS];
+    for (int i = 0; i < NLOGS; i++) {
+        dirs[i] = unit_tmpdir("fdc");
+        CHECK_EQ(cn_log_open(dirs[i], &cfg, &logs[i]), 0);
+    }
+    for (int i = 0; i < NLOGS; i++)
+        CHECK_EQ(append_one(logs[i], 3, 1000, 40, NULL), 0);
+    /* Eight syncs pin half the budget: the next goes by name. */
+    struct cn_log_sync *held[8];
+    for (int i = 0; i < 8; i++)
+        held[i] = cn_log_sync_begin(logs[i + 1]);
+    struct cn_log_sync *s = cn_log_sync_begin(logs[0]);
+    CHECK(s != NULL);
+    struct cn_log_fd_stats st;
+    cn_log_fd_stats(&st);
+    CHECK_EQ(st.pinned, 8);
+    /* Everything deleted: the old active segment rolls and goes. */
+    CHECK_EQ(cn_log_delete_records(logs[0], 3), 0);
+    CHECK_EQ(cn_log_active_base(logs[0]), 3);
+    int err = cn_log_sync_run(s);
+    CHECK_EQ(err, -ENOENT);
+    CHECK_EQ(cn_log_sync_end(logs[0], s, err), 0);
+    CHECK(!cn_log_is_offline(logs[0]));
+    CHECK_EQ(append_one(logs[0], 3, 2000, 40, NULL), 0);
+    /* A live segment's file gone is a failure, though. */
+    s = cn_log_sync_begin(logs[0]);
+    CHECK(s != NULL);
+    char *p = seg_file(dirs[0], 3, "log");
+    CHECK_EQ(unlink(p), 0);
+    err = cn_log_sync_run(s);
+    CHECK_EQ(err, -ENOENT);
+    enum cn_say_level lvl = cn_say_max_level;
+    CHECK_EQ(cn_log_sync_end(logs[0], s, err), -ENOENT);
+    cn_say_max_level = lvl;
+    CHECK(cn_log_is_offline(logs[0]));
+    free(p);
+    for (int i = 0; i < 8; i++) {
+        CHECK_EQ(cn_log_sync_run(held[i]), 0);
+        CHECK_EQ(cn_log_sync_end(logs[i + 1], held[i], 0), 0);
+        CHECK_EQ(cn_log_synced_offset(logs[i + 1]), 3);
+    }
+    for (int i = 0; i < NLOGS; i++) {
+        cn_log_close(logs[i]);
+        unit_rmtree(dirs[i]);
+        free(dirs[i]);
+    }
+    cn_log_set_fd_budget(0);
+}
+
+/* EMFILE (sockets took the reserve) closes cached files and tries again
+ * instead of failing the partition. */
+UNIT_TEST(test_fdcache_emfile)
+{
+    cn_log_set_fd_budget(1000);
+    install_faults();
+    test_ops.open = test_open;
+    test_ops.close = test_close;
+    live_fds = 0;
+    fake_fd_limit = 14; /* well below the budget */
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    char *dirs[NLOGS];
+    struct cn_log *logs[NLOGS];
+    for (int i = 0; i < NLOGS; i++) {
+        dirs[i] = unit_tmpdir("fdc");
+        CHECK_EQ(cn_log_open(dirs[i], &cfg, &logs[i]), 0);
+    }
+    for (int r = 0; r < 6; r++)
+        for (int i = 0; i < NLOGS; i++) {
+            int64_t base = -1;
+            CHECK_EQ(append_one(logs[i], 3, 1000 * (r + 1), 40, &base), 0);
+            CHECK_EQ(base, 3 * r);
+            CHECK(!cn_log_is_offline(logs[i]));
+        }
+    struct cn_log_fd_stats st;
+    cn_log_fd_stats(&st);
+    CHECK(st.emfile > 0);
+    CHECK(st.open <= 14);
+    for (int i = 0; i < NLOGS; i++) {
+        sync_now(logs[i]);
+        check_every_offset(logs[i]);
+    }
+    for (int i = 0; i < NLOGS; i++)
+        cn_log_close(logs[i]);
+    fake_fd_limit = 0;
+    for (int i = 0; i < NLOGS; i++) {
+        CHECK_EQ(cn_log_open(dirs[i], &cfg, &logs[i]), 0);
+        CHECK_EQ(cn_log_end_offset(logs[i]), 18);
+        check_every_offset(logs[i]);
+        cn_log_close(logs[i]);
+        unit_rmtree(dirs[i]);
+        free(dirs[i]);
+    }
+    remove_faults();
+    cn_log_set_fd_budget(0);
+}
+
 UNIT_MAIN(test_round_trip_segments, test_read_bounds, test_index_lookup,
           test_roll_by_time, test_retention_bytes, test_retention_time,
           test_delete_records, test_clean_reopen_scans_nothing,
@@ -1611,4 +2065,7 @@ UNIT_MAIN(test_round_trip_segments, test_read_bounds, test_index_lookup,
           test_index_rebuild, test_eio_on_write, test_eio_on_sync,
           test_short_writes, test_mid_append_failpoint, test_sync_flow,
           test_recovery_point, test_stray_files_and_delete, test_fuzz_corpus,
-          test_kill9)
+          test_kill9, test_enospc_append, test_enospc_roll,
+          test_fsync_failpoint, test_fdcache_evict,
+          test_fdcache_pin_during_sync, test_fdcache_sync_deleted_segment,
+          test_fdcache_emfile)
