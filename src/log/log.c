@@ -209,11 +209,9 @@ static int unlink_in(const struct cn_log *log, const char *name)
     return cn_file_ops->unlink(path);
 }
 
-/* Lists segment bases (sorted) and removes temp files and index files whose
- * .log is gone. */
-static int list_dir(struct cn_log *log, int64_t **bases_out, size_t *n_out)
+int log_list_bases(const char *dir, int64_t **bases_out, size_t *n_out)
 {
-    DIR *d = opendir(log->dir);
+    DIR *d = opendir(dir);
     if (!d)
         return -errno;
     int64_t *bases = NULL;
@@ -222,21 +220,13 @@ static int list_dir(struct cn_log *log, int64_t **bases_out, size_t *n_out)
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         int64_t b = log_parse_seg_name(de->d_name, "log");
-        if (b >= 0) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 16;
-                int64_t *nb = realloc(bases, cap * sizeof *bases);
-                if (!nb) {
-                    err = CN_ENOMEM;
-                    break;
-                }
-                bases = nb;
-            }
-            bases[n++] = b;
-        } else if (has_suffix(de->d_name, ".tmp")) {
-            CN_INFO("log %s: removing stray %s", log->dir, de->d_name);
-            unlink_in(log, de->d_name);
+        if (b < 0)
+            continue;
+        if (!log_grow((void **)&bases, &cap, n + 1, sizeof *bases)) {
+            err = CN_ENOMEM;
+            break;
         }
+        bases[n++] = b;
     }
     closedir(d);
     if (err) {
@@ -245,11 +235,32 @@ static int list_dir(struct cn_log *log, int64_t **bases_out, size_t *n_out)
     }
     if (n > 1)
         qsort(bases, n, sizeof *bases, cmp_i64);
+    *bases_out = bases;
+    *n_out = n;
+    return 0;
+}
 
-    /* Orphan index files: a crash between unlinking .log and its indexes. */
-    d = opendir(log->dir);
+/* Lists segment bases (sorted) and removes temp files and index files whose
+ * .log is gone. */
+static int list_dir(struct cn_log *log, int64_t **bases_out, size_t *n_out)
+{
+    int64_t *bases;
+    size_t n;
+    int err = log_list_bases(log->dir, &bases, &n);
+    if (err)
+        return err;
+
+    /* Stray temp files, and orphan index files: a crash between unlinking
+     * a .log and its indexes. */
+    DIR *d = opendir(log->dir);
     if (d) {
+        struct dirent *de;
         while ((de = readdir(d)) != NULL) {
+            if (has_suffix(de->d_name, ".tmp")) {
+                CN_INFO("log %s: removing stray %s", log->dir, de->d_name);
+                unlink_in(log, de->d_name);
+                continue;
+            }
             int64_t b = log_parse_seg_name(de->d_name, "index");
             if (b < 0)
                 b = log_parse_seg_name(de->d_name, "timeindex");

@@ -185,6 +185,10 @@ struct log_scan {
     int64_t sound_base;  /* base offset of a CRC-valid batch that did not
                           * chain, else -1 */
 };
+
+/* The base offsets of dir's .log files, sorted; *bases_out is the
+ * caller's to free.  Returns 0, -errno or CN_ENOMEM. */
+int log_list_bases(const char *dir, int64_t **bases_out, size_t *n_out);
 /* Walks seg's .log (seg->size bytes, from byte 0) and stops at the first
  * batch that does not parse, chain from seg->base, fit in the file or match
  * its CRC-32C.  fn (may be NULL) sees each valid batch whole; its

@@ -66,44 +66,6 @@ static void say(void (*report)(void *arg, const char *line), void *arg,
     report(arg, line);
 }
 
-static int cmp_base(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Sorted bases of the .log files in dir. */
-static int list_logs(const char *dir, int64_t **out, size_t *n_out)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return -errno;
-    int64_t *bases = NULL;
-    size_t n = 0, cap = 0;
-    int err = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        int64_t b = log_parse_seg_name(de->d_name, "log");
-        if (b < 0)
-            continue;
-        if (!log_grow((void **)&bases, &cap, n + 1, sizeof *bases)) {
-            err = CN_ENOMEM;
-            break;
-        }
-        bases[n++] = b;
-    }
-    closedir(d);
-    if (err) {
-        free(bases);
-        return err;
-    }
-    if (n > 1)
-        qsort(bases, n, sizeof *bases, cmp_base);
-    *out = bases;
-    *n_out = n;
-    return 0;
-}
-
 int cn_log_verify(const char *dir,
                   void (*report)(void *arg, const char *line), void *arg,
                   struct cn_log_verify *out)
@@ -111,7 +73,7 @@ int cn_log_verify(const char *dir,
     memset(out, 0, sizeof *out);
     int64_t *bases = NULL;
     size_t n = 0;
-    int err = list_logs(dir, &bases, &n);
+    int err = log_list_bases(dir, &bases, &n);
     if (err)
         return err;
     struct verify_ctx vc;
