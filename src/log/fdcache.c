@@ -253,17 +253,21 @@ void log_fd_close(struct cn_segment *seg, enum log_file which)
 bool log_fd_pin(struct cn_segment *seg, enum log_file which, int *fd_out)
 {
     struct log_fdslot *s = &seg->slot[which];
-    if (s->pins == 0) {
-        int fd;
-        /* Reopened here rather than on the worker: here an EMFILE can
-         * make room. */
-        if (cache.pinned >= budget() / 2 || log_fd_get(seg, which, &fd))
-            return false;
-        lru_remove(s);
-        cache.pinned++;
-    }
-    s->pins++;
-    *fd_out = *fd_of(seg, which);
+    /* One sync per open file at a time: Linux reports a writeback error
+     * once per open file, so two rounds sharing a descriptor could hand
+     * the error to the later round while the earlier one counts its data
+     * durable.  A second sync opens the file by name and sees it too. */
+    if (s->pins > 0)
+        return false;
+    int fd;
+    /* Reopened here rather than on the worker: here an EMFILE can make
+     * room. */
+    if (cache.pinned >= budget() / 2 || log_fd_get(seg, which, &fd))
+        return false;
+    lru_remove(s);
+    cache.pinned++;
+    s->pins = 1;
+    *fd_out = fd;
     return true;
 }
 

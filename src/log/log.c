@@ -378,6 +378,33 @@ static void report_gap(const struct cn_log *log, size_t i, bool prev_cut)
     }
 }
 
+/* A trusted segment's data was synced before the crash (or the stop), so
+ * consumers may have read all of it: a bad batch there is damage, not a
+ * torn write, and cutting at it would delete the intact batches after it.
+ * Checked read-only before the index rebuild may cut anything; a bad
+ * batch refuses the partition (CN_ECORRUPT) with the file, byte and
+ * offset, for an operator to restore or remove the file. */
+static int check_synced_seg(struct cn_log *log, struct cn_segment *seg)
+{
+    int fd, err = log_fd_get(seg, LOG_FILE_LOG, &fd);
+    if (!err)
+        err = cn_file_ops->fsize(fd, &seg->size);
+    struct log_scan sc;
+    if (!err)
+        err = log_seg_scan(seg, NULL, NULL, &sc);
+    if (err)
+        return err;
+    if (!sc.why)
+        return 0;
+    CN_ERROR("log %s: segment %020lld.log: %s at byte %lld (offset %lld) "
+             "in data synced before the last stop; not cutting synced "
+             "data (cairn --verify-logs shows the damage; restore the file "
+             "or move it away to serve the rest as a gap)",
+             log->dir, (long long)seg->base, sc.why,
+             (long long)sc.good_bytes, (long long)sc.next_offset);
+    return CN_ECORRUPT;
+}
+
 /* Opens and checks one segment: trusted ones by their indexes, the rest
  * (and trusted ones whose indexes disagree) by a full scan that cuts a torn
  * or corrupt tail.  *cut tells whether bytes were cut. */
@@ -394,6 +421,9 @@ static int load_seg(struct cn_log *log, struct cn_segment *seg, bool trusted,
             CN_WARN("log %s: segment %020lld: %s; rebuilding its indexes "
                     "from the log",
                     log->dir, (long long)seg->base, cn_corrupt_last());
+            err = check_synced_seg(log, seg);
+            if (err)
+                return err;
         } else if (err) {
             return err;
         } else {
@@ -449,24 +479,26 @@ static int recover(struct cn_log *log)
             goto out_free;
         }
         seg->durable = true;
+        /* Rolls happen only after an append, so an empty segment before
+         * others past the recovery point lost its writes to the crash. */
+        bool torn = !trusted && i + 1 < n && (cut || seg->size == 0);
         if (seg->size == 0 && i + 1 < n) {
             /* An empty segment before others holds nothing. */
             drop_tail(log, log->nsegs - 1, "empty, not last");
-            continue;
+        } else {
+            if (log->nsegs > 1)
+                report_gap(log, log->nsegs - 1, prev_cut);
+            prev_cut = cut;
         }
-        if (log->nsegs > 1)
-            report_gap(log, log->nsegs - 1, prev_cut);
-        prev_cut = cut;
-        if (cut && !trusted && i + 1 < n) {
+        if (torn) {
             /* A write torn by the crash, above the recovery point.  The
              * high watermark follows whole sync rounds, so nothing written
              * after the tear was answered to an acks=all producer or seen
              * by a consumer; keeping it would put a hole inside producers'
              * sequences and transactions (a retried batch would then be
-             * out of order).  Kafka's recovery drops it the same way.  A
-             * cut in a trusted segment is corruption of synced data
-             * instead: the segments after it may have been read, so they
-             * stay and the hole is reported as a gap. */
+             * out of order).  Kafka's recovery drops it the same way.  (A
+             * bad batch in a trusted segment is damage to synced data
+             * instead: see check_synced_seg().) */
             for (size_t j = i + 1; j < n; j++) {
                 CN_WARN("log %s: deleting segment %020lld: written after "
                         "the torn write in %020lld.log, never acknowledged "

@@ -254,9 +254,9 @@ int log_fd_open(struct cn_segment *seg, enum log_file which, int flags);
 void log_fd_close(struct cn_segment *seg, enum log_file which);
 /* Holds seg's file `which` open for a worker's fdatasync, reopening it if
  * need be: the cache does not close a pinned descriptor.  *fd_out gets it.
- * False (nothing pinned) when half the budget is pinned already or the
- * file cannot be opened; the caller then has the worker open it by
- * name. */
+ * False (nothing pinned) when another sync holds it pinned, half the
+ * budget is pinned already or the file cannot be opened; the caller then
+ * has the worker open it by name. */
 bool log_fd_pin(struct cn_segment *seg, enum log_file which, int *fd_out);
 void log_fd_unpin(struct cn_segment *seg, enum log_file which);
 

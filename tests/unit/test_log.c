@@ -665,6 +665,19 @@ static void damage_crc(const char *dir, int64_t b)
     free(p);
 }
 
+/* Flips a byte inside the first batch's records (its CRC then fails). */
+static void damage_first_batch(const char *dir, int64_t b)
+{
+    char *p = seg_file(dir, b, "log");
+    int fd = open(p, O_RDWR);
+    uint8_t c;
+    CHECK(pread(fd, &c, 1, 70) == 1);
+    c ^= 0x40;
+    CHECK(pwrite(fd, &c, 1, 70) == 1);
+    close(fd);
+    free(p);
+}
+
 static void damage_none(const char *dir, int64_t b)
 {
     (void)dir;
@@ -756,11 +769,11 @@ UNIT_TEST(test_torn_middle_segment)
     free(dir);
 }
 
-/* A bad batch in a segment below the recovery point is corruption of
- * synced data, found because its index disagrees: the segments after it
- * may have been read, so they stay and the end does not move (issue #11:
- * a cut is never widened into deleting intact later segments). */
-UNIT_TEST(test_corrupt_synced_segment_keeps_later)
+/* A bad batch in a segment below the recovery point is damage to synced
+ * data, found because its index disagrees: cutting there would delete the
+ * intact batches after it, which consumers may have read.  The partition
+ * is refused and nothing is cut; moved away, the file becomes a gap. */
+UNIT_TEST(test_corrupt_synced_segment_refused)
 {
     char *dir = unit_tmpdir("log");
     struct cn_log_config cfg;
@@ -772,16 +785,55 @@ UNIT_TEST(test_corrupt_synced_segment_keeps_later)
     int64_t bases[64];
     int nb = list_bases(dir, bases, 64);
     CHECK(nb >= 4);
-    damage_crc(dir, bases[1]);
+    char *lp = seg_file(dir, bases[1], "log");
+    int64_t size = file_size(lp);
+    damage_first_batch(dir, bases[1]);
     char *idx = seg_file(dir, bases[1], "index");
     CHECK_EQ(truncate(idx, 0), 0);
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), CN_ECORRUPT);
+    CHECK_EQ(list_bases(dir, bases, 64), nb);
+    CHECK_EQ(file_size(lp), size);
+    char moved[PATH_MAX];
+    snprintf(moved, sizeof moved, "%s.damaged", lp);
+    CHECK_EQ(rename(lp, moved), 0);
     CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
     CHECK_EQ(cn_log_end_offset(log), 90);
-    CHECK_EQ(list_bases(dir, bases, 64), nb);
-    check_offsets_gap(log, bases[2] - 3, bases[2]);
+    check_offsets_gap(log, bases[1], bases[2]);
     cn_log_close(log);
     unit_rmtree(dir);
     free(idx);
+    free(lp);
+    free(dir);
+}
+
+/* A crash that lost a middle segment's first batch (past the recovery
+ * point) leaves it empty: it is a torn write like any other, so what was
+ * written after it goes too and offsets continue from its base. */
+UNIT_TEST(test_torn_first_batch_middle_segment)
+{
+    char *dir = unit_tmpdir("log");
+    struct cn_log_config cfg;
+    cfg_small(&cfg);
+    struct cn_log *log;
+    CHECK_EQ(cn_log_open(dir, &cfg, &log), 0);
+    fill(log, 30);
+    char *img = crash_image(dir);
+    cn_log_close(log);
+    int64_t bases[64];
+    int nb = list_bases(img, bases, 64);
+    CHECK(nb >= 4);
+    damage_first_batch(img, bases[1]);
+    CHECK_EQ(cn_log_open(img, &cfg, &log), 0);
+    CHECK_EQ(cn_log_end_offset(log), bases[1]);
+    CHECK_EQ(list_bases(img, bases, 64), 1);
+    check_every_offset(log);
+    int64_t base;
+    CHECK_EQ(append_one(log, 3, 1, 40, &base), 0);
+    CHECK_EQ(base, bases[1]);
+    cn_log_close(log);
+    unit_rmtree(img);
+    unit_rmtree(dir);
+    free(img);
     free(dir);
 }
 
@@ -2057,7 +2109,8 @@ UNIT_MAIN(test_round_trip_segments, test_read_bounds, test_index_lookup,
           test_roll_by_time, test_retention_bytes, test_retention_time,
           test_delete_records, test_clean_reopen_scans_nothing,
           test_offset_for_time, test_torn_tail, test_torn_middle_segment,
-          test_corrupt_synced_segment_keeps_later,
+          test_corrupt_synced_segment_refused,
+          test_torn_first_batch_middle_segment,
           test_missing_middle_segment, test_missing_active_segment,
           test_unreadable_segment_refused, test_misnamed_segment_refused,
           test_timeindex_truncated,
