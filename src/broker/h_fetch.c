@@ -117,6 +117,11 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
 #define data (*dp)
     int32_t nt = 0;
     bool urgent = false;
+    bool sent = true;
+    /* This attempt's arrays: a parked fetch is tried again after every
+     * sync round, and the request's own arena would grow each time. */
+    struct cn_arena scratch;
+    cn_arena_init(&scratch);
 
     if (v >= 7 && (rq->session_id != 0 || rq->session_epoch > 0)) {
         /* Closing a session we never opened (epoch -1) is fine. */
@@ -127,7 +132,7 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
         }
     }
     nt = rq->topics_len > 0 ? rq->topics_len : 0;
-    rs.responses = cn_arena_calloc(&req->arena, (size_t)nt + 1,
+    rs.responses = cn_arena_calloc(&scratch, (size_t)nt + 1,
                                    sizeof *rs.responses);
     if (!rs.responses)
         goto nomem;
@@ -135,6 +140,12 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
     size_t total_max = rq->max_bytes > 0 ? (size_t)rq->max_bytes : 0;
     if (v < 3)
         total_max = SIZE_MAX;
+    /* At least one batch still goes out (first_data below), as Kafka
+     * answers whatever max_bytes says. */
+    size_t conn_room = cn_req_conn_room(req);
+    bool room_capped = total_max > conn_room;
+    if (room_capped)
+        total_max = conn_room;
     size_t total = 0;
     bool first_data = true;
     /* Offsets into `data` for each partition; patched to pointers last
@@ -145,8 +156,8 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
         np_total += rq->topics[i].partitions_len > 0
                         ? (size_t)rq->topics[i].partitions_len
                         : 0;
-    starts = cn_arena_calloc(&req->arena, np_total + 1, sizeof *starts);
-    lens = cn_arena_calloc(&req->arena, np_total + 1, sizeof *lens);
+    starts = cn_arena_calloc(&scratch, np_total + 1, sizeof *starts);
+    lens = cn_arena_calloc(&scratch, np_total + 1, sizeof *lens);
     if (!starts || !lens)
         goto nomem;
     size_t k = 0;
@@ -158,7 +169,7 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
         tr->topic = ft->topic;
         tr->topic_id = ft->topic_id;
         int32_t np = ft->partitions_len > 0 ? ft->partitions_len : 0;
-        tr->partitions = cn_arena_calloc(&req->arena, (size_t)np + 1,
+        tr->partitions = cn_arena_calloc(&scratch, (size_t)np + 1,
                                          sizeof *tr->partitions);
         if (!tr->partitions)
             goto nomem;
@@ -233,7 +244,7 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
                 continue;
             }
             if (rq->isolation_level == 1 && got > 0 &&
-                fill_aborted(&req->arena, p, fp->fetch_offset,
+                fill_aborted(&scratch, p, fp->fetch_offset,
                              end_of_batches(data.buf + before, got, end),
                              pd) != 0)
                 goto nomem;
@@ -246,12 +257,16 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
     }
     if (data.err)
         goto nomem;
+    /* Capped by the connection's room, waiting for min_bytes cannot help
+     * until the client reads: what fits goes now. */
     if (!final && !urgent && rq->max_wait_ms > 0 &&
+        !(room_capped && total > 0) &&
         total < (size_t)(rq->min_bytes > 0 ? rq->min_bytes : 1)) {
         /* It waits: what it read is given back rather than held for the
          * whole wait (up to min_bytes per parked fetch). */
         cn_wr_fini(dp);
-        return false;
+        sent = false;
+        goto out;
     }
     k = 0;
     for (int32_t i = 0; i < nt; i++)
@@ -265,10 +280,13 @@ encode:
     cn_wr_by_reference(&req->resp, 4096);
     cn_resp_begin(req, &fs->h);
     cn_fetch_response_encode(&req->resp, v, &rs);
-    return true;
+    cn_req_hold_response(req);
+    goto out;
 nomem:
     req->resp.err = CN_ENOMEM; /* the net layer closes the connection */
-    return true;
+out:
+    cn_arena_fini(&scratch);
+    return sent;
 #undef data
 }
 

@@ -83,6 +83,7 @@ struct cn_conn {
     int live;                    /* requests read and not yet freed */
     size_t held;                 /* their frame bytes + done responses'
                                     bytes (see resp_bytes) */
+    size_t resp_held;            /* the responses' part of held */
     int writes_pending;          /* uv_write calls outstanding */
     bool reading;                /* uv_read_start in effect */
     bool muted;                  /* stopped by a limit (not reading) */
@@ -251,7 +252,7 @@ static void conn_unref(struct cn_conn *c)
 static void req_free(struct cn_req *req)
 {
     struct cn_conn *c = req->conn;
-    size_t bytes = req->frame_len + req->resp_held;
+    size_t resp = req->resp_held, bytes = req->frame_len + resp;
     cn_arena_fini(&req->arena);
     cn_wr_fini(&req->resp);
     cn_wr_fini(&req->payload);
@@ -259,6 +260,7 @@ static void req_free(struct cn_req *req)
     free(req);
     c->live--;
     c->held -= bytes;
+    c->resp_held -= resp;
     /* After close the server itself may be gone: only c is safe. */
     if (!c->closed) {
         c->srv->held_bytes -= bytes;
@@ -361,6 +363,26 @@ static void conn_flush(struct cn_conn *c)
     conn_unref(c);
 }
 
+/* Counts the response's bytes against its connection (once; again only
+ * for what it grew by since). */
+static void hold_response(struct cn_req *req)
+{
+    struct cn_conn *c = req->conn;
+    size_t now = resp_bytes(req);
+    if (now <= req->resp_held)
+        return;
+    c->held += now - req->resp_held;
+    c->resp_held += now - req->resp_held;
+    c->srv->held_bytes += now - req->resp_held;
+    req->resp_held = now;
+}
+
+void cn_req_hold_response(struct cn_req *req)
+{
+    if (!req->done && !req->conn->closed)
+        hold_response(req);
+}
+
 void cn_req_done(struct cn_req *req)
 {
     struct cn_conn *c = req->conn;
@@ -369,9 +391,7 @@ void cn_req_done(struct cn_req *req)
         if (c->srv->cfg.done_cb)
             c->srv->cfg.done_cb(req, c->srv->opaque);
         uncount(req);
-        req->resp_held = resp_bytes(req);
-        c->held += req->resp_held;
-        c->srv->held_bytes += req->resp_held;
+        hold_response(req);
     }
     req->done = true;
     conn_flush(req->conn);
@@ -386,6 +406,16 @@ void cn_req_park(struct cn_req *req)
 bool cn_req_conn_closed(const struct cn_req *req)
 {
     return req->conn->closed;
+}
+
+size_t cn_req_conn_room(const struct cn_req *req)
+{
+    const struct cn_conn *c = req->conn;
+    size_t max = c->srv->cfg.max_conn_bytes;
+    size_t others = c->resp_held - req->resp_held;
+    if (others == 0)
+        return SIZE_MAX; /* one answer may exceed the limit */
+    return others < max ? max - others : 0;
 }
 
 void cn_req_close_conn(struct cn_req *req)

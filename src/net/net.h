@@ -124,6 +124,10 @@ size_t cn_server_conn_count(const struct cn_server *srv);
 void cn_server_get_stats(const struct cn_server *srv,
                          struct cn_server_stats *out);
 
+/* The response is final but cn_req_done() must wait (a handle inside the
+ * request is still closing): its bytes count against the connection from
+ * now, so answers finished together see each other in cn_req_conn_room(). */
+void cn_req_hold_response(struct cn_req *req);
 /* Marks the request finished; sends what can be sent in order. */
 void cn_req_done(struct cn_req *req);
 /* The handler will answer req later, on an event or timer of the client's
@@ -132,6 +136,12 @@ void cn_req_done(struct cn_req *req);
 void cn_req_park(struct cn_req *req);
 /* True once the connection is gone: a waiting handler may give up early. */
 bool cn_req_conn_closed(const struct cn_req *req);
+/* Bytes of answer the request's connection has room for, given the
+ * answers of its other requests not yet written (SIZE_MAX when there are
+ * none: one answer may exceed the limit).  A handler whose answer waited
+ * (a parked fetch) sizes it by this, so requests a client pipelined while
+ * they were cheap cannot all come back at full size. */
+size_t cn_req_conn_room(const struct cn_req *req);
 /* Closes the request's connection (protocol violation).  The request must
  * still be finished with cn_req_done(). */
 void cn_req_close_conn(struct cn_req *req);

@@ -277,12 +277,13 @@ def test_memory_returned_after_flooding_connections_close(broker):
             % (after_kb / 1024, idle_kb / 1024)
 
 
-def long_poll_fetch(corr, topic, min_bytes, max_wait_ms):
+def long_poll_fetch(corr, topic, min_bytes, max_wait_ms, max_bytes=None):
     """Fetch v11 from offset 0 that waits for more than the topic holds."""
-    body = struct.pack(">iiiibii", -1, max_wait_ms, min_bytes, min_bytes,
+    max_bytes = max_bytes or min_bytes
+    body = struct.pack(">iiiibii", -1, max_wait_ms, min_bytes, max_bytes,
                        0, 0, -1)
     body += struct.pack(">i", 1) + kw.string(topic)
-    body += struct.pack(">iiiqqi", 1, 0, -1, 0, -1, min_bytes)
+    body += struct.pack(">iiiqqi", 1, 0, -1, 0, -1, max_bytes)
     body += struct.pack(">i", 0) + kw.string("")
     return kw.request(kw.API_FETCH, 11, corr, body)
 
@@ -341,3 +342,48 @@ def test_parked_fetches_hold_no_data(broker):
     assert broker.stop(timeout=STOP_S) == 0
     print("backpressure: SIGTERM to exit %.2f s" % (time.monotonic() - t0))
     broker.start()
+
+
+@needs_cairn
+def test_woken_parked_fetches_answer_within_the_connection_budget(broker):
+    """Fetches pipelined while the topic was empty cost nothing while they
+    wait; when data arrives they must not all answer at full size (here
+    100 x 32 MiB) to a client that reads none of it: they share the
+    connection's byte budget, each still sending at least one batch."""
+    pid = broker.proc.pid
+    broker.create_topic("bw", 1)
+    time.sleep(1.5)
+    idle_kb = rss_kb(pid)
+    s = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+    s.sendall(b"".join(long_poll_fetch(c, "bw", 4 * MiB, 60000,
+                                       max_bytes=64 * MiB)
+                       for c in range(1, 101)))
+    deadline = time.monotonic() + 10 * SLOW
+    while metric(broker, "cairn_fetch_parked_requests") < 100:
+        assert time.monotonic() < deadline, "fetches did not park"
+        time.sleep(0.1)
+    from confluent_kafka import Producer
+    prod = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5,
+                     "batch.size": 128 << 10, "compression.type": "none"})
+    peak_kb = idle_kb
+    for _ in range(320):                     # 32 MiB in 100 KiB batches
+        prod.produce("bw", os.urandom(100 << 10), partition=0)
+        prod.poll(0)
+        peak_kb = max(peak_kb, rss_kb(pid))
+    assert prod.flush(30) == 0, "records not acknowledged"
+    deadline = time.monotonic() + 10 * SLOW
+    while time.monotonic() < deadline:
+        peak_kb = max(peak_kb, rss_kb(pid))
+        if peak_kb > SAFETY_CAP_MB * 1024 or \
+                metric(broker, "cairn_fetch_parked_requests") == 0:
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)
+    peak_kb = max(peak_kb, rss_kb(pid))
+    print("backpressure: 100 woken 64 MiB fetches on one unread "
+          "connection: idle %.1f MiB, peak %.1f MiB"
+          % (idle_kb / 1024, peak_kb / 1024))
+    assert metric(broker, "cairn_fetch_parked_requests") == 0
+    assert (peak_kb - idle_kb) / 1024 < RSS_BOUND_MB, \
+        "RSS grew %.1f MiB for woken fetches" % ((peak_kb - idle_kb) / 1024)
+    s.close()
