@@ -35,6 +35,7 @@ struct cn_broker_priv {
     int lock_fd; /* flock on <data>/.lock: one broker per directory */
     struct cn_hanging *hanging; /* periodic hanging-transaction check */
     uv_timer_t trim_timer;      /* gives malloc's idle memory back */
+    size_t free_after_trim;     /* heap bytes free after the last trim */
 };
 
 /* Free heap memory kept for reuse before the rest goes back to the OS. */
@@ -189,10 +190,17 @@ static void on_req_abandoned(struct cn_req *req, void *opaque)
  */
 static void on_trim(uv_timer_t *t)
 {
-    (void)t;
+    struct cn_broker_priv *bp = t->data;
+    /* Free memory left after the last trim is in pieces malloc_trim()
+     * could not return: walking the heap again for it every second would
+     * cost the loop and gain nothing, so only new free memory counts. */
     struct mallinfo2 mi = mallinfo2();
-    if (mi.fordblks > TRIM_FREE_BYTES)
+    if (mi.fordblks < bp->free_after_trim)
+        bp->free_after_trim = mi.fordblks;
+    if (mi.fordblks > bp->free_after_trim + TRIM_FREE_BYTES) {
         malloc_trim(0);
+        bp->free_after_trim = mallinfo2().fordblks;
+    }
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -358,6 +366,7 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         flush_every = 1000;
     uv_timer_start(&b->flush_timer, on_flush, flush_every, flush_every);
     uv_timer_init(loop, &bp->trim_timer);
+    bp->trim_timer.data = bp;
     uv_timer_start(&bp->trim_timer, on_trim, TRIM_EVERY_MS, TRIM_EVERY_MS);
     if (cn_hanging_start(b, &bp->hanging) != 0)
         CN_WARN("no memory for the hanging-transaction check; it is off");
