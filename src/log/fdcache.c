@@ -13,10 +13,15 @@
  * partitions live under a 20,000-descriptor limit; a busy one stays near
  * the head of the list.
  *
- * Closing a descriptor loses nothing: dirty pages belong to the file, and
+ * Closing a descriptor keeps its data: dirty pages belong to the file, and
  * an fdatasync through a descriptor opened later writes them and reports
  * a writeback error no one has seen yet (Linux 4.16 and later), so a sync
- * may use a new descriptor for data written through an old one.
+ * may use a new descriptor for data written through an old one.  Not
+ * quite always: if background writeback fails while no descriptor is
+ * open, the kernel may drop the inode, and its error with it, before the
+ * sync reopens the file.  So eviction prefers files with nothing unsynced
+ * and closes one with unsynced data only when the oldest files all have
+ * some.
  *
  * What may not close: a descriptor a worker is fdatasyncing (pinned by
  * the sync snapshot; off the list until unpinned), and, when making room,
@@ -148,10 +153,35 @@ static void close_slot(struct log_fdslot *s)
     cache.open--;
 }
 
-/* Closes the least recently used descriptor not of keep; false if there
- * is none (all are keep's, or pinned). */
+/* True when nothing written through the file is waiting for a sync. */
+static bool slot_synced(const struct log_fdslot *s)
+{
+    const struct cn_segment *seg = s->seg;
+    const struct cn_log *log = seg->log;
+    if (seg->durable)
+        return true;
+    return log->nsegs > 0 && log->segs[log->nsegs - 1] == seg &&
+           seg->next_offset <= log->synced_offset;
+}
+
+/* How far from the old end of the list eviction looks for a synced file
+ * before it settles for the oldest one. */
+#define EVICT_LOOK 64
+
+/* Closes the least recently used descriptor not of keep, preferring one
+ * with nothing unsynced; false if there is none (all are keep's, or
+ * pinned). */
 static bool evict_one(const struct cn_segment *keep)
 {
+    int looked = 0;
+    for (struct log_fdslot *s = cache.oldest; s && looked < EVICT_LOOK;
+         s = s->newer, looked++) {
+        if (s->seg == keep || !slot_synced(s))
+            continue;
+        close_slot(s);
+        cache.evictions++;
+        return true;
+    }
     for (struct log_fdslot *s = cache.oldest; s; s = s->newer) {
         if (s->seg == keep)
             continue;
