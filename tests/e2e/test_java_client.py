@@ -17,18 +17,16 @@ smoke test that also runs under the sanitizers.
 """
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
+import java_harness
 import kafka_wire as kw
-from conftest import REPO, SANITIZED, SLOW, needs_cairn
+from conftest import SANITIZED, SLOW, needs_cairn
 
 pytestmark = needs_cairn
 
-CLASSPATH_FILE = REPO / "build" / "java" / "classpath.txt"
 TIMEOUT = 120 * SLOW
 GROUPS = {"group.initial.rebalance.delay.ms": "0"}
 
@@ -38,31 +36,14 @@ release_only = pytest.mark.skipif(
 
 @pytest.fixture(scope="session")
 def classpath():
-    """Builds the Java programs if a source changed (make's stamp makes
-    this a no-op otherwise) and returns their classpath."""
-    try:
-        res = subprocess.run(["make", "-s", "build-java"], cwd=str(REPO),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, timeout=900)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.fail("make build-java: %s" % e)
-    if res.returncode != 0:
-        pytest.fail("make build-java failed:\n%s" % res.stdout[-3000:])
-    return CLASSPATH_FILE.read_text().strip()
+    return java_harness.classpath()
 
 
 def java(cp, tmp_path, cls, *args, timeout=TIMEOUT):
     """Runs cairn.tests.<cls> and returns the JSON of its last line."""
     err_path = Path(tmp_path) / ("%s.stderr" % cls)
-    with open(err_path, "w") as err:
-        try:
-            res = subprocess.run(
-                ["java", "-cp", cp, "cairn.tests." + cls] + [str(a) for a in args],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
-                text=True, timeout=timeout, env=dict(os.environ))
-        except subprocess.TimeoutExpired:
-            pytest.fail("%s timed out after %ss; stderr:\n%s"
-                        % (cls, timeout, err_path.read_text()[-4000:]))
+    res = java_harness.run_java(cp, "cairn.tests." + cls, args, timeout,
+                                err_path)
     lines = [x for x in res.stdout.splitlines() if x.startswith("{")]
     if res.returncode != 0 or not lines:
         pytest.fail("%s exited %d; stdout:\n%s\nstderr:\n%s"
