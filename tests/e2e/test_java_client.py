@@ -24,6 +24,7 @@ import pytest
 import java_harness
 import kafka_wire as kw
 from conftest import SANITIZED, SLOW, needs_cairn
+from test_hanging import metrics
 
 pytestmark = needs_cairn
 
@@ -159,6 +160,18 @@ def test_read_process_write(broker_factory, classpath, tmp_path, tv):
         pytest.skip("Java client tests run against the release broker")
     broker = broker_factory(**dict(GROUPS, **{"cairn.transaction.version": tv}))
     run_rpw(broker, classpath, tmp_path)
+    # Which protocol the client chose, as the broker counted it.
+    m = metrics(broker)
+
+    def count(api):
+        return m.get('cairn_requests_total{api="%s"}' % api, 0)
+    assert count("TxnOffsetCommit") > 0 and count("EndTxn") > 0
+    if tv == "2":
+        assert count("AddOffsetsToTxn") == 0 and \
+            count("AddPartitionsToTxn") == 0, m
+    else:
+        assert count("AddOffsetsToTxn") > 0 and \
+            count("AddPartitionsToTxn") > 0, m
 
 
 @release_only
