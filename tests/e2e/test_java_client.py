@@ -281,3 +281,29 @@ def test_admin_client(broker_factory, classpath, tmp_path):
     assert out["group_offset_delete"] == {"adm-b-1": 0}
     assert all(x["group"] != "adm-g" for x in out["group_delete"])
     assert out["delete_b"] == ["adm-a"]
+
+
+@release_only
+@pytest.mark.xfail(strict=True, reason=(
+    "Cairn fences a producer whose transaction timed out: its "
+    "InitProducerId(pid, old epoch) from abortTransaction() is refused "
+    "unless the epoch is the current one; Kafka (KIP-360/KIP-588) accepts "
+    "the epoch before the last bump (lastProducerEpoch) and returns the "
+    "current one, and since KAFKA-19367 (4.1) bumps only once for a TV2 "
+    "fence/timeout abort, where Cairn bumps twice"))
+def test_timeout_abort_recoverable(broker_factory, classpath, tmp_path):
+    """The seeds: "InvalidProducerEpochException can be recoverable in
+    modern clients, typically after a transaction timed out and the epoch
+    was bumped underneath you"."""
+    broker = broker_factory(**{
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"})
+    broker.create_topic("tmo")
+    out = java(classpath, tmp_path, "TimeoutAbort", broker.bootstrap, "tmo",
+               "tmo-tx")
+    assert out["epochs"]["after_timeout"] > out["epochs"]["before"]
+    # The timed-out transaction's write is aborted for read_committed.
+    assert "timed-out-0" in values(out["read_uncommitted"])
+    assert out["late_send"]["class"] == "InvalidProducerEpochException", out
+    assert out["abort"] == "ok", out
+    assert out["retry"] == "ok", out
+    assert values(out["read_committed"]) == ["retried-0"], out
