@@ -284,17 +284,13 @@ def test_admin_client(broker_factory, classpath, tmp_path):
 
 
 @release_only
-@pytest.mark.xfail(strict=True, reason=(
-    "Cairn fences a producer whose transaction timed out: its "
-    "InitProducerId(pid, old epoch) from abortTransaction() is refused "
-    "unless the epoch is the current one; Kafka (KIP-360/KIP-588) accepts "
-    "the epoch before the last bump (lastProducerEpoch) and returns the "
-    "current one, and since KAFKA-19367 (4.1) bumps only once for a TV2 "
-    "fence/timeout abort, where Cairn bumps twice"))
 def test_timeout_abort_recoverable(broker_factory, classpath, tmp_path):
     """The seeds: "InvalidProducerEpochException can be recoverable in
     modern clients, typically after a transaction timed out and the epoch
-    was bumped underneath you"."""
+    was bumped underneath you".  The coordinator's timeout abort bumps the
+    epoch once (Kafka 4.1+, KAFKA-19367), so the client's EndTxn(abort) at
+    the old epoch is a retry of that abort and it carries on; bumping
+    twice fenced it (ProducerFencedException)."""
     broker = broker_factory(**{
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"})
     broker.create_topic("tmo")

@@ -389,3 +389,48 @@ def test_txn_offset_commit_v5_joins_group_partition(broker_factory):
     assert cli.txn_offset_commit(tid, group, pid, e0, {(TOPIC, 0): 1}) == {
         (TOPIC, 0): kw.INVALID_TXN_STATE}
     cli.close()
+
+
+def test_coordinator_aborts_bump_once(broker_factory):
+    """A coordinator-made abort (timeout, fence) bumps a TV2 producer's
+    epoch once, as Kafka 4.1+ does (KAFKA-19367): the timed-out producer's
+    EndTxn(abort) at its old epoch is then a retry of that abort, answered
+    with the new epoch, so the Java client recovers (KIP-588); its late
+    commit is refused.  After a fence the new instance's own bump leaves
+    the zombie two epochs behind: fenced."""
+    broker = broker_factory(**{
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms":
+            "200"})
+    tid = "tv2-timeout"
+    broker.create_topic(TOPIC, 1)
+    cli = kw.Tv2ProduceClient(broker.port)
+    assert retry(lambda: (cli.find_coordinator(tid)[0]["error"],)) == (0,)
+    err, pid, e0 = retry(lambda: cli.init_producer_id(
+        version=5, transactional_id=tid, txn_timeout_ms=1000))
+    assert err == 0
+    assert produce(cli, tid, pid, e0, 0, 0, [b"slow"])[0] == 0
+    d = wait_state(cli, tid, "CompleteAbort")
+    assert d["producer_epoch"] == e0 + 1, d
+    assert cli.end_txn_v5(tid, pid, e0, True)[0] == kw.INVALID_TXN_STATE
+    assert cli.end_txn_v5(tid, pid, e0, False) == (0, pid, e0 + 1)
+    # Carries on at the new epoch.
+    assert produce(cli, tid, pid, e0 + 1, 0, 0, [b"again"])[0] == 0
+    assert cli.end_txn_v5(tid, pid, e0 + 1, True) == (0, pid, e0 + 2)
+    wait_state(cli, tid, "CompleteCommit")
+    vals, _ = committed_values(cli, 0)
+    assert vals == [b"again"], vals
+
+    # Fence: an Ongoing transaction at E, a new instance's InitProducerId.
+    e = e0 + 2
+    assert produce(cli, tid, pid, e, 0, 0, [b"zombie"])[0] == 0
+    new = kw.Tv2ProduceClient(broker.port)
+    err, pid2, e_new = retry(lambda: new.init_producer_id(
+        version=5, transactional_id=tid, txn_timeout_ms=60000))
+    assert (err, pid2, e_new) == (0, pid, e + 2)
+    ctl = [b for b in cli.fetch_full(TOPIC, 0)
+           if b["attributes"] & kw.ATTR_CONTROL]
+    assert ctl[-1]["producer_epoch"] == e + 1     # the fence's abort
+    assert cli.end_txn_v5(tid, pid, e, True)[0] == kw.PRODUCER_FENCED
+    assert cli.end_txn_v5(tid, pid, e, False)[0] == kw.PRODUCER_FENCED
+    cli.close()
+    new.close()
