@@ -10,6 +10,16 @@ Scenarios:
                   LSO from Fetch and from ListOffsets per isolation level,
                   the batches each read returns, the aborted-transaction
                   list of read_committed fetches.
+  txn_errors      transaction version 1 over the raw protocol: the error
+                  answers of EndTxn, AddPartitionsToTxn, AddOffsetsToTxn
+                  and TxnOffsetCommit for bad ids, epochs, topics and
+                  states; then zombie fencing by InitProducerId on an
+                  Ongoing transaction (its first answer, the epochs, what
+                  the zombie's produce, add and end get, the markers).
+  tv2_epochs      transaction version 2 as the Java 4.x client speaks it
+                  (Produce v12, EndTxn v5, TxnOffsetCommit v5): the epoch
+                  each EndTxn returns, late requests of a finished
+                  transaction, a timeout abort and the recovery from it.
 
 The reference broker starts once per module (about 4 s, some 300 MB
 resident); release build only.
@@ -24,7 +34,8 @@ import java_harness
 import kafka_wire as kw
 from conftest import SANITIZED, needs_cairn
 from kafka_ref import RefKafka
-from test_read_committed import RC, RU, Writers, aborted, fetch, offsets_of
+from test_read_committed import (RC, RETRIABLE, RU, Writers, aborted,
+                                 fetch, offsets_of)
 
 pytestmark = [needs_cairn, pytest.mark.skipif(
     SANITIZED, reason="differential tests run against the release broker")]
@@ -53,16 +64,23 @@ def kafka(tmp_path_factory):
 
 
 def create_topic(bootstrap, name, partitions=1, timeout=60):
+    """Created, and every partition's leader answers ListOffsets (Kafka
+    takes a moment after CreateTopics before its leader serves)."""
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1)],
                         operation_timeout=timeout)[name].result(timeout)
+    port = int(bootstrap.rsplit(":", 1)[1])
+    cli = kw.ReadClient(port)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        t = admin.list_topics(topic=name, timeout=10).topics.get(name)
-        if t and not t.error and len(t.partitions) == partitions:
-            return
-        time.sleep(0.1)
+    try:
+        while time.monotonic() < deadline:
+            if all(cli.list_offset_iso(name, p, RU)[0] == 0
+                   for p in range(partitions)):
+                return
+            time.sleep(0.1)
+    finally:
+        cli.close()
     raise AssertionError("topic %s not ready" % name)
 
 
@@ -113,6 +131,148 @@ def worked_example(port, bootstrap):
     return obs
 
 
+def txn_ready(cli, tid):
+    deadline = time.monotonic() + 30
+    while True:
+        err = cli.find_coordinator(tid)[0]["error"]
+        if err == 0 or time.monotonic() > deadline:
+            assert err == 0, err
+            return
+        time.sleep(0.1)
+
+
+def init(cli, tid, version=4, timeout_ms=60000):
+    deadline = time.monotonic() + 30
+    while True:
+        res = cli.init_producer_id(version=version, transactional_id=tid,
+                                   txn_timeout_ms=timeout_ms)
+        if res[0] not in RETRIABLE or time.monotonic() > deadline:
+            return res
+        time.sleep(0.1)
+
+
+def until_state(cli, tid, state):
+    deadline = time.monotonic() + 30
+    while True:
+        d = cli.describe_transactions([tid])[tid]
+        if d["state"] == state or time.monotonic() > deadline:
+            return d["state"]
+        time.sleep(0.05)
+
+
+def control_batches(cli, topic, e0):
+    """[(kind, epoch relative to e0)] of the partition's markers."""
+    bs = cli.fetch_full(topic, 0)
+    kinds = dict(offsets_of({"batches": bs}))
+    return [(kinds[b["base_offset"]], b["producer_epoch"] - e0)
+            for b in bs if b["attributes"] & kw.ATTR_CONTROL]
+
+
+def txn_errors(port, bootstrap):
+    topic, tid, group = "errs", "diff-tx", "diff-group"
+    create_topic(bootstrap, topic)
+    cli = kw.ReadClient(port)
+    txn_ready(cli, tid)
+    obs = []
+    err, pid, e0 = init(cli, tid)
+    obs.append(("init", (err, e0)))
+    obs.append(("end_commit_empty", cli.end_txn(tid, pid, e0, True)))
+    obs.append(("end_abort_empty", cli.end_txn(tid, pid, e0, False)))
+    obs.append(("end_unknown_id", cli.end_txn("nobody", pid, e0, True)))
+    obs.append(("end_wrong_pid", cli.end_txn(tid, pid + 1000, e0, True)))
+    obs.append(("end_newer_epoch", cli.end_txn(tid, pid, e0 + 1, True)))
+    for v in (1, 3):
+        add = lambda p, e, t=topic, i=tid: cli.add_partitions(  # noqa: E731
+            i, p, e, {t: [0]}, version=v)[(t, 0)]
+        obs.append(("add_v%d_wrong_pid" % v, add(pid + 1000, e0)))
+        obs.append(("add_v%d_newer_epoch" % v, add(pid, e0 + 1)))
+        obs.append(("add_v%d_unknown_id" % v, add(pid, e0, topic, "nobody")))
+        obs.append(("add_v%d_unknown_topic" % v, add(pid, e0, "nope")))
+    obs.append(("add_offsets_empty_group",
+                kw.add_offsets_to_txn(cli, tid, pid, e0, "")))
+    obs.append(("add_offsets_wrong_pid",
+                kw.add_offsets_to_txn(cli, tid, pid + 1000, e0, group)))
+    obs.append(("add_ok", cli.add_partitions(tid, pid, e0, {topic: [0]})))
+    batch = kw.record_batch([b"t0"], pid, e0, 0, transactional=True)
+    obs.append(("produce", cli.produce(topic, 0, batch,
+                                       transactional_id=tid)))
+    obs.append(("txn_offset_commit_not_added", kw.txn_offset_commit(
+        cli, tid, group, pid, e0, {(topic, 0): 1})))
+    obs.append(("state", until_state(cli, tid, "Ongoing")))
+
+    # Fencing: a second instance's InitProducerId on the Ongoing txn.
+    cli2 = kw.ReadClient(port)
+    first = cli2.init_producer_id(version=4, transactional_id=tid,
+                                  txn_timeout_ms=60000)
+    obs.append(("fence_first_answer", first[0]))
+    err, pid2, e2 = init(cli2, tid)
+    obs.append(("fence_new_instance", (err, pid2 == pid, e2 - e0)))
+    stale = kw.record_batch([b"zombie"], pid, e0, 1, transactional=True)
+    obs.append(("zombie_produce", cli.produce(topic, 0, stale,
+                                              transactional_id=tid)[0]))
+    obs.append(("zombie_add_v1", cli.add_partitions(
+        tid, pid, e0, {topic: [0]}, version=1)[(topic, 0)]))
+    obs.append(("zombie_add_v3", cli.add_partitions(
+        tid, pid, e0, {topic: [0]}, version=3)[(topic, 0)]))
+    obs.append(("zombie_end_v1", cli.end_txn(tid, pid, e0, True, 1)))
+    obs.append(("zombie_end_v3", cli.end_txn(tid, pid, e0, True, 3)))
+    obs.append(("markers", control_batches(cli, topic, e0)))
+    obs.append(("list_offsets", (cli.list_offset_iso(topic, 0, RC),
+                                 cli.list_offset_iso(topic, 0, RU))))
+    cli.close()
+    cli2.close()
+    return obs
+
+
+def tv2_epochs(port, bootstrap):
+    topic, tid, group = "tv2", "diff-tv2", "diff-tv2-group"
+    create_topic(bootstrap, topic)
+    cli = kw.Tv2ProduceClient(port)
+    txn_ready(cli, tid)
+    obs = []
+    err, pid, e0 = init(cli, tid, version=5, timeout_ms=1000)
+    obs.append(("init", err))
+
+    def produce(epoch, seq, value):
+        return cli.produce(topic, 0, kw.record_batch(
+            [value], pid, epoch, seq, transactional=True),
+            transactional_id=tid)[0]
+
+    def end(epoch, commit):
+        err, p, e = cli.end_txn_v5(tid, pid, epoch, commit)
+        return (err, p == pid if p >= 0 else p, e - e0 if e >= 0 else e)
+    # Transaction 1: produce (implicit add) and sendOffsets (TxnOffsetCommit
+    # v5, no AddOffsetsToTxn), commit.
+    obs.append(("t1_produce", produce(e0, 0, b"a")))
+    obs.append(("t1_offsets", cli.txn_offset_commit(
+        tid, group, pid, e0, {(topic, 0): 1})))
+    obs.append(("t1_commit", end(e0, True)))
+    obs.append(("t1_state", until_state(cli, tid, "CompleteCommit")))
+    obs.append(("t1_retry_commit", end(e0, True)))
+    obs.append(("t1_late_abort", end(e0, False)))
+    obs.append(("t1_late_produce", produce(e0, 1, b"late")))
+    # Transaction 2, aborted by the client.
+    obs.append(("t2_produce", produce(e0 + 1, 0, b"b")))
+    obs.append(("t2_abort", end(e0 + 1, False)))
+    obs.append(("t2_state", until_state(cli, tid, "CompleteAbort")))
+    # Transaction 3 outlives its 1 s timeout: the coordinator aborts it.
+    obs.append(("t3_produce", produce(e0 + 2, 0, b"c")))
+    obs.append(("t3_state", until_state(cli, tid, "CompleteAbort")))
+    d = cli.describe_transactions([tid])[tid]
+    obs.append(("t3_epoch_after_timeout", d["producer_epoch"] - e0))
+    obs.append(("t3_late_produce", produce(e0 + 2, 1, b"c2")))
+    obs.append(("t3_client_abort", end(e0 + 2, False)))
+    obs.append(("markers", control_batches(cli, topic, e0)))
+    reader = kw.ReadClient(port)
+    obs.append(("list_offsets", (reader.list_offset_iso(topic, 0, RC),
+                                 reader.list_offset_iso(topic, 0, RU))))
+    obs.append(("group_offset", reader.offset_fetch(group, {topic: [0]},
+                                                    require_stable=True)))
+    reader.close()
+    cli.close()
+    return obs
+
+
 def compare(scenario, cairn_obs, kafka_obs):
     known = known_differences()
     assert [k for k, _ in cairn_obs] == [k for k, _ in kafka_obs]
@@ -132,3 +292,19 @@ def test_worked_example(broker_factory, kafka):
     cairn = broker_factory()
     compare("worked_example", worked_example(cairn.port, cairn.bootstrap),
             worked_example(kafka.port, kafka.bootstrap))
+
+
+TIMEOUTS = {"transaction.abort.timed.out.transaction.cleanup.interval.ms":
+            "200"}
+
+
+def test_txn_errors(broker_factory, kafka):
+    cairn = broker_factory()
+    compare("txn_errors", txn_errors(cairn.port, cairn.bootstrap),
+            txn_errors(kafka.port, kafka.bootstrap))
+
+
+def test_tv2_epochs(broker_factory, kafka):
+    cairn = broker_factory(**TIMEOUTS)
+    compare("tv2_epochs", tv2_epochs(cairn.port, cairn.bootstrap),
+            tv2_epochs(kafka.port, kafka.bootstrap))
