@@ -16,6 +16,10 @@ Scenarios:
                   states; then zombie fencing by InitProducerId on an
                   Ongoing transaction (its first answer, the epochs, what
                   the zombie's produce, add and end get, the markers).
+  idempotence     hand-built batches of an idempotent producer: the
+                  offsets of new batches and of retries (the last five and
+                  older), sequence gaps, an epoch bump and the old epoch,
+                  a new epoch not at sequence 0, an unknown producer id.
   tv2_epochs      transaction version 2 as the Java 4.x client speaks it
                   (Produce v12, EndTxn v5, TxnOffsetCommit v5): the epoch
                   each EndTxn returns, late requests of a finished
@@ -273,6 +277,40 @@ def tv2_epochs(port, bootstrap):
     return obs
 
 
+def idempotence(port, bootstrap):
+    topic = "idem"
+    create_topic(bootstrap, topic)
+    cli = kw.ReadClient(port)
+    obs = []
+    err, pid, e0 = cli.init_producer_id()
+    obs.append(("init", err))
+
+    def send(seq, n=1, epoch=e0, producer=None):
+        p = pid if producer is None else producer
+        return cli.produce(topic, 0, kw.record_batch(
+            [b"v%d" % (seq + i) for i in range(n)], p, epoch, seq))
+
+    obs.append(("seq0", send(0, 2)))
+    obs.append(("seq2", send(2, 2)))
+    obs.append(("retry_seq2", send(2, 2)))
+    obs.append(("retry_seq0", send(0, 2)))
+    obs.append(("gap_seq10", send(10)))
+    obs.append(("seq4", send(4)))
+    obs.append(("seq5_to_10", [send(s) for s in range(5, 11)]))
+    obs.append(("retry_seq0_past_window", send(0, 2)))
+    obs.append(("retry_seq10", send(10)))
+    err, pid2, e1 = cli.init_producer_id(producer_id=pid, producer_epoch=e0)
+    obs.append(("bump", (err, pid2 == pid, e1 - e0 if pid2 == pid else None)))
+    # Then the old (id, epoch), and the new one at sequence 1 and 0.
+    obs.append(("old_epoch", send(11)))
+    obs.append(("new_epoch_seq1", send(1, epoch=e1, producer=pid2)))
+    obs.append(("new_epoch_seq0", send(0, epoch=e1, producer=pid2)))
+    obs.append(("unknown_pid_seq7", send(7, producer=pid + 5000)))
+    obs.append(("list_offsets", cli.list_offset_iso(topic, 0, RU)))
+    cli.close()
+    return obs
+
+
 def compare(scenario, cairn_obs, kafka_obs):
     known = known_differences()
     assert [k for k, _ in cairn_obs] == [k for k, _ in kafka_obs]
@@ -302,6 +340,12 @@ def test_txn_errors(broker_factory, kafka):
     cairn = broker_factory()
     compare("txn_errors", txn_errors(cairn.port, cairn.bootstrap),
             txn_errors(kafka.port, kafka.bootstrap))
+
+
+def test_idempotence(broker_factory, kafka):
+    cairn = broker_factory()
+    compare("idempotence", idempotence(cairn.port, cairn.bootstrap),
+            idempotence(kafka.port, kafka.bootstrap))
 
 
 def test_tv2_epochs(broker_factory, kafka):
