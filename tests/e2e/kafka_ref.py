@@ -56,8 +56,12 @@ class RefKafka:
         props = self.dir / "server.properties"
         props.write_text(PROPERTIES.format(port=self.port, cport=self.cport,
                                            data=self.dir / "data"))
-        # A cluster id is 16 random bytes in URL-safe base64, no padding.
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
+        # A cluster id is 16 random bytes in URL-safe base64, no padding;
+        # like Kafka's Uuid.randomUuid, never one starting with "-", which
+        # the tool's argument parser would take for an option.
+        cid = "-"
+        while cid.startswith("-"):
+            cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
         t0 = time.monotonic()
         res = self._java("kafka.tools.StorageTool", "format", "-t", cid,
                          "-c", str(props), "--standalone")
