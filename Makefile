@@ -4,7 +4,7 @@
 #   make run      install missing packages, build, start a broker on
 #                 127.0.0.1:9092 with its data in ./data
 #   make test     install what tests need, build (plain, ASan+UBSan, and
-#                 libFuzzer builds), run every test
+#                 libFuzzer builds, the Java test programs), run every test
 #   make bench    throughput against this machine's limits
 #   make gen      regenerate src/proto/gen from ../shared/kafka-protocol
 
@@ -12,7 +12,7 @@ MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 
-.PHONY: all build build-asan build-fuzz deps test-deps run test bench gen check-gen clean
+.PHONY: all build build-asan build-fuzz build-java deps test-deps run test bench gen check-gen clean
 
 all: build
 
@@ -35,10 +35,21 @@ build-fuzz: test-deps
 		-DCN_FUZZ=ON -DCN_SANITIZE=ON >/dev/null
 	@cmake --build build-fuzz -j$(JOBS) --target fuzz_request fuzz_batch fuzz_log_recovery fuzz_txn_log fuzz_offsets
 
+# The Java test programs (tests/java: the Apache Kafka client and tools
+# against Cairn).  Maven downloads once into build/m2; the stamp keeps an
+# unchanged tree from starting Maven at all.
+JAVA_SRC := $(shell find tests/java -type f -not -name '*~' 2>/dev/null)
+
+build-java: build/java/classpath.txt
+
+build/java/classpath.txt: $(JAVA_SRC) tools/java-build.sh
+	@tools/deps.sh java
+	@tools/java-build.sh
+
 run: build
 	./build/cairn
 
-test: test-deps build build-asan build-fuzz
+test: test-deps build build-asan build-fuzz build-java
 	@tests/run_all.sh
 
 bench: build

@@ -2,6 +2,7 @@
 # Installs the Debian packages Cairn needs, when they are missing.
 #   tools/deps.sh build   what `make` needs
 #   tools/deps.sh test    plus the real clients and fuzzing runtime for tests
+#   tools/deps.sh java    a JDK (17) and Maven, for tests/java
 # Safe to run again: installed packages are skipped without touching apt.
 set -euo pipefail
 
@@ -10,10 +11,13 @@ build_pkgs=(build-essential cmake pkg-config libuv1-dev zlib1g-dev
 test_pkgs=(clang libclang-rt-14-dev kcat python3 python3-pytest
            python3-confluent-kafka)
 
-want=("${build_pkgs[@]}")
-if [ "${1:-build}" = test ]; then
-    want+=("${test_pkgs[@]}")
-fi
+want=()
+case "${1:-build}" in
+    build) want=("${build_pkgs[@]}") ;;
+    test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+    java) ;;
+    *) echo "usage: tools/deps.sh build|test|java" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${want[@]}"; do
@@ -26,6 +30,11 @@ done
 if [ "${1:-build}" = test ]; then
     command -v node >/dev/null 2>&1 || missing+=(nodejs)
     command -v npm >/dev/null 2>&1 || missing+=(npm)
+fi
+# The Java test programs need javac and mvn; a JDK may come from elsewhere.
+if [ "${1:-build}" = java ] || [ "${1:-build}" = test ]; then
+    command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+    command -v mvn >/dev/null 2>&1 || missing+=(maven)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -46,7 +46,9 @@ const struct cn_handler cn_handlers[] = {
      * while the finalized transaction.version is 2. */
     {26, 0, 5, 0, cn_h_end_txn},
     {27, 0, 1, 0, cn_h_write_txn_markers},
-    {28, 0, 4, 0, cn_h_txn_offset_commit},
+    /* v5 is v4 on the wire (KIP-890: transaction version 2, the group's
+     * partition joins the transaction without AddOffsetsToTxn). */
+    {28, 0, 5, 0, cn_h_txn_offset_commit},
     {32, 0, 4, 0, cn_h_describe_configs},
     {33, 0, 2, 0, cn_h_alter_configs},
     {37, 0, 3, 0, cn_h_create_partitions},

@@ -330,6 +330,20 @@ void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
                             struct cn_rd *body)
 {
     struct cn_txn_offset_commit_request rq;
+    const struct cn_rd body0 = *body;
+    const struct cn_req_header *h0 = h;
+    /* TxnOffsetCommit v5 (Kafka 4.x, KIP-890 part 2) is v4 on the wire; it
+     * says the client uses transaction version 2 and sent no
+     * AddOffsetsToTxn, so the group's partition joins the transaction
+     * here.  The schemas stop at v4: as for Produce v12, the header's tag
+     * buffer is still in the body, and v5 is decoded and answered as v4. */
+    bool v5 = h->api_version >= 5;
+    struct cn_req_header hv = *h;
+    if (v5) {
+        cn_rd_skip_tags(body);
+        hv.api_version = 4;
+    }
+    h = &hv;
     int err = cn_txn_offset_commit_request_decode(body, &req->arena,
                                                   h->api_version, &rq);
     if (err) {
@@ -385,6 +399,17 @@ void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
     }
     check_items(b, op);
     int16_t kerr = resolve_group(b, req, rq.group_id, op);
+    if (!kerr && v5) {
+        /* Added (durably) first; the request then runs again and finds
+         * the partition in the transaction.  A refused add runs it again
+         * without adding, so the check below answers. */
+        struct cn_txn_tp_ref tp = {op->gp->topic->name, op->gp->index};
+        if (cn_txn_coord_add_for_produce(b, req, h0, &body0,
+                                         cn_h_txn_offset_commit, true,
+                                         rq.producer_id, rq.producer_epoch,
+                                         &tp, 1))
+            return;
+    }
     if (!kerr)
         kerr = txn_commit_check(b, req, &rq, op);
     if (kerr) {

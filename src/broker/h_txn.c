@@ -176,12 +176,8 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
         return;
     }
     next.last_update_ms = now;
-    if (e->meta.state == CN_TXN_ONGOING && next.client_tv >= 2 &&
-        txn_tv2_on(b) && txn_next_epoch(b, &next) != 0) {
-        cn_txn_meta_fini(&next);
-        answer_init_pid(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
-        return;
-    }
+    /* The fence's one bump is also the TV2 abort's (KAFKA-19367); the new
+     * instance's retry bumps once more. */
     if (e->meta.state == CN_TXN_ONGOING) {
         /* Fence: the old instance's transaction is aborted under the new
          * epoch (PrepareEpochFence then PrepareAbort in Kafka, which

@@ -77,7 +77,9 @@ struct cn_txn_tp_ref {
  * Returns true when it took the request: the add is made durable (or the
  * busy id waited for) and then rerun(b, req, h, body) runs the request
  * again, which then finds the partitions in the transaction.  False: go
- * on (the verification answers).
+ * on (the verification answers).  TxnOffsetCommit v5 uses it the same way
+ * for the group's __consumer_offsets partition (a TV2 client sends no
+ * AddOffsetsToTxn), with produce_v12 true.
  */
 bool cn_txn_coord_add_for_produce(struct cn_broker *b, struct cn_req *req,
                                   const struct cn_req_header *h,

@@ -189,18 +189,18 @@ void txn_write_markers(struct cn_broker *b, struct txn_entry *e, bool commit)
 /* ---- aborts the coordinator makes --------------------------------------- */
 
 /*
- * The epoch for a coordinator-made abort (timeout, fence, operator).  A
- * TV2 client's EndTxn at epoch E is a retry when the stored epoch is E+1,
- * so Kafka bumps twice here (the fence, then the abort's own bump): a
- * late EndTxn from the aborted transaction is then fenced instead of
- * being taken for a retry.
+ * The epoch for a coordinator-made abort (timeout, fence, operator): one
+ * bump, for TV2 clients too (Kafka 4.1+, KAFKA-19367: the fence's bump is
+ * the abort's).  A TV2 client's EndTxn(abort) at the old epoch E then
+ * finds E+1 and CompleteAbort, a retry answered with success and the new
+ * epoch: that is how the Java client recovers from a timeout abort
+ * (InvalidProducerEpochException, then abortTransaction()).  A late
+ * commit at E is still refused (INVALID_TXN_STATE), and a new instance's
+ * InitProducerId bumps again, which fences E for good.
  */
 static int abort_epoch(struct cn_broker *b, struct cn_txn_meta *m)
 {
-    int rc = txn_next_epoch(b, m);
-    if (!rc && m->client_tv >= 2 && txn_tv2_on(b))
-        rc = txn_next_epoch(b, m);
-    return rc;
+    return txn_next_epoch(b, m);
 }
 
 /* ---- timeouts ----------------------------------------------------------- */

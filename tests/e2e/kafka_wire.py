@@ -557,6 +557,13 @@ class Client:
         assert len(parts) == 1, parts
         return parts[0][2], parts[0][3]
 
+    def txn_offset_commit(self, transactional_id, group, producer_id,
+                          producer_epoch, offsets, version=5):
+        """TxnOffsetCommit v3+: {(topic, partition): error}."""
+        return parse_txn_offset_commit_flex(self.call(
+            txn_offset_commit_request_flex, transactional_id, group,
+            producer_id, producer_epoch, offsets, version))
+
     def init_producer_id(self, version=4, **kw):
         """(error, producer_id, epoch)."""
         body = self.call(init_producer_id_request, version=version, **kw)
@@ -1519,6 +1526,47 @@ def parse_produce_v12(body):
         r.skip_tags()
     r.i32()                               # throttle
     return corr, out
+
+
+def txn_offset_commit_request_flex(correlation_id, transactional_id,
+                                   group, producer_id, producer_epoch,
+                                   offsets, version=5):
+    """TxnOffsetCommit v3+ (flexible; v5 is what a transaction version 2
+    client sends, with no AddOffsetsToTxn before it); offsets:
+    {(topic, partition): offset}."""
+    by_topic = {}
+    for (t, p), off in offsets.items():
+        by_topic.setdefault(t, []).append((p, off))
+    body = compact_string(transactional_id) + compact_string(group)
+    body += struct.pack(">qhi", producer_id, producer_epoch, -1)
+    body += compact_string("") + compact_string(None)
+    body += uvarint(len(by_topic) + 1)
+    for t, parts in by_topic.items():
+        body += compact_string(t) + uvarint(len(parts) + 1)
+        for p, off in parts:
+            body += struct.pack(">iqi", p, off, -1) + compact_string(None)
+            body += uvarint(0)
+        body += uvarint(0)
+    body += uvarint(0)
+    return request(API_TXN_OFFSET_COMMIT, version, correlation_id, body,
+                   flexible=True)
+
+
+def parse_txn_offset_commit_flex(body):
+    """{(topic, partition): error} of a TxnOffsetCommit v3+ answer."""
+    r = Reader(body)
+    r.i32()
+    r.skip_tags()
+    r.i32()                               # throttle
+    out = {}
+    for _ in range(r.uvarint() - 1):
+        t = r.compact_string()
+        for _ in range(r.uvarint() - 1):
+            p = r.i32()
+            out[(t, p)] = r.i16()
+            r.skip_tags()
+        r.skip_tags()
+    return out
 
 
 class Tv2ProduceClient(Tv2Client):

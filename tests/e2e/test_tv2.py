@@ -343,3 +343,94 @@ def test_restart_keeps_tv2(broker):
     vals, _ = committed_values(cli, 0)
     assert vals == [b"r1", b"r2"]
     cli.close()
+
+
+def test_txn_offset_commit_v5_joins_group_partition(broker_factory):
+    """A TV2 client's sendOffsetsToTransaction is TxnOffsetCommit v5 with
+    no AddOffsetsToTxn (KIP-890 part 2): the group's __consumer_offsets
+    partition joins the transaction there, and the offsets become the
+    group's when the commit marker lands.  v4 without AddOffsetsToTxn is
+    still refused, and so is v5 while transaction.version is 1."""
+    broker = broker_factory()
+    tid, group = "tv2-offsets", "tv2-group"
+    cli, pid, e0 = start_txn_id(broker, tid)
+    reader = kw.ReadClient(broker.port)
+    assert retry(lambda: (reader.find_coordinator(group, key_type=0)[0][
+        "error"],)) == (0,)
+    assert produce(cli, tid, pid, e0, 0, 0, [b"out"])[0] == 0
+    # v4: the TV1 rule, the group's partition must be added first.
+    assert cli.txn_offset_commit(tid, group, pid, e0, {(TOPIC, 0): 1},
+                                 version=4) == {(TOPIC, 0): kw.INVALID_TXN_STATE}
+    assert cli.txn_offset_commit(tid, group, pid, e0,
+                                 {(TOPIC, 0): 1}) == {(TOPIC, 0): 0}
+    d = describe(cli, tid)
+    assert d["state"] == "Ongoing"
+    assert len(d["topics"].get("__consumer_offsets", [])) == 1, d
+    # Pending until the commit: a stable fetch says so.
+    err, offs = reader.offset_fetch(group, {TOPIC: [0]}, require_stable=True)
+    assert offs[(TOPIC, 0)][0] == kw.UNSTABLE_OFFSET_COMMIT, offs
+    assert cli.end_txn_v5(tid, pid, e0, True)[0] == 0
+    wait_state(cli, tid, "CompleteCommit")
+    deadline = time.monotonic() + 10 * SLOW
+    while True:
+        err, offs = reader.offset_fetch(group, {TOPIC: [0]},
+                                        require_stable=True)
+        if offs[(TOPIC, 0)] == (0, 1) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert err == 0 and offs[(TOPIC, 0)] == (0, 1), offs
+    cli.close()
+    reader.close()
+
+    b1 = broker_factory(**{"cairn.transaction.version": "1"})
+    cli, pid, e0 = start_txn_id(b1, tid)
+    assert cli.add_partitions(tid, pid, e0, {TOPIC: [0]}, version=3) == {
+        (TOPIC, 0): 0}
+    assert cli.txn_offset_commit(tid, group, pid, e0, {(TOPIC, 0): 1}) == {
+        (TOPIC, 0): kw.INVALID_TXN_STATE}
+    cli.close()
+
+
+def test_coordinator_aborts_bump_once(broker_factory):
+    """A coordinator-made abort (timeout, fence) bumps a TV2 producer's
+    epoch once, as Kafka 4.1+ does (KAFKA-19367): the timed-out producer's
+    EndTxn(abort) at its old epoch is then a retry of that abort, answered
+    with the new epoch, so the Java client recovers (KIP-588); its late
+    commit is refused.  After a fence the new instance's own bump leaves
+    the zombie two epochs behind: fenced."""
+    broker = broker_factory(**{
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms":
+            "200"})
+    tid = "tv2-timeout"
+    broker.create_topic(TOPIC, 1)
+    cli = kw.Tv2ProduceClient(broker.port)
+    assert retry(lambda: (cli.find_coordinator(tid)[0]["error"],)) == (0,)
+    err, pid, e0 = retry(lambda: cli.init_producer_id(
+        version=5, transactional_id=tid, txn_timeout_ms=1000))
+    assert err == 0
+    assert produce(cli, tid, pid, e0, 0, 0, [b"slow"])[0] == 0
+    d = wait_state(cli, tid, "CompleteAbort")
+    assert d["producer_epoch"] == e0 + 1, d
+    assert cli.end_txn_v5(tid, pid, e0, True)[0] == kw.INVALID_TXN_STATE
+    assert cli.end_txn_v5(tid, pid, e0, False) == (0, pid, e0 + 1)
+    # Carries on at the new epoch.
+    assert produce(cli, tid, pid, e0 + 1, 0, 0, [b"again"])[0] == 0
+    assert cli.end_txn_v5(tid, pid, e0 + 1, True) == (0, pid, e0 + 2)
+    wait_state(cli, tid, "CompleteCommit")
+    vals, _ = committed_values(cli, 0)
+    assert vals == [b"again"], vals
+
+    # Fence: an Ongoing transaction at E, a new instance's InitProducerId.
+    e = e0 + 2
+    assert produce(cli, tid, pid, e, 0, 0, [b"zombie"])[0] == 0
+    new = kw.Tv2ProduceClient(broker.port)
+    err, pid2, e_new = retry(lambda: new.init_producer_id(
+        version=5, transactional_id=tid, txn_timeout_ms=60000))
+    assert (err, pid2, e_new) == (0, pid, e + 2)
+    ctl = [b for b in cli.fetch_full(TOPIC, 0)
+           if b["attributes"] & kw.ATTR_CONTROL]
+    assert ctl[-1]["producer_epoch"] == e + 1     # the fence's abort
+    assert cli.end_txn_v5(tid, pid, e, True)[0] == kw.PRODUCER_FENCED
+    assert cli.end_txn_v5(tid, pid, e, False)[0] == kw.PRODUCER_FENCED
+    cli.close()
+    new.close()
