@@ -215,9 +215,31 @@ def test_kafka_consumer_groups(broker_factory, classpath, tmp_path):
     assert got == 10, got
     c.commit(offsets=[TopicPartition("cli-g", 0, 3),
                       TopicPartition("cli-g", 1, 5)], asynchronous=False)
+
+    # While it is a member: its id, host and client id on each of its
+    # partitions (the tool decodes the member's assignment), and its
+    # offsets cannot be reset or it deleted.
+    kg = Cli(classpath, tmp_path, broker, GROUPS)
+    out = kg.ok("--describe", "--group", "cg")
+    rows = group_rows(out)
+    assert [r["PARTITION"] for r in rows] == ["0", "1"], out
+    assert len({r["CONSUMER-ID"] for r in rows}) == 1, out
+    assert all(r["CONSUMER-ID"].startswith("rdkafka-")
+               and r["HOST"] == "/127.0.0.1" and r["CLIENT-ID"] == "rdkafka"
+               for r in rows), out
+    assert [r["LAG"] for r in rows] == ["2", "0"], out
+    # (the tool decides from the group's state, and exits 0)
+    out = kg.ok("--reset-offsets", "--group", "cg", "--topic", "cli-g",
+                "--to-earliest", "--execute")
+    assert "Error: Assignments can only be reset if the group 'cg' is " \
+        "inactive, but the current state is Stable." in out, out
+    # and the broker refuses to delete it (NON_EMPTY_GROUP).
+    rc, out, err = kg.run("--delete", "--group", "cg")
+    assert "Deletion of some consumer groups failed" in out \
+        and "GroupNotEmptyException: The group is not empty." in out, \
+        (rc, out, err)
     c.close()
 
-    kg = Cli(classpath, tmp_path, broker, GROUPS)
     assert kg.ok("--list").split() == ["cg"]
     out = kg.ok("--list", "--state")
     assert re.search(r"^cg\s+Empty\s*$", out, re.M), out
