@@ -56,6 +56,11 @@ public final class ReadProcessWrite {
                 }
                 producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
                 if (transactions++ == 0) {
+                    // Sent first, so the aborted records really sit in the
+                    // log for read_uncommitted readers: an abort drops what
+                    // the producer has not sent yet, and whether it has is
+                    // up to timing.
+                    producer.flush();
                     producer.abortTransaction();
                     aborted += records.count();
                     // Replay from what the group committed (nothing yet).
