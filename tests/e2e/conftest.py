@@ -16,6 +16,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,19 @@ def port_open(port):
         return True
     except OSError:
         return False
+
+
+def metrics(broker):
+    """{'name{labels}': value} from the broker's /metrics."""
+    url = "http://127.0.0.1:%d/metrics" % broker.http_port
+    with urllib.request.urlopen(url, timeout=5 * SLOW) as r:
+        body = r.read().decode()
+    out = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            out[key] = float(value)
+    return out
 
 
 def run(args, timeout, **kw):

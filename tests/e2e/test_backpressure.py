@@ -23,11 +23,10 @@ import socket
 import struct
 import threading
 import time
-import urllib.request
 
 
 import kafka_wire as kw
-from conftest import SANITIZED, SLOW, needs_cairn
+from conftest import metrics, SANITIZED, SLOW, needs_cairn
 
 MiB = 1 << 20
 FLOOD_S = 12                  # how long the flood runs
@@ -132,16 +131,10 @@ def latencies(port, seconds, stop=None):
 
 def metric(broker, name):
     """One unlabelled sample from /metrics, or None."""
-    url = "http://127.0.0.1:%d/metrics" % broker.http_port
     try:
-        with urllib.request.urlopen(url, timeout=5 * SLOW) as r:
-            body = r.read().decode()
+        return metrics(broker).get(name)
     except OSError:
         return None
-    for line in body.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
 
 
 def pct(xs, p):

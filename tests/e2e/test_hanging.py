@@ -21,12 +21,11 @@ stops there and read_committed readers stall.
 import json
 import re
 import time
-import urllib.request
 
 from confluent_kafka import Consumer, TopicPartition
 
 import kafka_wire as kw
-from conftest import SLOW, needs_cairn, run, tool
+from conftest import metrics, SLOW, needs_cairn, run, tool
 
 pytestmark = needs_cairn
 
@@ -77,19 +76,6 @@ def wait_for(fn, what, timeout=15 * SLOW, every=0.1):
         if time.monotonic() > deadline:
             raise AssertionError("timed out waiting for " + what)
         time.sleep(every)
-
-
-def metrics(broker):
-    """{'name{labels}': value} from the broker's /metrics."""
-    url = "http://127.0.0.1:%d/metrics" % broker.http_port
-    with urllib.request.urlopen(url, timeout=5 * SLOW) as r:
-        body = r.read().decode()
-    out = {}
-    for line in body.splitlines():
-        if line and not line.startswith("#"):
-            key, value = line.rsplit(" ", 1)
-            out[key] = float(value)
-    return out
 
 
 def offsets(cli, topic, partition=0):

@@ -22,12 +22,11 @@ import os
 import struct
 import subprocess
 import time
-import urllib.request
 
 import pytest
 
 import kafka_wire as kw
-from conftest import SANITIZED, SLOW, Broker, needs_cairn, scaled
+from conftest import metrics, SANITIZED, SLOW, Broker, needs_cairn, scaled
 
 pytestmark = needs_cairn
 
@@ -165,12 +164,7 @@ def open_fds(pid):
 
 
 def metric(b, name):
-    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % b.http_port,
-                                timeout=10) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-    return None
+    return metrics(b).get(name)
 
 
 def test_partitions_beyond_descriptor_limit(tmp_path, tmpfs):

@@ -19,31 +19,18 @@ WriteTxnMarkers a single broker receives comes from outside the cluster:
 """
 
 import time
-import urllib.request
 
 from confluent_kafka import Consumer, KafkaException, Producer, \
     TopicPartition
 
 import kafka_wire as kw
-from conftest import SLOW, needs_cairn
+from conftest import metrics, SLOW, needs_cairn
 
 pytestmark = needs_cairn
 
 TOPIC = "guarded"
 TIMEOUT = 20 * SLOW
 CONTROL_ABORT, CONTROL_COMMIT = kw.CONTROL_ABORT, kw.CONTROL_COMMIT
-
-
-def metrics(broker):
-    url = "http://127.0.0.1:%d/metrics" % broker.http_port
-    with urllib.request.urlopen(url, timeout=5 * SLOW) as r:
-        body = r.read().decode()
-    out = {}
-    for line in body.splitlines():
-        if line and not line.startswith("#"):
-            key, value = line.rsplit(" ", 1)
-            out[key] = float(value)
-    return out
 
 
 def victim(broker, tid, values):
