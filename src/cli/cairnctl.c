@@ -4,8 +4,8 @@
  *
  * Speaks only Kafka's wire protocol (through kclient.h), so it works against
  * any Kafka-compatible broker.  Output imitates kafka-topics.sh,
- * kafka-configs.sh and kafka-transactions.sh (KIP-664); --json prints one
- * JSON document on stdout instead.
+ * kafka-configs.sh, kafka-consumer-groups.sh and kafka-transactions.sh
+ * (KIP-664); --json prints one JSON document on stdout instead.
  * Exit codes: 0 success, 1 the operation failed, 2 bad usage.
  */
 #include <errno.h>
@@ -44,6 +44,12 @@ static const char usage_text[] =
     "  txn abort --topic T --partition P --producer-id N --producer-epoch E\n"
     "            [--coordinator-epoch C]\n"
     "  lso-gap [--topic T]\n"
+    "  groups list\n"
+    "  groups describe (--group G ... | --all-groups)\n"
+    "  groups reset-offsets --group G (--topic T[:P,P...] | --all-topics)\n"
+    "                (--to-earliest | --to-latest | --to-offset N |\n"
+    "                 --shift-by N) (--dry-run | --execute)\n"
+    "  groups delete --group G\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --bootstrap-server HOST:PORT  broker to talk to (default "
@@ -103,7 +109,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         "--state",              "--producer-id", "--duration-ms",
         "--transactional-id",   "--partition", "--broker",
         "--max-transaction-timeout", "--start-offset", "--producer-epoch",
-        "--coordinator-epoch",
+        "--coordinator-epoch", "--group", "--to-offset", "--shift-by",
     };
 
     o->bootstrap = "127.0.0.1:9092";
@@ -115,13 +121,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
     o->deletes = calloc((size_t)argc + 1, sizeof *o->deletes);
     o->states = calloc((size_t)argc + 1, sizeof *o->states);
     o->pids = calloc((size_t)argc + 1, sizeof *o->pids);
+    o->groups = calloc((size_t)argc + 1, sizeof *o->groups);
     o->partition = -1;
     o->broker = -1;
     o->max_txn_timeout_ms = 900000; /* Kafka's transaction.max.timeout.ms */
     o->start_offset = -1;
     o->producer_epoch = -1;
     o->coordinator_epoch = -1;
-    if (!o->configs || !o->sets || !o->deletes || !o->states || !o->pids) {
+    if (!o->configs || !o->sets || !o->deletes || !o->states || !o->pids ||
+        !o->groups) {
         fprintf(stderr, "cairnctl: out of memory\n");
         return EXIT_FAIL;
     }
@@ -266,6 +274,35 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                    "number >= 0)",
                                    val);
             o->seen |= OPT_COORD_EPOCH;
+        } else if (strcmp(name, "--group") == 0) {
+            if (!*val)
+                return usage_error("empty --group");
+            o->groups[o->ngroups++] = val;
+            o->seen |= OPT_GROUP;
+        } else if (strcmp(name, "--all-groups") == 0) {
+            o->seen |= OPT_ALL_GROUPS;
+        } else if (strcmp(name, "--all-topics") == 0) {
+            o->seen |= OPT_ALL_TOPICS;
+        } else if (strcmp(name, "--to-earliest") == 0) {
+            o->seen |= OPT_TO_EARLIEST;
+        } else if (strcmp(name, "--to-latest") == 0) {
+            o->seen |= OPT_TO_LATEST;
+        } else if (strcmp(name, "--to-offset") == 0) {
+            if (!parse_int64(val, 0, &o->to_offset))
+                return usage_error("bad --to-offset '%s' (want a number "
+                                   ">= 0)",
+                                   val);
+            o->seen |= OPT_TO_OFFSET;
+        } else if (strcmp(name, "--shift-by") == 0) {
+            if (!parse_int64(val, INT64_MIN, &o->shift_by))
+                return usage_error("bad --shift-by '%s' (want a number, "
+                                   "negative to go back)",
+                                   val);
+            o->seen |= OPT_SHIFT_BY;
+        } else if (strcmp(name, "--dry-run") == 0) {
+            o->seen |= OPT_DRY_RUN;
+        } else if (strcmp(name, "--execute") == 0) {
+            o->seen |= OPT_EXECUTE;
         } else {
             return usage_error("unknown option '%s'", name);
         }
@@ -308,6 +345,15 @@ static const struct command commands[] = {
      OPT_TOPIC | OPT_PARTITION | OPT_START_OFFSET | OPT_PRODUCER_ID |
          OPT_PRODUCER_EPOCH | OPT_COORD_EPOCH,
      OPT_TOPIC | OPT_PARTITION, cmd_txn_abort},
+    {"groups", "list", 0, 0, cmd_groups_list},
+    {"groups", "describe", OPT_GROUP | OPT_ALL_GROUPS, 0,
+     cmd_groups_describe},
+    {"groups", "reset-offsets",
+     OPT_GROUP | OPT_TOPIC | OPT_ALL_TOPICS | OPT_TO_EARLIEST |
+         OPT_TO_LATEST | OPT_TO_OFFSET | OPT_SHIFT_BY | OPT_DRY_RUN |
+         OPT_EXECUTE,
+     OPT_GROUP, cmd_groups_reset_offsets},
+    {"groups", "delete", OPT_GROUP, OPT_GROUP, cmd_groups_delete},
     /* One word: the action is NULL. */
     {"lso-gap", NULL, OPT_TOPIC, 0, cmd_lso_gap},
 };
@@ -317,8 +363,72 @@ static const char *const opt_names[] = {
     "--delete", "--all", "--state", "--producer-id", "--duration-ms",
     "--transactional-id", "--partition", "--broker",
     "--max-transaction-timeout", "--start-offset", "--producer-epoch",
-    "--coordinator-epoch",
+    "--coordinator-epoch", "--group", "--all-groups", "--all-topics",
+    "--to-earliest", "--to-latest", "--to-offset", "--shift-by", "--dry-run",
+    "--execute",
 };
+
+/* How many of the OPT_* bits in mask were given. */
+static int count_opts(const struct opts *o, unsigned mask)
+{
+    return __builtin_popcount(o->seen & mask);
+}
+
+/* "T" or "T:P,P,...": a topic name and, after the colon, partitions. */
+static bool topic_parts_ok(const char *s)
+{
+    const char *colon = strchr(s, ':');
+    int32_t p;
+
+    if (colon == s)
+        return false;
+    if (!colon)
+        return true;
+    for (const char *q = colon + 1;; q = strchr(q, ',') + 1) {
+        char num[16];
+        size_t n = strcspn(q, ",");
+        if (n == 0 || n >= sizeof num)
+            return false;
+        memcpy(num, q, n);
+        num[n] = '\0';
+        if (!parse_int32(num, 0, &p))
+            return false;
+        if (!q[n])
+            return true;
+    }
+}
+
+/* The choices the groups commands need that the option table cannot say:
+ * exactly one of each set. */
+static int check_groups_args(int (*run)(struct ctx *), const struct opts *o)
+{
+    if (run == cmd_groups_describe &&
+        (o->ngroups > 0) == !!(o->seen & OPT_ALL_GROUPS))
+        return usage_error("'groups describe' needs --group G (one or "
+                           "more) or --all-groups");
+    if (run == cmd_groups_delete && o->ngroups != 1)
+        return usage_error("'groups delete' takes one --group");
+    if (run != cmd_groups_reset_offsets)
+        return 0;
+    if (o->ngroups != 1)
+        return usage_error("'groups reset-offsets' takes one --group");
+    if (count_opts(o, OPT_TOPIC | OPT_ALL_TOPICS) != 1)
+        return usage_error("'groups reset-offsets' needs --topic T[:P,...] "
+                           "or --all-topics");
+    if ((o->seen & OPT_TOPIC) && !topic_parts_ok(o->topic))
+        return usage_error("bad --topic '%s' (want TOPIC or "
+                           "TOPIC:PARTITION,PARTITION,...)",
+                           o->topic);
+    if (count_opts(o, OPT_TO_EARLIEST | OPT_TO_LATEST | OPT_TO_OFFSET |
+                          OPT_SHIFT_BY) != 1)
+        return usage_error("'groups reset-offsets' needs one of "
+                           "--to-earliest, --to-latest, --to-offset N, "
+                           "--shift-by N");
+    if (count_opts(o, OPT_DRY_RUN | OPT_EXECUTE) != 1)
+        return usage_error("'groups reset-offsets' needs --dry-run or "
+                           "--execute");
+    return 0;
+}
 
 static int run(int argc, char **argv, struct opts *o)
 {
@@ -400,6 +510,10 @@ static int run(int argc, char **argv, struct opts *o)
                                "--producer-id and --producer-epoch");
     }
 
+    rc = check_groups_args(cmd->run, o);
+    if (rc)
+        return rc;
+
     rc = cli_ctx_open(&x, o);
     if (!rc)
         rc = cmd->run(&x);
@@ -436,5 +550,6 @@ int main(int argc, char **argv)
     free(o.deletes);
     free(o.states);
     free(o.pids);
+    free(o.groups);
     return rc;
 }

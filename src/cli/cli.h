@@ -1,7 +1,8 @@
 /*
  * cli.h - what cairnctl's files share: the parsed command line, a
  * command's connections, output and table helpers, and the commands
- * (cli_util.c, cmd_topics.c, cmd_txn.c; main and dispatch in cairnctl.c).
+ * (cli_util.c, cmd_topics.c, cmd_txn.c, cmd_groups.c; main and dispatch in
+ * cairnctl.c).
  * Each command returns 0, EXIT_FAIL or EXIT_USAGE.
  */
 #ifndef CN_CLI_CLI_H
@@ -18,12 +19,17 @@
 
 #define API_LIST_OFFSETS 2
 #define API_METADATA 3
+#define API_OFFSET_COMMIT 8
+#define API_OFFSET_FETCH 9
 #define API_FIND_COORDINATOR 10
+#define API_DESCRIBE_GROUPS 15
+#define API_LIST_GROUPS 16
 #define API_CREATE_TOPICS 19
 #define API_DELETE_TOPICS 20
 #define API_WRITE_TXN_MARKERS 27
 #define API_DESCRIBE_CONFIGS 32
 #define API_CREATE_PARTITIONS 37
+#define API_DELETE_GROUPS 42
 #define API_INCREMENTAL_ALTER_CONFIGS 44
 #define API_DESCRIBE_PRODUCERS 61
 #define API_DESCRIBE_TRANSACTIONS 65
@@ -58,6 +64,15 @@ enum {
     OPT_START_OFFSET = 1 << 14,
     OPT_PRODUCER_EPOCH = 1 << 15,
     OPT_COORD_EPOCH = 1 << 16,
+    OPT_GROUP = 1 << 17,
+    OPT_ALL_GROUPS = 1 << 18,
+    OPT_ALL_TOPICS = 1 << 19,
+    OPT_TO_EARLIEST = 1 << 20,
+    OPT_TO_LATEST = 1 << 21,
+    OPT_TO_OFFSET = 1 << 22,
+    OPT_SHIFT_BY = 1 << 23,
+    OPT_DRY_RUN = 1 << 24,
+    OPT_EXECUTE = 1 << 25,
 };
 
 struct opts {
@@ -90,6 +105,10 @@ struct opts {
     int64_t start_offset;  /* --start-offset */
     int32_t producer_epoch;     /* --producer-epoch */
     int32_t coordinator_epoch;  /* --coordinator-epoch */
+    const char **groups;   /* --group G, argc slots */
+    int ngroups;           /* entries in groups */
+    int64_t to_offset;     /* --to-offset N */
+    int64_t shift_by;      /* --shift-by N, may be negative */
 };
 
 /* One command's connections and the arena its responses live in. */
@@ -113,6 +132,13 @@ struct table {
     int cap;                /* rows allocated */
     const char **cells;     /* nrows * ncols cells, row-major */
     struct cn_arena *arena; /* where cells and their text live */
+};
+
+/* One partition to look at, with its leader. */
+struct tp {
+    struct cn_bytes topic;
+    int32_t partition;
+    int32_t leader;     /* node id, -1 none */
 };
 
 /* ---- cli_util.c ---- */
@@ -147,8 +173,20 @@ void cli_table_header(struct table *t, const char *const *names);
 void cli_table_print(const struct table *t);
 struct cn_kclient *cli_conn_to(struct ctx *x, struct cn_bytes host,
                                   int32_t port);
+struct cn_kclient *cli_node_conn(struct ctx *x,
+                                 const struct cn_metadata_response *md,
+                                 int32_t node);
+int cli_list_offset(struct cn_kclient *c, struct ctx *x, const struct tp *tp,
+                    int8_t isolation, int64_t timestamp, int64_t *out);
+int cli_find_coordinator(struct ctx *x, int8_t key_type, const char *id,
+                         struct cn_kclient **out, int32_t *node,
+                         int16_t *code, struct cn_bytes *msg);
 
-/* ---- commands (cmd_topics.c, cmd_txn.c) ---- */
+/* ---- commands (cmd_topics.c, cmd_txn.c, cmd_groups.c) ---- */
+int cmd_groups_list(struct ctx *x);
+int cmd_groups_describe(struct ctx *x);
+int cmd_groups_reset_offsets(struct ctx *x);
+int cmd_groups_delete(struct ctx *x);
 int cmd_topics_list(struct ctx *x);
 int cmd_topics_describe(struct ctx *x);
 int cmd_topics_create(struct ctx *x);

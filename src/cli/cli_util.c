@@ -384,4 +384,118 @@ struct cn_kclient *cli_conn_to(struct ctx *x, struct cn_bytes host,
     return &x->ctl;
 }
 
-/* Prints a Kafka error about a transactional id; returns the exit code. */
+/* A broker's connection by node id from a Metadata reply, or NULL after
+ * printing why. */
+struct cn_kclient *cli_node_conn(struct ctx *x,
+                                 const struct cn_metadata_response *md,
+                                 int32_t node)
+{
+    for (int32_t i = 0; i < md->brokers_len; i++)
+        if (md->brokers[i].node_id == node)
+            return cli_conn_to(x, md->brokers[i].host, md->brokers[i].port);
+    fprintf(stderr, "cairnctl: broker %d is not in the cluster's metadata\n",
+            node);
+    return NULL;
+}
+
+/*
+ * One ListOffsets for one partition on c: timestamp -1 latest (the high
+ * watermark read_uncommitted, the LSO read_committed), -2 earliest.
+ */
+int cli_list_offset(struct cn_kclient *c, struct ctx *x, const struct tp *tp,
+                    int8_t isolation, int64_t timestamp, int64_t *out)
+{
+    struct cn_list_offsets_request rq;
+    struct cn_list_offsets_request_list_offsets_topic t;
+    struct cn_list_offsets_request_list_offsets_partition p;
+    struct cn_list_offsets_response rs;
+    int16_t v = cli_need_version(c, API_LIST_OFFSETS, "ListOffsets");
+
+    if (v < 0)
+        return EXIT_FAIL;
+    if (v < 2) {
+        fprintf(stderr, "cairnctl: broker %s:%d has no ListOffsets v2 "
+                        "(isolation levels)\n",
+                c->host, c->port);
+        return EXIT_FAIL;
+    }
+    cn_list_offsets_request_init(&rq);
+    cn_list_offsets_request_list_offsets_topic_init(&t);
+    cn_list_offsets_request_list_offsets_partition_init(&p);
+    p.partition_index = tp->partition;
+    p.timestamp = timestamp;
+    t.name = tp->topic;
+    t.partitions = &p;
+    t.partitions_len = 1;
+    rq.replica_id = -1;
+    rq.isolation_level = isolation;
+    rq.topics = &t;
+    rq.topics_len = 1;
+    if (cli_call(c, API_LIST_OFFSETS, v, &rq, &rs, &x->arena))
+        return EXIT_FAIL;
+    if (rs.topics_len < 1 || rs.topics[0].partitions_len < 1) {
+        fprintf(stderr, "cairnctl: ListOffsets response has no result\n");
+        return EXIT_FAIL;
+    }
+    if (rs.topics[0].partitions[0].error_code) {
+        fprintf(stderr, "cairnctl: ListOffsets for %.*s-%d: %s\n",
+                (int)tp->topic.len, (const char *)tp->topic.ptr,
+                tp->partition,
+                cn_kerr_name(rs.topics[0].partitions[0].error_code));
+        return EXIT_FAIL;
+    }
+    *out = rs.topics[0].partitions[0].offset;
+    return 0;
+}
+
+/*
+ * FindCoordinator for key (a group or transactional id, per key_type) and a
+ * connection to it.  Returns 0 with *code set: KAFKA_NONE and *out, *node
+ * filled, or the broker's error and *msg; EXIT_FAIL after printing a
+ * transport failure.
+ */
+int cli_find_coordinator(struct ctx *x, int8_t key_type, const char *id,
+                         struct cn_kclient **out, int32_t *node,
+                         int16_t *code, struct cn_bytes *msg)
+{
+    struct cn_find_coordinator_request rq;
+    struct cn_find_coordinator_response rs;
+    struct cn_bytes key = cn_bytes_str(id);
+    struct cn_bytes host;
+    int32_t port;
+    int16_t v = cli_need_version(&x->boot, API_FIND_COORDINATOR,
+                                 "FindCoordinator");
+
+    if (v < 0)
+        return EXIT_FAIL;
+    cn_find_coordinator_request_init(&rq);
+    /* v4+ batches keys (KIP-699); older versions take one key. */
+    rq.key = key;
+    rq.key_type = key_type;
+    rq.coordinator_keys = &key;
+    rq.coordinator_keys_len = 1;
+    if (cli_call(&x->boot, API_FIND_COORDINATOR, v, &rq, &rs, &x->arena))
+        return EXIT_FAIL;
+    if (v >= 4) {
+        if (rs.coordinators_len < 1) {
+            fprintf(stderr, "cairnctl: FindCoordinator response has no "
+                            "result\n");
+            return EXIT_FAIL;
+        }
+        *code = rs.coordinators[0].error_code;
+        *msg = rs.coordinators[0].error_message;
+        *node = rs.coordinators[0].node_id;
+        host = rs.coordinators[0].host;
+        port = rs.coordinators[0].port;
+    } else {
+        *code = rs.error_code;
+        *msg = rs.error_message;
+        *node = rs.node_id;
+        host = rs.host;
+        port = rs.port;
+    }
+    if (*code)
+        return 0;
+    *out = cli_conn_to(x, host, port);
+    return *out ? 0 : EXIT_FAIL;
+}

@@ -173,47 +173,15 @@ int cmd_txn_list(struct ctx *x)
 static int find_txn_coordinator(struct ctx *x, const char *id,
                                 struct cn_kclient **out, int32_t *node)
 {
-    struct cn_find_coordinator_request rq;
-    struct cn_find_coordinator_response rs;
-    struct cn_bytes key = cn_bytes_str(id);
-    struct cn_bytes host, msg;
-    int32_t port;
+    struct cn_bytes msg;
     int16_t err;
-    int16_t v = cli_need_version(&x->boot, API_FIND_COORDINATOR,
-                             "FindCoordinator");
 
-    if (v < 0)
+    if (cli_find_coordinator(x, COORDINATOR_TRANSACTION, id, out, node, &err,
+                             &msg))
         return EXIT_FAIL;
-    cn_find_coordinator_request_init(&rq);
-    /* v4+ batches keys (KIP-699); older versions take one key. */
-    rq.key = key;
-    rq.key_type = COORDINATOR_TRANSACTION;
-    rq.coordinator_keys = &key;
-    rq.coordinator_keys_len = 1;
-    if (cli_call(&x->boot, API_FIND_COORDINATOR, v, &rq, &rs, &x->arena))
-        return EXIT_FAIL;
-    if (v >= 4) {
-        if (rs.coordinators_len < 1) {
-            fprintf(stderr, "cairnctl: FindCoordinator response has no "
-                            "result\n");
-            return EXIT_FAIL;
-        }
-        err = rs.coordinators[0].error_code;
-        msg = rs.coordinators[0].error_message;
-        *node = rs.coordinators[0].node_id;
-        host = rs.coordinators[0].host;
-        port = rs.coordinators[0].port;
-    } else {
-        err = rs.error_code;
-        msg = rs.error_message;
-        *node = rs.node_id;
-        host = rs.host;
-        port = rs.port;
-    }
     if (err)
         return txn_error(x->o, "cannot find the coordinator of", id, err, msg);
-    *out = cli_conn_to(x, host, port);
-    return *out ? 0 : EXIT_FAIL;
+    return 0;
 }
 
 static void describe_txn_json(
@@ -445,27 +413,6 @@ int cmd_txn_describe_producers(struct ctx *x)
 
 /* ---- hanging transactions: find-hanging, abort, lso-gap ----------------- */
 
-/* One partition to look at, with its leader. */
-struct tp {
-    struct cn_bytes topic;
-    int32_t partition;
-    int32_t leader;     /* node id, -1 none */
-};
-
-/* A broker's connection by node id from a Metadata reply, or NULL after
- * printing why. */
-static struct cn_kclient *node_conn(struct ctx *x,
-                                    const struct cn_metadata_response *md,
-                                    int32_t node)
-{
-    for (int32_t i = 0; i < md->brokers_len; i++)
-        if (md->brokers[i].node_id == node)
-            return cli_conn_to(x, md->brokers[i].host, md->brokers[i].port);
-    fprintf(stderr, "cairnctl: broker %d is not in the cluster's metadata\n",
-            node);
-    return NULL;
-}
-
 static int cmp_tp(const void *a, const void *b)
 {
     const struct tp *ta = a, *tb = b;
@@ -579,7 +526,7 @@ static int producers_of(
                 tp->partition);
         return EXIT_FAIL;
     }
-    c = node_conn(x, md, tp->leader);
+    c = cli_node_conn(x, md, tp->leader);
     if (!c)
         return EXIT_FAIL;
     v = cli_need_version(c, API_DESCRIBE_PRODUCERS, "DescribeProducers");
@@ -687,7 +634,7 @@ static int pid_lookup(struct ctx *x, const struct cn_metadata_response *md,
     }
     if (!pc->known)
         return 0;
-    struct cn_kclient *c = node_conn(x, md, pc->coordinator);
+    struct cn_kclient *c = cli_node_conn(x, md, pc->coordinator);
     int16_t v;
     if (!c)
         return EXIT_FAIL;
@@ -957,7 +904,7 @@ int cmd_txn_abort(struct ctx *x)
     rc = pid_lookup(x, &md, s->producer_id, parts[0].topic, part, &pc);
     if (rc)
         return rc;
-    c = node_conn(x, &md, parts[0].leader);
+    c = cli_node_conn(x, &md, parts[0].leader);
     if (!c)
         return EXIT_FAIL;
     v = cli_need_version(c, API_WRITE_TXN_MARKERS, "WriteTxnMarkers");
@@ -1027,53 +974,6 @@ int cmd_txn_abort(struct ctx *x)
     return 0;
 }
 
-/* One ListOffsets (latest) at an isolation level for one partition. */
-static int latest_offset(struct cn_kclient *c, struct ctx *x,
-                         const struct tp *tp, int8_t isolation, int64_t *out)
-{
-    struct cn_list_offsets_request rq;
-    struct cn_list_offsets_request_list_offsets_topic t;
-    struct cn_list_offsets_request_list_offsets_partition p;
-    struct cn_list_offsets_response rs;
-    int16_t v = cli_need_version(c, API_LIST_OFFSETS, "ListOffsets");
-
-    if (v < 0)
-        return EXIT_FAIL;
-    if (v < 2) {
-        fprintf(stderr, "cairnctl: broker %s:%d has no ListOffsets v2 "
-                        "(isolation levels)\n",
-                c->host, c->port);
-        return EXIT_FAIL;
-    }
-    cn_list_offsets_request_init(&rq);
-    cn_list_offsets_request_list_offsets_topic_init(&t);
-    cn_list_offsets_request_list_offsets_partition_init(&p);
-    p.partition_index = tp->partition;
-    p.timestamp = -1; /* latest */
-    t.name = tp->topic;
-    t.partitions = &p;
-    t.partitions_len = 1;
-    rq.replica_id = -1;
-    rq.isolation_level = isolation;
-    rq.topics = &t;
-    rq.topics_len = 1;
-    if (cli_call(c, API_LIST_OFFSETS, v, &rq, &rs, &x->arena))
-        return EXIT_FAIL;
-    if (rs.topics_len < 1 || rs.topics[0].partitions_len < 1) {
-        fprintf(stderr, "cairnctl: ListOffsets response has no result\n");
-        return EXIT_FAIL;
-    }
-    if (rs.topics[0].partitions[0].error_code) {
-        fprintf(stderr, "cairnctl: ListOffsets for %.*s-%d: %s\n",
-                (int)tp->topic.len, (const char *)tp->topic.ptr,
-                tp->partition,
-                cn_kerr_name(rs.topics[0].partitions[0].error_code));
-        return EXIT_FAIL;
-    }
-    *out = rs.topics[0].partitions[0].offset;
-    return 0;
-}
-
 struct gap_row {
     const struct tp *tp;
     int64_t hw, lso;
@@ -1116,11 +1016,11 @@ int cmd_lso_gap(struct ctx *x)
                     (const char *)parts[i].topic.ptr, parts[i].partition);
             return EXIT_FAIL;
         }
-        c = node_conn(x, &md, parts[i].leader);
+        c = cli_node_conn(x, &md, parts[i].leader);
         if (!c)
             return EXIT_FAIL;
-        if (latest_offset(c, x, &parts[i], 0, &r->hw) ||
-            latest_offset(c, x, &parts[i], 1, &r->lso))
+        if (cli_list_offset(c, x, &parts[i], 0, -1, &r->hw) ||
+            cli_list_offset(c, x, &parts[i], 1, -1, &r->lso))
             return EXIT_FAIL;
         if (r->lso >= r->hw)
             continue;
