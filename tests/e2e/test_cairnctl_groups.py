@@ -17,6 +17,7 @@ command).
 """
 
 import json
+import re
 import time
 
 import pytest
@@ -95,47 +96,61 @@ def hw_lso(broker, part):
     return lags(broker)[part][1::2][:2]
 
 
-@pytest.fixture
-def scene(broker_factory):
-    """The broker with topic "lag" as in the module docstring, a member
-    consumer of group g-lag holding all three partitions, and the
-    transactional producer whose transaction is open on p1."""
-    broker = broker_factory(**{"group.initial.rebalance.delay.ms": "0"})
-    broker.create_topic("lag", partitions=3)
-    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
-    for part, n in ((0, 10), (1, 5), (2, 2)):
-        for i in range(n):
-            p.produce("lag", b"v%d" % i, partition=part)
-    assert p.flush(T) == 0
-    tp = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0,
-                   "transactional.id": "lag-txn",
-                   "transaction.timeout.ms": 600000})
-    tp.init_transactions(T)
-    tp.begin_transaction()
-    for i in range(3):
-        tp.produce("lag", b"t%d" % i, partition=1)
-    assert tp.flush(T) == 0
+class Scene:
+    """Topic "lag" as in the module docstring on the broker at bootstrap,
+    a member consumer of group g-lag holding all three partitions, and
+    the transactional producer whose transaction is open on p1.
+    create_topic(name, partitions) makes the topic."""
 
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g-lag",
-                  "client.id": "lag-client", "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest"})
-    c.subscribe(["lag"])
-    deadline = time.monotonic() + T
-    while len(c.assignment()) < 3:
-        assert time.monotonic() < deadline, c.assignment()
-        c.poll(0.2)
-    c.commit(offsets=[TopicPartition("lag", 0, 4),
-                      TopicPartition("lag", 1, 2)], asynchronous=False)
-    try:
-        yield broker, c, tp
-    finally:
-        c.close()
+    def __init__(self, bootstrap, create_topic):
+        create_topic("lag", 3)
+        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+        for part, n in ((0, 10), (1, 5), (2, 2)):
+            for i in range(n):
+                p.produce("lag", b"v%d" % i, partition=part)
+        assert p.flush(T) == 0
+        self.tp = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0,
+                            "transactional.id": "lag-txn",
+                            "transaction.timeout.ms": 600000})
+        self.tp.init_transactions(T)
+        self.tp.begin_transaction()
+        for i in range(3):
+            self.tp.produce("lag", b"t%d" % i, partition=1)
+        assert self.tp.flush(T) == 0
+
+        self.c = Consumer({"bootstrap.servers": bootstrap,
+                           "group.id": "g-lag", "client.id": "lag-client",
+                           "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest"})
+        self.c.subscribe(["lag"])
+        deadline = time.monotonic() + T
+        while len(self.c.assignment()) < 3:
+            assert time.monotonic() < deadline, self.c.assignment()
+            self.c.poll(0.2)
+        self.c.commit(offsets=[TopicPartition("lag", 0, 4),
+                               TopicPartition("lag", 1, 2)],
+                      asynchronous=False)
+
+    def close(self):
+        self.c.close()
         # End the transaction while the broker is up, so the producer
         # shuts down at once instead of retrying a gone broker.
         try:
-            tp.abort_transaction(T)
+            self.tp.abort_transaction(T)
         except KafkaException:
             pass
+
+
+@pytest.fixture
+def scene(broker_factory):
+    """(broker, member consumer, transactional producer): see Scene."""
+    broker = broker_factory(**{"group.initial.rebalance.delay.ms": "0"})
+    s = Scene(broker.bootstrap,
+              lambda name, n: broker.create_topic(name, partitions=n))
+    try:
+        yield broker, s.c, s.tp
+    finally:
+        s.close()
 
 
 def test_describe_lag_hw_and_lso(scene):
@@ -338,3 +353,73 @@ def test_unreachable_and_usage(broker):
     # An unknown group is an error, not an empty table.
     fails(ctl(broker, "groups", "describe", "--group", "nope"), 1,
           "cannot describe group 'nope'", "does not exist")
+
+
+def _normal(text):
+    """Output with the member ids (each client library and broker makes
+    its own) replaced and the table padding (which follows their
+    length) ignored: a list of word lists."""
+    text = re.sub(r"lag-client-[\w-]+", "lag-client-M", text)
+    return [line.split() for line in text.splitlines()]
+
+
+class _Addr:
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+
+
+def cli_scenario(bootstrap, create_topic):
+    """Every groups command on the scene at bootstrap, live member and
+    open transaction first, then without them: [(step, (rc, stdout,
+    stderr))], normalised for comparing brokers (test_differential's
+    groups_cli compares Cairn's list with Apache Kafka's)."""
+    b = _Addr(bootstrap)
+    s = Scene(bootstrap, create_topic)
+    obs = []
+
+    def step(name, *args):
+        res = ctl(b, *args)
+        out = res.stdout
+        # A shared reference broker has other tests' groups too.
+        if args[-1] == "list" and args[0] == "--json":
+            out = json.dumps([g for g in json.loads(out)
+                              if g["group_id"].startswith("g-")])
+        elif args[-1] == "list":
+            out = "\n".join(x for x in out.splitlines()
+                            if x.startswith(("GROUP ", "g-")))
+        obs.append((name, (res.returncode, _normal(out),
+                           _normal(res.stderr))))
+
+    reset = ("groups", "reset-offsets", "--group", "g-lag")
+    try:
+        step("list_live", "groups", "list")
+        step("describe_live", "groups", "describe", "--group", "g-lag")
+        step("describe_live_json", "--json", "groups", "describe",
+             "--group", "g-lag")
+        step("reset_refused", *reset, "--all-topics", "--to-earliest",
+             "--execute")
+        step("delete_refused", "--json", "groups", "delete", "--group",
+             "g-lag")
+        s.c.close()
+        s.tp.commit_transaction(T)
+        wait_for("p1's HW and LSO", lambda: hw_lso(b, 1), (9, 9))
+        wait_for("state", lambda: state(b), "Empty")
+        step("list_empty", "--json", "groups", "list")
+        step("describe_empty", "groups", "describe", "--group", "g-lag")
+        step("reset_dry_run", *reset, "--topic", "lag", "--to-offset", "7",
+             "--dry-run")
+        step("reset_shift", *reset, "--topic", "lag:0,1", "--shift-by", "-3",
+             "--execute")
+        step("reset_latest", "--json", *reset, "--all-topics",
+             "--to-latest", "--execute")
+        step("describe_reset", "--json", "groups", "describe", "--group",
+             "g-lag")
+        step("delete", "groups", "delete", "--group", "g-lag")
+        step("delete_again", "groups", "delete", "--group", "g-lag")
+        step("describe_deleted", "groups", "describe", "--group", "g-lag")
+        step("list_deleted", "--json", "groups", "list")
+        step("reset_unknown", *reset, "--all-topics", "--to-earliest",
+             "--dry-run")
+    finally:
+        s.close()
+    return obs

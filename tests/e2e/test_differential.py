@@ -24,6 +24,10 @@ Scenarios:
                   (Produce v12, EndTxn v5, TxnOffsetCommit v5): the epoch
                   each EndTxn returns, late requests of a finished
                   transaction, a timeout abort and the recovery from it.
+  groups_cli      cairnctl groups list|describe|reset-offsets|delete on a
+                  group with a live member and an open transaction, then
+                  without them (test_cairnctl_groups' scene): exit codes
+                  and output, member ids aside.
 
 The reference broker starts once per module (about 4 s, some 300 MB
 resident); release build only.
@@ -38,6 +42,7 @@ import java_harness
 import kafka_wire as kw
 from conftest import SANITIZED, needs_cairn
 from kafka_ref import RefKafka
+from test_cairnctl_groups import cli_scenario
 from test_read_committed import (RC, RETRIABLE, RU, Writers, aborted,
                                  fetch, offsets_of)
 
@@ -352,3 +357,12 @@ def test_tv2_epochs(broker_factory, kafka):
     cairn = broker_factory(**TIMEOUTS)
     compare("tv2_epochs", tv2_epochs(cairn.port, cairn.bootstrap),
             tv2_epochs(kafka.port, kafka.bootstrap))
+
+
+def test_groups_cli(broker_factory, kafka):
+    cairn = broker_factory(**{"group.initial.rebalance.delay.ms": "0"})
+    compare("groups_cli",
+            cli_scenario(cairn.bootstrap, lambda name, n:
+                         cairn.create_topic(name, partitions=n)),
+            cli_scenario(kafka.bootstrap, lambda name, n:
+                         create_topic(kafka.bootstrap, name, n)))
