@@ -57,6 +57,9 @@ def test_help_and_usage(broker):
     res = run([tool("cairnctl"), "--help"], timeout=TIMEOUT)
     assert res.returncode == 0
     assert "topics create" in res.stdout and "--bootstrap-server" in res.stdout
+    for cmd in ("groups list", "groups describe", "groups reset-offsets",
+                "groups delete"):
+        assert cmd in res.stdout, cmd
     fails(run([tool("cairnctl")], timeout=TIMEOUT), 2, "no command")
 
 
