@@ -185,6 +185,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
             if (!*val)
                 return usage_error("empty --topic");
             o->topic = val;
+            o->ntopics++;
             o->seen |= OPT_TOPIC;
         } else if (strcmp(name, "--partitions") == 0) {
             if (!parse_int32(val, 1, &o->partitions))
@@ -415,6 +416,9 @@ static int check_groups_args(int (*run)(struct ctx *), const struct opts *o)
     if (count_opts(o, OPT_TOPIC | OPT_ALL_TOPICS) != 1)
         return usage_error("'groups reset-offsets' needs --topic T[:P,...] "
                            "or --all-topics");
+    if (o->ntopics > 1)
+        return usage_error("'groups reset-offsets' takes one --topic "
+                           "(list partitions as T:P,P,...)");
     if ((o->seen & OPT_TOPIC) && !topic_parts_ok(o->topic))
         return usage_error("bad --topic '%s' (want TOPIC or "
                            "TOPIC:PARTITION,PARTITION,...)",

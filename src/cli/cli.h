@@ -109,6 +109,7 @@ struct opts {
     int ngroups;           /* entries in groups */
     int64_t to_offset;     /* --to-offset N */
     int64_t shift_by;      /* --shift-by N, may be negative */
+    int ntopics;           /* times --topic was given */
 };
 
 /* One command's connections and the arena its responses live in. */

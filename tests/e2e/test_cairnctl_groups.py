@@ -207,6 +207,13 @@ def test_list_and_refusals_while_member(scene):
     assert json.loads(ok(ctl(broker, "--json", "groups", "list"))) == [
         {"group_id": "g-lag", "state": "Stable", "protocol_type": "consumer",
          "coordinator_id": 1}]
+    # --all-groups describes what list lists (here the one group).
+    one = json.loads(ok(ctl(broker, "--json", "groups", "describe",
+                            "--group", "g-lag")))
+    every = json.loads(ok(ctl(broker, "--json", "groups", "describe",
+                              "--all-groups")))
+    assert [g["group_id"] for g in every] == ["g-lag"], every
+    assert every[0]["partitions"] == one[0]["partitions"], every
 
     res = ctl(broker, "groups", "reset-offsets", "--group", "g-lag",
               "--all-topics", "--to-earliest", "--execute")
@@ -342,6 +349,8 @@ def test_unreachable_and_usage(broker):
          "needs one of --to-earliest"),
         (["groups", "reset-offsets", "--group", "g", "--topic", "t",
           "--to-latest"], "needs --dry-run or --execute"),
+        (["groups", "reset-offsets", "--group", "g", "--topic", "t",
+          "--topic", "u", "--to-latest", "--dry-run"], "takes one --topic"),
         (["groups", "reset-offsets", "--group", "g", "--topic", "t:x",
           "--to-latest", "--dry-run"], "bad --topic 't:x'"),
         (["groups", "reset-offsets", "--group", "g", "--topic", "t",
