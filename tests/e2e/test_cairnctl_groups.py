@@ -132,29 +132,32 @@ class Scene:
                       asynchronous=False)
 
     def close(self):
+        """Ends the transaction and lets go of both clients while the
+        broker is up: a client freed after it stopped retries a gone
+        broker for seconds before it exits."""
         self.c.close()
-        # End the transaction while the broker is up, so the producer
-        # shuts down at once instead of retrying a gone broker.
         try:
             self.tp.abort_transaction(T)
         except KafkaException:
             pass
+        self.c = self.tp = None
 
 
 @pytest.fixture
 def scene(broker_factory):
-    """(broker, member consumer, transactional producer): see Scene."""
+    """(broker, Scene)."""
     broker = broker_factory(**{"group.initial.rebalance.delay.ms": "0"})
     s = Scene(broker.bootstrap,
               lambda name, n: broker.create_topic(name, partitions=n))
     try:
-        yield broker, s.c, s.tp
+        yield broker, s
     finally:
         s.close()
 
 
 def test_describe_lag_hw_and_lso(scene):
-    broker, c, tp = scene
+    broker, s = scene
+    c, tp = s.c, s.tp
     # The open transaction: p1's LSO stops at 5 where it began.
     assert lags(broker) == {0: (4, 10, 6, 10, 6),
                             1: (2, 8, 6, 5, 3),
@@ -200,7 +203,8 @@ def test_describe_lag_hw_and_lso(scene):
 
 
 def test_list_and_refusals_while_member(scene):
-    broker, c, tp = scene
+    broker, s = scene
+    c, tp = s.c, s.tp
     rows = table(ok(ctl(broker, "groups", "list")))
     assert rows == [{"GROUP": "g-lag", "STATE": "Stable",
                      "PROTOCOL-TYPE": "consumer"}], rows
@@ -233,7 +237,8 @@ def test_list_and_refusals_while_member(scene):
 
 
 def test_reset_offsets_and_delete(scene):
-    broker, c, tp = scene
+    broker, s = scene
+    c, tp = s.c, s.tp
     tp.abort_transaction(T)   # p1: marker at 8, HW = LSO = 9
     c.close()
     wait_for("p1's HW and LSO", lambda: hw_lso(broker, 1), (9, 9))
@@ -294,7 +299,8 @@ def test_reset_offsets_and_delete(scene):
 @pytest.mark.skipif(SANITIZED, reason="Kafka's tool runs against the "
                     "release broker")
 def test_describe_agrees_with_kafka_tool(scene, tmp_path):
-    broker, c, tp = scene
+    broker, s = scene
+    c, tp = s.c, s.tp
     cp = java_harness.classpath()
 
     def kafka_rows():
