@@ -218,10 +218,15 @@ func rpw(ctx context.Context, boot, in, outTopic, group, tid string,
 			abortedRecords += len(batch)
 		}
 	}
-	return map[string]any{"transactions": txns, "commits": commits,
-		"aborts": aborts, "aborted_records": abortedRecords,
-		"committed_records": len(done), "rereads_after_commit": rereads},
-		nil
+	out := map[string]any{
+		"transactions":         txns,
+		"commits":              commits,
+		"aborts":               aborts,
+		"aborted_records":      abortedRecords,
+		"committed_records":    len(done),
+		"rereads_after_commit": rereads,
+	}
+	return out, nil
 }
 
 // fence: a zombie (first client) has a transaction open when a second
