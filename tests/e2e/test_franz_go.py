@@ -64,6 +64,16 @@ def test_transactions_commit_abort(broker, franz, tmp_path):
     assert out["commit1"] == list(range(0, 5))
     assert out["abort"] == list(range(6, 11))
     assert out["commit2"] == list(range(12, 17))
+    # franz-go's own consumers: read_committed skips the aborted records
+    # (the aborted-transaction list), read_uncommitted returns them.
+    committed_recs = (["%d:c%d" % (i, i) for i in range(5)] +
+                      ["%d:c%d" % (12 + i, 5 + i) for i in range(5)])
+    assert out["read_committed"] == committed_recs
+    assert out["read_uncommitted"] == (
+        committed_recs[:5] + ["%d:a%d" % (6 + i, i) for i in range(5)] +
+        committed_recs[5:])
+    # Transaction version 2 with every transaction.
+    assert sent["EndTxn"] == [5] and sent["Produce"] == [12], sent
     wait_stable(broker, "fz-txn", 1)
     rc = read_to_end(broker.bootstrap, "fz-txn", 1, "read_committed")
     assert rc[0] == ([(i, "c%d" % i) for i in range(5)] +

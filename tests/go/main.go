@@ -144,7 +144,48 @@ func txn(ctx context.Context, boot, topic, tid string) (any, error) {
 		}
 		out[s.name] = offs
 	}
+	// franz-go's own consumers, up to the last committed record: the
+	// aborted records are dropped by the read_committed one only.
+	for name, level := range map[string]kgo.IsolationLevel{
+		"read_committed":   kgo.ReadCommitted(),
+		"read_uncommitted": kgo.ReadUncommitted(),
+	} {
+		got, err := readUntil(ctx, boot, topic, level, "c9")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = got
+	}
 	return out, nil
+}
+
+// readUntil consumes topic from the start and returns "offset:value" of
+// each record up to and including the one whose value is last.
+func readUntil(ctx context.Context, boot, topic string,
+	level kgo.IsolationLevel, last string) ([]string, error) {
+	cl, err := client(boot, kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(level),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var got []string
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("after %v: %w", got, err)
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			return nil, errs[0].Err
+		}
+		for _, r := range fs.Records() {
+			got = append(got, fmt.Sprintf("%d:%s", r.Offset, r.Value))
+			if string(r.Value) == last {
+				return got, nil
+			}
+		}
+	}
 }
 
 // rpw: a GroupTransactSession reads IN (read_committed), writes
