@@ -4,7 +4,8 @@
 #   make run      install missing packages, build, start a broker on
 #                 127.0.0.1:9092 with its data in ./data
 #   make test     install what tests need, build (plain, ASan+UBSan, and
-#                 libFuzzer builds, the Java test programs), run every test
+#                 libFuzzer builds, the Java and Go test programs, the
+#                 Python client venv), run every test
 #   make bench    throughput against this machine's limits
 #   make gen      regenerate src/proto/gen from ../shared/kafka-protocol
 
@@ -12,7 +13,7 @@ MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 
-.PHONY: all build build-asan build-fuzz build-java deps test-deps run test bench gen check-gen clean
+.PHONY: all build build-asan build-fuzz build-java build-go build-py deps test-deps run test bench gen check-gen clean
 
 all: build
 
@@ -46,10 +47,27 @@ build/java/classpath.txt: $(JAVA_SRC) tools/java-build.sh
 	@tools/deps.sh java
 	@tools/java-build.sh
 
+# The Go test program (tests/go: franz-go against Cairn); the module and
+# build caches are in build/go.
+GO_SRC := $(shell find tests/go -type f -not -name '*~' 2>/dev/null)
+
+build-go: build/go/cairn-franz
+
+build/go/cairn-franz: $(GO_SRC) tools/go-build.sh
+	@tools/go-build.sh
+
+# Python client libraries from PyPI (tests/py/requirements.txt) in
+# build/venv, run by the e2e tests as subprocesses.
+build-py: build/venv/requirements.installed
+
+build/venv/requirements.installed: tests/py/requirements.txt tools/py-build.sh
+	@tools/deps.sh test
+	@tools/py-build.sh
+
 run: build
 	./build/cairn
 
-test: test-deps build build-asan build-fuzz build-java
+test: test-deps build build-asan build-fuzz build-java build-go build-py
 	@tests/run_all.sh
 
 bench: build

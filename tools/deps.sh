@@ -9,7 +9,7 @@ set -euo pipefail
 build_pkgs=(build-essential cmake pkg-config libuv1-dev zlib1g-dev
             liblz4-dev libzstd-dev libsnappy-dev librdkafka-dev)
 test_pkgs=(clang libclang-rt-14-dev kcat python3 python3-pytest
-           python3-confluent-kafka)
+           python3-confluent-kafka python3-venv)
 
 want=()
 case "${1:-build}" in

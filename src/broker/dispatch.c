@@ -220,6 +220,7 @@ void cn_dispatch(struct cn_req *req, void *opaque)
         return;
     }
     req->api_key = h.api_key; /* for the metrics done hook */
+    req->api_version = h.api_version;
     const struct cn_handler *hd = handler_find(h.api_key);
     if (h.api_key == 18 && (!hd || h.api_version < hd->min_version ||
                             h.api_version > hd->max_version)) {

@@ -21,9 +21,16 @@
 #include "proto/gen/api.h"
 #include "txn_coord.h"
 
+/* Kafka's highest version of any API is below 20 (Fetch 17 in 4.x). */
+#define VERSION_SLOTS 32
+
 struct cn_metrics {
     struct cn_http_server *http;                /* NULL when off */
     uint64_t requests[CN_API_KEY_MAX + 1];      /* finished, per API key */
+    /* finished, per API key and header version: which versions clients
+     * actually send (a version outside 0..VERSION_SLOTS-1 is counted only
+     * in requests) */
+    uint64_t by_version[CN_API_KEY_MAX + 1][VERSION_SLOTS];
     struct cn_hist latency[CN_API_KEY_MAX + 1]; /* frame -> done, ms */
     uint64_t hanging_found;                     /* counter */
     uint64_t hanging_now;                       /* gauge */
@@ -321,6 +328,17 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
             out(w, "cairn_requests_total{api=\"%s\"} %llu\n", ai->name,
                 (unsigned long long)m->requests[k]);
     }
+    family(w, "cairn_requests_by_version_total", "counter",
+           "Kafka requests finished, by API and the version its header "
+           "names: which versions the clients send.");
+    for (int k = 0; k <= CN_API_KEY_MAX; k++) {
+        const struct cn_api_info *ai = cn_api_info_get((int16_t)k);
+        for (int v = 0; ai && m->requests[k] && v < VERSION_SLOTS; v++)
+            if (m->by_version[k][v])
+                out(w, "cairn_requests_by_version_total{api=\"%s\","
+                       "version=\"%d\"} %llu\n",
+                    ai->name, v, (unsigned long long)m->by_version[k][v]);
+    }
     family(w, "cairn_request_latency_seconds", "histogram",
            "Time from a request's complete frame to its response being "
            "queued, by API (parked fetches and produce syncs included).");
@@ -481,6 +499,8 @@ void cn_metrics_request_done(struct cn_req *req, void *opaque)
     if (!m || req->api_key < 0 || req->api_key > CN_API_KEY_MAX)
         return;
     m->requests[req->api_key]++;
+    if (req->api_version >= 0 && req->api_version < VERSION_SLOTS)
+        m->by_version[req->api_key][req->api_version]++;
     double ms = (double)(cn_clock_mono_us() - req->start_us) / 1000.0;
     cn_hist_record(&m->latency[req->api_key], ms < 0 ? 0 : ms);
 }

@@ -7,7 +7,8 @@
  * of open transactions), oldest open transaction age, open transactions,
  * producer ids, log start and end.  From the transaction coordinator: ids
  * per state, commits, aborts, timeouts, fences, marker queues, parked
- * requests, commit and abort latency.  Per API: requests and latency from
+ * requests, commit and abort latency.  Per API: requests (also by request
+ * version: which versions clients send) and latency from
  * the complete frame to cn_req_done().  Process: resident memory.
  *
  * Values are read when scraped, on the loop, so they are consistent with

@@ -535,6 +535,7 @@ static void frame_complete(struct cn_conn *c)
     req->frame_len = c->frame_len;
     req->start_us = cn_clock_mono_us();
     req->api_key = -1;
+    req->api_version = -1;
     cn_arena_init(&req->arena);
     cn_wr_init(&req->resp, 0);
     cn_wr_init(&req->payload, 0);

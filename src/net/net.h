@@ -65,6 +65,7 @@ struct cn_req {
     int64_t start_us;      /* monotonic time the frame was complete */
     int16_t api_key;       /* set by the handler side for done_cb, -1
                               until then; the net layer only carries it */
+    int16_t api_version;   /* likewise, the request header's version */
     void *handler_state;   /* the broker's, for requests that wait */
     /* The net layer's accounting; handlers leave these alone. */
     bool queued;           /* counted in the broker-wide budget */

@@ -261,3 +261,33 @@ def test_parallel_brokers_get_their_own_port(broker_factory):
     assert a.http_port != b.http_port
     assert get(a, "/healthz")[0] == 200
     assert get(b, "/healthz")[0] == 200
+
+
+def test_requests_by_version(broker):
+    """cairn_requests_by_version_total counts each request under the
+    version its header names, including one the broker then refuses."""
+    import kafka_wire as kw
+    cli = kw.Client(broker.port)
+    try:
+        cli.call(kw.api_versions_request, version=0)
+        cli.call(kw.api_versions_request, version=3)
+        cli.call(kw.api_versions_request, version=3)
+        cli.call(kw.metadata_request_v1)
+        # ApiVersions v9 does not exist: answered UNSUPPORTED_VERSION at
+        # v0, still counted as the v9 the client sent.
+        cli.call(kw.api_versions_request, version=9)
+    finally:
+        cli.close()
+    m = scrape(broker)
+    assert val(m, "cairn_requests_by_version_total", api="ApiVersions",
+               version=0) == 1
+    assert val(m, "cairn_requests_by_version_total", api="ApiVersions",
+               version=3) == 2
+    assert val(m, "cairn_requests_by_version_total", api="ApiVersions",
+               version=9) == 1
+    assert val(m, "cairn_requests_by_version_total", api="Metadata",
+               version=1) == 1
+    # Versions never sent have no sample at all.
+    assert val(m, "cairn_requests_by_version_total", api="ApiVersions",
+               version=1) is None
+    assert val(m, "cairn_requests_total", api="ApiVersions") == 4
