@@ -13,8 +13,8 @@ records are in OUT's log (DescribeProducers shows a new producer with a
 transaction open there), and kills it with SIGKILL.  The third run
 finishes the input.  Each start is a new process id to Streams, so a new
 transactional id: the killed transaction stays open until the
-coordinator's timeout aborts it, and the group's partitions move on only
-after the dead member's session expires.
+coordinator's timeout aborts it.  The program is a static group member
+(group.instance.id), so each restart takes the dead member's place.
 
 Checked: the group's committed offsets reach IN's end; a read_committed
 consumer reads every expected output exactly once (nothing lost, nothing
@@ -73,7 +73,8 @@ class App:
         self.err_path = tmp_path / ("streams-%d.err" % run)
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
             self.proc = subprocess.Popen(
-                ["java", "-cp", cp, "cairn.tests.StreamsEos", bootstrap, APP,
+                ["java"] + java_harness.FAST_START +
+                ["-cp", cp, "cairn.tests.StreamsEos", bootstrap, APP,
                  IN, OUT, str(tmp_path / ("state-%d" % run)),
                  str(stall_after), str(THROTTLE_MS)],
                 stdin=subprocess.PIPE, stdout=out, stderr=err, text=True)
@@ -115,8 +116,13 @@ def test_streams_exactly_once_under_kill9(broker_factory, tmp_path, apps):
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"})
     broker.create_topic(IN, PARTS)
     broker.create_topic(OUT, PARTS)
+    scenario(cp, broker.bootstrap, broker.port, tmp_path, apps)
 
-    cli = kw.ReadClient(broker.port, timeout=30 * SLOW)
+
+def scenario(cp, bootstrap, port, tmp_path, apps):
+    """The runs, kills and checks, against the broker at port with IN and
+    OUT created."""
+    cli = kw.ReadClient(port, timeout=30 * SLOW)
     per_part = N // PARTS
     want = []
     for p in range(PARTS):
@@ -144,9 +150,16 @@ def test_streams_exactly_once_under_kill9(broker_factory, tmp_path, apps):
 
     killed_open = set()     # producers left with an open transaction
     kills = []
+    t0 = time.monotonic()
+    phases = []             # (what, seconds since t0), printed for -s
+
+    def phase(what):
+        phases.append((what, round(time.monotonic() - t0, 1)))
     for run, threshold in enumerate((N // 4, N // 2)):
-        app = App(cp, broker.bootstrap, tmp_path, run, STALL_AFTER)
+        app = App(cp, bootstrap, tmp_path, run, STALL_AFTER)
         apps.append(app)
+        until("running", lambda: {"state": "RUNNING"} in app.lines(), app)
+        phase("run %d running" % run)
         until("committed progress to %d" % threshold,
               lambda: progress() >= threshold or app.stalled(), app)
         asked = not app.stalled()
@@ -159,10 +172,13 @@ def test_streams_exactly_once_under_kill9(broker_factory, tmp_path, apps):
         kills.append({"committed": progress(), "asked": asked,
                       "stalled": app.stalled()[0]})
         app.kill9()
+        phase("run %d killed" % run)
         killed_open |= fresh
 
-    app = App(cp, broker.bootstrap, tmp_path, 2, 0)
+    app = App(cp, bootstrap, tmp_path, 2, 0)
     apps.append(app)
+    until("running", lambda: {"state": "RUNNING"} in app.lines(), app)
+    phase("run 2 running")
     until("committed offsets at %s's end" % IN,
           lambda: committed() == [per_part] * PARTS, app, timeout=2 * WAIT)
 
@@ -175,15 +191,19 @@ def test_streams_exactly_once_under_kill9(broker_factory, tmp_path, apps):
             if err or err2 or hw != lso:
                 return False
         return not open_txn_producers()
+    phase("run 2 done")
     until("every transaction on %s ended" % OUT, settled, app)
     app.kill9()
-    print("kills:", kills)
+    phase("settled")
 
     res = java_harness.run_java(cp, "cairn.tests.ReadBack",
-                                [broker.bootstrap, OUT, PARTS], 120 * SLOW,
-                                tmp_path / "readback.err")
+                                [bootstrap, OUT, PARTS], 120 * SLOW,
+                                tmp_path / "readback.err",
+                                java_harness.FAST_START)
     assert res.returncode == 0, (tmp_path / "readback.err").read_text()
     out = json.loads(res.stdout.splitlines()[-1])
+    phase("read back")
+    print("kills:", kills, "phases:", phases)
     rc = collections.Counter(r["value"] for r in
                              out["read_committed"]["records"])
     ru = collections.Counter(r["value"] for r in

@@ -88,13 +88,16 @@ public final class StreamsEos {
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        // A killed instance leaves a member behind (its session must expire
-        // before the next one is given the partitions) and, since a
-        // stateless application gets a new process id and so a new
-        // transactional id on each start, an open transaction that only
-        // the coordinator's timeout aborts.  The smallest the broker
-        // allows, and a short timeout, keep a restart quick.
-        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), "6000");
+        // A killed instance leaves its member behind.  As a static member
+        // (KIP-345) its restart takes that member's place and assignment
+        // at once (KIP-814: no rebalance), where a dynamic one would wait
+        // for the dead member's session to expire; the session outlasts a
+        // JVM start on a busy machine.  And since a stateless application
+        // gets a new process id, so a new transactional id, on each start,
+        // the killed transaction stays open until the coordinator's
+        // timeout aborts it: a short one keeps the output's LSO moving.
+        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG), appId + "-instance");
+        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), "30000");
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), "1000");
         p.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), "5000");
 
