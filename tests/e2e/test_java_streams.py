@@ -80,8 +80,9 @@ class App:
                 stdin=subprocess.PIPE, stdout=out, stderr=err, text=True)
 
     def lines(self):
-        return [json.loads(x) for x in
-                self.out_path.read_text().splitlines() if x.startswith("{")]
+        # Whole lines only: the last may be half written.
+        done = self.out_path.read_text().split("\n")[:-1]
+        return [json.loads(x) for x in done if x.startswith("{")]
 
     def stalled(self):
         return [x for x in self.lines() if "stalled" in x]
