@@ -1,0 +1,225 @@
+"""A Kafka Streams application (kafka-streams 4.4.0) with
+processing.guarantee=exactly_once_v2 against Cairn, killed with SIGKILL
+in the middle of its transactions: its output is still exactly once.
+
+tests/java StreamsEos is stateless: IN (3 partitions) -> flatMapValues
+(v -> v:a, v:b) -> OUT (3 partitions).  The test writes N keyed records
+to IN with a plain (non-transactional) producer, then runs the
+application three times.  The first two runs are killed: once the
+group's committed offsets pass a threshold (a quarter and a half of the
+input), the test tells the program to stall inside its open transaction
+(the thread that would commit it sleeps), waits until that transaction's
+records are in OUT's log (DescribeProducers shows a new producer with a
+transaction open there), and kills it with SIGKILL.  The third run
+finishes the input.  Each start is a new process id to Streams, so a new
+transactional id: the killed transaction stays open until the
+coordinator's timeout aborts it.  The program is a static group member
+(group.instance.id), so each restart takes the dead member's place.
+
+Checked: the group's committed offsets reach IN's end; a read_committed
+consumer reads every expected output exactly once (nothing lost, nothing
+twice); a read_uncommitted consumer also reads the aborted records of
+both killed transactions (at least one per kill), all of them copies of
+expected outputs.
+"""
+
+import collections
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import java_harness
+import kafka_wire as kw
+from conftest import SLOW, needs_cairn
+
+pytestmark = needs_cairn
+
+N = 900                  # input records, 300 per partition
+PARTS = 3
+IN, OUT, APP = "st-in", "st-out", "st-app"
+# Each run stalls by itself at the latest here (forwarded outputs; two per
+# input), in case it gets through the input faster than the test reacts.
+STALL_AFTER = 2 * N * 6 // 10
+THROTTLE_MS = 2
+WAIT = 90 * SLOW
+
+
+def until(what, pred, app=None, timeout=WAIT):
+    """Polls pred() until it returns something true; fails after timeout
+    or when app exited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        if app is not None and app.proc.poll() is not None:
+            pytest.fail("StreamsEos exited %s while waiting for %s:\n%s"
+                        % (app.proc.returncode, what, app.tail()))
+        if time.monotonic() > deadline:
+            pytest.fail("no %s within %ss%s" % (
+                what, timeout, ":\n" + app.tail() if app else ""))
+        time.sleep(0.05)
+
+
+class App:
+    """One run of StreamsEos; stdout lines are JSON."""
+
+    def __init__(self, cp, bootstrap, tmp_path, run, stall_after):
+        self.out_path = tmp_path / ("streams-%d.out" % run)
+        self.err_path = tmp_path / ("streams-%d.err" % run)
+        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
+            self.proc = subprocess.Popen(
+                ["java"] + java_harness.FAST_START +
+                ["-cp", cp, "cairn.tests.StreamsEos", bootstrap, APP,
+                 IN, OUT, str(tmp_path / ("state-%d" % run)),
+                 str(stall_after), str(THROTTLE_MS)],
+                stdin=subprocess.PIPE, stdout=out, stderr=err, text=True)
+
+    def lines(self):
+        # Whole lines only: the last may be half written.
+        done = self.out_path.read_text().split("\n")[:-1]
+        return [json.loads(x) for x in done if x.startswith("{")]
+
+    def stalled(self):
+        return [x for x in self.lines() if "stalled" in x]
+
+    def tail(self):
+        return "stdout:\n%s\nstderr:\n%s" % (
+            self.out_path.read_text()[-2000:],
+            self.err_path.read_text()[-4000:])
+
+    def request_stall(self):
+        self.proc.stdin.write("stall\n")
+        self.proc.stdin.flush()
+
+    def kill9(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def apps():
+    started = []
+    yield started
+    for a in started:
+        a.kill9()
+
+
+def test_streams_exactly_once_under_kill9(broker_factory, tmp_path, apps):
+    cp = java_harness.classpath()
+    broker = broker_factory(**{
+        "group.initial.rebalance.delay.ms": "0",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"})
+    broker.create_topic(IN, PARTS)
+    broker.create_topic(OUT, PARTS)
+    scenario(cp, broker.bootstrap, broker.port, tmp_path, apps)
+
+
+def scenario(cp, bootstrap, port, tmp_path, apps):
+    """The runs, kills and checks, against the broker at port with IN and
+    OUT created."""
+    cli = kw.ReadClient(port, timeout=30 * SLOW)
+    per_part = N // PARTS
+    want = []
+    for p in range(PARTS):
+        for lo in range(0, per_part, 100):
+            ids = ["p%d-%d" % (p, i) for i in range(lo, lo + 100)]
+            err, _ = cli.produce(IN, p, kw.record_batch(
+                [("v-" + x).encode() for x in ids],
+                keys=[("k-" + x).encode() for x in ids]))
+            assert err == 0, err
+            want += ["v-%s:%s" % (x, s) for x in ids for s in "ab"]
+
+    def committed():
+        """The group's committed offsets on IN (-1: none)."""
+        top, offs = cli.offset_fetch(APP, {IN: list(range(PARTS))})
+        assert top == 0, top
+        return [offs[(IN, p)][1] for p in range(PARTS)]
+
+    def progress():
+        return sum(max(0, o) for o in committed())
+
+    def open_txn_producers():
+        got = cli.describe_producers(OUT, list(range(PARTS)))
+        return {pr["producer_id"] for p in range(PARTS)
+                for pr in got[p][1] if pr["current_txn_start_offset"] >= 0}
+
+    killed_open = set()     # producers left with an open transaction
+    kills = []
+    t0 = time.monotonic()
+    phases = []             # (what, seconds since t0), printed for -s
+
+    def phase(what):
+        phases.append((what, round(time.monotonic() - t0, 1)))
+    for run, threshold in enumerate((N // 4, N // 2)):
+        app = App(cp, bootstrap, tmp_path, run, STALL_AFTER)
+        apps.append(app)
+        until("running", lambda: {"state": "RUNNING"} in app.lines(), app)
+        phase("run %d running" % run)
+        until("committed progress to %d" % threshold,
+              lambda: progress() >= threshold or app.stalled(), app)
+        asked = not app.stalled()
+        if asked:
+            app.request_stall()
+        until("stall", app.stalled, app)
+        # The stalled transaction's records in OUT's log, still open.
+        fresh = until("open transaction in %s" % OUT,
+                      lambda: open_txn_producers() - killed_open, app)
+        kills.append({"committed": progress(), "asked": asked,
+                      "stalled": app.stalled()[0]})
+        app.kill9()
+        phase("run %d killed" % run)
+        killed_open |= fresh
+
+    app = App(cp, bootstrap, tmp_path, 2, 0)
+    apps.append(app)
+    until("running", lambda: {"state": "RUNNING"} in app.lines(), app)
+    phase("run 2 running")
+    until("committed offsets at %s's end" % IN,
+          lambda: committed() == [per_part] * PARTS, app, timeout=2 * WAIT)
+
+    def settled():
+        # Every transaction on OUT ended: the killed ones aborted by the
+        # coordinator's timeout, the last run's committed.
+        for p in range(PARTS):
+            err, hw = cli.list_offset_iso(OUT, p, kw.READ_UNCOMMITTED)
+            err2, lso = cli.list_offset_iso(OUT, p, kw.READ_COMMITTED)
+            if err or err2 or hw != lso:
+                return False
+        return not open_txn_producers()
+    phase("run 2 done")
+    until("every transaction on %s ended" % OUT, settled, app)
+    app.kill9()
+    phase("settled")
+
+    res = java_harness.run_java(cp, "cairn.tests.ReadBack",
+                                [bootstrap, OUT, PARTS], 120 * SLOW,
+                                tmp_path / "readback.err",
+                                java_harness.FAST_START)
+    assert res.returncode == 0, (tmp_path / "readback.err").read_text()
+    out = json.loads(res.stdout.splitlines()[-1])
+    phase("read back")
+    print("kills:", kills, "phases:", phases)
+    rc = collections.Counter(r["value"] for r in
+                             out["read_committed"]["records"])
+    ru = collections.Counter(r["value"] for r in
+                             out["read_uncommitted"]["records"])
+    expected = collections.Counter(want)
+    lost = expected - rc
+    dup = rc - expected
+    assert not lost and not dup, (
+        "read_committed: %d lost (e.g. %s), %d extra (e.g. %s)"
+        % (sum(lost.values()), list(lost)[:5], sum(dup.values()),
+           list(dup)[:5]))
+    # The killed transactions' records are in the log, aborted: copies
+    # of records the next run wrote again.
+    aborted = ru - rc
+    assert not (rc - ru)
+    assert set(aborted) <= set(expected), list(set(aborted) - set(expected))
+    assert sum(aborted.values()) >= len(kills), (kills, aborted)
+    assert len(killed_open) >= len(kills)
