@@ -297,6 +297,9 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     }
     if (meta_properties(b, err, err_len) != 0)
         goto out_free;
+    /* Before the topics load, so they start with the dynamic defaults. */
+    if (cn_broker_dynconf_load(b, err, err_len) != 0)
+        goto out_free;
     rc = cn_pidalloc_open(&b->pids, b->data_dir);
     if (rc) {
         snprintf(err, err_len,
