@@ -215,3 +215,44 @@ def test_refusals(broker_factory):
     assert entry(cli, "1", "num.partitions")["value"] == "1"
     assert not os.path.exists(os.path.join(b.data_dir, "dynamic-configs"))
     cli.close()
+
+
+def test_confluent_admin_alter_configs(broker_factory):
+    """librdkafka's AdminClient (Debian's confluent_kafka 2.0.2 has only
+    the legacy AlterConfigs, which replaces the whole layer)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (AdminClient, ConfigResource,
+                                       ConfigSource)
+    b = broker_factory()
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    timeout = 30 * SLOW
+
+    def alter(**configs):
+        res = ConfigResource(ConfigResource.Type.BROKER, "1", set_config=configs)
+        admin.alter_configs([res])[res].result(timeout=timeout)
+
+    def describe():
+        res = ConfigResource(ConfigResource.Type.BROKER, "1")
+        return admin.describe_configs([res])[res].result(timeout=timeout)
+
+    alter(**{"log.retention.ms": "1000", "message.max.bytes": "5000"})
+    conf = describe()
+    for key, value in (("log.retention.ms", "1000"),
+                       ("message.max.bytes", "5000")):
+        assert conf[key].value == value, conf[key]
+        assert conf[key].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+        assert not conf[key].is_read_only
+    assert conf["num.partitions"].is_read_only
+    # AlterConfigs sets the layer to exactly what it names.
+    alter(**{"message.max.bytes": "6000"})
+    conf = describe()
+    assert conf["message.max.bytes"].value == "6000"
+    assert conf["log.retention.ms"].source == \
+        ConfigSource.DEFAULT_CONFIG.value
+    try:
+        alter(**{"num.partitions": "3"})
+        raise AssertionError("a read-only key was accepted")
+    except KafkaException as e:
+        assert e.args[0].code() == INVALID_REQUEST, e
+        assert "Cannot update these configs dynamically" in str(e), e
+    assert describe()["message.max.bytes"].value == "6000"

@@ -182,14 +182,50 @@ def test_kafka_configs(broker, classpath, tmp_path):
             in out), out
     assert conf["num.partitions"] == "1", out
 
-    # Dynamic broker configs: Cairn's are static, and the tool says so
-    # (INVALID_REQUEST with Cairn's message), per broker and cluster-wide.
-    for entity in (b1, ("--entity-type", "brokers", "--entity-default")):
-        err = kc.fails("--alter", *entity, "--add-config",
-                       "log.retention.ms=1000")
-        assert "InvalidRequestException" in err, err
-        assert "broker configs are static" in err, err
-    assert dynamic_configs(kc.ok("--describe", *b1)) == {}
+    # Dynamic broker configs, per broker and cluster-wide; the describe
+    # lines are the ones Kafka 4.4.0 prints for the same commands.
+    dflt = ("--entity-type", "brokers", "--entity-default")
+    out = kc.ok("--alter", *b1, "--add-config", "log.retention.ms=1000")
+    assert "Completed updating config for broker 1." in out, out
+    out = kc.ok("--alter", *dflt, "--add-config",
+                "message.max.bytes=2000000,log.retention.ms=5000")
+    assert "Completed updating default config for brokers in the cluster." \
+        in out, out
+    out = kc.ok("--describe", *b1)
+    assert "Dynamic configs for broker 1 are:" in out, out
+    assert dynamic_configs(out) == {"log.retention.ms": "1000"}, out
+    assert ("  log.retention.ms=1000 sensitive=false synonyms={"
+            "DYNAMIC_BROKER_CONFIG:log.retention.ms=1000, "
+            "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=5000, "
+            "DEFAULT_CONFIG:log.retention.hours=168}") in out, out
+    out = kc.ok("--describe", *dflt)
+    assert "Default configs for brokers in the cluster are:" in out, out
+    assert dynamic_configs(out) == {"log.retention.ms": "5000",
+                                    "message.max.bytes": "2000000"}, out
+    assert ("  message.max.bytes=2000000 sensitive=false synonyms={"
+            "DYNAMIC_DEFAULT_BROKER_CONFIG:message.max.bytes=2000000}") \
+        in out, out
+    # The topic without overrides shows where its defaults now come from.
+    out = kc.ok("--describe", *topic, "--all")
+    assert re.search(r"^  max.message.bytes=20000 ", out, re.M), out
+    assert re.search(r"^  retention.ms=1000 sensitive=false synonyms="
+                     r"\{DYNAMIC_BROKER_CONFIG:", out, re.M), out
+
+    # Read-only keys: Kafka's exception and words (the other refusals are
+    # in test_dynamic_configs.py, without a JVM per request).
+    err = kc.fails("--alter", *b1, "--add-config", "num.partitions=3")
+    assert "InvalidRequestException: Cannot update these configs " \
+        "dynamically: [num.partitions]" in err, err
+
+    # Deleting uncovers the default, which survives a restart.
+    kc.ok("--alter", *b1, "--delete-config", "log.retention.ms")
+    broker.restart()
+    out = kc.ok("--describe", *b1, "--all")
+    assert re.search(r"^  message.max.bytes=2000000 ", out, re.M), out
+    assert re.search(r"^  log.retention.ms=5000 sensitive=false synonyms="
+                     r"\{DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=5000,"
+                     r" DEFAULT_CONFIG:log.retention.hours=168\}", out,
+                     re.M), out
 
 
 def test_kafka_consumer_groups(broker_factory, classpath, tmp_path):
