@@ -866,32 +866,34 @@ void cn_config_describe(const struct cn_config *cfg, size_t i,
     out->sensitive = k->sensitive;
     out->kafka_type = cn_config_kafka_type(k);
     out->doc = k->doc;
-    /* Kafka lists, for each synonym key in turn, every layer that has a
-     * value for it (DynamicBrokerConfig.brokerConfigSynonyms). */
+    /* Kafka's ConfigHelper.configSynonyms: layer by layer (dynamic per
+     * broker, dynamic default, static, built-in), each synonym key with a
+     * value there; then the leading ones of other names are dropped, so
+     * a key with no value of its own lists none. */
     const char *one[] = {k->name, NULL};
     const char *const *syn = broker_synonyms(k->name);
     if (!syn)
         syn = one;
-    for (int s = 0; syn[s]; s++) {
-        int j = key_index(syn[s]);
-        if (j < 0)
-            continue;
-        const char *vals[4] = {cfg->dyn[CN_CFG_LAYER_BROKER][j],
-                               cfg->dyn[CN_CFG_LAYER_DEFAULT][j],
-                               cfg->text[j], cn_config_key_at((size_t)j)->def};
-        static const int srcs[4] = {CN_CFG_SRC_DYNAMIC_BROKER,
-                                    CN_CFG_SRC_DYNAMIC_DEFAULT_BROKER,
-                                    CN_CFG_SRC_STATIC_BROKER,
-                                    CN_CFG_SRC_DEFAULT};
-        for (int l = 0; l < 4 && out->syn_count < CN_CONFIG_SYN_MAX; l++) {
-            if (!vals[l])
+    static const int srcs[4] = {CN_CFG_SRC_DYNAMIC_BROKER,
+                                CN_CFG_SRC_DYNAMIC_DEFAULT_BROKER,
+                                CN_CFG_SRC_STATIC_BROKER, CN_CFG_SRC_DEFAULT};
+    for (int l = 0; l < 4; l++)
+        for (int s = 0; syn[s] && out->syn_count < CN_CONFIG_SYN_MAX; s++) {
+            int j = key_index(syn[s]);
+            if (j < 0)
                 continue;
-            out->syn[out->syn_count].name = cn_config_key_at((size_t)j)->name;
-            out->syn[out->syn_count].value = vals[l];
+            const struct cn_config_key *sk = cn_config_key_at((size_t)j);
+            const char *v = l == 0   ? cfg->dyn[CN_CFG_LAYER_BROKER][j]
+                            : l == 1 ? cfg->dyn[CN_CFG_LAYER_DEFAULT][j]
+                            : l == 2 ? cfg->text[j]
+                                     : sk->def;
+            if (!v || (out->syn_count == 0 && j != (int)i))
+                continue;
+            out->syn[out->syn_count].name = sk->name;
+            out->syn[out->syn_count].value = v;
             out->syn[out->syn_count].source = srcs[l];
             out->syn_count++;
         }
-    }
 }
 
 int cn_config_describe_default(const struct cn_config *cfg, size_t i,

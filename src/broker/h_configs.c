@@ -63,7 +63,8 @@ static void fill_entry(struct cn_req *req, int16_t v, bool synonyms,
             c->synonyms[i].source = (int8_t)e->syn[i].source;
             c->synonyms_len = i + 1;
         }
-    } else if (synonyms && v >= 1) {
+    } else if (synonyms && v >= 1 && e->synonyms) {
+        /* A topic entry: its own layer only. */
         c->synonyms = cn_arena_calloc(&req->arena, 1, sizeof *c->synonyms);
         if (c->synonyms) {
             c->synonyms[0].name = c->name;

@@ -833,6 +833,14 @@ UNIT_TEST(dynamic_layers_and_synonyms)
     CHECK_EQ(e.syn[0].source, CN_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
     CHECK(!strcmp(e.syn[1].name, "log.retention.hours"));
     CHECK_EQ(e.syn[1].source, CN_CFG_SRC_DEFAULT);
+    /* The hours list starts at their own name: the ms before it drop. */
+    CHECK_EQ(cn_config_describe_key(&cfg, "log.retention.hours", &e), 0);
+    CHECK_EQ(e.syn_count, 1);
+    CHECK(!strcmp(e.syn[0].name, "log.retention.hours"));
+    /* A key without a value of its own anywhere lists no synonyms. */
+    CHECK_EQ(cn_config_describe_key(&cfg, "log.roll.ms", &e), 0);
+    CHECK(e.value == NULL);
+    CHECK_EQ(e.syn_count, 0);
 
     /* Topics without an override follow after a rebase; overrides stay. */
     struct cn_topic_config tc, own;
