@@ -4,6 +4,8 @@
   kafka-configs.sh          org.apache.kafka.tools.ConfigCommand
   kafka-consumer-groups.sh  org.apache.kafka.tools.consumer.group.
                             ConsumerGroupCommand
+  kafka-producer-perf-test  org.apache.kafka.tools.ProducerPerformance
+  kafka-consumer-perf-test  org.apache.kafka.tools.ConsumerPerformance
 
 Each step asserts on what the tool prints and its exit code, as an
 operator would read them.  Release broker only (one JVM per command,
@@ -12,6 +14,8 @@ operator would read them.  Release broker only (one JVM per command,
 
 import re
 import time
+
+import kafka_wire as kw
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -26,6 +30,8 @@ TIMEOUT = 120 * SLOW
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
+CONSUMER_PERF = "org.apache.kafka.tools.ConsumerPerformance"
 
 
 @pytest.fixture(scope="session")
@@ -308,3 +314,58 @@ def test_kafka_consumer_groups(broker_factory, classpath, tmp_path):
     assert kg.ok("--list").split() == []
     rc, out, err = kg.run("--describe", "--group", "cg")
     assert "Error: Consumer group 'cg' does not exist." in out, (out, err)
+
+
+PERF_SUMMARY = re.compile(
+    r"^(\d+) records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), "
+    r"[\d.]+ ms avg latency, [\d.]+ ms max latency, \d+ ms 50th, "
+    r"\d+ ms 95th, \d+ ms 99th, \d+ ms 99.9th\.$", re.M)
+
+
+def log_counts(port, topic):
+    """(data records, control batches, log end offset) of partition 0."""
+    cli = kw.Client(port)
+    batches = cli.fetch_batches(topic, 0)
+    end = cli.list_offset(topic, 0)
+    cli.close()
+    control = [b for b in batches if b["attributes"] & 0x20]
+    data = sum(b["count"] for b in batches if not b["attributes"] & 0x20)
+    return data, len(control), end
+
+
+def test_kafka_perf_tests(broker_factory, classpath, tmp_path):
+    """kafka-producer-perf-test with acks=all, then transactional, and
+    kafka-consumer-perf-test reading both topics back read_committed; the
+    counts each tool prints are the ones the log holds."""
+    n = 20000
+    broker = broker_factory(**{"group.initial.rebalance.delay.ms": "0"})
+    broker.create_topic("perf-acks")
+    broker.create_topic("perf-txn")
+    pp = Cli(classpath, tmp_path, broker, PRODUCER_PERF)
+    common = ("--num-records", str(n), "--record-size", "100",
+              "--throughput", "-1")
+    out = pp.ok("--topic", "perf-acks", *common,
+                "--command-property", "acks=all")
+    assert [int(x) for x in PERF_SUMMARY.findall(out)] == [n], out
+    # Idempotent (the 4.x default): exactly n records, no duplicates.
+    assert log_counts(broker.port, "perf-acks") == (n, 0, n)
+
+    out = pp.ok("--topic", "perf-txn", *common,
+                "--transactional-id", "perf-tx",
+                "--transaction-duration-ms", "200")
+    assert [int(x) for x in PERF_SUMMARY.findall(out)] == [n], out
+    data, markers, end = log_counts(broker.port, "perf-txn")
+    # One commit marker per transaction, each taking an offset.
+    assert data == n and markers >= 1 and end == n + markers, \
+        (data, markers, end)
+
+    cp = Cli(classpath, tmp_path, broker, CONSUMER_PERF)
+    out = cp.ok("--include", "perf-.*", "--num-records", str(2 * n),
+                "--group", "perf-group", "--timeout", str(60000 * SLOW),
+                "--command-property", "isolation.level=read_committed")
+    lines = [x for x in out.splitlines() if x.strip()]
+    head = [x.strip() for x in lines[-2].split(",")]
+    row = dict(zip(head, [x.strip() for x in lines[-1].split(",")]))
+    assert row["data.consumed.in.nMsg"] == str(2 * n), out
+    assert float(row["data.consumed.in.MB"]) == round(2 * n * 100
+                                                      / 1048576, 4), out
