@@ -151,6 +151,9 @@ int16_t cn_broker_alter_dynamic(struct cn_broker *b,
                                 const struct cn_config_change *ch, size_t n,
                                 bool replace_all, bool validate_only,
                                 char *msg, size_t msg_len);
+/* Warns about settings that parse but leave part of a single broker
+ * unable to work (min.insync.replicas > 1, ...). */
+void cn_broker_warn_config(const struct cn_config *cfg);
 /* Reads <data>/dynamic-configs at start, if there is one. */
 int cn_broker_dynconf_load(struct cn_broker *b, char *err, size_t err_len);
 /* Applies the topic's configuration to its partition logs. */

@@ -19,6 +19,7 @@ pytestmark = needs_cairn
 
 DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT = 2, 3, 4, 5
 INVALID_REQUEST, INVALID_CONFIG, MESSAGE_TOO_LARGE = 42, 40, 10
+NOT_ENOUGH_REPLICAS = 19
 
 
 def entry(cli, name, key):
@@ -142,6 +143,14 @@ def test_message_max_bytes_applies_at_once(broker_factory):
         == 0
     b.create_topic("dyn-new")
     assert produce(pc, "dyn-new", 5000) == MESSAGE_TOO_LARGE
+    # min.insync.replicas above 1 refuses acks=all at once, with the
+    # warning the broker gives for it at start.
+    assert cli.alter_broker("", [("min.insync.replicas", SET, "2")])[0] == 0
+    assert produce(pc, "dyn-new", 10) == NOT_ENOUGH_REPLICAS
+    assert "min.insync.replicas=2: this single broker" in b.log_tail(200)
+    assert cli.alter_broker("", [("min.insync.replicas", DELETE, None)])[0] \
+        == 0
+    assert produce(pc, "dyn-new", 10) == 0
     pc.close()
     cli.close()
 
