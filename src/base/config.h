@@ -226,7 +226,48 @@ struct cn_config {
     /* Generic view, one slot per broker key table row. */
     char **text;                    /* owned value text; NULL = default */
     bool *is_set;                   /* set by file or --set */
+    char **dyn[2];                  /* owned dynamic text per enum
+                                       cn_config_layer; NULL = unset.
+                                       Wins over text: per broker, then
+                                       cluster default, then static */
 };
+
+/* The two dynamic layers of IncrementalAlterConfigs on a BROKER resource:
+ * its node id, and "" for the cluster-wide default. */
+enum cn_config_layer {
+    CN_CFG_LAYER_BROKER = 0,  /* DYNAMIC_BROKER_CONFIG */
+    CN_CFG_LAYER_DEFAULT = 1, /* DYNAMIC_DEFAULT_BROKER_CONFIG */
+};
+
+/* How a dynamic change may be refused; the handler maps these to Kafka's
+ * codes (Kafka answers INVALID_REQUEST for read-only keys and bad values,
+ * INVALID_CONFIG for an append to a non-list). */
+enum cn_config_refusal {
+    CN_CFG_REFUSE_REQUEST = 1, /* as Kafka: read-only key, bad value,
+                                  null value, duplicate key */
+    CN_CFG_REFUSE_CONFIG = 2,  /* Cairn cannot apply it, unknown key,
+                                  append/subtract */
+};
+
+/* One change of IncrementalAlterConfigs, ops as on the wire. */
+#define CN_CFG_OP_SET 0
+#define CN_CFG_OP_DELETE 1
+#define CN_CFG_OP_APPEND 2
+#define CN_CFG_OP_SUBTRACT 3
+struct cn_config_change {
+    const char *key;
+    const char *value; /* NULL: a null value (DELETE needs none) */
+    int op;            /* CN_CFG_OP_* */
+};
+
+/* One DescribeConfigs synonym; strings as in cn_config_entry. */
+struct cn_config_synonym {
+    const char *name;
+    const char *value;              /* NULL for a null value */
+    int source;                     /* enum cn_config_source */
+};
+/* Synonym keys (log.retention.ms, .minutes, .hours) times 4 layers. */
+#define CN_CONFIG_SYN_MAX 12
 
 /* One DescribeConfigs entry.  Strings point into static or config text. */
 struct cn_config_entry {
@@ -238,6 +279,10 @@ struct cn_config_entry {
     int kafka_type;                 /* enum cn_config_kafka_type */
     const char *doc;
     const char *const *synonyms;    /* topic entries: broker keys, else NULL */
+    /* Broker entries: every layer holding a value of the key or of its
+     * synonyms, strongest first, as Kafka lists them. */
+    struct cn_config_synonym syn[CN_CONFIG_SYN_MAX];
+    int syn_count;
 };
 
 /* Fills cfg with defaults.  Returns 0 or CN_ENOMEM; then cn_config_fini(). */
@@ -258,6 +303,13 @@ int cn_config_load_text(struct cn_config *cfg, const char *text,
 /* Reads and parses a file.  An unreadable file is CN_EINVAL too. */
 int cn_config_load_file(struct cn_config *cfg, const char *path, char *err,
                         size_t err_len);
+/* The same with another parser of the text (cn_config_dyn_parse). */
+typedef int (*cn_config_parse_fn)(struct cn_config *cfg, const char *text,
+                                  const char *origin, char *err,
+                                  size_t err_len);
+int cn_config_load_file_with(struct cn_config *cfg, const char *path,
+                             cn_config_parse_fn parse, char *err,
+                             size_t err_len);
 /*
  * Checks what no single key can: settings that each parse but together
  * leave a broker that cannot work (log.retention.* resolving to 0, which
@@ -299,6 +351,56 @@ void cn_config_describe(const struct cn_config *cfg, size_t i,
 /* Same by name; CN_ENOTFOUND for an unknown key. */
 int cn_config_describe_key(const struct cn_config *cfg, const char *name,
                            struct cn_config_entry *out);
+
+/* ---- Dynamic broker configs (KIP-226) ----
+ *
+ * Kafka's dynamic keys that Cairn applies at runtime can be set per broker
+ * or as the cluster default; they win over the file and --set (static).
+ * Read-only keys, keys Kafka changes at runtime but Cairn cannot (thread
+ * pools, listeners) and unknown keys are refused with a message naming
+ * them.  The broker persists both layers (cn_config_dyn_serialize) and
+ * reads them back at start (cn_config_dyn_parse).
+ */
+
+/* Whether key may be changed dynamically at that layer: 0, or CN_EINVAL
+ * with the refusal and the reason in err. */
+int cn_config_dyn_allowed(const char *key, enum cn_config_layer layer,
+                          enum cn_config_refusal *refusal, char *err,
+                          size_t err_len);
+/* True for a key Kafka and Cairn change at runtime (DescribeConfigs
+ * read_only false). */
+bool cn_config_key_is_dynamic(const char *key);
+
+/*
+ * Applies changes to one layer of cfg, all or nothing: every change is
+ * checked (key, op, value, then cn_config_check on the result) before
+ * anything changes.  replace_all (AlterConfigs) first empties the layer.
+ * Returns 0, or CN_EINVAL with *refusal and the message in err, or
+ * CN_ENOMEM.  Callers wanting more checks on the result (topic defaults)
+ * run this on a cn_config_copy first.
+ */
+int cn_config_alter_dynamic(struct cn_config *cfg, enum cn_config_layer layer,
+                            const struct cn_config_change *ch, size_t n,
+                            bool replace_all,
+                            enum cn_config_refusal *refusal, char *err,
+                            size_t err_len);
+
+/* Deep copy of src into dst (uninitialised); 0 or CN_ENOMEM.  Then
+ * cn_config_fini(dst). */
+int cn_config_copy(struct cn_config *dst, const struct cn_config *src);
+
+/* DescribeConfigs entry of broker key i for resource "" (the cluster
+ * default layer): CN_ENOTFOUND when the layer has no value for it. */
+int cn_config_describe_default(const struct cn_config *cfg, size_t i,
+                               struct cn_config_entry *out);
+
+/* Both dynamic layers as "broker.KEY=VALUE" / "default.KEY=VALUE" lines.
+ * Returns a malloc'd string the caller frees, or NULL on no memory. */
+char *cn_config_dyn_serialize(const struct cn_config *cfg);
+/* Applies text written by cn_config_dyn_serialize; errors start with
+ * "origin:LINE: ".  Every key is checked as by cn_config_alter_dynamic. */
+int cn_config_dyn_parse(struct cn_config *cfg, const char *text,
+                        const char *origin, char *err, size_t err_len);
 
 /* Lists every broker and topic key with type, default and doc. */
 void cn_config_print_help(FILE *f);
@@ -396,6 +498,9 @@ int cn_topic_config_set(struct cn_topic_config *tc, const char *key,
 /* Validates without applying (CreateTopics validate_only, AlterConfigs). */
 int cn_topic_config_validate(const char *key, const char *value, char *err,
                              size_t err_len);
+/* Re-reads every key without a topic override from the broker, after a
+ * dynamic broker change. */
+void cn_topic_config_rebase(struct cn_topic_config *tc);
 /* Reverts one key to its default.  CN_ENOTFOUND for an unknown key. */
 int cn_topic_config_delete(struct cn_topic_config *tc, const char *key);
 bool cn_topic_config_is_override(const struct cn_topic_config *tc,

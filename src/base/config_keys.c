@@ -4,8 +4,9 @@
  * Defaults are Kafka's (3.x) unless the doc says "Cairn:".  Keys marked
  * "informational" are validated by type and shown by DescribeConfigs so a
  * typical single-node KRaft server.properties loads, but Cairn does not act
- * on them.  Broker keys are all read-only for DescribeConfigs because Cairn
- * has no dynamic broker configuration.
+ * on them.  A broker row's read_only flag is not what DescribeConfigs
+ * reports: that comes from the dynamic key list in config.c (Kafka's
+ * dynamic keys that Cairn applies at runtime are not read-only).
  */
 #include "config.h"
 

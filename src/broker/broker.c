@@ -210,6 +210,24 @@ static void on_signal(uv_signal_t *s, int signum)
     cn_broker_stop(b);
 }
 
+void cn_broker_warn_config(const struct cn_config *cfg)
+{
+    /* Settings Kafka accepts too, that leave part of the broker unable to
+     * work on one node: said loudly, at start and after a dynamic change. */
+    if (cfg->min_insync_replicas > 1)
+        CN_WARN("min.insync.replicas=%d: this single broker is one in-sync "
+                "replica, so every acks=all produce to a topic without its "
+                "own min.insync.replicas=1 is refused with "
+                "NOT_ENOUGH_REPLICAS",
+                (int)cfg->min_insync_replicas);
+    if (cfg->socket_request_max_bytes < cfg->message_max_bytes)
+        CN_WARN("socket.request.max.bytes=%d is below message.max.bytes=%d: "
+                "a produce request carrying a batch near message.max.bytes "
+                "closes its connection",
+                (int)cfg->socket_request_max_bytes,
+                (int)cfg->message_max_bytes);
+}
+
 int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
                     struct cn_broker **out, char *err, size_t err_len)
 {
@@ -237,20 +255,6 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
                  "compression.type): %s", why);
         goto out_free;
     }
-    /* Settings Kafka accepts too, that leave part of the broker unable to
-     * work on one node: said once, loudly, at start. */
-    if (cfg->min_insync_replicas > 1)
-        CN_WARN("min.insync.replicas=%d: this single broker is one in-sync "
-                "replica, so every acks=all produce to a topic without its "
-                "own min.insync.replicas=1 is refused with "
-                "NOT_ENOUGH_REPLICAS",
-                (int)cfg->min_insync_replicas);
-    if (cfg->socket_request_max_bytes < cfg->message_max_bytes)
-        CN_WARN("socket.request.max.bytes=%d is below message.max.bytes=%d: "
-                "a produce request carrying a batch near message.max.bytes "
-                "closes its connection",
-                (int)cfg->socket_request_max_bytes,
-                (int)cfg->message_max_bytes);
     /* Only the first of log.dirs is used: one directory per broker. */
     size_t n = strcspn(cfg->log_dirs, ",");
     if (n == 0 || n >= sizeof b->data_dir) {
@@ -297,6 +301,10 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     }
     if (meta_properties(b, err, err_len) != 0)
         goto out_free;
+    /* Before the topics load, so they start with the dynamic defaults. */
+    if (cn_broker_dynconf_load(b, err, err_len) != 0)
+        goto out_free;
+    cn_broker_warn_config(cfg);
     rc = cn_pidalloc_open(&b->pids, b->data_dir);
     if (rc) {
         snprintf(err, err_len,

@@ -140,6 +140,22 @@ struct cn_topic *cn_topic_internal(struct cn_broker *b, const char *name,
  * message naming the key.  Returns a Kafka error code. */
 int16_t cn_topic_config_check(const struct cn_topic_config *tc, char *msg,
                               size_t msg_len);
+/*
+ * Changes one dynamic layer of the broker's config (dynconf.c): checks the
+ * whole change, then (unless validate_only) persists both layers to
+ * <data>/dynamic-configs and applies them, rebasing every topic without
+ * its own override.  Returns a Kafka error code with msg.
+ */
+int16_t cn_broker_alter_dynamic(struct cn_broker *b,
+                                enum cn_config_layer layer,
+                                const struct cn_config_change *ch, size_t n,
+                                bool replace_all, bool validate_only,
+                                char *msg, size_t msg_len);
+/* Warns about settings that parse but leave part of a single broker
+ * unable to work (min.insync.replicas > 1, ...). */
+void cn_broker_warn_config(const struct cn_config *cfg);
+/* Reads <data>/dynamic-configs at start, if there is one. */
+int cn_broker_dynconf_load(struct cn_broker *b, char *err, size_t err_len);
 /* Applies the topic's configuration to its partition logs. */
 void cn_topic_apply_config(struct cn_topic *t);
 int cn_topics_load(struct cn_broker *b, char *err, size_t err_len);

@@ -3,8 +3,9 @@
  *
  * Topic configs can be read and changed; a change is validated whole on a
  * copy, persisted, and only then applied to the partition logs.  Broker
- * configs can be read; they are static (set by file or --set), so changing
- * them is refused with a message saying so.
+ * configs are read here and changed by dynconf.c (Kafka's dynamic keys, for
+ * this broker's id or for "" the cluster default); this file only maps the
+ * resource name to a layer, as Kafka's ConfigAdminManager does.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,19 @@ static void fill_entry(struct cn_req *req, int16_t v, bool synonyms,
     c->config_type = (int8_t)e->kafka_type;
     c->documentation = docs ? cn_bytes_str(e->doc) : CN_BYTES_NULL;
     c->synonyms_len = 0;
-    if (synonyms && v >= 1) {
+    if (synonyms && v >= 1 && e->syn_count > 0) {
+        c->synonyms = cn_arena_calloc(&req->arena, (size_t)e->syn_count,
+                                      sizeof *c->synonyms);
+        for (int i = 0; c->synonyms && i < e->syn_count; i++) {
+            c->synonyms[i].name = cn_bytes_str(e->syn[i].name);
+            c->synonyms[i].value = e->sensitive
+                                       ? CN_BYTES_NULL
+                                       : cn_req_str(req, e->syn[i].value);
+            c->synonyms[i].source = (int8_t)e->syn[i].source;
+            c->synonyms_len = i + 1;
+        }
+    } else if (synonyms && v >= 1 && e->synonyms) {
+        /* A topic entry: its own layer only. */
         c->synonyms = cn_arena_calloc(&req->arena, 1, sizeof *c->synonyms);
         if (c->synonyms) {
             c->synonyms[0].name = c->name;
@@ -99,10 +112,18 @@ static void describe_broker(struct cn_broker *b, struct cn_req *req,
 {
     char id[16];
     snprintf(id, sizeof id, "%d", b->node_id);
-    /* "" names the cluster-wide defaults; Cairn has none beyond its own. */
-    if (qr->resource_name.len > 0 && !cn_bytes_eq_str(qr->resource_name, id)) {
+    /* "" names the cluster-wide default layer: only what is set there. */
+    bool deflt = qr->resource_name.len == 0;
+    if (!deflt && !cn_bytes_eq_str(qr->resource_name, id)) {
+        char msg[MSG_MAX], name[64];
+        if (!cn_wire_cstr(qr->resource_name, name, sizeof name))
+            snprintf(name, sizeof name, "?");
+        snprintf(msg, sizeof msg,
+                 "Unexpected broker id, expected %d or empty string, but "
+                 "received %s",
+                 b->node_id, name);
         rr->error_code = KAFKA_INVALID_REQUEST;
-        rr->error_message = cn_req_str(req, "Unknown broker id.");
+        rr->error_message = cn_req_str(req, msg);
         return;
     }
     size_t nk = cn_config_key_count();
@@ -112,7 +133,10 @@ static void describe_broker(struct cn_broker *b, struct cn_req *req,
     int32_t n = 0;
     for (size_t i = 0; i < nk; i++) {
         struct cn_config_entry e;
-        cn_config_describe(b->cfg, i, &e);
+        if (!deflt)
+            cn_config_describe(b->cfg, i, &e);
+        else if (cn_config_describe_default(b->cfg, i, &e) != 0)
+            continue;
         if (!wanted(qr, e.name))
             continue;
         fill_entry(req, v, rq->include_synonyms, rq->include_documentation,
@@ -286,17 +310,83 @@ static int16_t alter_topic(struct cn_broker *b, struct cn_bytes name,
     return KAFKA_NONE;
 }
 
-static int16_t alter_resource(struct cn_broker *b, int8_t type,
+/* Kafka's ConfigAdminManager: "" is the cluster default, else the name
+ * must be this broker's id. */
+static int16_t alter_broker(struct cn_broker *b, struct cn_req *req,
+                            struct cn_bytes name,
+                            const struct config_change *ch, int32_t n,
+                            bool replace_all, bool validate_only, char *msg)
+{
+    enum cn_config_layer layer = CN_CFG_LAYER_DEFAULT;
+    if (name.len > 0) {
+        char id[64];
+        char *end = NULL;
+        long v = -1;
+        if (cn_wire_cstr(name, id, sizeof id))
+            v = strtol(id, &end, 10);
+        else
+            snprintf(id, sizeof id, "?");
+        if (!end || end == id || *end) {
+            snprintf(msg, MSG_MAX,
+                     "Node id must be an integer, but it is: %s", id);
+            return KAFKA_INVALID_REQUEST;
+        }
+        if (v != b->node_id) {
+            snprintf(msg, MSG_MAX,
+                     "Unexpected broker id, expected %d, but received %s",
+                     b->node_id, id);
+            return KAFKA_INVALID_REQUEST;
+        }
+        layer = CN_CFG_LAYER_BROKER;
+    }
+    struct cn_config_change *cc =
+        cn_arena_calloc(&req->arena, (size_t)n + 1, sizeof *cc);
+    if (!cc) {
+        snprintf(msg, MSG_MAX, "Out of memory.");
+        return KAFKA_UNKNOWN_SERVER_ERROR;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        /* Broker keys and values are short; longer is not a Cairn key. */
+        char *key = cn_arena_calloc(&req->arena, 1, 256);
+        char *val = cn_arena_calloc(&req->arena, 1, 1024);
+        if (!key || !val) {
+            snprintf(msg, MSG_MAX, "Out of memory.");
+            return KAFKA_UNKNOWN_SERVER_ERROR;
+        }
+        if (!cn_wire_cstr(ch[i].name, key, 256)) {
+            snprintf(msg, MSG_MAX, "Invalid config name.");
+            return KAFKA_INVALID_CONFIG;
+        }
+        cc[i].key = key;
+        cc[i].op = ch[i].op;
+        cc[i].value = NULL;
+        if (!cn_bytes_is_null(ch[i].value)) {
+            if (!cn_wire_cstr(ch[i].value, val, 1024)) {
+                snprintf(msg, MSG_MAX, "Invalid value for %s.", key);
+                return KAFKA_INVALID_CONFIG;
+            }
+            cc[i].value = val;
+        }
+    }
+    return cn_broker_alter_dynamic(b, layer, cc, (size_t)n, replace_all,
+                                   validate_only, msg, MSG_MAX);
+}
+
+static int16_t alter_resource(struct cn_broker *b, struct cn_req *req,
+                              int8_t type,
                               struct cn_bytes name,
                               const struct config_change *ch, int32_t n,
                               bool replace_all, bool validate_only, char *msg)
 {
     if (type == RESOURCE_TOPIC)
         return alter_topic(b, name, ch, n, replace_all, validate_only, msg);
-    if (type == RESOURCE_BROKER || type == RESOURCE_BROKER_LOGGER) {
+    if (type == RESOURCE_BROKER)
+        return alter_broker(b, req, name, ch, n, replace_all, validate_only,
+                            msg);
+    if (type == RESOURCE_BROKER_LOGGER) {
         snprintf(msg, MSG_MAX,
-                 "Cairn's broker configs are static: set them in the "
-                 "properties file or with --set and restart.");
+                 "Cairn has no per-logger levels: set cairn.log.level in "
+                 "the properties file or with --set and restart.");
         return KAFKA_INVALID_REQUEST;
     }
     snprintf(msg, MSG_MAX, "Unsupported resource type %d.", type);
@@ -344,7 +434,8 @@ void cn_h_alter_configs(struct cn_broker *b, struct cn_req *req,
             ch[j].op = OP_SET;
         }
         char msg[MSG_MAX] = "";
-        r->error_code = alter_resource(b, qr->resource_type, qr->resource_name,
+        r->error_code = alter_resource(b, req, qr->resource_type,
+                                       qr->resource_name,
                                        ch, nc, true, rq.validate_only, msg);
         if (r->error_code)
             r->error_message = cn_req_str(req, msg);
@@ -397,7 +488,8 @@ void cn_h_incremental_alter_configs(struct cn_broker *b, struct cn_req *req,
             ch[j].op = qr->configs[j].config_operation;
         }
         char msg[MSG_MAX] = "";
-        r->error_code = alter_resource(b, qr->resource_type, qr->resource_name,
+        r->error_code = alter_resource(b, req, qr->resource_type,
+                                       qr->resource_name,
                                        ch, nc, false, rq.validate_only, msg);
         if (r->error_code)
             r->error_message = cn_req_str(req, msg);

@@ -4,6 +4,8 @@
   kafka-configs.sh          org.apache.kafka.tools.ConfigCommand
   kafka-consumer-groups.sh  org.apache.kafka.tools.consumer.group.
                             ConsumerGroupCommand
+  kafka-producer-perf-test  org.apache.kafka.tools.ProducerPerformance
+  kafka-consumer-perf-test  org.apache.kafka.tools.ConsumerPerformance
 
 Each step asserts on what the tool prints and its exit code, as an
 operator would read them.  Release broker only (one JVM per command,
@@ -12,6 +14,8 @@ operator would read them.  Release broker only (one JVM per command,
 
 import re
 import time
+
+import kafka_wire as kw
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -26,6 +30,8 @@ TIMEOUT = 120 * SLOW
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
+CONSUMER_PERF = "org.apache.kafka.tools.ConsumerPerformance"
 
 
 @pytest.fixture(scope="session")
@@ -182,14 +188,50 @@ def test_kafka_configs(broker, classpath, tmp_path):
             in out), out
     assert conf["num.partitions"] == "1", out
 
-    # Dynamic broker configs: Cairn's are static, and the tool says so
-    # (INVALID_REQUEST with Cairn's message), per broker and cluster-wide.
-    for entity in (b1, ("--entity-type", "brokers", "--entity-default")):
-        err = kc.fails("--alter", *entity, "--add-config",
-                       "log.retention.ms=1000")
-        assert "InvalidRequestException" in err, err
-        assert "broker configs are static" in err, err
-    assert dynamic_configs(kc.ok("--describe", *b1)) == {}
+    # Dynamic broker configs, per broker and cluster-wide; the describe
+    # lines are the ones Kafka 4.4.0 prints for the same commands.
+    dflt = ("--entity-type", "brokers", "--entity-default")
+    out = kc.ok("--alter", *b1, "--add-config", "log.retention.ms=1000")
+    assert "Completed updating config for broker 1." in out, out
+    out = kc.ok("--alter", *dflt, "--add-config",
+                "message.max.bytes=2000000,log.retention.ms=5000")
+    assert "Completed updating default config for brokers in the cluster." \
+        in out, out
+    out = kc.ok("--describe", *b1)
+    assert "Dynamic configs for broker 1 are:" in out, out
+    assert dynamic_configs(out) == {"log.retention.ms": "1000"}, out
+    assert ("  log.retention.ms=1000 sensitive=false synonyms={"
+            "DYNAMIC_BROKER_CONFIG:log.retention.ms=1000, "
+            "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=5000, "
+            "DEFAULT_CONFIG:log.retention.hours=168}") in out, out
+    out = kc.ok("--describe", *dflt)
+    assert "Default configs for brokers in the cluster are:" in out, out
+    assert dynamic_configs(out) == {"log.retention.ms": "5000",
+                                    "message.max.bytes": "2000000"}, out
+    assert ("  message.max.bytes=2000000 sensitive=false synonyms={"
+            "DYNAMIC_DEFAULT_BROKER_CONFIG:message.max.bytes=2000000}") \
+        in out, out
+    # The topic without overrides shows where its defaults now come from.
+    out = kc.ok("--describe", *topic, "--all")
+    assert re.search(r"^  max.message.bytes=20000 ", out, re.M), out
+    assert re.search(r"^  retention.ms=1000 sensitive=false synonyms="
+                     r"\{DYNAMIC_BROKER_CONFIG:", out, re.M), out
+
+    # Read-only keys: Kafka's exception and words (the other refusals are
+    # in test_dynamic_configs.py, without a JVM per request).
+    err = kc.fails("--alter", *b1, "--add-config", "num.partitions=3")
+    assert "InvalidRequestException: Cannot update these configs " \
+        "dynamically: [num.partitions]" in err, err
+
+    # Deleting uncovers the default, which survives a restart.
+    kc.ok("--alter", *b1, "--delete-config", "log.retention.ms")
+    broker.restart()
+    out = kc.ok("--describe", *b1, "--all")
+    assert re.search(r"^  message.max.bytes=2000000 ", out, re.M), out
+    assert re.search(r"^  log.retention.ms=5000 sensitive=false synonyms="
+                     r"\{DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=5000,"
+                     r" DEFAULT_CONFIG:log.retention.hours=168\}", out,
+                     re.M), out
 
 
 def test_kafka_consumer_groups(broker_factory, classpath, tmp_path):
@@ -272,3 +314,58 @@ def test_kafka_consumer_groups(broker_factory, classpath, tmp_path):
     assert kg.ok("--list").split() == []
     rc, out, err = kg.run("--describe", "--group", "cg")
     assert "Error: Consumer group 'cg' does not exist." in out, (out, err)
+
+
+PERF_SUMMARY = re.compile(
+    r"^(\d+) records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), "
+    r"[\d.]+ ms avg latency, [\d.]+ ms max latency, \d+ ms 50th, "
+    r"\d+ ms 95th, \d+ ms 99th, \d+ ms 99.9th\.$", re.M)
+
+
+def log_counts(port, topic):
+    """(data records, control batches, log end offset) of partition 0."""
+    cli = kw.Client(port)
+    batches = cli.fetch_batches(topic, 0)
+    end = cli.list_offset(topic, 0)
+    cli.close()
+    control = [b for b in batches if b["attributes"] & 0x20]
+    data = sum(b["count"] for b in batches if not b["attributes"] & 0x20)
+    return data, len(control), end
+
+
+def test_kafka_perf_tests(broker_factory, classpath, tmp_path):
+    """kafka-producer-perf-test with acks=all, then transactional, and
+    kafka-consumer-perf-test reading both topics back read_committed; the
+    counts each tool prints are the ones the log holds."""
+    n = 20000
+    broker = broker_factory(**{"group.initial.rebalance.delay.ms": "0"})
+    broker.create_topic("perf-acks")
+    broker.create_topic("perf-txn")
+    pp = Cli(classpath, tmp_path, broker, PRODUCER_PERF)
+    common = ("--num-records", str(n), "--record-size", "100",
+              "--throughput", "-1")
+    out = pp.ok("--topic", "perf-acks", *common,
+                "--command-property", "acks=all")
+    assert [int(x) for x in PERF_SUMMARY.findall(out)] == [n], out
+    # Idempotent (the 4.x default): exactly n records, no duplicates.
+    assert log_counts(broker.port, "perf-acks") == (n, 0, n)
+
+    out = pp.ok("--topic", "perf-txn", *common,
+                "--transactional-id", "perf-tx",
+                "--transaction-duration-ms", "200")
+    assert [int(x) for x in PERF_SUMMARY.findall(out)] == [n], out
+    data, markers, end = log_counts(broker.port, "perf-txn")
+    # One commit marker per transaction, each taking an offset.
+    assert data == n and markers >= 1 and end == n + markers, \
+        (data, markers, end)
+
+    cp = Cli(classpath, tmp_path, broker, CONSUMER_PERF)
+    out = cp.ok("--include", "perf-.*", "--num-records", str(2 * n),
+                "--group", "perf-group", "--timeout", str(60000 * SLOW),
+                "--command-property", "isolation.level=read_committed")
+    lines = [x for x in out.splitlines() if x.strip()]
+    head = [x.strip() for x in lines[-2].split(",")]
+    row = dict(zip(head, [x.strip() for x in lines[-1].split(",")]))
+    assert row["data.consumed.in.nMsg"] == str(2 * n), out
+    assert float(row["data.consumed.in.MB"]) == round(2 * n * 100
+                                                      / 1048576, 4), out

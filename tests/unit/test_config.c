@@ -760,10 +760,216 @@ UNIT_TEST(unworkable_values_refused)
     cn_config_fini(&cfg);
 }
 
+/* One change on a layer: 0 or the refusal (CN_CFG_REFUSE_*). */
+static int dyn1(struct cn_config *cfg, enum cn_config_layer layer,
+                const char *key, int op, const char *value)
+{
+    struct cn_config_change ch = {key, value, op};
+    enum cn_config_refusal r = 0;
+    int rc = cn_config_alter_dynamic(cfg, layer, &ch, 1, false, &r, err,
+                                     sizeof err);
+    return rc ? (int)r : 0;
+}
+
+UNIT_TEST(dynamic_layers_and_synonyms)
+{
+    struct cn_config cfg;
+    struct cn_config_entry e;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_set(&cfg, "message.max.bytes", "3000", err,
+                           sizeof err), 0);
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_DEFAULT, "message.max.bytes",
+                  CN_CFG_OP_SET, "2000"), 0);
+    CHECK_EQ(cfg.message_max_bytes, 2000);
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_BROKER, "message.max.bytes",
+                  CN_CFG_OP_SET, " 1000 "), 0);
+    CHECK_EQ(cfg.message_max_bytes, 1000);
+    /* Kafka's order: per broker, default, static, built-in. */
+    CHECK_EQ(cn_config_describe_key(&cfg, "message.max.bytes", &e), 0);
+    CHECK(!strcmp(e.value, "1000"));
+    CHECK_EQ(e.source, CN_CFG_SRC_DYNAMIC_BROKER);
+    CHECK(!e.read_only);
+    CHECK_EQ(e.syn_count, 4);
+    int want_src[] = {CN_CFG_SRC_DYNAMIC_BROKER,
+                      CN_CFG_SRC_DYNAMIC_DEFAULT_BROKER,
+                      CN_CFG_SRC_STATIC_BROKER, CN_CFG_SRC_DEFAULT};
+    const char *want_val[] = {"1000", "2000", "3000", "1048588"};
+    for (int i = 0; i < 4 && i < e.syn_count; i++) {
+        CHECK_EQ(e.syn[i].source, want_src[i]);
+        CHECK(!strcmp(e.syn[i].value, want_val[i]));
+        CHECK(!strcmp(e.syn[i].name, "message.max.bytes"));
+    }
+    /* The default layer alone, for resource "". */
+    size_t nk = cn_config_key_count(), shown = 0;
+    for (size_t i = 0; i < nk; i++)
+        if (cn_config_describe_default(&cfg, i, &e) == 0) {
+            shown++;
+            CHECK(!strcmp(e.name, "message.max.bytes"));
+            CHECK(!strcmp(e.value, "2000"));
+            CHECK_EQ(e.source, CN_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
+        }
+    CHECK_EQ(shown, 1);
+    /* A delete goes back to the layer below, twice. */
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_BROKER, "message.max.bytes",
+                  CN_CFG_OP_DELETE, NULL), 0);
+    CHECK_EQ(cfg.message_max_bytes, 2000);
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_DEFAULT, "message.max.bytes",
+                  CN_CFG_OP_DELETE, NULL), 0);
+    CHECK_EQ(cfg.message_max_bytes, 3000);
+    CHECK_EQ(cn_config_describe_key(&cfg, "message.max.bytes", &e), 0);
+    CHECK_EQ(e.source, CN_CFG_SRC_STATIC_BROKER);
+    /* Deleting what is not there is fine, as in Kafka. */
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_BROKER, "log.roll.ms",
+                  CN_CFG_OP_DELETE, NULL), 0);
+
+    /* A synonym group: a dynamic log.retention.ms wins over the hours
+     * and is listed before them. */
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_DEFAULT, "log.retention.ms",
+                  CN_CFG_OP_SET, "5000"), 0);
+    CHECK_EQ(cfg.log_retention_ms, 5000);
+    CHECK_EQ(cn_config_describe_key(&cfg, "log.retention.ms", &e), 0);
+    CHECK_EQ(e.syn_count, 2);
+    CHECK(!strcmp(e.syn[0].name, "log.retention.ms"));
+    CHECK_EQ(e.syn[0].source, CN_CFG_SRC_DYNAMIC_DEFAULT_BROKER);
+    CHECK(!strcmp(e.syn[1].name, "log.retention.hours"));
+    CHECK_EQ(e.syn[1].source, CN_CFG_SRC_DEFAULT);
+    /* The hours list starts at their own name: the ms before it drop. */
+    CHECK_EQ(cn_config_describe_key(&cfg, "log.retention.hours", &e), 0);
+    CHECK_EQ(e.syn_count, 1);
+    CHECK(!strcmp(e.syn[0].name, "log.retention.hours"));
+    /* A key without a value of its own anywhere lists no synonyms. */
+    CHECK_EQ(cn_config_describe_key(&cfg, "log.roll.ms", &e), 0);
+    CHECK(e.value == NULL);
+    CHECK_EQ(e.syn_count, 0);
+
+    /* Topics without an override follow after a rebase; overrides stay. */
+    struct cn_topic_config tc, own;
+    cn_topic_config_init_defaults(&tc, &cfg);
+    cn_topic_config_init_defaults(&own, &cfg);
+    CHECK_EQ(cn_topic_config_set(&own, "retention.ms", "77", err,
+                                 sizeof err), 0);
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_BROKER, "log.retention.ms",
+                  CN_CFG_OP_SET, "6000"), 0);
+    cn_topic_config_rebase(&tc);
+    cn_topic_config_rebase(&own);
+    CHECK_EQ(tc.retention_ms, 6000);
+    CHECK_EQ(own.retention_ms, 77);
+    char buf[64];
+    cn_topic_config_describe(&tc, CN_TOPIC_RETENTION_MS, buf, sizeof buf, &e);
+    CHECK_EQ(e.source, CN_CFG_SRC_DYNAMIC_BROKER);
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(dynamic_refusals)
+{
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    /* Read-only keys, all named together, as Kafka does. */
+    struct cn_config_change two[] = {
+        {"num.partitions", "3", CN_CFG_OP_SET},
+        {"log.dirs", "/x", CN_CFG_OP_SET},
+    };
+    enum cn_config_refusal r = 0;
+    CHECK_EQ(cn_config_alter_dynamic(&cfg, CN_CFG_LAYER_BROKER, two, 2, false,
+                                     &r, err, sizeof err), CN_EINVAL);
+    CHECK_EQ(r, CN_CFG_REFUSE_REQUEST);
+    CHECK(err_has("Cannot update these configs dynamically: "
+                  "[num.partitions, log.dirs]", NULL));
+    CHECK_EQ(cfg.num_partitions, 1);
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_DEFAULT, "transaction.max.timeout.ms",
+                  CN_CFG_OP_SET, "1000"), CN_CFG_REFUSE_REQUEST);
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_BROKER, "foo.bar", CN_CFG_OP_SET, "1"),
+             CN_CFG_REFUSE_CONFIG);
+    CHECK(err_has("Unknown broker config: foo.bar", NULL));
+    /* Kafka changes these at runtime; Cairn says why it cannot. */
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_BROKER, "num.io.threads", CN_CFG_OP_SET,
+                  "4"), CN_CFG_REFUSE_CONFIG);
+    CHECK(err_has("num.io.threads", "thread pool"));
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_BROKER, "listeners", CN_CFG_OP_SET,
+                  "PLAINTEXT://:1"), CN_CFG_REFUSE_CONFIG);
+    CHECK(err_has("listeners", "restart"));
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_DEFAULT, "listeners", CN_CFG_OP_SET,
+                  "PLAINTEXT://:1"), CN_CFG_REFUSE_REQUEST);
+    CHECK(err_has("at default cluster level, broker id must be specified",
+                  "[listeners]"));
+    /* Values: the config file's checks. */
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_BROKER, "message.max.bytes",
+                  CN_CFG_OP_SET, "abc"), CN_CFG_REFUSE_REQUEST);
+    CHECK(err_has("Invalid value abc for configuration message.max.bytes",
+                  "not an integer"));
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_BROKER, "log.retention.ms",
+                  CN_CFG_OP_SET, "-5"), CN_CFG_REFUSE_REQUEST);
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_BROKER, "log.retention.ms",
+                  CN_CFG_OP_SET, "0"), CN_CFG_REFUSE_REQUEST);
+    CHECK(err_has("unlimited (-1) or at least 1 ms", NULL));
+    CHECK_EQ(cfg.log_retention_ms, 168LL * 3600 * 1000);
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_BROKER, "log.roll.ms", CN_CFG_OP_SET,
+                  NULL), CN_CFG_REFUSE_REQUEST);
+    CHECK(err_has("Null value not supported for : log.roll.ms", NULL));
+    CHECK_EQ(dyn1(&cfg, CN_CFG_LAYER_BROKER, "log.retention.ms",
+                  CN_CFG_OP_APPEND, "5"), CN_CFG_REFUSE_CONFIG);
+    CHECK(err_has("append is not allowed for config key: log.retention.ms",
+                  NULL));
+    /* All or nothing: a bad second value leaves the first unapplied. */
+    struct cn_config_change mixed[] = {
+        {"message.max.bytes", "5000", CN_CFG_OP_SET},
+        {"log.segment.bytes", "x", CN_CFG_OP_SET},
+    };
+    CHECK_EQ(cn_config_alter_dynamic(&cfg, CN_CFG_LAYER_BROKER, mixed, 2,
+                                     false, &r, err, sizeof err), CN_EINVAL);
+    CHECK_EQ(cfg.message_max_bytes, 1048588);
+    struct cn_config_change dup[] = {
+        {"message.max.bytes", "5000", CN_CFG_OP_SET},
+        {"message.max.bytes", "6000", CN_CFG_OP_SET},
+    };
+    CHECK_EQ(cn_config_alter_dynamic(&cfg, CN_CFG_LAYER_BROKER, dup, 2,
+                                     false, &r, err, sizeof err), CN_EINVAL);
+    CHECK(err_has("duplicate config keys", NULL));
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(dynamic_serialize_round_trip)
+{
+    struct cn_config a, b, c;
+    CHECK_EQ(cn_config_init(&a), 0);
+    CHECK_EQ(dyn1(&a, CN_CFG_LAYER_BROKER, "log.retention.ms", CN_CFG_OP_SET,
+                  "1000"), 0);
+    CHECK_EQ(dyn1(&a, CN_CFG_LAYER_DEFAULT, "log.message.timestamp.type",
+                  CN_CFG_OP_SET, "LogAppendTime"), 0);
+    char *text = cn_config_dyn_serialize(&a);
+    CHECK(text != NULL);
+    CHECK(!strcmp(text, "broker.log.retention.ms=1000\n"
+                        "default.log.message.timestamp.type=LogAppendTime\n"));
+    CHECK_EQ(cn_config_init(&b), 0);
+    CHECK_EQ(cn_config_dyn_parse(&b, text, "dyn", err, sizeof err), 0);
+    CHECK_EQ(b.log_retention_ms, 1000);
+    CHECK_EQ(b.log_message_timestamp_type, CN_TS_LOG_APPEND_TIME);
+    /* A copy is deep: changing it leaves the original alone. */
+    CHECK_EQ(cn_config_copy(&c, &b), 0);
+    CHECK_EQ(dyn1(&c, CN_CFG_LAYER_BROKER, "log.retention.ms",
+                  CN_CFG_OP_DELETE, NULL), 0);
+    CHECK_EQ(b.log_retention_ms, 1000);
+    cn_config_fini(&c);
+    free(text);
+    /* A damaged file names itself, the line and the reason. */
+    CHECK_EQ(cn_config_dyn_parse(&b, "broker.log.retention.ms=1\n"
+                                     "broker.num.partitions=3\n",
+                                 "/d/dynamic-configs", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("/d/dynamic-configs:2:", "num.partitions"));
+    CHECK_EQ(cn_config_dyn_parse(&b, "garbage\n", "/d/dynamic-configs", err,
+                                 sizeof err), CN_EINVAL);
+    CHECK(err_has("/d/dynamic-configs:1:", "garbage"));
+    cn_config_fini(&a);
+    cn_config_fini(&b);
+}
+
 UNIT_MAIN(defaults_match_kafka, table_defaults_all_parse, file_parsing,
           file_error_names_file_and_line, load_file_and_missing_file,
           set_overrides_file, unknown_key_named, bad_ints, enum_values,
           retention_precedence, aliases, kraft_server_properties_loads,
           listener_variants, listener_errors, topic_defaults_follow_broker,
           topic_validation, topic_serialize_round_trip, properties_escapes,
-          help_lists_keys, unworkable_values_refused)
+          help_lists_keys, unworkable_values_refused,
+          dynamic_layers_and_synonyms, dynamic_refusals,
+          dynamic_serialize_round_trip)
