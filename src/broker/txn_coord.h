@@ -110,7 +110,7 @@ struct cn_txn_pid_view {
     char transactional_id[256]; /* truncated if longer */
     enum cn_txn_state state;
     int16_t producer_epoch;
-    int64_t txn_start_ms;       /* -1 when no transaction runs */
+    int64_t txn_start_ms;       /* the last transaction's start, or -1 */
     int32_t timeout_ms;
 };
 bool cn_txn_coord_pid_view(struct cn_broker *b, int64_t producer_id,
