@@ -98,10 +98,12 @@ static int16_t check_producer(struct append_ctx *ac,
         return KAFKA_NONE;
     struct cn_pentry_info pe;
     bool open = cn_pstate_get(ac->p->pstate, hdr->producer_id, &pe) &&
-                pe.txn_first_offset >= 0;
-    /* A transactional batch that would open a transaction here must be
-     * part of one the coordinator holds Ongoing (KIP-890 part 1).  Kafka
-     * asks before it looks at epochs and sequences, so its answer wins. */
+                pe.txn_first_offset >= 0 &&
+                pe.epoch == hdr->producer_epoch;
+    /* A transactional batch that is not part of this epoch's open
+     * transaction here must be part of one the coordinator holds Ongoing
+     * (KIP-890 part 1).  Kafka asks before it looks at epochs and
+     * sequences, so its answer wins. */
     if (!open && cn_batch_is_transactional(hdr)) {
         int16_t kerr = cn_txn_coord_verify(ac->b, ac->txn_id,
                                            hdr->producer_id,
@@ -132,9 +134,7 @@ static int16_t check_producer(struct append_ctx *ac,
     /* A plain batch from a producer with an open transaction would land
      * inside that transaction's range without belonging to it. */
     if (!cn_batch_is_transactional(hdr))
-        return open && pe.epoch == hdr->producer_epoch
-                   ? KAFKA_INVALID_TXN_STATE
-                   : KAFKA_NONE;
+        return open ? KAFKA_INVALID_TXN_STATE : KAFKA_NONE;
     return KAFKA_NONE;
 }
 
