@@ -18,8 +18,10 @@ Scenarios:
                   the zombie's produce, add and end get, the markers).
   idempotence     hand-built batches of an idempotent producer: the
                   offsets of new batches and of retries (the last five and
-                  older), sequence gaps, an epoch bump and the old epoch,
-                  a new epoch not at sequence 0, an unknown producer id.
+                  older), sequence gaps, InitProducerId naming the
+                  producer (a new producer id, as the KIP-360 bump asks),
+                  the old id, the new one at sequence 1 and 0, an unknown
+                  producer id.
   tv2_epochs      transaction version 2 as the Java 4.x client speaks it
                   (Produce v12, EndTxn v5, TxnOffsetCommit v5): the epoch
                   each EndTxn returns, late requests of a finished
