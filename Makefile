@@ -7,13 +7,14 @@
 #                 libFuzzer builds, the Java and Go test programs, the
 #                 Python client venv), run every test
 #   make bench    throughput against this machine's limits
+#   make soak     the long tests `make test` leaves out (CAIRN_SOAK=1)
 #   make gen      regenerate src/proto/gen from ../shared/kafka-protocol
 
 MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 
-.PHONY: all build build-asan build-fuzz build-java build-go build-py deps test-deps run test bench gen check-gen clean
+.PHONY: all build build-asan build-fuzz build-java build-go build-py deps test-deps run test soak bench gen check-gen clean
 
 all: build
 
@@ -69,6 +70,10 @@ run: build
 
 test: test-deps build build-asan build-fuzz build-java build-go build-py
 	@tests/run_all.sh
+
+soak: test-deps build build-java
+	CAIRN_SOAK=1 CAIRN_BUILD_DIR=$(CURDIR)/build CAIRN_BIN=$(CURDIR)/build/cairn \
+	    $(PY) -m pytest -q -p no:cacheprovider tests/e2e/test_kafka_ref_cluster.py
 
 bench: build
 	$(PY) bench/run.py

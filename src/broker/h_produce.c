@@ -54,6 +54,7 @@ struct append_ctx {
     int64_t first_offset;
     int64_t append_time; /* LogAppendTime, or -1 */
     int err;
+    struct cn_bytes txn_id; /* the request's transactional id */
 };
 
 static int append_one(void *arg, const uint8_t *batch, size_t len,
@@ -95,6 +96,22 @@ static int16_t check_producer(struct append_ctx *ac,
     *dup = false;
     if (!cn_batch_has_producer_id(hdr))
         return KAFKA_NONE;
+    struct cn_pentry_info pe;
+    bool open = cn_pstate_get(ac->p->pstate, hdr->producer_id, &pe) &&
+                pe.txn_first_offset >= 0 &&
+                pe.epoch == hdr->producer_epoch;
+    /* A transactional batch that is not part of this epoch's open
+     * transaction here must be part of one the coordinator holds Ongoing
+     * (KIP-890 part 1).  Kafka asks before it looks at epochs and
+     * sequences, so its answer wins. */
+    if (!open && cn_batch_is_transactional(hdr)) {
+        int16_t kerr = cn_txn_coord_verify(ac->b, ac->txn_id,
+                                           hdr->producer_id,
+                                           hdr->producer_epoch,
+                                           ac->p->topic->name, ac->p->index);
+        if (kerr)
+            return kerr;
+    }
     switch (cn_pstate_check(ac->p->pstate, hdr, dup_offset)) {
     case CN_PCHECK_APPEND:
         break;
@@ -114,21 +131,10 @@ static int16_t check_producer(struct append_ctx *ac,
     default:
         return KAFKA_OUT_OF_ORDER_SEQUENCE_NUMBER;
     }
-    struct cn_pentry_info pe;
-    bool open = cn_pstate_get(ac->p->pstate, hdr->producer_id, &pe) &&
-                pe.txn_first_offset >= 0;
     /* A plain batch from a producer with an open transaction would land
      * inside that transaction's range without belonging to it. */
     if (!cn_batch_is_transactional(hdr))
-        return open && pe.epoch == hdr->producer_epoch
-                   ? KAFKA_INVALID_TXN_STATE
-                   : KAFKA_NONE;
-    /* A transactional batch that would open a transaction here must be
-     * part of one the coordinator holds Ongoing (KIP-890 part 1). */
-    if (!open)
-        return cn_txn_coord_verify(ac->b, hdr->producer_id,
-                                   hdr->producer_epoch, ac->p->topic->name,
-                                   ac->p->index);
+        return open ? KAFKA_INVALID_TXN_STATE : KAFKA_NONE;
     return KAFKA_NONE;
 }
 
@@ -183,7 +189,8 @@ static bool timestamps_ok(const struct cn_topic_config *tc,
 
 /* Returns the partition appended to, or NULL when nothing was. */
 static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req *req,
-                              int16_t version, struct cn_topic *t,
+                              int16_t version, struct cn_bytes txn_id,
+                              struct cn_topic *t,
                               const struct cn_produce_request_partition_produce_data *pd,
                               struct cn_produce_response_partition_produce_response *pr,
                               struct cn_wr *scratch)
@@ -212,7 +219,7 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
         .max_uncompressed_bytes = 0,
         .allow_control = false,
     };
-    struct append_ctx ac = {b, p, -1, -1, 0};
+    struct append_ctx ac = {b, p, -1, -1, 0, txn_id};
     struct check_ctx cc = {&ac, 0, false, -1};
     struct cn_batch_hdr hdr;
     memset(&hdr, 0, sizeof hdr);
@@ -448,7 +455,8 @@ void cn_h_produce(struct cn_broker *b, struct cn_req *req,
                 continue;
             }
             pr->base_offset = -1;
-            if (produce_partition(b, req, h->api_version, t,
+            if (produce_partition(b, req, h->api_version,
+                                  rq.transactional_id, t,
                                   &td->partition_data[j], pr, &scratch))
                 ps->appended = true;
         }

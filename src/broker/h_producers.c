@@ -2,11 +2,13 @@
  * h_producers.c - InitProducerId for idempotent producers, and
  * DescribeProducers.
  *
- * InitProducerId without a transactional id hands out a fresh producer id
- * at epoch 0.  With the id and epoch of one it handed out before (v3+,
- * KIP-360), it bumps the epoch instead, so the client keeps its id and
- * restarts its sequences at 0; when the epoch would run out the client
- * gets a new id.  Transactional ids need the transaction coordinator.
+ * InitProducerId without a transactional id always hands out a fresh
+ * producer id at epoch 0, also when it names the client's current id and
+ * epoch (v3+, KIP-360): Kafka ignores those for idempotent producers, and
+ * a client asking for a bump (librdkafka after a sequence error) starts
+ * over with the new id, its sequences at 0.  The Java client bumps an
+ * idempotent producer's epoch locally and never asks.  Transactional ids
+ * need the transaction coordinator.
  */
 #include <stdio.h>
 
@@ -15,10 +17,6 @@
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 #include "txn_coord.h"
-
-/* Kafka bumps to a new producer id before the epoch reaches
- * Short.MAX_VALUE, which is reserved. */
-#define EPOCH_LAST_USABLE (INT16_MAX - 1)
 
 void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body)
@@ -41,23 +39,14 @@ void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
                                 rq.producer_epoch);
         return;
     }
-    if (rq.producer_id >= 0 &&
-               !cn_pidalloc_issued(&b->pids, rq.producer_id)) {
-        rs.error_code = KAFKA_INVALID_PRODUCER_ID_MAPPING;
-    } else if (rq.producer_id >= 0 && rq.producer_epoch >= 0 &&
-               rq.producer_epoch < EPOCH_LAST_USABLE) {
-        rs.producer_id = rq.producer_id;
-        rs.producer_epoch = (int16_t)(rq.producer_epoch + 1);
+    int64_t pid;
+    int rc = cn_pidalloc_next(&b->pids, &pid);
+    if (rc) {
+        CN_ERROR("cannot reserve producer ids: %s", cn_strerror(rc));
+        rs.error_code = KAFKA_KAFKA_STORAGE_ERROR;
     } else {
-        int64_t pid;
-        int rc = cn_pidalloc_next(&b->pids, &pid);
-        if (rc) {
-            CN_ERROR("cannot reserve producer ids: %s", cn_strerror(rc));
-            rs.error_code = KAFKA_KAFKA_STORAGE_ERROR;
-        } else {
-            rs.producer_id = pid;
-            rs.producer_epoch = 0;
-        }
+        rs.producer_id = pid;
+        rs.producer_epoch = 0;
     }
     cn_resp_begin(req, h);
     cn_init_producer_id_response_encode(&req->resp, h->api_version, &rs);

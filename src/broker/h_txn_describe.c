@@ -216,10 +216,11 @@ void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
             if (m->state == CN_TXN_DEAD || (nf > 0 && !want_state[m->state]) ||
                 !pid_wanted(&rq, m->producer_id))
                 continue;
-            /* v1: only transactions running longer than the filter. */
+            /* v1: only transactions started longer ago than the filter.
+             * As in Kafka, an id with no start time (-1: Empty) counts
+             * as started at the epoch, so the filter never hides it. */
             if (rq.duration_filter >= 0 &&
-                (m->txn_start_ms < 0 ||
-                 now - m->txn_start_ms < rq.duration_filter))
+                now - m->txn_start_ms < rq.duration_filter)
                 continue;
             struct cn_list_transactions_response_transaction_state *ts =
                 &rs.transaction_states[rs.transaction_states_len++];

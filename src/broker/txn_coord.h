@@ -47,16 +47,20 @@ void cn_txn_coord_free(struct cn_broker *b);
 
 /*
  * What a partition leader asks before a transactional batch opens a
- * transaction on it (KIP-890 part 1): is this producer id, at this epoch,
- * in an Ongoing transaction that includes the partition?  Returns
- * KAFKA_NONE if so (and always when transaction.partition.verification.
- * enable is false), INVALID_PRODUCER_EPOCH for an older epoch, else
- * INVALID_TXN_STATE.  A late batch from a transaction that has already
- * ended is refused this way instead of opening one nobody will close.
+ * transaction on it (KIP-890 part 1): is this transactional id's producer
+ * id, at this epoch, in an Ongoing transaction that includes the
+ * partition?  Returns KAFKA_NONE if so (and always when
+ * transaction.partition.verification.enable is false); as Kafka's
+ * verification answers (by transactional id, the producer id, the epoch,
+ * then the state): INVALID_PRODUCER_ID_MAPPING for an unknown id or
+ * another producer id, INVALID_PRODUCER_EPOCH for another epoch, else
+ * INVALID_TXN_STATE.  A null transactional id finds the transaction by
+ * producer id.  A late batch from a transaction that has already ended
+ * is refused this way instead of opening one nobody will close.
  */
-int16_t cn_txn_coord_verify(struct cn_broker *b, int64_t producer_id,
-                            int16_t producer_epoch, const char *topic,
-                            int32_t partition);
+int16_t cn_txn_coord_verify(struct cn_broker *b, struct cn_bytes txn_id,
+                            int64_t producer_id, int16_t producer_epoch,
+                            const char *topic, int32_t partition);
 
 /* A partition named by a produce request. */
 struct cn_txn_tp_ref {
@@ -110,7 +114,7 @@ struct cn_txn_pid_view {
     char transactional_id[256]; /* truncated if longer */
     enum cn_txn_state state;
     int16_t producer_epoch;
-    int64_t txn_start_ms;       /* -1 when no transaction runs */
+    int64_t txn_start_ms;       /* the last transaction's start, or -1 */
     int32_t timeout_ms;
 };
 bool cn_txn_coord_pid_view(struct cn_broker *b, int64_t producer_id,

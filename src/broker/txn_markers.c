@@ -88,7 +88,8 @@ static void markers_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
         next.next_producer_id = -1;
     }
     cn_txn_meta_clear_partitions(&next);
-    next.txn_start_ms = -1; /* no transaction is running any more */
+    /* txn_start_ms stays: Kafka keeps the finished transaction's start in
+     * DescribeTransactions until InitProducerId clears it. */
     next.last_update_ms = cn_clock_wall_ms();
     txn_write_change(b, e, &next, complete_written, NULL, NULL, commit);
 }

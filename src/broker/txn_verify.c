@@ -298,20 +298,30 @@ bool cn_txn_coord_add_for_produce(struct cn_broker *b, struct cn_req *req,
 
 /* ---- partition leaders asking (KIP-890 part 1, locally) ----------------- */
 
-int16_t cn_txn_coord_verify(struct cn_broker *b, int64_t producer_id,
-                            int16_t producer_epoch, const char *topic,
-                            int32_t partition)
+int16_t cn_txn_coord_verify(struct cn_broker *b, struct cn_bytes txn_id,
+                            int64_t producer_id, int16_t producer_epoch,
+                            const char *topic, int32_t partition)
 {
     if (!b->cfg->transaction_partition_verification_enable)
         return KAFKA_NONE;
-    struct txn_entry *e = b->txn ? txn_entry_by_pid(b->txn, producer_id) : NULL;
-    if (!e)
-        return KAFKA_INVALID_TXN_STATE;
-    /* Kafka checks the epoch first: a fenced producer hears so. */
-    if (producer_epoch < e->meta.producer_epoch)
+    struct txn_entry *e = NULL;
+    if (b->txn && !cn_bytes_is_null(txn_id) && txn_id.len > 0) {
+        char id[1024];
+        e = cn_wire_cstr(txn_id, id, sizeof id) ? txn_entry_find(b->txn, id)
+                                                : NULL;
+        if (!e || e->meta.producer_id != producer_id)
+            return KAFKA_INVALID_PRODUCER_ID_MAPPING;
+    } else {
+        e = b->txn ? txn_entry_by_pid(b->txn, producer_id) : NULL;
+        if (!e)
+            return KAFKA_INVALID_TXN_STATE;
+    }
+    /* Kafka checks the epoch next: any other epoch is fenced (its
+     * coordinator's PRODUCER_FENCED, which the leader passes on as
+     * INVALID_PRODUCER_EPOCH). */
+    if (producer_epoch != e->meta.producer_epoch)
         return KAFKA_INVALID_PRODUCER_EPOCH;
-    if (producer_epoch != e->meta.producer_epoch ||
-        e->meta.state != CN_TXN_ONGOING ||
+    if (e->meta.state != CN_TXN_ONGOING ||
         !cn_txn_meta_has_partition(&e->meta, topic, partition))
         return KAFKA_INVALID_TXN_STATE;
     return KAFKA_NONE;

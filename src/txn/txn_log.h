@@ -64,7 +64,8 @@ struct cn_txn_meta {
                                      owned; only the helpers below touch it */
     size_t npartitions;           /* entries used */
     size_t partitions_cap;        /* entries allocated */
-    int64_t txn_start_ms;         /* wall clock ms the txn began, or -1 */
+    int64_t txn_start_ms;         /* wall clock ms the last txn began (kept
+                                     * when it completes), or -1 */
     int64_t last_update_ms;       /* wall clock ms of the last transition */
     int8_t client_tv;             /* transaction version the client uses:
                                      0/1 = TV1, 2 = TV2 (KIP-890) */

@@ -2,6 +2,10 @@
 classpath) for the differential tests: KRaft, one node acting as broker
 and controller, on loopback ports, data in a temp dir, formatted with
 kafka.tools.StorageTool, warnings only on its log, killed by pid.
+
+RefKafka(..., nodes=3) starts a three-node cluster instead: each node
+broker and controller (combined mode), a static quorum of the three,
+internal topics replicated three times (min.insync.replicas 2).
 """
 
 import base64
@@ -17,8 +21,8 @@ from conftest import free_port, port_open
 
 PROPERTIES = """\
 process.roles=broker,controller
-node.id=1
-controller.quorum.bootstrap.servers=127.0.0.1:{cport}
+node.id={node}
+{quorum}
 listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}
 advertised.listeners=PLAINTEXT://127.0.0.1:{port}
 controller.listener.names=CONTROLLER
@@ -26,23 +30,26 @@ listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 log.dirs={data}
 num.partitions=1
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+offsets.topic.replication.factor={rf}
+transaction.state.log.replication.factor={rf}
+transaction.state.log.min.isr={isr}
 group.initial.rebalance.delay.ms=0
 transaction.abort.timed.out.transaction.cleanup.interval.ms=200
 """
 
 
 class RefKafka:
-    def __init__(self, workdir, classpath):
+    def __init__(self, workdir, classpath, nodes=1):
         self.dir = Path(workdir)
         self.cp = classpath
-        self.port = free_port()
-        self.cport = free_port()
-        self.bootstrap = "127.0.0.1:%d" % self.port
-        self.proc = None
-        self.log_path = self.dir / "kafka.log"
+        self.nodes = nodes
+        self.ports = [free_port() for _ in range(nodes)]
+        self.cports = [free_port() for _ in range(nodes)]
+        self.port = self.ports[0]
+        self.bootstrap = ",".join("127.0.0.1:%d" % p for p in self.ports)
+        self.procs = []
+        self.proc = None                  # node 1's process
+        self.log_path = self.dir / "kafka-1.log"
         self.start_seconds = None
 
     def _java(self, *args, timeout=120):
@@ -52,10 +59,22 @@ class RefKafka:
                               stderr=subprocess.STDOUT, text=True,
                               timeout=timeout)
 
+    def _props(self, i):
+        if self.nodes == 1:
+            quorum = ("controller.quorum.bootstrap.servers=127.0.0.1:%d"
+                      % self.cports[0])
+        else:
+            quorum = "controller.quorum.voters=" + ",".join(
+                "%d@127.0.0.1:%d" % (n + 1, c)
+                for n, c in enumerate(self.cports))
+        props = self.dir / ("server-%d.properties" % (i + 1))
+        props.write_text(PROPERTIES.format(
+            node=i + 1, quorum=quorum, port=self.ports[i],
+            cport=self.cports[i], data=self.dir / ("data-%d" % (i + 1)),
+            rf=min(self.nodes, 3), isr=2 if self.nodes >= 3 else 1))
+        return props
+
     def start(self, timeout=90):
-        props = self.dir / "server.properties"
-        props.write_text(PROPERTIES.format(port=self.port, cport=self.cport,
-                                           data=self.dir / "data"))
         # A cluster id is 16 random bytes in URL-safe base64, no padding;
         # like Kafka's Uuid.randomUuid, never one starting with "-", which
         # the tool's argument parser would take for an option.
@@ -63,32 +82,43 @@ class RefKafka:
         while cid.startswith("-"):
             cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
         t0 = time.monotonic()
-        res = self._java("kafka.tools.StorageTool", "format", "-t", cid,
-                         "-c", str(props), "--standalone")
-        if res.returncode != 0:
-            raise RuntimeError("kafka-storage format failed:\n" + res.stdout)
-        log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            ["java", "-Xmx512m", "-cp", self.cp, "kafka.Kafka", str(props)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            cwd=str(self.dir))
-        log.close()
-        deadline = time.monotonic() + timeout
-        while not port_open(self.port):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError("Kafka did not listen on %d:\n%s"
-                                   % (self.port, self.log_tail()))
-            time.sleep(0.1)
-        # Ready when it hands out producer ids (the controller has
-        # granted the broker a block; until then InitProducerId is
-        # COORDINATOR_LOAD_IN_PROGRESS) and both coordinators answer
-        # (FindCoordinator creates __transaction_state and
-        # __consumer_offsets, as Kafka does only on demand).
+        for i in range(self.nodes):
+            props = self._props(i)
+            # One node: a dynamic quorum of itself (--standalone); more:
+            # the static controller.quorum.voters above.
+            extra = ["--standalone"] if self.nodes == 1 else []
+            res = self._java("kafka.tools.StorageTool", "format", "-t", cid,
+                             "-c", str(props), *extra)
+            if res.returncode != 0:
+                raise RuntimeError("kafka-storage format failed:\n"
+                                   + res.stdout)
+        heap = "-Xmx512m" if self.nodes == 1 else "-Xmx384m"
+        for i in range(self.nodes):
+            log = open(self.dir / ("kafka-%d.log" % (i + 1)), "wb")
+            self.procs.append(subprocess.Popen(
+                ["java", heap, "-cp", self.cp, "kafka.Kafka",
+                 str(self.dir / ("server-%d.properties" % (i + 1)))],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                cwd=str(self.dir)))
+            log.close()
+        self.proc = self.procs[0]
+        deadline = time.monotonic() + timeout * self.nodes
+        for port in self.ports:
+            while not port_open(port):
+                self._check(deadline, "Kafka did not listen on %d" % port)
+                time.sleep(0.1)
+        # Ready when every broker is registered, it hands out producer
+        # ids (the controller has granted the broker a block; until then
+        # InitProducerId is COORDINATOR_LOAD_IN_PROGRESS) and both
+        # coordinators answer (FindCoordinator creates __transaction_state
+        # and __consumer_offsets, as Kafka does only on demand).
         while True:
             try:
                 cli = kw.TxnClient(self.port)
-                err = cli.init_producer_id()[0]
+                brokers = cli.metadata()[0]
+                err = 0 if len(brokers) == self.nodes else -2
+                if not err:
+                    err = cli.init_producer_id()[0]
                 if not err:
                     err = cli.find_coordinator("warm-up", key_type=1)[0][
                         "error"]
@@ -96,35 +126,51 @@ class RefKafka:
                     err = cli.find_coordinator("warm-up", key_type=0)[0][
                         "error"]
                 cli.close()
-            except (OSError, AssertionError, ConnectionError):
+            except (OSError, AssertionError, ConnectionError, ValueError):
                 err = -1
             if err == 0:
                 break
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError("Kafka not ready (InitProducerId %d):\n%s"
-                                   % (err, self.log_tail()))
+            self._check(deadline, "Kafka not ready (%d)" % err)
             time.sleep(0.2)
         self.start_seconds = time.monotonic() - t0
 
+    def _check(self, deadline, what):
+        if (any(p.poll() is not None for p in self.procs)
+                or time.monotonic() > deadline):
+            self.kill()
+            raise RuntimeError("%s:\n%s" % (what, self.log_tail()))
+
     def rss_kb(self):
-        try:
-            with open("/proc/%d/status" % self.proc.pid) as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1])
-        except OSError:
-            pass
-        return None
+        """Resident memory of all nodes together, kB."""
+        total = 0
+        for p in self.procs:
+            try:
+                with open("/proc/%d/status" % p.pid) as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1])
+            except OSError:
+                return None
+        return total
 
     def log_tail(self, n=40):
-        try:
-            return "".join(self.log_path.read_text(
-                errors="replace").splitlines(True)[-n:])
-        except OSError:
-            return ""
+        out = []
+        for i in range(self.nodes):
+            try:
+                lines = (self.dir / ("kafka-%d.log" % (i + 1))).read_text(
+                    errors="replace").splitlines(True)[-n:]
+            except OSError:
+                continue
+            out.append("--- node %d\n" % (i + 1) + "".join(lines))
+        return "".join(out)
+
+    def kill_node(self, i):
+        """SIGKILL node i+1 and reap it."""
+        p = self.procs[i]
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait(timeout=30)
 
     def kill(self):
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=30)
+        for i in range(len(self.procs)):
+            self.kill_node(i)

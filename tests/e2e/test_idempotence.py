@@ -201,11 +201,9 @@ def test_epoch_fencing_and_new_epoch_must_start_at_zero(broker):
     old.ok(2)
     old.ok(2)
     first_dup = old.sent[-1]
-    for version in (3, 4, 5):
-        err, pid2, epoch2 = cli.init_producer_id(
-            version=version, producer_id=pid, producer_epoch=version - 3)
-        assert (err, pid2, epoch2) == (0, pid, version - 2), version
-    # Epoch is now 3; the partition still only knows epoch 0.
+    # The producer moves to epoch 3 on its own, as the Java client bumps
+    # an idempotent producer's epoch (KIP-360); the partition still only
+    # knows epoch 0.
     new = Prod(cli, "epoch", 0, pid, epoch=3)
     end = end_offset(cli, "epoch")
     err, _, _ = new.send(2, seq=4)
@@ -348,38 +346,39 @@ def test_init_producer_id_versions_and_distinct_across_restarts(broker):
     for _ in range(5):
         ids.append(new_pid(cli))
     assert len(set(ids)) == len(ids), ids
-    # A bump of an id the broker handed out before the restarts works.
-    got = cli.init_producer_id(version=4, producer_id=ids[0],
-                               producer_epoch=0)
-    assert got == (0, ids[0], 1), \
-        "bump of pid %d from before two restarts: %r" % (ids[0], got)
+    # Naming an id from before the restarts (v3+, KIP-360) gets a new
+    # one too: as in Kafka, an idempotent producer never keeps its id.
+    err, pid, epoch = cli.init_producer_id(version=4, producer_id=ids[0],
+                                           producer_epoch=0)
+    assert err == 0 and pid not in ids and epoch == 0, (err, pid, epoch)
 
 
-def test_epoch_exhaustion_gives_new_id(broker):
-    """Bumping past epoch 32766 hands out a new id at epoch 0."""
+def test_init_producer_id_with_current_id_gives_new_id(broker):
+    """InitProducerId without a transactional id but with the producer's
+    id and epoch (v3+, what librdkafka sends to bump after a sequence
+    error) hands out a new id at epoch 0, as Kafka does; the old id's
+    batches still count as its own."""
+    broker.create_topic("newid", 1)
     cli = client(broker)
     pid = new_pid(cli)
-    # Pipeline the bumps: each request names the epoch the one before
-    # must have produced.
-    step = 512
-    epoch = 0
-    while epoch < 32766:
-        n = min(step, 32766 - epoch)
-        reqs = b""
-        for i in range(n):
-            cli.corr += 1
-            reqs += kw.init_producer_id_request(
-                cli.corr, 4, producer_id=pid, producer_epoch=epoch + i)
-        cli.sock.sendall(reqs)
-        for i in range(n):
-            body = kw.recv_frame(cli.sock)
-            _, err, got_pid, got_epoch = kw.parse_init_producer_id(body, 4)
-            assert (err, got_pid, got_epoch) == (0, pid, epoch + i + 1)
-        epoch += n
-    err, pid2, epoch2 = cli.init_producer_id(version=4, producer_id=pid,
-                                             producer_epoch=32766)
-    assert err == 0
-    assert pid2 != pid and epoch2 == 0
+    old = Prod(cli, "newid", 0, pid)
+    assert old.ok(2) == 0
+    seen = {pid}
+    for version in (3, 4, 5):
+        for epoch in (0, 5, 32766):
+            err, pid2, epoch2 = cli.init_producer_id(
+                version=version, producer_id=pid, producer_epoch=epoch)
+            assert err == 0 and epoch2 == 0 and pid2 not in seen, \
+                (version, epoch, err, pid2, epoch2)
+            seen.add(pid2)
+    # An id this broker never handed out is no error either.
+    err, pid3, epoch3 = cli.init_producer_id(
+        version=4, producer_id=max(seen) + 10 ** 6, producer_epoch=0)
+    assert err == 0 and pid3 not in seen and epoch3 == 0
+    new = Prod(cli, "newid", 0, pid2)
+    assert new.ok(1) == 2
+    assert old.ok(1) == 3
+    assert sorted(producers(cli, "newid")) == sorted([pid, pid2])
 
 
 # ---------------------------------------------------------------------------
@@ -417,9 +416,6 @@ def test_clean_and_crash_restart_give_same_state(broker_factory):
         if i == 10:
             # One producer moves to a new epoch: fencing must survive too.
             bumped = prods[3]
-            err, pid, epoch = cli.init_producer_id(
-                version=4, producer_id=bumped.pid, producer_epoch=0)
-            assert (err, pid, epoch) == (0, bumped.pid, 1)
             stale = Prod(cli, topic, bumped.partition, bumped.pid, 0,
                          bumped.seq)
             bumped.epoch, bumped.seq = 1, 0
