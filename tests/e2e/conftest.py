@@ -311,3 +311,19 @@ def workdir():
     d = tempfile.mkdtemp(prefix="cairn-e2e-")
     yield Path(d)
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory):
+    """A reference Apache Kafka 4.4.0 (tests/e2e/kafka_ref.py), started once
+    for every differential test of the run: each start costs 4-45 s and
+    some 330 MB.  Scenarios use their own topics, groups and ids, and a
+    test that changes the broker's configs puts them back."""
+    import java_harness
+    from kafka_ref import RefKafka
+    ref = RefKafka(tmp_path_factory.mktemp("kafka"), java_harness.classpath())
+    ref.start()
+    print("reference Kafka listening after %.1fs, RSS %s kB"
+          % (ref.start_seconds, ref.rss_kb()))
+    yield ref
+    ref.kill()

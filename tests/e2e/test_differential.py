@@ -64,10 +64,8 @@ from pathlib import Path
 
 import pytest
 
-import java_harness
 import kafka_wire as kw
 from conftest import SANITIZED, needs_cairn
-from kafka_ref import RefKafka
 from test_cairnctl_groups import cli_scenario
 from test_read_committed import (RC, RETRIABLE, RU, Writers, aborted,
                                  fetch, offsets_of)
@@ -99,16 +97,6 @@ def known_differences():
             key, _, reason = line.partition(":")
             out[key.strip()] = reason.strip()
     return out
-
-
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
-    ref = RefKafka(tmp_path_factory.mktemp("kafka"), java_harness.classpath())
-    ref.start()
-    print("reference Kafka listening after %.1fs, RSS %s kB"
-          % (ref.start_seconds, ref.rss_kb()))
-    yield ref
-    ref.kill()
 
 
 def create_topic(bootstrap, name, partitions=1, timeout=60):

@@ -23,7 +23,7 @@ import pytest
 
 from config_wire import APPEND, BROKER, DELETE, SET, ConfigClient
 from conftest import SANITIZED, SLOW, needs_cairn
-from test_differential import compare, kafka  # noqa: F401 (fixture)
+from test_differential import compare
 
 pytestmark = [needs_cairn, pytest.mark.skipif(
     SANITIZED, reason="differential tests run against the release broker")]
@@ -103,7 +103,7 @@ def config_errors(port):
     return obs
 
 
-def test_config_errors(broker_factory, kafka):  # noqa: F811
+def test_config_errors(broker_factory, kafka):
     # num.partitions is in the reference's properties file: static there.
     cairn = broker_factory(**{"num.partitions": "1"})
     compare("configs", config_errors(cairn.port), config_errors(kafka.port))
