@@ -98,6 +98,7 @@ struct cn_conn {
     struct conn_list *list;      /* the server list c is on, or NULL */
     struct cn_conn *lprev, *lnext;
     char peer[64];
+    char principal[CN_PRINCIPAL_MAX]; /* see cn_req_principal */
 };
 
 struct conn_write {
@@ -428,6 +429,20 @@ const char *cn_req_peer(const struct cn_req *req)
     return req->conn->peer;
 }
 
+const char *cn_req_principal(const struct cn_req *req)
+{
+    return req->conn->principal;
+}
+
+int cn_req_set_principal(struct cn_req *req, const char *p)
+{
+    size_t n = strlen(p);
+    if (n >= sizeof req->conn->principal)
+        return -EINVAL;
+    memcpy(req->conn->principal, p, n + 1);
+    return 0;
+}
+
 /* ---- closing ---------------------------------------------------------- */
 
 /* The server is freed by whichever close callback comes last after stop. */
@@ -697,6 +712,7 @@ static void on_connection(uv_stream_t *ls, int status)
     }
     c->srv = srv;
     c->refs = 1;
+    strcpy(c->principal, "User:ANONYMOUS");
     uv_tcp_init(srv->loop, &c->tcp);
     c->tcp.data = c;
     c->closed = false;

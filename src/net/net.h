@@ -149,4 +149,13 @@ void cn_req_close_conn(struct cn_req *req);
 /* Peer address as text, for log lines. */
 const char *cn_req_peer(const struct cn_req *req);
 
+/* The authenticated principal of the request's connection, as Kafka
+ * writes it ("User:alice").  A connection starts as "User:ANONYMOUS", what
+ * Kafka gives PLAINTEXT; authentication (SASL, a TLS client certificate)
+ * replaces it.  Authorization reads it for every request. */
+#define CN_PRINCIPAL_MAX 256
+const char *cn_req_principal(const struct cn_req *req);
+/* -EINVAL when p does not fit CN_PRINCIPAL_MAX (the old one stays). */
+int cn_req_set_principal(struct cn_req *req, const char *p);
+
 #endif
