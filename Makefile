@@ -52,7 +52,8 @@ run: build
 test: test-deps build build-asan build-fuzz build-java
 	@tests/run_all.sh
 
-bench: build
+bench: build build-java
+	@tools/deps.sh bench
 	$(PY) bench/run.py
 
 gen:

@@ -1,0 +1,564 @@
+"""The benchmark's compared figures (issue #17): each is a set of arms (a
+peer from peers.py running a workload) measured with method.py, so every
+figure is a median of interleaved repetitions with its peers.
+
+  produce   librdkafka producer, timed runs, 6 partitions: acks=all 1 KiB
+            (every peer), acks=all 100 B, acks=1 1 KiB, and acks=all 1 KiB
+            at a fixed 20k records/s for latency at the same load
+  idem_txn  acks=all at 5 in flight, idempotent, transactional committing
+            every 10 and 100 ms and every 1000 records, 1 KiB, 6
+            partitions: Cairn and Kafka, all interleaved, so txn /
+            idempotent is a ratio of neighbouring runs too
+  consume   librdkafka consumer over a pre-filled topic (page-cached)
+  commit    commit latency: transactions of one record on 1 and on 16
+            partitions
+  steady    one long run per peer of 1 KiB acks=all, and the synced-disk
+            limit measured the same way, MB/s per second; the steady rate
+            is the median of the second half
+"""
+
+import json
+import statistics
+import subprocess
+import time
+
+import method
+
+SIZE = 1024
+PARTITIONS = 6
+COMMIT_PARTITIONS = 16
+COMMIT_TRANSACTIONS = 200
+
+# (figure key, label, size, bench_client args, peers)
+PRODUCE = [
+    ("acksall_1k", "produce acks=all 1 KiB", 1024, ["--acks", "-1"],
+     ["cairn", "cairn-nofsync", "kafka", "kafka-flush1", "mock"]),
+    ("acksall_100", "produce acks=all 100 B", 100, ["--acks", "-1"],
+     ["cairn", "kafka", "kafka-flush1"]),
+    ("acks1_1k", "produce acks=1 1 KiB", 1024, ["--acks", "1"],
+     ["cairn", "kafka"]),
+    # The same offered load on every broker, below what each sustains, so
+    # latency is the broker's and not the client's queue (at full speed
+    # the queue dominates p99).  linger.ms 5 is librdkafka's default.
+    ("latency_1k", "produce acks=all 1 KiB at 20k records/s", 1024,
+     ["--acks", "-1", "--rate", "20000", "--linger-ms", "5"],
+     ["cairn", "kafka", "kafka-flush1"]),
+]
+# (workload, label, program, args)
+IDEM_TXN = [
+    ("inflight5", "acks=all 5 in flight", "bench_client",
+     ["--acks", "-1", "--max-in-flight", "5"]),
+    ("idempotent", "idempotent", "bench_client", ["--acks", "-1",
+                                                  "--idempotent"]),
+    ("txn_10ms", "txn every 10 ms", "bench_txn",
+     ["--commit-interval-ms", "10"]),
+    ("txn_100ms", "txn every 100 ms", "bench_txn",
+     ["--commit-interval-ms", "100"]),
+    ("txn_1000rec", "txn every 1000 records", "bench_txn",
+     ["--txn-records", "1000"]),
+]
+IDEM_TXN_PEERS = ["cairn", "kafka"]
+CONSUME_PEERS = ["cairn", "kafka"]   # the mock keeps only ~5 MB/partition
+COMMIT_PEERS = ["cairn", "kafka"]
+STEADY_PEERS = ["cairn", "kafka", "kafka-flush1"]
+# Issue #17's targets, each a ratio measured in the same run.
+TARGETS = {"durable_vs_disk": 0.8, "vs_kafka_default": 1.0,
+           "vs_kafka_flush1": 1.5, "txn_10ms": 0.9, "txn_100ms": 0.98,
+           "commit_p99_over_p50": 3.0, "cpu_vs_kafka": 1 / 3.0,
+           "p99_vs_kafka": 1 / 3.0}
+
+
+def json_lines(text):
+    out = []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+    return out
+
+
+def run_prog(argv, timeout, progress):
+    """A bench program's JSON lines; a failure is reported, not fatal."""
+    try:
+        res = subprocess.run([str(a) for a in argv], stdout=subprocess.PIPE,
+                             text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout
+        progress("  %s: timed out after %d s" % (argv[0], timeout))
+        return json_lines(out)
+    if res.returncode != 0:
+        progress("  %s: exited %d" % (argv[0], res.returncode))
+    return json_lines(res.stdout)
+
+
+def topic_name(fig, arm):
+    return "b-%s-%s" % (fig, arm.replace("/", "-"))
+
+
+def describe_produce(rec):
+    s = "%.1f MB/s, latency p99 %.1f ms" % (rec.get("mb_per_s", 0),
+                                           rec.get("latency_ms_p99", 0))
+    if "achieved_interval_ms" in rec:
+        s = "%.1f MB/s, commit every %.1f ms (%d records), commit p99 %.1f " \
+            "ms" % (rec["mb_per_s"], rec["achieved_interval_ms"],
+                    rec["records_per_txn"], rec["commit_ms_p99"])
+    if rec.get("cpu_s_per_gb") is not None:
+        s += ", broker %.2f CPU s/GB" % rec["cpu_s_per_gb"]
+    return s
+
+
+class Ctx:
+    """What every part needs: peers by name, programs, timing, progress."""
+
+    def __init__(self, peers, build, opts, progress):
+        self.peers = peers          # name -> started Peer
+        self.build = build
+        self.o = opts               # reps, seconds, warmup, steady, scale
+        self.progress = progress
+
+    def have(self, names):
+        return [self.peers[n] for n in names if n in self.peers]
+
+
+def all_topics():
+    """Every topic any mock arm uses (the mock cannot create topics)."""
+    out = []
+    for key, _, _, _, peers in PRODUCE:
+        if "mock" in peers:
+            out.append((topic_name(key, "mock"), PARTITIONS))
+    return out
+
+
+def _timed_arm(ctx, fig, arm_name, peer, prog, args, size, topics):
+    topic = topic_name(fig, arm_name)
+    topics.append((peer, topic))
+    peer.create_topic(topic, PARTITIONS)
+    o = ctx.o
+
+    def run(p, rep):
+        argv = [ctx.build / prog, "--brokers", p.bootstrap, "--topic", topic,
+                "--partitions", PARTITIONS, "--size", size,
+                "--seconds", o["seconds"], "--warmup-seconds", o["warmup"]]
+        if prog == "bench_client":
+            argv.append("--produce-only")
+        recs = run_prog(argv + args, 120 + 4 * o["seconds"], ctx.progress)
+        if not recs:
+            return None
+        rec = recs[-1]
+        rec["bytes_total"] = rec.get("delivered", 0) * size
+        return rec
+    return method.Arm(arm_name, peer, run)
+
+
+def _drop_topics(topics):
+    for peer, topic in topics:
+        if peer.alive():
+            peer.delete_topic(topic)
+
+
+def warm_up(ctx):
+    """One unmeasured run per peer before any figure: the JVM compiles
+    its hot paths, every broker has its files and threads, so the first
+    figure's first repetition is not a start-up measurement."""
+    secs = ctx.o["jvm_warmup"]
+    for p in ctx.peers.values():
+        topic = topic_name("warmup", p.name)
+        if not p.can_create:
+            continue
+        p.create_topic(topic, PARTITIONS)
+        ctx.progress("warm-up: %s, %g s of 1 KiB acks=all, not measured"
+                     % (p.name, secs))
+        run_prog([ctx.build / "bench_client", "--brokers", p.bootstrap,
+                  "--topic", topic, "--partitions", PARTITIONS, "--size",
+                  SIZE, "--acks", "-1", "--produce-only", "--seconds", secs],
+                 secs + 120, ctx.progress)
+        p.delete_topic(topic)
+
+
+def run_produce(ctx):
+    figs = []
+    for key, label, size, args, names in PRODUCE:
+        peers = ctx.have(names)
+        if not peers:
+            continue
+        ctx.progress("%s, %d partitions: %s, %d x (%g + %g s)"
+                     % (label, PARTITIONS, ", ".join(p.name for p in peers),
+                        ctx.o["reps"], ctx.o["warmup"], ctx.o["seconds"]))
+        topics = []
+        arms = [_timed_arm(ctx, key, p.name, p, "bench_client", args, size,
+                           topics) for p in peers]
+        fig = method.measure({"key": key, "label": label, "size": size,
+                              "partitions": PARTITIONS, "kind": "produce",
+                              "describe": describe_produce},
+                             arms, ctx.o["reps"], ctx.progress)
+        _drop_topics(topics)
+        pairs = [("cairn", a.name) for a in arms if a.name != "cairn"]
+        if "cairn-nofsync" in fig["arms"]:
+            pairs += [("cairn-nofsync", a.name) for a in arms
+                      if a.name.startswith("kafka")]
+        method.summarise(fig, ["mb_per_s", "latency_ms_p50",
+                               "latency_ms_p99", "cpu_s_per_gb"], pairs)
+        figs.append(fig)
+    return figs
+
+
+def run_idem_txn(ctx):
+    peers = ctx.have(IDEM_TXN_PEERS)
+    if not peers:
+        return []
+    ctx.progress("idempotent and transactional produce, 1 KiB, %d "
+                 "partitions: %s, %d x (%g + %g s)"
+                 % (PARTITIONS, ", ".join(p.name for p in peers),
+                    ctx.o["reps"], ctx.o["warmup"], ctx.o["seconds"]))
+    topics, arms = [], []
+    for p in peers:
+        for w, _, prog, args in IDEM_TXN:
+            arms.append(_timed_arm(ctx, "it", "%s/%s" % (p.name, w), p, prog,
+                                   args, SIZE, topics))
+    fig = method.measure({"key": "idem_txn", "kind": "produce",
+                          "label": "idempotent and transactional 1 KiB",
+                          "size": SIZE, "partitions": PARTITIONS,
+                          "workloads": [w[0] for w in IDEM_TXN],
+                          "describe": describe_produce},
+                         arms, ctx.o["reps"], ctx.progress)
+    _drop_topics(topics)
+    pairs = []
+    for p in peers:
+        pairs.append(("%s/idempotent" % p.name, "%s/inflight5" % p.name))
+        for w in ("txn_10ms", "txn_100ms", "txn_1000rec"):
+            pairs.append(("%s/%s" % (p.name, w), "%s/idempotent" % p.name))
+    if len(peers) > 1:
+        for w, _, _, _ in IDEM_TXN:
+            pairs.append(("cairn/%s" % w, "kafka/%s" % w))
+    method.summarise(fig, ["mb_per_s", "latency_ms_p99", "cpu_s_per_gb",
+                           "commit_ms_p99", "achieved_interval_ms"], pairs)
+    return [fig]
+
+
+def run_consume(ctx):
+    peers = ctx.have(CONSUME_PEERS)
+    if not peers:
+        return []
+    n = max(10000, int(2000000 * ctx.o["scale"]))
+    topics, arms = [], []
+    for p in peers:
+        topic = topic_name("consume", p.name)
+        topics.append((p, topic))
+        p.create_topic(topic, PARTITIONS)
+        ctx.progress("%s: filling %s with %d x %d B" % (p.name, topic, n,
+                                                        SIZE))
+        run_prog([ctx.build / "bench_client", "--brokers", p.bootstrap,
+                  "--topic", topic, "--partitions", PARTITIONS, "--messages",
+                  n, "--size", SIZE, "--acks", "-1", "--produce-only"], 600,
+                 ctx.progress)
+
+        def run(peer, rep, topic=topic):
+            for rec in run_prog(
+                    [ctx.build / "bench_client", "--brokers", peer.bootstrap,
+                     "--topic", topic, "--partitions", PARTITIONS,
+                     "--messages", n, "--size", SIZE, "--consume-only"], 300,
+                    ctx.progress):
+                if rec.get("test") == "fetch":
+                    rec["bytes_total"] = rec["consumed"] * SIZE
+                    return rec
+            return None
+        arms.append(method.Arm(p.name, p, run))
+    ctx.progress("consume %d x %d B, librdkafka: %s, %d reps"
+                 % (n, SIZE, ", ".join(p.name for p in peers),
+                    ctx.o["reps"]))
+    fig = method.measure({"key": "consume_1k", "kind": "consume",
+                          "label": "consume 1 KiB (page-cached)",
+                          "size": SIZE, "partitions": PARTITIONS,
+                          "records": n, "describe": describe_produce},
+                         arms, ctx.o["reps"], ctx.progress)
+    _drop_topics(topics)
+    method.summarise(fig, ["mb_per_s", "cpu_s_per_gb"],
+                     [("cairn", a.name) for a in arms if a.name != "cairn"])
+    return [fig]
+
+
+def run_commit(ctx):
+    peers = ctx.have(COMMIT_PEERS)
+    if not peers:
+        return []
+    txns = max(20, int(COMMIT_TRANSACTIONS * min(1.0, ctx.o["scale"] * 2)))
+    topics, arms = [], []
+    for p in peers:
+        topic = topic_name("commit", p.name)
+        topics.append((p, topic))
+        p.create_topic(topic, COMMIT_PARTITIONS)
+        for k in (1, COMMIT_PARTITIONS):
+            def run(peer, rep, topic=topic, k=k):
+                recs = run_prog(
+                    [ctx.build / "bench_txn", "--brokers", peer.bootstrap,
+                     "--topic", topic, "--partitions", COMMIT_PARTITIONS,
+                     "--commit-latency", "--partitions-per-txn", k,
+                     "--transactions", txns], 300, ctx.progress)
+                return recs[-1] if recs else None
+            arms.append(method.Arm("%s/%dp" % (p.name, k), p, run))
+    ctx.progress("commit latency, %d transactions of one record on 1 and "
+                 "%d partitions: %s, %d reps"
+                 % (txns, COMMIT_PARTITIONS,
+                    ", ".join(p.name for p in peers), ctx.o["reps"]))
+    fig = method.measure(
+        {"key": "commit", "kind": "latency", "transactions": txns,
+         "label": "transaction commit latency",
+         "describe": lambda r: "p50 %.2f ms p99 %.2f ms" % (
+             r.get("p50_ms", 0), r.get("p99_ms", 0))},
+        arms, ctx.o["reps"], ctx.progress)
+    _drop_topics(topics)
+    pairs = []
+    if len(peers) > 1:
+        pairs = [("cairn/%dp" % k, "kafka/%dp" % k)
+                 for k in (1, COMMIT_PARTITIONS)]
+    method.summarise(fig, ["p50_ms", "p99_ms"], pairs)
+    return [fig]
+
+
+def steady_rate(series):
+    """Median MB/s of the second half of a per-second series."""
+    if not series:
+        return None
+    half = series[len(series) // 2:]
+    return round(statistics.median(half), 1)
+
+
+def run_steady(ctx, disk_dir):
+    secs = ctx.o["steady"]
+    out = {"seconds": secs, "runs": {}}
+    ctx.progress("steady state: synced-disk limit, %d s" % secs)
+    for rec in run_prog([ctx.build / "bench_limits", "--dir", disk_dir,
+                         "--seconds", secs, "--only", "disk"], secs + 60,
+                        ctx.progress):
+        rec["steady_mb_per_s"] = steady_rate(rec.get("series_mb_per_s"))
+        out["disk"] = rec
+        ctx.progress("  disk %.0f MB/s overall, steady %s MB/s; per second "
+                     "%s" % (rec["mb_per_s"], rec["steady_mb_per_s"],
+                             rec.get("series_mb_per_s")))
+    for p in ctx.have(STEADY_PEERS):
+        topic = topic_name("steady", p.name)
+        p.create_topic(topic, PARTITIONS)
+        ctx.progress("steady state: %s, 1 KiB acks=all, %d s" % (p.name,
+                                                                 secs))
+        cpu0 = p.cpu_seconds()
+        recs = run_prog([ctx.build / "bench_client", "--brokers",
+                         p.bootstrap, "--topic", topic, "--partitions",
+                         PARTITIONS, "--size", SIZE, "--acks", "-1",
+                         "--produce-only", "--seconds", secs], secs + 180,
+                        ctx.progress)
+        cpu1 = p.cpu_seconds()
+        p.delete_topic(topic)
+        if not recs:
+            continue
+        rec = recs[-1]
+        rec["steady_mb_per_s"] = steady_rate(rec.get("series_mb_per_s"))
+        rec["cpu_seconds"] = round(cpu1 - cpu0, 3)
+        rec["cpu_s_per_gb"] = round(rec["cpu_seconds"] / (
+            rec["delivered"] * SIZE / 1e9), 3) if rec["delivered"] else None
+        rec.update(p.memory_kb())
+        out["runs"][p.name] = rec
+        ctx.progress("  %.0f MB/s overall, steady %s MB/s; per second %s"
+                     % (rec["mb_per_s"], rec["steady_mb_per_s"],
+                        rec.get("series_mb_per_s")))
+    return out
+
+
+# ---- the report ---------------------------------------------------------
+
+PEER_LABELS = {"cairn": "Cairn", "cairn-nofsync": "Cairn without fsync",
+               "kafka": "Kafka (defaults, no fsync)",
+               "kafka-flush1": "Kafka flush.messages=1",
+               "mock": "librdkafka mock"}
+
+
+def _arm_label(fig, arm):
+    if "/" in arm:
+        peer, w = arm.split("/", 1)
+        return "%s %s" % (PEER_LABELS.get(peer, peer), w)
+    return PEER_LABELS.get(arm, arm)
+
+
+def print_figures(figs):
+    for fig in figs:
+        print()
+        print("%s (%s)" % (fig["label"], ", ".join(
+            "%d reps" % max(len(v) for v in fig["samples"].values())
+            for _ in [0])))
+        metrics = list(fig.get("stats", {}))
+        print("  %-34s %s" % ("", "  ".join("%-24s" % m for m in metrics)))
+        for arm in fig["arms"]:
+            cols = []
+            for m in metrics:
+                cols.append("%-24s" % method.fmt_spread(
+                    fig["stats"][m].get(arm),
+                    "%.2f" if m.endswith("ms") or "gb" in m else "%.1f"))
+            print("  %-34s %s" % (arm, "  ".join(cols)))
+        for r in fig.get("ratios", []):
+            print("  %-12s %s / %s: %s" % (r["metric"], r["a"], r["b"],
+                                          method.fmt_ratio(r)))
+
+
+def _r(fig, m, a, b):
+    return method.find_ratio(fig, m, a, b) if fig else None
+
+
+def summary_lines(figs, steady, limits):
+    """Plain-language sentences: where Cairn is ahead or behind."""
+    lines = []
+    by = {f["key"]: f for f in figs}
+
+    def said(what, r, higher_better=True):
+        if not r:
+            return
+        x = r["ratio_of_medians"]
+        good = x >= 1 if higher_better else x <= 1
+        lines.append("%s %s: %.2fx (per-pair %.2f-%.2f)" % (
+            "ahead " if good else "behind", what, x, r.get("pair_min", x),
+            r.get("pair_max", x)))
+    for key in ("acksall_1k", "acksall_100", "acks1_1k"):
+        f = by.get(key)
+        if not f:
+            continue
+        for peer in ("kafka", "kafka-flush1", "mock"):
+            said("%s, Cairn vs %s, MB/s" % (f["label"], PEER_LABELS[peer]),
+                 _r(f, "mb_per_s", "cairn", peer))
+        said("%s, Cairn vs Kafka, broker CPU s/GB (lower is better)"
+             % f["label"], _r(f, "cpu_s_per_gb", "cairn", "kafka"), False)
+    f = by.get("latency_1k")
+    if f:
+        for peer in ("kafka", "kafka-flush1"):
+            said("produce latency p99 at 20k records/s, Cairn vs %s (lower "
+                 "is better)" % PEER_LABELS[peer],
+                 _r(f, "latency_ms_p99", "cairn", peer), False)
+    f = by.get("idem_txn")
+    if f:
+        for w in ("idempotent", "txn_10ms", "txn_100ms", "txn_1000rec"):
+            said("%s, Cairn vs Kafka, MB/s" % w,
+                 _r(f, "mb_per_s", "cairn/" + w, "kafka/" + w))
+        for w in ("txn_10ms", "txn_100ms"):
+            said("Cairn %s / Cairn idempotent, MB/s" % w,
+                 _r(f, "mb_per_s", "cairn/" + w, "cairn/idempotent"))
+    f = by.get("consume_1k")
+    if f:
+        said("consume 1 KiB, Cairn vs Kafka, MB/s",
+             _r(f, "mb_per_s", "cairn", "kafka"))
+        said("consume 1 KiB, Cairn vs Kafka, broker CPU s/GB (lower is "
+             "better)", _r(f, "cpu_s_per_gb", "cairn", "kafka"), False)
+    f = by.get("commit")
+    if f:
+        said("commit latency p50, 1 partition, Cairn vs Kafka (lower is "
+             "better)", _r(f, "p50_ms", "cairn/1p", "kafka/1p"), False)
+    if steady and steady.get("runs"):
+        disk = (steady.get("disk") or {}).get("steady_mb_per_s")
+        bits = ["%s %s MB/s" % (PEER_LABELS.get(n, n), r["steady_mb_per_s"])
+                for n, r in steady["runs"].items()]
+        lines.append("steady state, 1 KiB acks=all over %d s: %s; synced "
+                     "disk %s MB/s" % (steady["seconds"], ", ".join(bits),
+                                       disk))
+    return lines
+
+
+def verdicts(figs, steady):
+    """The issue's targets, checked; {name: {value, target, ok}}."""
+    out = {}
+    by = {f["key"]: f for f in figs}
+
+    def check(name, r, target, at_least=True):
+        if not r:
+            return
+        v = r["ratio_of_medians"]
+        out[name] = {"value": v, "target": target,
+                     "ok": v >= target if at_least else v <= target}
+    f = by.get("acksall_1k")
+    check("cairn_vs_kafka_default", _r(f, "mb_per_s", "cairn", "kafka"),
+          TARGETS["vs_kafka_default"])
+    check("cairn_vs_kafka_flush1", _r(f, "mb_per_s", "cairn",
+                                      "kafka-flush1"),
+          TARGETS["vs_kafka_flush1"])
+    check("cpu_per_gb_vs_kafka", _r(f, "cpu_s_per_gb", "cairn", "kafka"),
+          TARGETS["cpu_vs_kafka"], False)
+    check("p99_vs_kafka_same_load", _r(by.get("latency_1k"),
+                                       "latency_ms_p99", "cairn", "kafka"),
+          TARGETS["p99_vs_kafka"], False)
+    f = by.get("idem_txn")
+    check("txn_10ms_vs_idempotent", _r(f, "mb_per_s", "cairn/txn_10ms",
+                                       "cairn/idempotent"),
+          TARGETS["txn_10ms"])
+    check("txn_100ms_vs_idempotent", _r(f, "mb_per_s", "cairn/txn_100ms",
+                                        "cairn/idempotent"),
+          TARGETS["txn_100ms"])
+    f = by.get("commit")
+    if f:
+        for k in ("1p", "%dp" % COMMIT_PARTITIONS):
+            s = f["stats"]
+            p50 = (s["p50_ms"].get("cairn/" + k) or {}).get("median")
+            p99 = (s["p99_ms"].get("cairn/" + k) or {}).get("median")
+            if p50 and p99:
+                out["commit_p99_over_p50_" + k] = {
+                    "value": round(p99 / p50, 3),
+                    "target": TARGETS["commit_p99_over_p50"],
+                    "ok": p99 / p50 <= TARGETS["commit_p99_over_p50"]}
+    if steady:
+        disk = (steady.get("disk") or {}).get("steady_mb_per_s")
+        c = (steady.get("runs", {}).get("cairn") or {}).get(
+            "steady_mb_per_s")
+        if disk and c:
+            out["durable_vs_disk_steady"] = {
+                "value": round(c / disk, 3),
+                "target": TARGETS["durable_vs_disk"],
+                "ok": c / disk >= TARGETS["durable_vs_disk"]}
+    return out
+
+
+def chart(figs, path):
+    """A PNG of the main Cairn / peer throughput ratios: bar = ratio of the
+    medians, whisker = range of the per-pair ratios.  Returns the path, or
+    None without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    rows = []
+    for f in figs:
+        for r in f.get("ratios", []):
+            if r["metric"] not in ("mb_per_s", "cpu_s_per_gb"):
+                continue
+            if not (r["a"] == "cairn" or r["a"].startswith("cairn/")):
+                continue
+            what = "throughput" if r["metric"] == "mb_per_s" else \
+                "CPU/GB (lower=better)"
+            rows.append(("%s: %s vs %s" % (f["label"], what, r["b"]), r))
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(10, 0.35 * len(rows) + 1.5))
+    ys = range(len(rows))
+    vals = [r["ratio_of_medians"] for _, r in rows]
+    lo = [v - r.get("pair_min", v) for v, (_, r) in zip(vals, rows)]
+    hi = [r.get("pair_max", v) - v for v, (_, r) in zip(vals, rows)]
+    colors = ["tab:green" if v >= 1 else "tab:red" for v in vals]
+    for i, (label, r) in enumerate(rows):
+        if "CPU" in label:
+            colors[i] = "tab:green" if vals[i] <= 1 else "tab:red"
+    ax.barh(list(ys), vals, xerr=[[max(0, x) for x in lo],
+                                  [max(0, x) for x in hi]],
+            color=colors, alpha=0.8, capsize=3)
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([l for l, _ in rows], fontsize=7)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("Cairn / peer (median of interleaved runs; whiskers: "
+                  "per-pair range)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(str(path), dpi=110)
+    plt.close(fig)
+    return path
+
+
+def now():
+    return time.strftime("%H:%M:%S")
