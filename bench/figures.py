@@ -470,7 +470,9 @@ def verdicts(figs, steady):
         if not r:
             return
         v = r["ratio_of_medians"]
-        out[name] = {"value": v, "target": target,
+        out[name] = {"value": v, "target": target, "at_least": at_least,
+                     "pair_min": r.get("pair_min"),
+                     "pair_max": r.get("pair_max"),
                      "ok": v >= target if at_least else v <= target}
     f = by.get("acksall_1k")
     check("cairn_vs_kafka_default", _r(f, "mb_per_s", "cairn", "kafka"),
@@ -498,7 +500,7 @@ def verdicts(figs, steady):
             p99 = (s["p99_ms"].get("cairn/" + k) or {}).get("median")
             if p50 and p99:
                 out["commit_p99_over_p50_" + k] = {
-                    "value": round(p99 / p50, 3),
+                    "value": round(p99 / p50, 3), "at_least": False,
                     "target": TARGETS["commit_p99_over_p50"],
                     "ok": p99 / p50 <= TARGETS["commit_p99_over_p50"]}
     if steady:
@@ -507,7 +509,7 @@ def verdicts(figs, steady):
             "steady_mb_per_s")
         if disk and c:
             out["durable_vs_disk_steady"] = {
-                "value": round(c / disk, 3),
+                "value": round(c / disk, 3), "at_least": True,
                 "target": TARGETS["durable_vs_disk"],
                 "ok": c / disk >= TARGETS["durable_vs_disk"]}
     return out
@@ -526,33 +528,42 @@ def chart(figs, path):
     rows = []
     for f in figs:
         for r in f.get("ratios", []):
-            if r["metric"] not in ("mb_per_s", "cpu_s_per_gb"):
+            if r["metric"] not in ("mb_per_s", "cpu_s_per_gb",
+                                   "latency_ms_p99"):
                 continue
-            if not (r["a"] == "cairn" or r["a"].startswith("cairn/")):
+            a_peer, b_peer = r["a"].split("/")[0], r["b"].split("/")[0]
+            if a_peer != "cairn":
                 continue
-            what = "throughput" if r["metric"] == "mb_per_s" else \
-                "CPU/GB (lower=better)"
-            rows.append(("%s: %s vs %s" % (f["label"], what, r["b"]), r))
+            if b_peer == "cairn" and not (r["metric"] == "mb_per_s"
+                                          and "/txn" in r["a"]):
+                continue     # Cairn against itself: txn / idempotent only
+            if r["metric"] == "latency_ms_p99" and f["key"] != "latency_1k":
+                continue     # latency only at the same offered load
+            what = {"mb_per_s": "MB/s", "cpu_s_per_gb": "CPU/GB",
+                    "latency_ms_p99": "p99 latency"}[r["metric"]]
+            lower = r["metric"] != "mb_per_s"
+            rows.append(("%s: %s / %s, %s%s" % (
+                f["label"], r["a"], r["b"], what,
+                " (lower is better)" if lower else ""), r, lower))
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(10, 0.35 * len(rows) + 1.5))
     ys = range(len(rows))
-    vals = [r["ratio_of_medians"] for _, r in rows]
-    lo = [v - r.get("pair_min", v) for v, (_, r) in zip(vals, rows)]
-    hi = [r.get("pair_max", v) - v for v, (_, r) in zip(vals, rows)]
-    colors = ["tab:green" if v >= 1 else "tab:red" for v in vals]
-    for i, (label, r) in enumerate(rows):
-        if "CPU" in label:
-            colors[i] = "tab:green" if vals[i] <= 1 else "tab:red"
-    ax.barh(list(ys), vals, xerr=[[max(0, x) for x in lo],
-                                  [max(0, x) for x in hi]],
-            color=colors, alpha=0.8, capsize=3)
+    vals = [r["ratio_of_medians"] or 1e-3 for _, r, _ in rows]
+    lo = [max(0, v - (r.get("pair_min") or v))
+          for v, (_, r, _) in zip(vals, rows)]
+    hi = [max(0, (r.get("pair_max") or v) - v)
+          for v, (_, r, _) in zip(vals, rows)]
+    colors = ["tab:green" if (v <= 1 if lower else v >= 1) else "tab:red"
+              for v, (_, _, lower) in zip(vals, rows)]
+    ax.barh(list(ys), vals, xerr=[lo, hi], color=colors, alpha=0.8,
+            capsize=3)
     ax.set_yticks(list(ys))
-    ax.set_yticklabels([l for l, _ in rows], fontsize=7)
+    ax.set_yticklabels([l for l, _, _ in rows], fontsize=7)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
-    ax.set_xlabel("Cairn / peer (median of interleaved runs; whiskers: "
-                  "per-pair range)")
+    ax.set_xlabel("Cairn / peer: median of interleaved runs, whiskers "
+                  "per-pair range; green: Cairn better")
     ax.invert_yaxis()
     fig.tight_layout()
     fig.savefig(str(path), dpi=110)
