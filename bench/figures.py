@@ -12,12 +12,15 @@ figure is a median of interleaved repetitions with its peers.
   consume   librdkafka consumer over a pre-filled topic (page-cached)
   commit    commit latency: transactions of one record on 1 and on 16
             partitions
+  jvm       (opt-in) Kafka's ProducerPerformance, the JVM client, 1 KiB
+            acks=all against Cairn and Kafka
   steady    one long run per peer of 1 KiB acks=all, and the synced-disk
             limit measured the same way, MB/s per second; the steady rate
             is the median of the second half
 """
 
 import json
+import re
 import statistics
 import subprocess
 import time
@@ -46,7 +49,7 @@ PRODUCE = [
 ]
 # (workload, label, program, args)
 IDEM_TXN = [
-    ("inflight5", "acks=all 5 in flight", "bench_client",
+    ("inflight5", "acks=all 5 in flight (Cairn only)", "bench_client",
      ["--acks", "-1", "--max-in-flight", "5"]),
     ("idempotent", "idempotent", "bench_client", ["--acks", "-1",
                                                   "--idempotent"]),
@@ -160,13 +163,14 @@ def _drop_topics(topics):
 
 
 def warm_up(ctx):
-    """One unmeasured run per peer before any figure: the JVM compiles
-    its hot paths, every broker has its files and threads, so the first
-    figure's first repetition is not a start-up measurement."""
+    """One unmeasured run per JVM peer before any figure: the JVM
+    compiles its hot paths (Kafka's first seconds run at a fraction of its
+    speed), so the first figure's first repetition is not a start-up
+    measurement."""
     secs = ctx.o["jvm_warmup"]
     for p in ctx.peers.values():
         topic = topic_name("warmup", p.name)
-        if not p.can_create:
+        if not getattr(p, "jvm", False):
             continue
         p.create_topic(topic, PARTITIONS)
         ctx.progress("warm-up: %s, %g s of 1 KiB acks=all, not measured"
@@ -216,6 +220,8 @@ def run_idem_txn(ctx):
     topics, arms = [], []
     for p in peers:
         for w, _, prog, args in IDEM_TXN:
+            if w == "inflight5" and p.name != "cairn":
+                continue     # the baseline of Cairn's idempotent target
             arms.append(_timed_arm(ctx, "it", "%s/%s" % (p.name, w), p, prog,
                                    args, SIZE, topics))
     fig = method.measure({"key": "idem_txn", "kind": "produce",
@@ -226,12 +232,12 @@ def run_idem_txn(ctx):
                          arms, ctx.o["reps"], ctx.progress)
     _drop_topics(topics)
     pairs = []
+    pairs.append(("cairn/idempotent", "cairn/inflight5"))
     for p in peers:
-        pairs.append(("%s/idempotent" % p.name, "%s/inflight5" % p.name))
         for w in ("txn_10ms", "txn_100ms", "txn_1000rec"):
             pairs.append(("%s/%s" % (p.name, w), "%s/idempotent" % p.name))
     if len(peers) > 1:
-        for w, _, _, _ in IDEM_TXN:
+        for w, _, _, _ in IDEM_TXN[1:]:
             pairs.append(("cairn/%s" % w, "kafka/%s" % w))
     method.summarise(fig, ["mb_per_s", "latency_ms_p99", "cpu_s_per_gb",
                            "commit_ms_p99", "achieved_interval_ms"], pairs)
@@ -315,6 +321,73 @@ def run_commit(ctx):
         pairs = [("cairn/%dp" % k, "kafka/%dp" % k)
                  for k in (1, COMMIT_PARTITIONS)]
     method.summarise(fig, ["p50_ms", "p99_ms"], pairs)
+    return [fig]
+
+
+JVM_PEERS = ["cairn", "kafka"]
+JVM_RECORDS = 500000
+PERF_LINE = re.compile(
+    r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), "
+    r"([\d.]+) ms avg latency, ([\d.]+) ms max latency, (\d+) ms 50th, "
+    r"(\d+) ms 95th, (\d+) ms 99th")
+
+
+def run_jvm(ctx):
+    """Kafka's own producer perf tool (org.apache.kafka.tools.
+    ProducerPerformance, the JVM client) against Cairn and Kafka: 1 KiB
+    acks=all as fast as it goes.  It counts records, not seconds, and its
+    figures include the JVM client's start-up; opt-in (--only jvm)."""
+    import peers as pe
+    peers = ctx.have(JVM_PEERS)
+    if not peers:
+        return []
+    _, java_harness = pe._kafka_ref()
+    cp = java_harness.classpath()
+    n = max(20000, int(JVM_RECORDS * ctx.o["scale"]))
+    topics, arms = [], []
+    for p in peers:
+        topic = topic_name("jvm", p.name)
+        topics.append((p, topic))
+        p.create_topic(topic, PARTITIONS)
+
+        def run(peer, rep, topic=topic):
+            res = subprocess.run(
+                ["java", "-cp", cp, "org.apache.kafka.tools."
+                 "ProducerPerformance", "--topic", topic, "--num-records",
+                 str(n), "--record-size", str(SIZE), "--throughput", "-1",
+                 "--command-property",
+                 "bootstrap.servers=%s" % peer.bootstrap, "acks=all"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, timeout=600)
+            m = None
+            for line in res.stdout.splitlines():
+                m = PERF_LINE.search(line) or m
+            if not m:
+                ctx.progress("  ProducerPerformance: no summary line:\n%s"
+                             % res.stdout[-1500:])
+                return None
+            return {"test": "jvm_produce", "records": int(m.group(1)),
+                    "msgs_per_s": float(m.group(2)),
+                    "mb_per_s": float(m.group(3)) * 1.048576,
+                    "latency_ms_avg": float(m.group(4)),
+                    "latency_ms_max": float(m.group(5)),
+                    "latency_ms_p50": float(m.group(6)),
+                    "latency_ms_p95": float(m.group(7)),
+                    "latency_ms_p99": float(m.group(8)),
+                    "bytes_total": int(m.group(1)) * SIZE}
+        arms.append(method.Arm(p.name, p, run))
+    ctx.progress("JVM client (ProducerPerformance), %d x %d B acks=all: %s, "
+                 "%d reps" % (n, SIZE, ", ".join(p.name for p in peers),
+                              ctx.o["reps"]))
+    fig = method.measure({"key": "jvm_1k", "kind": "produce",
+                          "label": "JVM producer (Kafka's perf tool) "
+                          "acks=all 1 KiB", "size": SIZE,
+                          "partitions": PARTITIONS, "records": n,
+                          "describe": describe_produce},
+                         arms, ctx.o["reps"], ctx.progress)
+    _drop_topics(topics)
+    method.summarise(fig, ["mb_per_s", "latency_ms_p99", "cpu_s_per_gb"],
+                     [("cairn", a.name) for a in arms if a.name != "cairn"])
     return [fig]
 
 
@@ -441,6 +514,10 @@ def summary_lines(figs, steady, limits):
         for w in ("txn_10ms", "txn_100ms"):
             said("Cairn %s / Cairn idempotent, MB/s" % w,
                  _r(f, "mb_per_s", "cairn/" + w, "cairn/idempotent"))
+    f = by.get("jvm_1k")
+    if f:
+        said("JVM producer acks=all 1 KiB, Cairn vs Kafka, MB/s",
+             _r(f, "mb_per_s", "cairn", "kafka"))
     f = by.get("consume_1k")
     if f:
         said("consume 1 KiB, Cairn vs Kafka, MB/s",
@@ -518,13 +595,13 @@ def verdicts(figs, steady):
 def chart(figs, path):
     """A PNG of the main Cairn / peer throughput ratios: bar = ratio of the
     medians, whisker = range of the per-pair ratios.  Returns the path, or
-    None without matplotlib."""
+    why there is none."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return None
+        return "no chart: matplotlib missing (tools/deps.sh bench)"
     rows = []
     for f in figs:
         for r in f.get("ratios", []):
@@ -546,7 +623,7 @@ def chart(figs, path):
                 f["label"], r["a"], r["b"], what,
                 " (lower is better)" if lower else ""), r, lower))
     if not rows:
-        return None
+        return "no chart: no Cairn / peer ratio measured"
     fig, ax = plt.subplots(figsize=(10, 0.35 * len(rows) + 1.5))
     ys = range(len(rows))
     vals = [r["ratio_of_medians"] or 1e-3 for _, r, _ in rows]

@@ -317,6 +317,8 @@ class KafkaBroker:
 
 
 class KafkaPeer(Peer):
+    jvm = True
+
     def __init__(self, workdir, broker, flush_every=False):
         self.name = "kafka-flush1" if flush_every else "kafka"
         self.label = ("Kafka 4.4.0, flush.messages=1" if flush_every else

@@ -26,8 +26,8 @@ Peers (bench/peers.py, all running at once; --peers picks some):
   kafka-flush1   the same broker, topics with flush.messages=1 (fsync per
                  append: Cairn's durability)
   mock           librdkafka's mock cluster (in memory, ~5 MB/partition)
-Before the first figure each peer gets one unmeasured 10 s run (JIT,
-files, threads).
+Before the first figure each Kafka peer gets one unmeasured 5 s run (the
+JIT compiles Kafka's hot paths; its first seconds run far slower).
 
 Parts, in the order they run:
 
@@ -38,12 +38,14 @@ Parts, in the order they run:
              acks=all 1 KiB at a fixed 20k records/s (latency at the same
              offered load)
   idem_txn   1 KiB, 6 partitions, Cairn and Kafka, all interleaved:
-             acks=all at 5 in flight, idempotent, transactional committing
+             acks=all at 5 in flight (Cairn only), idempotent, transactional committing
              every 10 ms, every 100 ms and every 1000 records, with the
              achieved commit interval beside the nominal one (bench_txn)
   consume    librdkafka consumer over a pre-filled 2 GB topic (page-cached)
   commit     commit latency: 200 transactions of one record on 1 and on 16
              partitions (bench_txn --commit-latency)
+  jvm        opt-in (--only jvm): Kafka's ProducerPerformance (the JVM
+             client), 500k x 1 KiB acks=all, Cairn and Kafka
   steady     one long (--steady-seconds, 30) 1 KiB acks=all run per peer,
              and the synced-disk limit measured the same way, MB/s per
              second; steady = median of the second half
@@ -89,7 +91,7 @@ REPO = Path(__file__).resolve().parents[1]
 SMALL = {"reps": 3, "seconds": 1.0, "warmup": 0.5, "steady": 6,
          "jvm_warmup": 2, "scale": 0.1}
 DEFAULT = {"reps": 5, "seconds": 3.0, "warmup": 1.0, "steady": 30,
-           "jvm_warmup": 10, "scale": 1.0}
+           "jvm_warmup": 5, "scale": 1.0}
 RC_TOPIC = "bench-rc"
 RC_PARTITIONS = 6
 RC_RECORDS = 300000         # read_committed topic, records at scale 1
@@ -113,9 +115,11 @@ MEM_PRODUCERS = 100000
 SCALE_PARTITIONS = [1, 1000, 10000, 100000]
 SCALE_BYTES = 256 << 20     # produced (then fetched) per partition count
 SCALE_PER_REQUEST = 100
-PARTS = ["limits", "produce", "idem_txn", "consume", "commit", "steady",
-         "rc_tput", "rc_latency", "load", "memory", "pstate", "scaling"]
-FIGURE_PARTS = {"produce", "idem_txn", "consume", "commit", "steady"}
+PARTS = ["limits", "produce", "idem_txn", "consume", "commit", "jvm",
+         "steady", "rc_tput", "rc_latency", "load", "memory", "pstate",
+         "scaling"]
+OPT_IN = {"jvm"}    # only with --only (make bench stays within 20 min)
+FIGURE_PARTS = {"produce", "idem_txn", "consume", "commit", "jvm", "steady"}
 OLD_PEER_PARTS = {"rc_tput", "rc_latency"}   # Cairn and the mock, one run
 ALIASES = {"client": ["produce", "idem_txn", "consume"],
            "txn": ["idem_txn", "commit"], "rc": ["rc_tput", "rc_latency"]}
@@ -563,7 +567,7 @@ def main():
         if n not in ALL_PEERS:
             sys.exit("--peers: unknown peer %r (%s)" % (n,
                                                         ", ".join(ALL_PEERS)))
-    parts = set(PARTS)
+    parts = set(PARTS) - OPT_IN
     if args.only:
         parts = set()
         for w in args.only.split(","):
@@ -638,7 +642,8 @@ def main():
             for part, fn in (("produce", figures.run_produce),
                              ("idem_txn", figures.run_idem_txn),
                              ("consume", figures.run_consume),
-                             ("commit", figures.run_commit)):
+                             ("commit", figures.run_commit),
+                             ("jvm", figures.run_jvm)):
                 if part in parts:
                     report["figures"] += fn(ctx)
             if "steady" in parts:
@@ -736,12 +741,12 @@ def main():
     else:
         out = out_dir / "report.json"
     png = figures.chart(report["figures"], out.with_suffix(".png"))
-    if png:
+    if isinstance(png, Path):
         report["chart"] = str(png)
+        png = "and the chart %s" % png
     with open(out, "w") as f:
         json.dump(report, f, indent=2)
-    print("wrote", out, "and chart %s" % png if png else
-          "(no chart: matplotlib missing; tools/deps.sh bench)")
+    print("wrote", out, "(%s)" % png)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
