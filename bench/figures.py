@@ -205,6 +205,14 @@ def run_produce(ctx):
                       if a.name.startswith("kafka")]
         method.summarise(fig, ["mb_per_s", "latency_ms_p50",
                                "latency_ms_p99", "cpu_s_per_gb"], pairs)
+        if "--rate" in args:
+            # A peer that cannot keep up with the offered load measures its
+            # queue, not its latency: say so beside the figure.
+            offered = float(args[args.index("--rate") + 1]) * size / 1e6
+            fig["offered_mb_per_s"] = offered
+            fig["kept_up"] = {
+                arm: bool(st) and st["median"] >= 0.9 * offered
+                for arm, st in fig["stats"]["mb_per_s"].items()}
         figs.append(fig)
     return figs
 
@@ -457,9 +465,9 @@ def _arm_label(fig, arm):
 def print_figures(figs):
     for fig in figs:
         print()
-        print("%s (%s)" % (fig["label"], ", ".join(
-            "%d reps" % max(len(v) for v in fig["samples"].values())
-            for _ in [0])))
+        print("%s (%d reps; min / median / max)" % (
+            fig["label"], max([len(v) for v in fig["samples"].values()]
+                              or [0])))
         metrics = list(fig.get("stats", {}))
         print("  %-34s %s" % ("", "  ".join("%-24s" % m for m in metrics)))
         for arm in fig["arms"]:
@@ -469,6 +477,11 @@ def print_figures(figs):
                     fig["stats"][m].get(arm),
                     "%.2f" if m.endswith("ms") or "gb" in m else "%.1f"))
             print("  %-34s %s" % (arm, "  ".join(cols)))
+        if "offered_mb_per_s" in fig:
+            print("  offered %.1f MB/s; kept up: %s" % (
+                fig["offered_mb_per_s"], ", ".join(
+                    "%s %s" % (a, "yes" if ok else "NO")
+                    for a, ok in fig["kept_up"].items())))
         for r in fig.get("ratios", []):
             print("  %-12s %s / %s: %s" % (r["metric"], r["a"], r["b"],
                                           method.fmt_ratio(r)))
@@ -488,8 +501,12 @@ def summary_lines(figs, steady, limits):
             return
         x = r["ratio_of_medians"]
         good = x >= 1 if higher_better else x <= 1
-        lines.append("%s %s: %.2fx (per-pair %.2f-%.2f)" % (
-            "ahead " if good else "behind", what, x, r.get("pair_min", x),
+        word = "ahead " if good else "behind"
+        if r.get("pair_min", x) <= 1 <= r.get("pair_max", x):
+            word = "even  "     # neighbouring runs disagree on the sign
+        lines.append("%s %s: %.2fx (per-pair median %.2f, %.2f-%.2f)" % (
+            word, what, x,
+            r.get("pair_median", x), r.get("pair_min", x),
             r.get("pair_max", x)))
     for key in ("acksall_1k", "acksall_100", "acks1_1k"):
         f = by.get(key)
@@ -503,8 +520,12 @@ def summary_lines(figs, steady, limits):
     f = by.get("latency_1k")
     if f:
         for peer in ("kafka", "kafka-flush1"):
+            slow = [n for n in ("cairn", peer)
+                    if not f.get("kept_up", {}).get(n, True)]
             said("produce latency p99 at 20k records/s, Cairn vs %s (lower "
-                 "is better)" % PEER_LABELS[peer],
+                 "is better)%s" % (PEER_LABELS[peer], "; did not keep up "
+                                   "with the load: " + ", ".join(slow)
+                                   if slow else ""),
                  _r(f, "latency_ms_p99", "cairn", peer), False)
     f = by.get("idem_txn")
     if f:
@@ -614,8 +635,10 @@ def chart(figs, path):
             if b_peer == "cairn" and not (r["metric"] == "mb_per_s"
                                           and "/txn" in r["a"]):
                 continue     # Cairn against itself: txn / idempotent only
-            if r["metric"] == "latency_ms_p99" and f["key"] != "latency_1k":
-                continue     # latency only at the same offered load
+            if (r["metric"] == "latency_ms_p99") != (f["key"] ==
+                                                     "latency_1k"):
+                continue     # latency only at the same offered load, and
+                             # there MB/s is the load, not a result
             what = {"mb_per_s": "MB/s", "cpu_s_per_gb": "CPU/GB",
                     "latency_ms_p99": "p99 latency"}[r["metric"]]
             lower = r["metric"] != "mb_per_s"

@@ -136,10 +136,12 @@ def fmt_spread(s, spec="%.1f"):
 
 
 def fmt_ratio(r):
-    """"1.23 (pairs 1.10-1.35)": ratio of medians, then per-pair range."""
+    """"1.23 (pairs 1.21, 1.10-1.35)": ratio of medians, then the median
+    and range of the per-pair ratios."""
     if not r:
         return "-"
     if "pair_min" not in r:
         return "%.2f" % r["ratio_of_medians"]
-    return "%.2f (pairs %.2f-%.2f)" % (r["ratio_of_medians"], r["pair_min"],
-                                       r["pair_max"])
+    return "%.2f (pairs %.2f, %.2f-%.2f)" % (
+        r["ratio_of_medians"], r["pair_median"], r["pair_min"],
+        r["pair_max"])
