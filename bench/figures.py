@@ -662,8 +662,13 @@ def chart(figs, path):
     ax.set_yticklabels([l for l, _, _ in rows], fontsize=7)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
-    ax.set_xlabel("Cairn / peer: median of interleaved runs, whiskers "
-                  "per-pair range; green: Cairn better")
+    ticks = [t for t in (0.03, 0.1, 0.25, 0.5, 1, 2, 4, 10, 30)
+             if min(vals) / 2 <= t <= max(vals) * 2]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(["%g" % t for t in ticks])
+    ax.set_xlabel("Cairn / peer (median; whiskers: per-pair range)")
+    ax.set_title("Cairn against its peers, green where Cairn is better",
+                 fontsize=9)
     ax.invert_yaxis()
     fig.tight_layout()
     fig.savefig(str(path), dpi=110)
