@@ -260,7 +260,8 @@ int main(int argc, char **argv)
                 "[--partitions P] [--messages N] [--size BYTES] "
                 "[--acks A] [--codec C] [--create] [--consume-only] "
                 "[--produce-only] [--idempotent] [--linger-ms MS] "
-                "[--max-in-flight N] [--seconds S [--warmup-seconds W]] [--rate R] "
+                "[--max-in-flight N] [--seconds S [--warmup-seconds W]] "
+                "[--rate R] "
                 "[--consumer batch|poll] [--fetch-max-bytes B] "
                 "[--partition-max-bytes B]\n");
         return 2;

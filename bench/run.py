@@ -38,7 +38,8 @@ Parts, in the order they run:
              acks=all 1 KiB at a fixed 20k records/s (latency at the same
              offered load)
   idem_txn   1 KiB, 6 partitions, Cairn and Kafka, all interleaved:
-             acks=all at 5 in flight (Cairn only), idempotent, transactional committing
+             acks=all at 5 in flight (Cairn only), idempotent,
+             transactional committing
              every 10 ms, every 100 ms and every 1000 records, with the
              achieved commit interval beside the nominal one (bench_txn)
   consume    librdkafka consumer over a pre-filled 2 GB topic (page-cached)
