@@ -39,9 +39,9 @@ Parts, in the order they run:
              offered load)
   idem_txn   1 KiB, 6 partitions, Cairn and Kafka, all interleaved:
              acks=all at 5 in flight (Cairn only), idempotent,
-             transactional committing
-             every 10 ms, every 100 ms and every 1000 records, with the
-             achieved commit interval beside the nominal one (bench_txn)
+             transactional committing every 10 ms, every 100 ms and every
+             1000 records, with the achieved commit interval beside the
+             nominal one (bench_txn)
   consume    librdkafka consumer over a pre-filled 2 GB topic (page-cached)
   commit     commit latency: 200 transactions of one record on 1 and on 16
              partitions (bench_txn --commit-latency)
