@@ -265,9 +265,13 @@ class KafkaBroker:
         import base64
         import uuid
         ref = self.ref
-        props = ref.dir / "server.properties"
-        props.write_text(self.kafka_ref.PROPERTIES.format(
-            port=ref.port, cport=ref.cport, data=ref.dir / "data"))
+        if hasattr(ref, "_props"):
+            # kafka_ref with its multi-node mode writes node 1's file.
+            props = ref._props(0)
+        else:
+            props = ref.dir / "server.properties"
+            props.write_text(self.kafka_ref.PROPERTIES.format(
+                port=ref.port, cport=ref.cport, data=ref.dir / "data"))
         cid = "-"
         while cid.startswith("-"):
             cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
@@ -283,6 +287,8 @@ class KafkaBroker:
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 cwd=str(ref.dir))
         ref.proc = self.proc
+        if hasattr(ref, "procs"):     # so ref.kill() finds it
+            ref.procs.append(self.proc)
         self._wait_ready(t0 + timeout)
         ref.start_seconds = time.monotonic() - t0
 
