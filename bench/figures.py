@@ -9,7 +9,8 @@ figure is a median of interleaved repetitions with its peers.
             every 10 and 100 ms and every 1000 records, 1 KiB, 6
             partitions: Cairn and Kafka, all interleaved, so txn /
             idempotent is a ratio of neighbouring runs too
-  consume   librdkafka consumer over a pre-filled topic (page-cached)
+  consume   librdkafka consumer and the raw Fetch client bench_fetch_raw
+            over a pre-filled topic (page-cached)
   commit    commit latency: transactions of one record on 1 and on 16
             partitions
   jvm       (opt-in) Kafka's ProducerPerformance, the JVM client, 1 KiB
@@ -102,8 +103,9 @@ def topic_name(fig, arm):
 
 
 def describe_produce(rec):
-    s = "%.1f MB/s, latency p99 %.1f ms" % (rec.get("mb_per_s", 0),
-                                           rec.get("latency_ms_p99", 0))
+    s = "%.1f MB/s" % rec.get("mb_per_s", 0)
+    if "latency_ms_p99" in rec:
+        s += ", latency p99 %.1f ms" % rec["latency_ms_p99"]
     if "achieved_interval_ms" in rec:
         s = "%.1f MB/s, commit every %.1f ms (%d records), commit p99 %.1f " \
             "ms" % (rec["mb_per_s"], rec["achieved_interval_ms"],
@@ -279,7 +281,19 @@ def run_consume(ctx):
                     rec["bytes_total"] = rec["consumed"] * SIZE
                     return rec
             return None
-        arms.append(method.Arm(p.name, p, run))
+
+        def raw(peer, rep, topic=topic):
+            # The broker's fetch path alone: one connection, 50 MiB
+            # Fetch requests, batches not parsed (bench_fetch_raw).
+            recs = run_prog([ctx.build / "bench_fetch_raw", "--brokers",
+                             peer.bootstrap, "--topic", topic, "--passes",
+                             1, "--max-bytes", 50 << 20], 300, ctx.progress)
+            if not recs:
+                return None
+            recs[-1]["bytes_total"] = recs[-1]["bytes"]
+            return recs[-1]
+        arms.append(method.Arm(p.name + "/librdkafka", p, run))
+        arms.append(method.Arm(p.name + "/raw_fetch", p, raw))
     ctx.progress("consume %d x %d B, librdkafka: %s, %d reps"
                  % (n, SIZE, ", ".join(p.name for p in peers),
                     ctx.o["reps"]))
@@ -290,7 +304,8 @@ def run_consume(ctx):
                          arms, ctx.o["reps"], ctx.progress)
     _drop_topics(topics)
     method.summarise(fig, ["mb_per_s", "cpu_s_per_gb"],
-                     [("cairn", a.name) for a in arms if a.name != "cairn"])
+                     [("cairn/" + w, "kafka/" + w)
+                      for w in ("librdkafka", "raw_fetch")])
     return [fig]
 
 
@@ -541,10 +556,12 @@ def summary_lines(figs, steady, limits):
              _r(f, "mb_per_s", "cairn", "kafka"))
     f = by.get("consume_1k")
     if f:
-        said("consume 1 KiB, Cairn vs Kafka, MB/s",
-             _r(f, "mb_per_s", "cairn", "kafka"))
-        said("consume 1 KiB, Cairn vs Kafka, broker CPU s/GB (lower is "
-             "better)", _r(f, "cpu_s_per_gb", "cairn", "kafka"), False)
+        for w in ("librdkafka", "raw_fetch"):
+            said("consume 1 KiB (%s), Cairn vs Kafka, MB/s" % w,
+                 _r(f, "mb_per_s", "cairn/" + w, "kafka/" + w))
+            said("consume 1 KiB (%s), Cairn vs Kafka, broker CPU s/GB "
+                 "(lower is better)" % w,
+                 _r(f, "cpu_s_per_gb", "cairn/" + w, "kafka/" + w), False)
     f = by.get("commit")
     if f:
         said("commit latency p50, 1 partition, Cairn vs Kafka (lower is "

@@ -42,7 +42,8 @@ Parts, in the order they run:
              transactional committing every 10 ms, every 100 ms and every
              1000 records, with the achieved commit interval beside the
              nominal one (bench_txn)
-  consume    librdkafka consumer over a pre-filled 2 GB topic (page-cached)
+  consume    librdkafka consumer and the raw Fetch client (bench_fetch_raw,
+             50 MiB requests) over a pre-filled 2 GB topic (page-cached)
   commit     commit latency: 200 transactions of one record on 1 and on 16
              partitions (bench_txn --commit-latency)
   jvm        opt-in (--only jvm): Kafka's ProducerPerformance (the JVM
@@ -592,7 +593,8 @@ def main():
                                                    "bench_client"],
             "produce": ["bench_client"], "idem_txn": ["bench_client",
                                                      "bench_txn"],
-            "consume": ["bench_client"], "commit": ["bench_txn"],
+            "consume": ["bench_client", "bench_fetch_raw"],
+            "commit": ["bench_txn"],
             "rc_tput": ["bench_rc"], "rc_latency": ["bench_rc"],
             "pstate": ["bench_pstate"], "scaling": ["bench_scale"]}
     progs = {p for k in parts for p in need.get(k, [])}
