@@ -34,9 +34,9 @@ Parts, in the order they run:
   limits     this machine: fdatasync'd sequential 256 KiB writes (MB/s),
              4 KiB fdatasync latency, loopback TCP throughput (bench_limits)
   produce    librdkafka producer (bench_client --seconds), 6 partitions:
-             acks=all 1 KiB (every peer), acks=all 100 B, acks=1 1 KiB,
-             acks=all 1 KiB at a fixed 20k records/s (latency at the same
-             offered load)
+             acks=all 1 KiB (every peer), acks=all 100 B, acks=all 1 KiB
+             at a fixed 20k records/s (latency at the same offered load)
+  acks1      opt-in (--only acks1): acks=1 1 KiB, Cairn and Kafka
   idem_txn   1 KiB, 6 partitions, Cairn and Kafka, all interleaved:
              acks=all at 5 in flight (Cairn only), idempotent,
              transactional committing every 10 ms, every 100 ms and every
@@ -48,7 +48,7 @@ Parts, in the order they run:
              partitions (bench_txn --commit-latency)
   jvm        opt-in (--only jvm): Kafka's ProducerPerformance (the JVM
              client), 500k x 1 KiB acks=all, Cairn and Kafka
-  steady     one long (--steady-seconds, 30) 1 KiB acks=all run per peer,
+  steady     one long (--steady-seconds, 20) 1 KiB acks=all run per peer,
              and the synced-disk limit measured the same way, MB/s per
              second; steady = median of the second half
   rc_tput    read_committed vs read_uncommitted consume of a topic written
@@ -92,7 +92,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {"reps": 3, "seconds": 1.0, "warmup": 0.5, "steady": 6,
          "jvm_warmup": 2, "scale": 0.1}
-DEFAULT = {"reps": 5, "seconds": 3.0, "warmup": 1.0, "steady": 30,
+DEFAULT = {"reps": 5, "seconds": 3.0, "warmup": 1.0, "steady": 20,
            "jvm_warmup": 5, "scale": 1.0}
 RC_TOPIC = "bench-rc"
 RC_PARTITIONS = 6
@@ -117,11 +117,12 @@ MEM_PRODUCERS = 100000
 SCALE_PARTITIONS = [1, 1000, 10000, 100000]
 SCALE_BYTES = 256 << 20     # produced (then fetched) per partition count
 SCALE_PER_REQUEST = 100
-PARTS = ["limits", "produce", "idem_txn", "consume", "commit", "jvm",
-         "steady", "rc_tput", "rc_latency", "load", "memory", "pstate",
-         "scaling"]
-OPT_IN = {"jvm"}    # only with --only (make bench stays within 20 min)
-FIGURE_PARTS = {"produce", "idem_txn", "consume", "commit", "jvm", "steady"}
+PARTS = ["limits", "produce", "acks1", "idem_txn", "consume", "commit",
+         "jvm", "steady", "rc_tput", "rc_latency", "load", "memory",
+         "pstate", "scaling"]
+OPT_IN = {"jvm", "acks1"}   # only with --only (make bench: 20 min)
+FIGURE_PARTS = {"produce", "acks1", "idem_txn", "consume", "commit", "jvm",
+                "steady"}
 OLD_PEER_PARTS = {"rc_tput", "rc_latency"}   # Cairn and the mock, one run
 ALIASES = {"client": ["produce", "idem_txn", "consume"],
            "txn": ["idem_txn", "commit"], "rc": ["rc_tput", "rc_latency"]}
@@ -642,6 +643,10 @@ def main():
                                       for n, p in peers.items()}
             ctx = figures.Ctx(peers, build, opts, progress)
             figures.warm_up(ctx)
+            opts["extra"] = sorted(parts & {"acks1"})
+            opts["produce_default"] = "produce" in parts
+            if "acks1" in parts:
+                parts.add("produce")
             for part, fn in (("produce", figures.run_produce),
                              ("idem_txn", figures.run_idem_txn),
                              ("consume", figures.run_consume),
