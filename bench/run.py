@@ -705,11 +705,15 @@ def main():
         print()
         print("Targets (issue #17):")
         for k, v in report["verdicts"].items():
-            print("  %-32s %.3f (%s %.2f) %s%s" % (
+            crosses = (v.get("pair_min") is not None and v["pair_min"] <
+                       v["target"] < v["pair_max"])
+            print("  %-32s %.3f (%s %.2f) %s%s%s" % (
                 k, v["value"], ">=" if v["at_least"] else "<=",
                 v["target"], "ok" if v["ok"] else "MISS",
                 "" if v.get("pair_min") is None else
-                ", per-pair %.2f-%.2f" % (v["pair_min"], v["pair_max"])))
+                ", per-pair %.2f-%.2f" % (v["pair_min"], v["pair_max"]),
+                " (the pairs fall on both sides: not settled)"
+                if crosses else ""))
     lim = report["limits"]
     if "fdatasync_4k" in lim:
         sync = lim["fdatasync_4k"]
