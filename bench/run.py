@@ -662,8 +662,11 @@ def main():
                 progress("stopping %s" % n)
                 peers.pop(n).stop()
         if parts & OLD_PEER_PARTS:
+            # Their own brokers, apart from the compared peers' data.
+            rc_tmp = tmp / "rc"
+            rc_tmp.mkdir()
             for name in targets:
-                t = Target(name, args, tmp)
+                t = Target(name, args, rc_tmp)
                 report["targets"][name] = t.res
                 run_target(t, build, parts, scale)
         if "load" in parts:
