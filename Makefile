@@ -75,7 +75,8 @@ soak: test-deps build build-java
 	CAIRN_SOAK=1 CAIRN_BUILD_DIR=$(CURDIR)/build CAIRN_BIN=$(CURDIR)/build/cairn \
 	    $(PY) -m pytest -q -p no:cacheprovider tests/e2e/test_kafka_ref_cluster.py
 
-bench: build
+bench: build build-java
+	@tools/deps.sh bench
 	$(PY) bench/run.py
 
 gen:

@@ -12,10 +12,22 @@
  * should be new (or --create makes it) so the consume phase reads exactly
  * what was produced; --consume-only skips producing, for a topic that
  * already holds N messages. Prints one JSON object per phase.
+ *
+ * --seconds S (produce-only) produces for W + S seconds instead of N
+ * messages (W = --warmup-seconds, default 0) and counts only the records
+ * whose delivery report arrives in the last S seconds, so start-up and the
+ * final flush are outside the figure.  Every delivery report gives a
+ * latency sample (enqueue to report, taken in the window), and
+ * "series_mb_per_s" has the delivered MB/s of each whole second since the
+ * start, to see when a long run reaches its steady state.  --rate R holds
+ * production to R records per second (an offered load, for latency at the
+ * same load on every broker) instead of as fast as the client can.
  */
 #include <librdkafka/rdkafka.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <time.h>
 
@@ -23,17 +35,45 @@
 
 static long dr_ok, dr_fail;
 
+#define MAX_SERIES 3600
+
+/* The timed window of a --seconds run, filled by dr_cb. */
+static struct {
+    int64_t t0_ns;        /* production start */
+    int64_t start_ns;     /* window start (t0 + warm-up) */
+    int64_t end_ns;       /* window end */
+    long msgs;            /* delivered in the window */
+    long long bytes;      /* their value bytes */
+    struct samples lat;   /* enqueue -> delivery report, ms */
+    double series[MAX_SERIES]; /* delivered bytes per second since t0 */
+} win;
+
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
+    int64_t now;
+    long sec;
+
     (void)rk;
     (void)opaque;
     if (m->err) {
         if (dr_fail++ < 5)
             fprintf(stderr, "delivery failed: %s\n",
                     rd_kafka_err2str(m->err));
-    } else {
-        dr_ok++;
+        return;
     }
+    dr_ok++;
+    if (!win.t0_ns)
+        return;
+    now = now_ns();
+    sec = (long)((now - win.t0_ns) / 1000000000);
+    if (sec >= 0 && sec < MAX_SERIES)
+        win.series[sec] += (double)m->len;
+    if (now < win.start_ns || now > win.end_ns)
+        return;
+    win.msgs++;
+    win.bytes += (long long)m->len;
+    samples_add(&win.lat,
+                (double)(now - (int64_t)(intptr_t)m->_private) / 1e6);
 }
 
 /* Consumer tuning, from the command line. */
@@ -151,6 +191,7 @@ int main(int argc, char **argv)
     int size = 1024, parts = 6, create = 0, produce = 1, p;
     int consume_after = 1, idempotent = 0;
     const char *linger_ms = "10", *inflight = NULL;
+    double seconds = 0, warmup = 0, rate = 0;
     char errstr[256];
     rd_kafka_conf_t *conf;
     rd_kafka_t *rk;
@@ -195,6 +236,12 @@ int main(int argc, char **argv)
             linger_ms = v;
         else if (!strcmp(a, "--max-in-flight"))
             inflight = v;
+        else if (!strcmp(a, "--seconds"))
+            seconds = atof(v);
+        else if (!strcmp(a, "--warmup-seconds"))
+            warmup = atof(v);
+        else if (!strcmp(a, "--rate"))
+            rate = atof(v);
         else if (!strcmp(a, "--consumer"))
             copts.mode = v;
         else if (!strcmp(a, "--fetch-max-bytes"))
@@ -204,12 +251,17 @@ int main(int argc, char **argv)
         else
             brokers = NULL, i = argc;
     }
-    if (!brokers || !topic || parts < 1 || size < 1 || messages < 1) {
+    if (seconds > 0)
+        consume_after = 0;
+    if (!brokers || !topic || parts < 1 || size < 1 || messages < 1 ||
+        seconds < 0 || warmup < 0 || warmup + seconds >= MAX_SERIES ||
+        rate < 0) {
         fprintf(stderr, "usage: bench_client --brokers B --topic T "
                 "[--partitions P] [--messages N] [--size BYTES] "
                 "[--acks A] [--codec C] [--create] [--consume-only] "
                 "[--produce-only] [--idempotent] [--linger-ms MS] "
-                "[--max-in-flight N] "
+                "[--max-in-flight N] [--seconds S [--warmup-seconds W]] "
+                "[--rate R] "
                 "[--consumer batch|poll] [--fetch-max-bytes B] "
                 "[--partition-max-bytes B]\n");
         return 2;
@@ -231,7 +283,11 @@ int main(int argc, char **argv)
     conf_set(conf, "batch.size", "1000000");
     conf_set(conf, "batch.num.messages", "100000");
     conf_set(conf, "queue.buffering.max.messages", "1000000");
-    conf_set(conf, "queue.buffering.max.kbytes", "1048576");
+    /* A timed run keeps 64 MiB queued at most (a third of a second at
+     * 200 MB/s): enough to keep every partition busy, and the final flush,
+     * outside the window, stays short. */
+    conf_set(conf, "queue.buffering.max.kbytes",
+             seconds > 0 ? "65536" : "1048576");
     conf_set(conf, "message.timeout.ms", "120000");
     rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
@@ -252,6 +308,12 @@ int main(int argc, char **argv)
         rd_kafka_topic_destroy(rkt);
     }
     t0 = now_s();
+    if (seconds > 0) {
+        win.t0_ns = now_ns();
+        win.start_ns = win.t0_ns + (int64_t)(warmup * 1e9);
+        win.end_ns = win.start_ns + (int64_t)(seconds * 1e9);
+        messages = LONG_MAX;
+    }
     for (i = 0; i < messages; i++) {
         rd_kafka_resp_err_t err;
 
@@ -260,6 +322,7 @@ int main(int argc, char **argv)
                 rk, RD_KAFKA_V_TOPIC(topic),
                 RD_KAFKA_V_PARTITION((int32_t)(i % parts)),
                 RD_KAFKA_V_VALUE(buf, (size_t)size),
+                RD_KAFKA_V_OPAQUE((void *)(intptr_t)now_ns()),
                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
             if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
                 break;
@@ -269,13 +332,49 @@ int main(int argc, char **argv)
             fprintf(stderr, "producev: %s\n", rd_kafka_err2str(err));
             return 1;
         }
-        if ((i & 1023) == 0)
+        if ((i & 1023) == 0) {
             rd_kafka_poll(rk, 0);
+            if (seconds > 0 && now_ns() >= win.end_ns)
+                break;
+        }
+        /* Paced: wait until record i + 1 is due. */
+        while (rate > 0 && (double)(i + 1) > (now_s() - t0) * rate) {
+            rd_kafka_poll(rk, 1);
+            if (seconds > 0 && now_ns() >= win.end_ns)
+                break;
+        }
+        if (rate > 0 && seconds > 0 && now_ns() >= win.end_ns)
+            break;
     }
+    if (seconds > 0)
+        messages = i + 1;
     rd_kafka_flush(rk, 300000);
     t = now_s() - t0;
     rd_kafka_destroy(rk);
     free(buf);
+    if (seconds > 0) {
+        long s, nsec = (long)(warmup + seconds);
+
+        samples_sort(&win.lat);
+        printf("{\"test\": \"%s\", \"mode\": \"timed\", \"size\": %d, "
+               "\"partitions\": %d, \"acks\": \"%s\", \"codec\": \"%s\", "
+               "\"produced\": %ld, \"delivered\": %ld, \"failed\": %ld, "
+               "\"warmup_seconds\": %.3f, \"seconds\": %.3f, "
+               "\"rate\": %.0f, \"messages\": %ld, \"msgs_per_s\": %.0f, "
+               "\"mb_per_s\": %.2f, \"bytes\": %lld, "
+               "\"latency_ms_p50\": %.3f, \"latency_ms_p99\": %.3f, "
+               "\"latency_ms_max\": %.3f, \"series_mb_per_s\": [",
+               idempotent ? "produce_idempotent" : "produce", size, parts,
+               acks, codec, messages, dr_ok, dr_fail, warmup, seconds, rate,
+               win.msgs, win.msgs / seconds, win.bytes / seconds / 1e6,
+               win.bytes, samples_pct(&win.lat, 0.5),
+               samples_pct(&win.lat, 0.99), samples_pct(&win.lat, 1.0));
+        for (s = 0; s < nsec; s++)
+            printf("%s%.1f", s ? ", " : "", win.series[s] / 1e6);
+        printf("]}\n");
+        fflush(stdout);
+        return dr_ok == messages ? 0 : 1;
+    }
     printf("{\"test\": \"%s\", \"messages\": %ld, \"size\": %d, "
            "\"partitions\": %d, \"acks\": \"%s\", \"codec\": \"%s\", "
            "\"delivered\": %ld, \"failed\": %ld, \"seconds\": %.3f, "

@@ -15,6 +15,14 @@
  * passed since the transaction began (and once more at the end), and
  * prints {"test": "produce_txn_<MS>ms", ...}.
  *
+ * --txn-records R commits after every R records instead (the interval is
+ * then only the label's fallback), and the JSON says "produce_txn_<R>rec".
+ * --seconds S runs for W + S seconds (W = --warmup-seconds) instead of N
+ * messages, and the figures count only the transactions whose commit
+ * returned in the last S seconds: committed records, commits per second and
+ * the achieved commit interval (S / commits), which with the flush before
+ * each commit is longer than the nominal one.
+ *
  * Commit-latency mode runs T transactions that each put one small record
  * (64 B unless --size says otherwise) on each of partitions 0..K-1, and
  * prints {"test": "commit_latency", ...}.  One untimed transaction runs
@@ -28,6 +36,7 @@
  * otherwise wait for first.  The flush time is reported separately.
  */
 #include <librdkafka/rdkafka.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,49 +202,107 @@ static rd_kafka_t *new_producer(const char *brokers, const char *topic)
     return rk;
 }
 
+/* What a throughput run does: how long, and when it commits. */
+struct tput_opts {
+    long messages;     /* records, when seconds == 0 */
+    int size;          /* value bytes */
+    int interval_ms;   /* commit when the transaction is this old */
+    long txn_records;  /* or after this many records (0: by interval) */
+    double seconds;    /* timed run: the measured window */
+    double warmup;     /* timed run: seconds before the window */
+};
+
 static int run_throughput(const char *brokers, const char *topic, int parts,
-                          long messages, int size, int interval_ms)
+                          const struct tput_opts *o)
 {
     struct commits c = {0};
     rd_kafka_t *rk = new_producer(brokers, topic);
-    double interval = interval_ms / 1e3, t0, txn_t0, t;
-    char *buf = malloc((size_t)size);
-    long i;
+    double interval = o->interval_ms / 1e3, t0, txn_t0, t, now;
+    double win_start, win_end, span;
+    char *buf = malloc((size_t)o->size);
+    long i, messages = o->seconds > 0 ? LONG_MAX : o->messages;
+    long in_txn = 0, win_msgs = 0, win_commits = 0;
+    size_t commits_before;
+    char name[64];
     int p;
 
-    for (p = 0; p < size; p++)
+    for (p = 0; p < o->size; p++)
         buf[p] = (char)('a' + p % 26);
     t0 = now_s();
+    win_start = t0 + o->warmup;
+    win_end = win_start + o->seconds;
     begin(rk);
     txn_t0 = t0;
     for (i = 0; i < messages; i++) {
-        produce_one(rk, topic, (int32_t)(i % parts), buf, size);
+        produce_one(rk, topic, (int32_t)(i % parts), buf, o->size);
+        in_txn++;
         if ((i & 1023) == 0)
             rd_kafka_poll(rk, 0);
-        if (i + 1 < messages && now_s() - txn_t0 >= interval) {
-            commit_timed(rk, &c);
-            begin(rk);
-            txn_t0 = now_s();
+        if (i + 1 == messages)
+            break;
+        now = now_s();
+        if (o->seconds > 0 && now >= win_end)
+            break;
+        if (o->txn_records ? in_txn < o->txn_records
+                           : now - txn_t0 < interval)
+            continue;
+        commits_before = c.commit.n;
+        commit_timed(rk, &c);
+        now = now_s();
+        if (c.commit.n > commits_before && now >= win_start &&
+            now <= win_end) {
+            win_msgs += in_txn;
+            win_commits++;
         }
+        in_txn = 0;
+        begin(rk);
+        /* The interval is the transaction's age, as in a loop that
+         * commits what it gathered in the last 10 ms; the flush and commit
+         * come on top, so the achieved interval is printed beside it.
+         * (Timed from the previous commit's start instead, a commit slower
+         * than the interval would leave one record per transaction.) */
+        txn_t0 = now_s();
     }
+    messages = i + 1;
     commit_timed(rk, &c);
     t = now_s() - t0;
     rd_kafka_destroy(rk);
     free(buf);
     samples_sort(&c.commit);
     samples_sort(&c.flush);
-    printf("{\"test\": \"produce_txn_%dms\", \"commit_interval_ms\": %d, "
-           "\"messages\": %ld, \"size\": %d, \"partitions\": %d, "
+    if (o->txn_records)
+        snprintf(name, sizeof name, "produce_txn_%ldrec", o->txn_records);
+    else
+        snprintf(name, sizeof name, "produce_txn_%dms", o->interval_ms);
+    if (o->seconds <= 0) {
+        /* A counted run: everything, start to last commit. */
+        win_msgs = dr_ok;
+        win_commits = (long)c.commit.n;
+        span = t;
+    } else {
+        span = o->seconds;
+    }
+    printf("{\"test\": \"%s\", \"mode\": \"%s\", "
+           "\"commit_interval_ms\": %d, \"txn_records\": %ld, "
+           "\"produced\": %ld, \"size\": %d, \"partitions\": %d, "
            "\"acks\": \"all\", \"delivered\": %ld, \"failed\": %ld, "
-           "\"seconds\": %.3f, \"msgs_per_s\": %.0f, \"mb_per_s\": %.1f, "
-           "\"commits\": %zu, \"aborts\": %ld, \"commit_ms_p50\": %.3f, "
+           "\"warmup_seconds\": %.3f, \"seconds\": %.3f, "
+           "\"messages\": %ld, \"msgs_per_s\": %.0f, \"mb_per_s\": %.2f, "
+           "\"bytes\": %lld, \"commits\": %ld, \"commits_per_s\": %.2f, "
+           "\"achieved_interval_ms\": %.2f, \"records_per_txn\": %.1f, "
+           "\"aborts\": %ld, \"commit_ms_p50\": %.3f, "
            "\"commit_ms_p99\": %.3f, \"commit_ms_max\": %.3f, "
-           "\"flush_ms_p50\": %.3f}\n",
-           interval_ms, interval_ms, messages, size, parts, dr_ok, dr_fail,
-           t, dr_ok / t, dr_ok * (double)size / t / 1e6, c.commit.n,
-           c.aborts, samples_pct(&c.commit, 0.5),
-           samples_pct(&c.commit, 0.99), samples_pct(&c.commit, 1.0),
-           samples_pct(&c.flush, 0.5));
+           "\"flush_ms_p50\": %.3f, \"flush_ms_p99\": %.3f}\n",
+           name, o->seconds > 0 ? "timed" : "counted", o->interval_ms,
+           o->txn_records, messages, o->size, parts, dr_ok, dr_fail,
+           o->warmup, span, win_msgs, win_msgs / span,
+           win_msgs * (double)o->size / span / 1e6,
+           (long long)win_msgs * o->size, win_commits, win_commits / span,
+           win_commits ? span * 1e3 / win_commits : 0.0,
+           win_commits ? (double)win_msgs / win_commits : 0.0, c.aborts,
+           samples_pct(&c.commit, 0.5), samples_pct(&c.commit, 0.99),
+           samples_pct(&c.commit, 1.0), samples_pct(&c.flush, 0.5),
+           samples_pct(&c.flush, 0.99));
     fflush(stdout);
     return dr_ok == messages && !c.aborts ? 0 : 1;
 }
@@ -292,6 +359,8 @@ int main(int argc, char **argv)
     long messages = 300000, txns = 200, i;
     int size = -1, parts = 6, create = 0, latency = 0, k = 1;
     int interval_ms = 100;
+    long txn_records = 0;
+    double seconds = 0, warmup = 0;
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -325,16 +394,24 @@ int main(int argc, char **argv)
             debug = v;
         else if (!strcmp(a, "--linger-ms"))
             linger_ms = v;
+        else if (!strcmp(a, "--txn-records"))
+            txn_records = atol(v);
+        else if (!strcmp(a, "--seconds"))
+            seconds = atof(v);
+        else if (!strcmp(a, "--warmup-seconds"))
+            warmup = atof(v);
         else
             brokers = NULL, i = argc;
     }
     if (size < 0)
         size = latency ? 64 : 1024;
     if (!brokers || !topic || parts < 1 || size < 1 || messages < 1 ||
-        interval_ms < 1 || k < 1 || k > parts || txns < 1) {
+        interval_ms < 1 || k < 1 || k > parts || txns < 1 ||
+        txn_records < 0 || seconds < 0 || warmup < 0) {
         fprintf(stderr, "usage: bench_txn --brokers B --topic T "
                 "[--partitions P] [--create] [--size BYTES]\n"
-                "         [--messages N] [--commit-interval-ms MS]\n"
+                "         [--messages N | --seconds S [--warmup-seconds W]]\n"
+                "         [--commit-interval-ms MS | --txn-records R]\n"
                 "       | --commit-latency [--partitions-per-txn K<=P] "
                 "[--transactions T]\n"
                 "       [--debug librdkafka-debug-contexts]\n");
@@ -344,6 +421,10 @@ int main(int argc, char **argv)
         return 1;
     if (latency)
         return run_latency(brokers, topic, k, txns, size);
-    return run_throughput(brokers, topic, parts, messages, size,
-                          interval_ms);
+    {
+        struct tput_opts o = {messages, size, interval_ms, txn_records,
+                              seconds, warmup};
+
+        return run_throughput(brokers, topic, parts, &o);
+    }
 }

@@ -1,30 +1,60 @@
 #!/usr/bin/python3
-"""Broker benchmark report (issue #7): one command, everything measured in
-the same run, a table on the terminal and JSON in bench/out/report.json.
+"""Broker benchmark report (issues #7, #17): one command, everything
+measured in the same run, a summary and tables on the terminal, JSON with
+every raw sample in bench/out/report.json and a chart beside it (.png).
 
   make bench        (= /usr/bin/python3 bench/run.py)
   /usr/bin/python3 bench/run.py [--build-dir build] [--cairn build/cairn]
-          [--dir DIR] [--scale F|small] [--peer both|cairn|mock] [--mock]
+          [--dir DIR] [--scale F|small] [--reps N] [--seconds S]
+          [--warmup W] [--steady-seconds S] [--peers P,...]
           [--only PART,...] [--report FILE]
+
+Method (bench/method.py): every compared figure is a set of arms, a peer
+running a workload; each arm runs --reps times (default 5) for --seconds
+(default 3) after --warmup (1) unmeasured seconds, the arms interleaved
+(A B C A B C ...).  Reported: min / median / max per arm, and for pairs of
+arms the ratio of medians plus the median and range of the per-pair
+ratios (run i of A against run i of B).  Each run also records the
+broker's CPU seconds (utime+stime from /proc, the JVM's for Kafka), CPU
+seconds per GB of record bytes, and VmRSS / VmHWM.
+
+Peers (bench/peers.py, all running at once; --peers picks some):
+  cairn          Cairn, group-commit fsync (its default)
+  cairn-nofsync  Cairn with cairn.fsync.group.commit=false
+  kafka          Apache Kafka 4.4.0, KRaft, its default settings and JVM
+                 options (no fsync); topics with default configs
+  kafka-flush1   the same broker, topics with flush.messages=1 (fsync per
+                 append: Cairn's durability)
+  mock           librdkafka's mock cluster (in memory, ~5 MB/partition)
+Before the first figure each Kafka peer gets one unmeasured 5 s run (the
+JIT compiles Kafka's hot paths; its first seconds run far slower).
 
 Parts, in the order they run:
 
   limits     this machine: fdatasync'd sequential 256 KiB writes (MB/s),
              4 KiB fdatasync latency, loopback TCP throughput (bench_limits)
-  produce    librdkafka producer throughput, produce-only, for 100 B and
-             1 KiB values on 1 and 6 partitions: acks=1, acks=all,
-             idempotent, acks=all held to 5 in flight (6 partitions only:
-             the fair baseline for idempotent, which librdkafka caps at 5),
-             and transactional committing every 10, 100 and 1000 ms
-             (bench_client, bench_txn); ratio to the synced-disk limit
-  consume    librdkafka consumer (read_uncommitted) and the raw Fetch
-             client bench_fetch_raw (50 and 16 MiB max_bytes); ratio to
-             loopback TCP.  Data was just produced, so it is page-cached.
-  txn        commit latency p50/p99/p99.9: 200 transactions of one record
-             on each of 1, 4 and 16 partitions (bench_txn --commit-latency)
+  produce    librdkafka producer (bench_client --seconds), 6 partitions:
+             acks=all 1 KiB (every peer), acks=all 100 B, acks=all 1 KiB
+             at a fixed 20k records/s (latency at the same offered load)
+  acks1      opt-in (--only acks1): acks=1 1 KiB, Cairn and Kafka
+  idem_txn   1 KiB, 6 partitions, Cairn and Kafka, all interleaved:
+             acks=all at 5 in flight (Cairn only), idempotent,
+             transactional committing every 10 ms, every 100 ms and every
+             1000 records, with the achieved commit interval beside the
+             nominal one (bench_txn)
+  consume    librdkafka consumer and the raw Fetch client (bench_fetch_raw,
+             50 MiB requests) over a pre-filled 2 GB topic (page-cached)
+  commit     commit latency: 200 transactions of one record on 1 and on 16
+             partitions (bench_txn --commit-latency)
+  jvm        opt-in (--only jvm): Kafka's ProducerPerformance (the JVM
+             client), 500k x 1 KiB acks=all, Cairn and Kafka
+  steady     one long (--steady-seconds, 20) 1 KiB acks=all run per peer,
+             and the synced-disk limit measured the same way, MB/s per
+             second; steady = median of the second half
   rc_tput    read_committed vs read_uncommitted consume of a topic written
              by 8 transactional producers, 100 records per transaction,
-             every 10th aborted (bench_rc write/consume, best of 3 each)
+             every 10th aborted (bench_rc write/consume, best of 3 each;
+             Cairn and the mock, not yet interleaved)
   rc_latency end-to-end produce -> read_committed delivery latency at 2000
              msgs/s, commit every 100 ms, for 10 s (bench_rc latency)
   load       coordinator load time after a restart with 100k transactional
@@ -34,29 +64,17 @@ Parts, in the order they run:
              (bench_mem.py, its own broker)
   pstate     producer table bytes per idle entry (bench_pstate, in-process)
   scaling    produce and fetch throughput with 1, 1,000, 10,000 and 100,000
-             partitions: 256 MiB spread over every partition (batches of
-             total/partitions, 512 B to 64 KiB), acks=1, 100 partitions per
-             request, raw protocol (bench_scale), a fresh broker per count;
-             topic creation time too.  Not scaled below 1 partition per
-             batch; at 100,000 partitions each gets one 2.6 KiB batch.
-  (aliases: client = produce,consume; rc = rc_tput,rc_latency)
+             partitions (bench_scale, raw protocol, a fresh Cairn each)
+  (aliases: client = produce,idem_txn,consume; txn = idem_txn,commit;
+  rc = rc_tput,rc_latency)
 
-The produce, consume, txn and rc parts run twice in the same run: against
-Cairn and against librdkafka's mock cluster (tests/e2e/e2e_mockbroker, an
-in-memory broker in one process) as a peer, and every row shows Cairn /
-mock.  The mock keeps everything in memory and never fsyncs, and keeps
-only ~5 MB per partition, so its consume runs use fewer records (capped,
-shown in the JSON) and its read_committed filtering is not Kafka's.
-load and memory are Cairn-only (the mock has no persistence; the memory
-run needs CreateTopics, which the mock lacks).
-
---scale multiplies every count (default 1; "small" = 0.1).  At scale 1 the
-whole run takes about 8-10 minutes on a 2-core VM.  --peer cairn skips
-the mock, --peer mock (or --mock) runs only the mock, to check the harness.
-With --only the report goes to bench/out/report-<parts>.json unless
---report says otherwise, so a partial run does not replace the full one.
-Progress goes to stderr; the load average before and after is recorded,
-since other work on the machine skews every number.
+--scale multiplies the counts of the count-based parts (default 1);
+"small" is a fast check of the harness (3 reps of 1 s, 0.1 of the
+counts), not a measurement.  With --only the report goes to
+bench/out/report-<parts>.json unless --report says otherwise, so a partial
+run does not replace the full one.  Progress goes to stderr; the load
+average before and after is recorded, since other work on the machine
+skews every number.
 """
 
 import argparse
@@ -72,38 +90,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SIZES = [1024, 100]
-PARTITION_COUNTS = [1, 6]
-PRODUCE_COUNTS = {1024: 200000, 100: 600000}    # per produce run, scale 1
-CONSUME_COUNTS = {1024: 300000, 100: 1000000}
-# The mock trims each partition's log at ~5 MB; consuming from the start
-# needs everything still there, so its consume runs are capped.
-MOCK_CONSUME_CAP = {1024: 20000, 100: 150000}
-# (test, label, partition counts, bench_client args or commit interval)
-PRODUCE_MODES = [
-    ("produce_acks1", "produce acks=1", PARTITION_COUNTS, ["--acks", "1"]),
-    ("produce_acksall", "produce acks=all", PARTITION_COUNTS,
-     ["--acks", "-1"]),
-    ("produce_inflight5", "produce acks=all 5 in flight", [6],
-     ["--acks", "-1", "--max-in-flight", "5"]),
-    ("produce_idempotent", "produce idempotent", PARTITION_COUNTS,
-     ["--acks", "-1", "--idempotent"]),
-    ("produce_txn_10ms", "produce txn 10 ms", PARTITION_COUNTS, 10),
-    ("produce_txn_100ms", "produce txn 100 ms", PARTITION_COUNTS, 100),
-    ("produce_txn_1000ms", "produce txn 1000 ms", PARTITION_COUNTS, 1000),
-]
-TXN_INTERVALS_MS = [10, 100, 1000]
-TXN_TARGETS = {10: 0.80, 100: 0.98}  # min ratio to idempotent produce
-RAW_FETCHES = [  # (test name, max_bytes)
-    ("fetch_raw", 50 * 1024 * 1024),
-    ("fetch_raw_16m", 16 * 1024 * 1024),
-]
-RAW_PASSES = 3
-CONSUME_PARTITIONS = 6
-LAT_TOPIC = "bench-txn-latency"
-LAT_PARTITIONS = 16
-LAT_PER_TXN = [1, 4, 16]
-LAT_TRANSACTIONS = 200
+SMALL = {"reps": 3, "seconds": 1.0, "warmup": 0.5, "steady": 6,
+         "jvm_warmup": 2, "scale": 0.1}
+DEFAULT = {"reps": 5, "seconds": 3.0, "warmup": 1.0, "steady": 20,
+           "jvm_warmup": 5, "scale": 1.0}
 RC_TOPIC = "bench-rc"
 RC_PARTITIONS = 6
 RC_RECORDS = 300000         # read_committed topic, records at scale 1
@@ -127,10 +117,16 @@ MEM_PRODUCERS = 100000
 SCALE_PARTITIONS = [1, 1000, 10000, 100000]
 SCALE_BYTES = 256 << 20     # produced (then fetched) per partition count
 SCALE_PER_REQUEST = 100
-PARTS = ["limits", "produce", "consume", "txn", "rc_tput", "rc_latency",
-         "load", "memory", "pstate", "scaling"]
-PEER_PARTS = {"produce", "consume", "txn", "rc_tput", "rc_latency"}
-ALIASES = {"client": ["produce", "consume"], "rc": ["rc_tput", "rc_latency"]}
+PARTS = ["limits", "produce", "acks1", "idem_txn", "consume", "commit",
+         "jvm", "steady", "rc_tput", "rc_latency", "load", "memory",
+         "pstate", "scaling"]
+OPT_IN = {"jvm", "acks1"}   # only with --only (make bench: 20 min)
+FIGURE_PARTS = {"produce", "acks1", "idem_txn", "consume", "commit", "jvm",
+                "steady"}
+OLD_PEER_PARTS = {"rc_tput", "rc_latency"}   # Cairn and the mock, one run
+ALIASES = {"client": ["produce", "idem_txn", "consume"],
+           "txn": ["idem_txn", "commit"], "rc": ["rc_tput", "rc_latency"]}
+ALL_PEERS = ["cairn", "cairn-nofsync", "kafka", "kafka-flush1", "mock"]
 T0 = time.monotonic()
 
 
@@ -262,109 +258,8 @@ class Target:
             self.proc.wait(timeout=10)
 
 
-def produce_topic(test, size, parts):
-    return "bench-%s-%d-p%d" % (test, size, parts)
-
-
-def consume_topic(size):
-    return "bench-consume-%d" % size
-
-
-def all_topics():
-    """Every topic a target run uses, for the mock, which cannot create
-    topics."""
-    out = []
-    for test, _, plist, _ in PRODUCE_MODES:
-        for size in SIZES:
-            out += [(produce_topic(test, size, p), p) for p in plist]
-    out += [(consume_topic(s), CONSUME_PARTITIONS) for s in SIZES]
-    out += [(LAT_TOPIC, LAT_PARTITIONS), (RC_TOPIC, RC_PARTITIONS),
-            (RC_LAT_TOPIC, RC_PARTITIONS)]
-    return out
-
-
 def scaled(n, scale, floor):
     return max(floor, int(n * scale))
-
-
-def run_produce(t, build, scale):
-    for size in SIZES:
-        n = scaled(PRODUCE_COUNTS[size], scale, 1000)
-        for test, label, plist, how in PRODUCE_MODES:
-            for parts in plist:
-                topic = produce_topic(test, size, parts)
-                progress("%s: %s, %d x %d B, %d partition%s"
-                         % (t.name, label, n, size, parts,
-                            "" if parts == 1 else "s"))
-                common = ["--brokers", t.bootstrap, "--topic", topic,
-                          "--partitions", parts, "--messages", n,
-                          "--size", size] + t.create()
-                if isinstance(how, int):
-                    argv = [build / "bench_txn"] + common + [
-                        "--commit-interval-ms", how]
-                else:
-                    argv = ([build / "bench_client"] + common
-                            + ["--produce-only"] + how)
-                for rec in run_prog(argv, 600, test):
-                    rec["test"] = test
-                    rec["partitions"] = parts
-                    extra = ""
-                    if "commits" in rec:
-                        extra = ", %d commits, commit p50 %.2f ms" % (
-                            rec["commits"], rec["commit_ms_p50"])
-                    progress("  %s%s" % (summary(rec), extra))
-                    t.res["runs"].append(rec)
-                t.alive()
-
-
-def run_consume(t, build, scale):
-    for size in SIZES:
-        n = scaled(CONSUME_COUNTS[size], scale, 1000)
-        if t.mock:
-            n = min(n, MOCK_CONSUME_CAP[size])
-        topic = consume_topic(size)
-        progress("%s: %s: produce %d x %d B, then consume with librdkafka"
-                 % (t.name, topic, n, size))
-        for rec in run_prog(
-                [build / "bench_client", "--brokers", t.bootstrap,
-                 "--topic", topic, "--partitions", CONSUME_PARTITIONS,
-                 "--messages", n, "--size", size, "--acks", "-1"]
-                + t.create(), 600, "bench_client"):
-            if rec["test"] == "fetch":
-                progress("  librdkafka consume: %s, %d/%d records"
-                         % (summary(rec), rec["consumed"], n))
-                t.res["runs"].append(rec)
-        t.alive()
-        for name, max_bytes in RAW_FETCHES:
-            progress("%s: %s: raw fetch, max_bytes %d MiB, %d passes"
-                     % (t.name, topic, max_bytes >> 20, RAW_PASSES))
-            for rec in run_prog(
-                    [build / "bench_fetch_raw", "--brokers", t.bootstrap,
-                     "--topic", topic, "--passes", RAW_PASSES,
-                     "--max-bytes", max_bytes], 600, name):
-                rec["test"] = name
-                rec["size"] = size
-                rec["partitions"] = CONSUME_PARTITIONS
-                progress("  %s" % summary(rec))
-                t.res["runs"].append(rec)
-            t.alive()
-
-
-def run_commit_latency(t, build):
-    lat = t.res.setdefault("commit_latency", [])
-    for k in LAT_PER_TXN:
-        progress("%s: commit latency, %d transactions x %d partitions"
-                 % (t.name, LAT_TRANSACTIONS, k))
-        for rec in run_prog(
-                [build / "bench_txn", "--brokers", t.bootstrap, "--topic",
-                 LAT_TOPIC, "--partitions", LAT_PARTITIONS,
-                 "--commit-latency", "--partitions-per-txn", k,
-                 "--transactions", LAT_TRANSACTIONS] + t.create(), 600,
-                "bench_txn --commit-latency"):
-            progress("  p50 %.2f ms p99 %.2f ms p99.9 %.2f ms"
-                     % (rec["p50_ms"], rec["p99_ms"], rec["p999_ms"]))
-            lat.append(rec)
-        t.alive()
 
 
 def log_bytes(t, topic):
@@ -445,14 +340,8 @@ def run_rc_latency(t, build):
 def run_target(t, build, parts, scale):
     progress("starting %s" % ("librdkafka mock cluster" if t.mock
                               else "Cairn broker"))
-    t.start(all_topics())
+    t.start([(RC_TOPIC, RC_PARTITIONS), (RC_LAT_TOPIC, RC_PARTITIONS)])
     try:
-        if "produce" in parts:
-            run_produce(t, build, scale)
-        if "consume" in parts:
-            run_consume(t, build, scale)
-        if "txn" in parts:
-            run_commit_latency(t, build)
         if "rc_tput" in parts:
             run_rc_tput(t, build, scale)
         if "rc_latency" in parts:
@@ -553,201 +442,21 @@ def ratio(a, b):
     return round(a / b, 3) if a is not None and b else None
 
 
-ROW_LABELS = dict((m[0], m[1]) for m in PRODUCE_MODES)
-ROW_LABELS.update({"fetch": "consume librdkafka",
-                   "fetch_raw": "consume raw fetch 50 MiB",
-                   "fetch_raw_16m": "consume raw fetch 16 MiB",
-                   "consume_read_uncommitted": "consume read_uncommitted",
-                   "consume_read_committed": "consume read_committed"})
-
-
-def rc_rows(res):
-    """read_committed summary as two throughput rows (log bytes/s)."""
-    rc = res.get("read_committed") or {}
-    s = rc.get("summary")
-    if not s:
-        # bench_rc prints no summary when a pass came out wrong (the mock
-        # delivers aborted records to read_committed): best pass of each.
-        s = {"size": RC_SIZE, "partitions": RC_PARTITIONS}
-        for p in rc.get("passes", []):
-            key = p["isolation"][5:]
-            if key not in s or p["log_mb_per_s"] > s[key]["log_mb_per_s"]:
-                s[key] = p
-    out = []
-    for key, test in (("uncommitted", "consume_read_uncommitted"),
-                      ("committed", "consume_read_committed")):
-        x = s.get(key)
-        if not x:
-            continue
-        out.append({"test": test, "size": s["size"],
-                    "partitions": s["partitions"],
-                    "mb_per_s": x["log_mb_per_s"],
-                    "msgs_per_s": x["msgs_per_s"],
-                    "messages": x.get("consumed")})
-    return out
-
-
-def build_rows(report):
-    """One row per workload: Cairn, its limit, the mock, Cairn / mock."""
-    lim = report["limits"]
-    disk = lim.get("disk_write_fdatasync", {}).get("mb_per_s")
-    tcp = lim.get("tcp_loopback", {}).get("mb_per_s")
-    tg = report["targets"]
-    runs = {k: v["runs"] + rc_rows(v) for k, v in tg.items()}
-    keys = []
-    for name in ("cairn", "mock"):
-        for r in runs.get(name, []):
-            k = (r["test"], r["size"], r.get("partitions"))
-            if k not in keys:
-                keys.append(k)
-    rows = []
-    for test, size, parts in keys:
-        c = find(runs.get("cairn", []), test, size, parts)
-        m = find(runs.get("mock", []), test, size, parts)
-        produce = test.startswith("produce")
-        limit = disk if produce else tcp
-        row = {"test": test, "size": size, "partitions": parts,
-               "limit": "disk" if produce else "tcp",
-               "limit_mb_per_s": limit,
-               "cairn_mb_per_s": c and c["mb_per_s"],
-               "cairn_msgs_per_s": c and c["msgs_per_s"],
-               "cairn_messages": c and c.get("messages"),
-               "mock_mb_per_s": m and m["mb_per_s"],
-               "mock_messages": m and m.get("messages")}
-        row["cairn_vs_limit"] = ratio(row["cairn_mb_per_s"], limit)
-        row["cairn_vs_mock"] = ratio(row["cairn_mb_per_s"],
-                                     row["mock_mb_per_s"])
-        rows.append(row)
-    return rows
-
-
-def print_rows(rows):
-    print("%-29s %5s %2s %8s %9s %7s %9s %7s"
-          % ("throughput", "size", "P", "MB/s", "msgs/s", "/limit",
-             "mock MB/s", "C/mock"))
-    for r in rows:
-        print("%-29s %5d %2s %8s %9s %7s %9s %7s"
-              % (ROW_LABELS.get(r["test"], r["test"]), r["size"],
-                 fmt(r["partitions"], "%d"), fmt(r["cairn_mb_per_s"]),
-                 fmt(r["cairn_msgs_per_s"], "%.0f"),
-                 fmt(r["cairn_vs_limit"], "%.3f"),
-                 fmt(r["mock_mb_per_s"]), fmt(r["cairn_vs_mock"], "%.2f")))
-
-
-def latency_rows(report):
-    tg = report["targets"]
-    rows = []
-    for k in LAT_PER_TXN:
-        row = {"test": "commit_latency", "partitions_per_txn": k}
-        for name, res in tg.items():
-            for rec in res.get("commit_latency", []):
-                if rec["partitions_per_txn"] == k:
-                    row[name] = {q: rec[q] for q in ("p50_ms", "p99_ms",
-                                                     "p999_ms")}
-        rows.append(row)
-    row = {"test": "rc_latency"}
-    for name, res in tg.items():
-        rec = res.get("rc_latency")
-        if rec:
-            row[name] = {q: rec[q] for q in ("p50_ms", "p99_ms", "p999_ms")}
-    rows.append(row)
-    for row in rows:
-        c, m = row.get("cairn"), row.get("mock")
-        row["cairn_vs_mock_p50"] = ratio(c and c["p50_ms"],
-                                         m and m["p50_ms"])
-    return rows
-
-
-def print_latency(rows):
-    print("%-29s %24s %24s %7s" % ("latency, ms", "Cairn p50/p99/p99.9",
-                                   "mock p50/p99/p99.9", "p50 C/m"))
-    for row in rows:
-        if row["test"] == "commit_latency":
-            label = "txn commit, %d partition%s" % (
-                row["partitions_per_txn"],
-                "" if row["partitions_per_txn"] == 1 else "s")
-        else:
-            label = "e2e read_committed"
-        cols = []
-        for name in ("cairn", "mock"):
-            x = row.get(name)
-            cols.append("-" if not x else "%.2f / %.2f / %.2f"
-                        % (x["p50_ms"], x["p99_ms"], x["p999_ms"]))
-        print("%-29s %24s %24s %7s" % (label, cols[0], cols[1],
-                                       fmt(row["cairn_vs_mock_p50"],
-                                           "%.2f")))
-
-
-def print_verdicts(report):
-    """Issue targets, checked on Cairn's figures."""
-    res = report["targets"].get("cairn")
-    if not res:
-        return
-    runs = res["runs"]
-    verdicts = report.setdefault("verdicts", {})
-    for size in SIZES:
-        for parts in PARTITION_COUNTS:
-            idem = find(runs, "produce_idempotent", size, parts)
-            if not idem:
-                continue
-            bits = []
-            for ms in TXN_INTERVALS_MS:
-                txn = find(runs, "produce_txn_%dms" % ms, size, parts)
-                r = ratio(txn and txn["mb_per_s"], idem["mb_per_s"])
-                if r is None:
-                    continue
-                verdicts["txn_%dms_vs_idempotent_%d_p%d" % (ms, size,
-                                                             parts)] = r
-                target = TXN_TARGETS.get(ms)
-                bits.append("%d ms %.3f%s" % (
-                    ms, r, "" if target is None else " (>= %.2f %s)"
-                    % (target, "ok" if r >= target else "MISS")))
-            if bits:
-                print("txn / idempotent, %4d B, %d partition%s: %s"
-                      % (size, parts, "" if parts == 1 else "s",
-                         ", ".join(bits)))
-        idem = find(runs, "produce_idempotent", size, 6)
-        same = find(runs, "produce_inflight5", size, 6)
-        if idem and same:
-            r = ratio(idem["mb_per_s"], same["mb_per_s"])
-            verdicts["idempotent_vs_inflight5_%d" % size] = r
-            print("idempotent / acks=all at 5 in flight, %4d B, 6 "
-                  "partitions: %.3f (>= 0.98 %s)"
-                  % (size, r, "ok" if r >= 0.98 else "MISS"))
-    lat = res.get("commit_latency") or []
-    sync = report["limits"].get("fdatasync_4k")
-    if lat and sync:
-        sync_ms = sync["p50_us"] / 1e3
-        limit = 2 * sync_ms + 0.3
-        base = lat[0]["p50_ms"]
-        bits = []
-        for rec in lat:
-            ok = (rec["p50_ms"] <= limit and rec["p99_ms"] <= 3 *
-                  rec["p50_ms"] and rec["p50_ms"] <= max(base * 1.5,
-                                                         base + 0.3))
-            rec["ok"] = ok
-            bits.append("%d: %s" % (rec["partitions_per_txn"],
-                                    "ok" if ok else "MISS"))
-        print("commit latency targets (p50 <= 2 fdatasync + 0.3 = %.2f ms, "
-              "p99 <= 3 p50, flat): %s" % (limit, ", ".join(bits)))
-    s = (res.get("read_committed") or {}).get("summary")
-    if s:
-        r = s["ratio_log_bytes_per_s"]
-        verdicts["read_committed_vs_uncommitted"] = r
-        print("read_committed / read_uncommitted, log bytes/s: %.3f "
-              "(>= %.2f %s); delivered records/s %.3f (10%% aborted)"
-              % (r, RC_TARGET, "ok" if r >= RC_TARGET else "MISS",
-                 s["ratio_msgs_per_s"]))
-    lat = res.get("rc_latency")
-    if lat:
-        ok = lat["p99_ms"] < RC_LAT_TARGET_MS
-        verdicts["rc_latency_p99_ok"] = ok
-        print("e2e read_committed p99 %.1f ms (< %d ms %s); per commit: "
-              "flush p50 %.2f, EndTxn p50 %.2f, delivery after EndTxn p50 "
-              "%.2f ms" % (lat["p99_ms"], RC_LAT_TARGET_MS,
-                           "ok" if ok else "MISS", lat["flush_ms_p50"],
-                           lat["commit_ms_p50"],
-                           lat["after_commit_ms_p50"]))
+def print_rc(report):
+    for name, res in report["targets"].items():
+        s = (res.get("read_committed") or {}).get("summary")
+        if s:
+            ok = s["ratio_log_bytes_per_s"] >= RC_TARGET
+            print("%s: read_committed / read_uncommitted, log bytes/s %.3f "
+                  "(>= %.2f %s); delivered records/s %.3f (10%% aborted)"
+                  % (name, s["ratio_log_bytes_per_s"], RC_TARGET,
+                     "ok" if ok else "MISS", s["ratio_msgs_per_s"]))
+        lat = res.get("rc_latency")
+        if lat:
+            print("%s: e2e read_committed p50 %.1f p99 %.1f ms (< %d ms "
+                  "%s)" % (name, lat["p50_ms"], lat["p99_ms"],
+                           RC_LAT_TARGET_MS, "ok" if lat["p99_ms"] <
+                           RC_LAT_TARGET_MS else "MISS"))
 
 
 def print_other(report):
@@ -777,6 +486,38 @@ def print_other(report):
                  pst["ns_per_check_update"]))
 
 
+def start_peers(names, args, build, tmp):
+    """Starts every compared peer at once (so runs can interleave); a peer
+    that fails to start is left out, with a message."""
+    import figures
+    import peers as pe
+    out = {}
+    kafka = None
+    for name in names:
+        try:
+            if name in ("cairn", "cairn-nofsync"):
+                p = pe.CairnPeer(tmp, args.cairn, fsync=name == "cairn")
+                p.start()
+            elif name == "mock":
+                p = pe.MockPeer(tmp, build)
+                p.start(figures.all_topics())
+            else:
+                if kafka is None:
+                    progress("starting Apache Kafka 4.4.0 (KRaft, Kafka's "
+                             "default JVM settings)")
+                    kafka = pe.KafkaBroker(tmp / "kafka")
+                p = pe.KafkaPeer(tmp, kafka, flush_every=name ==
+                                 "kafka-flush1")
+                p.start()
+        except Exception as e:   # report the rest rather than nothing
+            progress("%s did not start: %s" % (name, e))
+            continue
+        progress("started %s at %s (pid %d)" % (p.label, p.bootstrap,
+                                                p.pid()))
+        out[name] = p
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(
         description="Cairn benchmark report (see the module docstring)")
@@ -788,24 +529,48 @@ def main():
     ap.add_argument("--dir", default=str(REPO / "bench" / "out"),
                     help="where the disk test and broker data go")
     ap.add_argument("--scale", default="1",
-                    help="count multiplier, or 'small' (= 0.1)")
-    ap.add_argument("--peer", choices=["both", "cairn", "mock"],
-                    default="both")
-    ap.add_argument("--mock", action="store_true",
-                    help="same as --peer mock")
+                    help="count multiplier, or 'small' (a fast check: %s)"
+                    % SMALL)
+    ap.add_argument("--reps", type=int, default=None,
+                    help="repetitions of each figure (default %d)"
+                    % DEFAULT["reps"])
+    ap.add_argument("--seconds", type=float, default=None,
+                    help="measured seconds of each timed run (default %g)"
+                    % DEFAULT["seconds"])
+    ap.add_argument("--warmup", type=float, default=None,
+                    help="unmeasured seconds before each timed run "
+                    "(default %g)" % DEFAULT["warmup"])
+    ap.add_argument("--steady-seconds", type=float, default=None,
+                    help="length of each steady-state run (default %d)"
+                    % DEFAULT["steady"])
+    ap.add_argument("--peers", default=",".join(ALL_PEERS),
+                    help="compared peers, comma-separated (default all: "
+                    "%s)" % ",".join(ALL_PEERS))
     ap.add_argument("--only", default=None,
                     help="comma-separated parts: %s (client = produce,"
-                    "consume; rc = rc_tput,rc_latency)" % ",".join(PARTS))
+                    "idem_txn,consume; txn = idem_txn,commit; rc = rc_tput,"
+                    "rc_latency)" % ",".join(PARTS))
     ap.add_argument("--report", default=None,
                     help="report file (default bench/out/report.json, or "
-                    "report-<parts>.json with --only)")
+                    "report-<parts>.json with --only); the chart goes "
+                    "beside it as .png")
     args = ap.parse_args()
     args.cairn = args.cairn or os.environ.get(
         "CAIRN_BIN", str(Path(args.build_dir) / "cairn"))
-    scale = 0.1 if args.scale == "small" else float(args.scale)
-    if args.mock:
-        args.peer = "mock"
-    parts = set(PARTS)
+    opts = dict(SMALL if args.scale == "small" else DEFAULT)
+    if args.scale != "small":
+        opts["scale"] = float(args.scale)
+    for k, v in (("reps", args.reps), ("seconds", args.seconds),
+                 ("warmup", args.warmup), ("steady", args.steady_seconds)):
+        if v is not None:
+            opts[k] = v
+    scale = opts["scale"]
+    names = [n.strip() for n in args.peers.split(",") if n.strip()]
+    for n in names:
+        if n not in ALL_PEERS:
+            sys.exit("--peers: unknown peer %r (%s)" % (n,
+                                                        ", ".join(ALL_PEERS)))
+    parts = set(PARTS) - OPT_IN
     if args.only:
         parts = set()
         for w in args.only.split(","):
@@ -815,44 +580,50 @@ def main():
             elif w in PARTS:
                 parts.add(w)
             else:
-                sys.exit("--only: unknown part %r (parts: %s, client, rc)"
-                         % (w, ", ".join(PARTS)))
-    targets = {"both": ["cairn", "mock"], "cairn": ["cairn"],
-               "mock": ["mock"]}[args.peer]
-    if args.peer == "mock":
+                sys.exit("--only: unknown part %r (parts: %s, client, txn, "
+                         "rc)" % (w, ", ".join(PARTS)))
+    targets = [n for n in ("cairn", "mock") if n in names]
+    if "cairn" not in names:
         parts -= {"load", "memory", "scaling"}
 
     out_dir = REPO / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     build = Path(args.build_dir)
-    need = {"limits": ["bench_limits"],
-            "produce": ["bench_client", "bench_txn"],
+    need = {"limits": ["bench_limits"], "steady": ["bench_limits",
+                                                   "bench_client"],
+            "produce": ["bench_client"], "idem_txn": ["bench_client",
+                                                     "bench_txn"],
             "consume": ["bench_client", "bench_fetch_raw"],
-            "txn": ["bench_txn"], "rc_tput": ["bench_rc"],
-            "rc_latency": ["bench_rc"], "pstate": ["bench_pstate"],
-            "scaling": ["bench_scale"]}
+            "commit": ["bench_txn"],
+            "rc_tput": ["bench_rc"], "rc_latency": ["bench_rc"],
+            "pstate": ["bench_pstate"], "scaling": ["bench_scale"]}
     progs = {p for k in parts for p in need.get(k, [])}
-    if "mock" in targets and parts & PEER_PARTS:
+    if "mock" in names and parts & (FIGURE_PARTS | OLD_PEER_PARTS):
         progs.add("e2e_mockbroker")
     for prog in sorted(progs):
         if not (build / prog).exists():
             sys.exit("%s missing; build it: cmake --build %s --target %s"
                      % (build / prog, build, prog))
-    if not Path(args.cairn).exists() and (
-            "cairn" in targets or parts & {"load", "memory", "scaling"}):
+    if not Path(args.cairn).exists():
         sys.exit("%s missing; run make first" % args.cairn)
     tmp = Path(tempfile.mkdtemp(prefix="cairn-bench-", dir=args.dir))
     report = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "scale": scale,
-              "peers": targets, "dir": str(tmp),
+              "method": opts, "peers": names, "dir": str(tmp),
               "machine": {"nproc": os.cpu_count(),
                           "kernel": os.uname().release,
                           "uptime_before": uptime(),
                           "loadavg_before": os.getloadavg()},
-              "limits": {}, "targets": {}}
+              "limits": {}, "figures": [], "targets": {}}
     if args.only:
         report["only"] = sorted(parts)
     progress("load before: %s" % report["machine"]["uptime_before"])
+    progress("method: %d interleaved reps of %g s (after %g s warm-up) per "
+             "figure; steady-state runs %g s"
+             % (opts["reps"], opts["seconds"], opts["warmup"],
+                opts["steady"]))
+    import figures
+    peers = {}
     try:
         if "limits" in parts:
             progress("measuring machine limits (disk, fdatasync, "
@@ -865,9 +636,37 @@ def main():
                 progress("limits: disk %.0f MB/s, loopback TCP %.0f MB/s"
                          % (lim["disk_write_fdatasync"]["mb_per_s"],
                             lim["tcp_loopback"]["mb_per_s"]))
-        if parts & PEER_PARTS:
+        if parts & FIGURE_PARTS:
+            peers = start_peers(names, args, build, tmp)
+            report["peer_labels"] = {n: p.label for n, p in peers.items()}
+            report["memory_start"] = {n: p.memory_kb()
+                                      for n, p in peers.items()}
+            ctx = figures.Ctx(peers, build, opts, progress)
+            figures.warm_up(ctx)
+            opts["extra"] = sorted(parts & {"acks1"})
+            opts["produce_default"] = "produce" in parts
+            if "acks1" in parts:
+                parts.add("produce")
+            for part, fn in (("produce", figures.run_produce),
+                             ("idem_txn", figures.run_idem_txn),
+                             ("consume", figures.run_consume),
+                             ("commit", figures.run_commit),
+                             ("jvm", figures.run_jvm)):
+                if part in parts:
+                    report["figures"] += fn(ctx)
+            if "steady" in parts:
+                report["steady"] = figures.run_steady(ctx, tmp)
+            report["memory_end"] = {n: p.memory_kb()
+                                    for n, p in peers.items()}
+            for n in list(peers):
+                progress("stopping %s" % n)
+                peers.pop(n).stop()
+        if parts & OLD_PEER_PARTS:
+            # Their own brokers, apart from the compared peers' data.
+            rc_tmp = tmp / "rc"
+            rc_tmp.mkdir()
             for name in targets:
-                t = Target(name, args, tmp)
+                t = Target(name, args, rc_tmp)
                 report["targets"][name] = t.res
                 run_target(t, build, parts, scale)
         if "load" in parts:
@@ -881,16 +680,43 @@ def main():
         if "scaling" in parts:
             report["scaling"] = run_scaling(args, build, tmp, scale)
     finally:
+        for p in peers.values():
+            p.stop()
         report["machine"]["uptime_after"] = uptime()
         report["machine"]["loadavg_after"] = os.getloadavg()
         report["seconds"] = round(time.monotonic() - T0, 1)
 
+    report["summary"] = figures.summary_lines(
+        report["figures"], report.get("steady"), report["limits"])
+    report["verdicts"] = figures.verdicts(report["figures"],
+                                          report.get("steady"))
     m = report["machine"]
     print()
-    print("Cairn benchmark %s, scale %g, %d CPUs, %.0f s"
-          % (report["time"], scale, m["nproc"], report["seconds"]))
+    print("Cairn benchmark %s, scale %g, %d CPUs, %.0f s; each figure: "
+          "median of %d interleaved runs of %g s"
+          % (report["time"], scale, m["nproc"], report["seconds"],
+             opts["reps"], opts["seconds"]))
     print("load before: %s" % m["uptime_before"])
     print("load after:  %s" % m["uptime_after"])
+    if report["summary"]:
+        print()
+        print("Summary (Cairn / peer, ratio of medians; per-pair range of "
+              "neighbouring runs):")
+        for line in report["summary"]:
+            print("  " + line)
+    if report["verdicts"]:
+        print()
+        print("Targets (issue #17):")
+        for k, v in report["verdicts"].items():
+            crosses = (v.get("pair_min") is not None and v["pair_min"] <
+                       v["target"] < v["pair_max"])
+            print("  %-32s %.3f (%s %.2f) %s%s%s" % (
+                k, v["value"], ">=" if v["at_least"] else "<=",
+                v["target"], "ok" if v["ok"] else "MISS",
+                "" if v.get("pair_min") is None else
+                ", per-pair %.2f-%.2f" % (v["pair_min"], v["pair_max"]),
+                " (the pairs fall on both sides: not settled)"
+                if crosses else ""))
     lim = report["limits"]
     if "fdatasync_4k" in lim:
         sync = lim["fdatasync_4k"]
@@ -898,20 +724,28 @@ def main():
               "fdatasync p50 %.0f us p99 %.0f us, loopback TCP %.0f MB/s"
               % (lim["disk_write_fdatasync"]["mb_per_s"], sync["p50_us"],
                  sync["p99_us"], lim["tcp_loopback"]["mb_per_s"]))
+    for when in ("memory_start", "memory_end"):
+        if report.get(when):
+            print("broker memory at %s: %s" % (when[7:], ", ".join(
+                "%s RSS %.0f MB (peak %.0f)" % (
+                    n, v.get("rss_kb", 0) / 1024, v.get("hwm_kb", 0) / 1024)
+                for n, v in report[when].items())))
+    figures.print_figures(report["figures"])
+    if report.get("steady"):
+        st = report["steady"]
+        print()
+        print("steady state (%g s runs, steady = median of the second half "
+              "of the per-second MB/s):" % st["seconds"])
+        if st.get("disk"):
+            print("  synced disk: %.0f MB/s overall, steady %s"
+                  % (st["disk"]["mb_per_s"], st["disk"]["steady_mb_per_s"]))
+        for n, r in st["runs"].items():
+            print("  %-13s %.0f MB/s overall, steady %s, broker %.2f CPU "
+                  "s/GB" % (n, r["mb_per_s"], r["steady_mb_per_s"],
+                            r.get("cpu_s_per_gb") or 0))
     if report["targets"]:
-        report["rows"] = build_rows(report)
-        report["latency_rows"] = latency_rows(report)
-        if report["rows"]:
-            print_rows(report["rows"])
-        if "txn" in parts or "rc_latency" in parts:
-            print_latency(report["latency_rows"])
-        print_verdicts(report)
-        if "mock" in report["targets"]:
-            print("mock = librdkafka's in-memory mock cluster: no disk, no "
-                  "fsync, ~5 MB kept per partition (consume runs use fewer "
-                  "records there, and its read_committed also delivers "
-                  "aborted records); /limit: produce vs synced disk, consume "
-                  "vs loopback TCP; read_committed rows are log MB/s")
+        print()
+        print_rc(report)
     print_other(report)
     if report.get("scaling"):
         print_scaling(report["scaling"])
@@ -921,9 +755,13 @@ def main():
         out = out_dir / ("report-%s.json" % "-".join(sorted(parts)))
     else:
         out = out_dir / "report.json"
+    png = figures.chart(report["figures"], out.with_suffix(".png"))
+    if isinstance(png, Path):
+        report["chart"] = str(png)
+        png = "and the chart %s" % png
     with open(out, "w") as f:
         json.dump(report, f, indent=2)
-    print("wrote", out)
+    print("wrote", out, "(%s)" % png)
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -3,6 +3,8 @@
 #   tools/deps.sh build   what `make` needs
 #   tools/deps.sh test    plus the real clients and fuzzing runtime for tests
 #   tools/deps.sh java    a JDK (17) and Maven, for tests/java
+#   tools/deps.sh bench   what `make bench` adds: the admin client (topic
+#                         create/delete with configs) and matplotlib (chart)
 # Safe to run again: installed packages are skipped without touching apt.
 set -euo pipefail
 
@@ -10,13 +12,16 @@ build_pkgs=(build-essential cmake pkg-config libuv1-dev zlib1g-dev
             liblz4-dev libzstd-dev libsnappy-dev librdkafka-dev)
 test_pkgs=(clang libclang-rt-14-dev kcat python3 python3-pytest
            python3-confluent-kafka python3-venv)
+# pytest: bench/peers.py imports the e2e harness (tests/e2e/kafka_ref.py).
+bench_pkgs=(python3-confluent-kafka python3-matplotlib python3-pytest)
 
 want=()
 case "${1:-build}" in
     build) want=("${build_pkgs[@]}") ;;
     test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
     java) ;;
-    *) echo "usage: tools/deps.sh build|test|java" >&2; exit 2 ;;
+    bench) want=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
+    *) echo "usage: tools/deps.sh build|test|java|bench" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -1,0 +1,356 @@
+"""The brokers a benchmark compares, all running at once so their runs can
+be interleaved: Cairn with group-commit fsync on and off, librdkafka's mock
+cluster, and Apache Kafka 4.4.0 (KRaft, one node) whose topics are made
+either with its defaults (no fsync) or with flush.messages=1 (an fsync per
+append, the same durability as Cairn's default).
+
+Each peer has a bootstrap address, the pid whose CPU time and memory count
+as the broker's (the JVM's for Kafka), and topic create/delete.  Several
+peers can share one process: the two Kafka peers are one broker with two
+kinds of topics.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# What bin/kafka-server-start.sh and bin/kafka-run-class.sh of Kafka 4.x
+# give the broker when KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS are
+# unset: the settings a user who runs Kafka out of the box gets.
+KAFKA_JVM_DEFAULTS = ["-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC",
+                      "-XX:MaxGCPauseMillis=20",
+                      "-XX:InitiatingHeapOccupancyPercent=35",
+                      "-XX:+ExplicitGCInvokesConcurrent",
+                      "-Djava.awt.headless=true"]
+
+
+def proc_cpu_seconds(pid):
+    """utime + stime of a process (all its threads), in seconds."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            # The command name may hold spaces: fields follow the last ')'.
+            rest = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(rest[11]) + int(rest[12])) / CLK_TCK
+
+
+def proc_memory_kb(pid):
+    """{"rss_kb": VmRSS, "hwm_kb": VmHWM} of a process."""
+    out = {}
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    out["rss_kb"] = int(line.split()[1])
+                elif line.startswith("VmHWM:"):
+                    out["hwm_kb"] = int(line.split()[1])
+    except OSError:
+        pass
+    return out
+
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_port(port, proc, timeout, what, log):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("%s did not start; see %s" % (what, log))
+            time.sleep(0.05)
+
+
+def stop_proc(proc, timeout=15):
+    """SIGTERM, then SIGKILL: by pid, only the process we started."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+class Peer:
+    """One broker setting under test."""
+
+    name = ""
+    label = ""
+    can_create = True    # CreateTopics/DeleteTopics (the mock has neither)
+    topic_config = {}    # configs every topic of this peer is created with
+
+    def __init__(self, workdir):
+        self.dir = Path(workdir) / self.name
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.bootstrap = None
+
+    def pid(self):
+        raise NotImplementedError
+
+    def alive(self):
+        raise NotImplementedError
+
+    def cpu_seconds(self):
+        return proc_cpu_seconds(self.pid())
+
+    def memory_kb(self):
+        return proc_memory_kb(self.pid())
+
+    def _admin(self):
+        # Kept: the futures of a destroyed client fail with _DESTROY.
+        if getattr(self, "_admin_client", None) is None:
+            from confluent_kafka.admin import AdminClient
+            self._admin_client = AdminClient(
+                {"bootstrap.servers": self.bootstrap})
+        return self._admin_client
+
+    def create_topic(self, topic, partitions):
+        """Creates the topic with this peer's configs; the mock gets its
+        topics at start."""
+        if not self.can_create:
+            return
+        from confluent_kafka.admin import NewTopic
+        nt = NewTopic(topic, num_partitions=partitions, replication_factor=1,
+                      config=dict(self.topic_config))
+        for fut in self._admin().create_topics(
+                [nt], request_timeout=60).values():
+            fut.result(timeout=90)
+
+    def delete_topic(self, topic):
+        """Deletes a topic, so a long run does not fill the disk (Kafka
+        removes the files a minute later: file.delete.delay.ms)."""
+        if not self.can_create:
+            return
+        for fut in self._admin().delete_topics(
+                [topic], request_timeout=60).values():
+            try:
+                fut.result(timeout=90)
+            except Exception as e:   # a leftover topic is not fatal
+                print("delete %s on %s: %s" % (topic, self.name, e),
+                      file=sys.stderr)
+
+    def drop_admin(self):
+        """Before the broker stops: its client would log reconnects."""
+        self._admin_client = None
+
+    def stop(self):
+        raise NotImplementedError
+
+
+class CairnPeer(Peer):
+    def __init__(self, workdir, cairn, fsync=True, sets=()):
+        self.name = "cairn" if fsync else "cairn-nofsync"
+        self.label = ("Cairn" if fsync else
+                      "Cairn, cairn.fsync.group.commit=false")
+        super().__init__(workdir)
+        self.cairn = cairn
+        self.fsync = fsync
+        self.sets = list(sets)
+        self.proc = None
+
+    def start(self):
+        port = free_port()
+        data = self.dir / "data"
+        data.mkdir(exist_ok=True)
+        argv = [str(self.cairn), "--set",
+                "listeners=PLAINTEXT://127.0.0.1:%d" % port,
+                "--set", "log.dirs=%s" % data]
+        if not self.fsync:
+            argv += ["--set", "cairn.fsync.group.commit=false"]
+        for s in self.sets:
+            argv += ["--set", s]
+        log = self.dir / "broker.log"
+        with open(log, "wb") as f:
+            self.proc = subprocess.Popen(argv, stdout=f, stderr=f,
+                                         stdin=subprocess.DEVNULL)
+        wait_port(port, self.proc, 15, self.label, log)
+        self.bootstrap = "127.0.0.1:%d" % port
+
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        self.drop_admin()
+        stop_proc(self.proc)
+
+
+class MockPeer(Peer):
+    """librdkafka's mock cluster (tests/e2e/e2e_mockbroker): in memory, no
+    fsync, ~5 MB kept per partition, topics fixed at start."""
+
+    name = "mock"
+    label = "librdkafka mock cluster"
+    can_create = False
+
+    def __init__(self, workdir, build_dir):
+        super().__init__(workdir)
+        self.build = Path(build_dir)
+        self.proc = None
+
+    def start(self, topics):
+        argv = [str(self.build / "e2e_mockbroker")]
+        for t, parts in topics:
+            argv += ["--topic", "%s:%d" % (t, parts)]
+        with open(self.dir / "broker.log", "wb") as log:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                         stderr=log,
+                                         stdin=subprocess.DEVNULL)
+        self.bootstrap = self.proc.stdout.readline().split()[1].decode()
+
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        self.drop_admin()
+        stop_proc(self.proc)
+
+
+def _kafka_ref():
+    """tests/e2e/kafka_ref.py, the differential tests' reference broker."""
+    e2e = str(REPO / "tests" / "e2e")
+    if e2e not in sys.path:
+        sys.path.insert(0, e2e)
+    import java_harness
+    import kafka_ref
+    return kafka_ref, java_harness
+
+
+class KafkaBroker:
+    """Apache Kafka 4.4.0 with Kafka's own JVM defaults.
+
+    kafka_ref.RefKafka starts it for the tests with a smaller heap; this
+    reuses its properties, StorageTool formatting and readiness probe
+    (kafka_wire) but starts the JVM as Kafka's scripts would.
+    NOTE for unification: if RefKafka.start took the JVM options (and
+    extra properties), this class would shrink to a call.
+    """
+
+    def __init__(self, workdir):
+        kafka_ref, java_harness = _kafka_ref()
+        self.ref = kafka_ref.RefKafka(workdir, java_harness.classpath())
+        self.ref.dir.mkdir(parents=True, exist_ok=True)
+        self.kafka_ref = kafka_ref
+        self.bootstrap = self.ref.bootstrap
+        self.proc = None
+        self.users = 0
+
+    def start(self, timeout=120):
+        if self.proc is not None:
+            return
+        import base64
+        import uuid
+        ref = self.ref
+        if hasattr(ref, "_props"):
+            # kafka_ref with its multi-node mode writes node 1's file.
+            props = ref._props(0)
+        else:
+            props = ref.dir / "server.properties"
+            props.write_text(self.kafka_ref.PROPERTIES.format(
+                port=ref.port, cport=ref.cport, data=ref.dir / "data"))
+        cid = "-"
+        while cid.startswith("-"):
+            cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
+        t0 = time.monotonic()
+        res = ref._java("kafka.tools.StorageTool", "format", "-t", cid,
+                        "-c", str(props), "--standalone")
+        if res.returncode != 0:
+            raise RuntimeError("kafka-storage format failed:\n" + res.stdout)
+        with open(ref.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                ["java"] + KAFKA_JVM_DEFAULTS
+                + ["-cp", ref.cp, "kafka.Kafka", str(props)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                cwd=str(ref.dir))
+        ref.proc = self.proc
+        if hasattr(ref, "procs"):     # so ref.kill() finds it
+            ref.procs.append(self.proc)
+        self._wait_ready(t0 + timeout)
+        ref.start_seconds = time.monotonic() - t0
+
+    def _wait_ready(self, deadline):
+        """Ready when it hands out producer ids and both coordinators
+        answer (see kafka_ref.RefKafka.start)."""
+        import kafka_wire as kw
+        while True:
+            err = -1
+            try:
+                cli = kw.TxnClient(self.ref.port)
+                err = cli.init_producer_id()[0]
+                for key_type in (1, 0):
+                    if not err:
+                        err = cli.find_coordinator(
+                            "warm-up", key_type=key_type)[0]["error"]
+                cli.close()
+            except (OSError, AssertionError, ConnectionError):
+                err = -1
+            if err == 0:
+                return
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.ref.kill()
+                raise RuntimeError("Kafka not ready:\n%s"
+                                   % self.ref.log_tail())
+            time.sleep(0.2)
+
+    def stop(self):
+        # A clean stop (SIGTERM) flushes every log: slow and pointless
+        # for throw-away data.
+        self.ref.kill()
+
+
+class KafkaPeer(Peer):
+    jvm = True
+
+    def __init__(self, workdir, broker, flush_every=False):
+        self.name = "kafka-flush1" if flush_every else "kafka"
+        self.label = ("Kafka 4.4.0, flush.messages=1" if flush_every else
+                      "Kafka 4.4.0, defaults (no fsync)")
+        self.topic_config = {"flush.messages": "1"} if flush_every else {}
+        super().__init__(workdir)
+        self.broker = broker
+
+    def start(self):
+        self.broker.start()
+        self.broker.users += 1
+        self.bootstrap = self.broker.bootstrap
+
+    def pid(self):
+        return self.broker.proc.pid
+
+    def alive(self):
+        return (self.broker.proc is not None
+                and self.broker.proc.poll() is None)
+
+    def stop(self):
+        self.drop_admin()
+        self.broker.users -= 1
+        if self.broker.users <= 0:
+            self.broker.stop()
+
+
+def remove_tree(path):
+    shutil.rmtree(path, ignore_errors=True)
