@@ -210,6 +210,11 @@ struct cn_config {
     bool transaction_hanging_auto_abort; /* Cairn: abort what the check
                                             finds */
 
+    /* Authorization. */
+    const char *authorizer_class_name; /* "" = off */
+    const char *super_users;           /* "User:a;User:b" */
+    bool allow_everyone_if_no_acl_found;
+
     /* Cairn's own. */
     bool cairn_fsync_group_commit;
     int32_t cairn_internal_compact_slack_records;
