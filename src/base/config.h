@@ -210,9 +210,8 @@ struct cn_config {
     bool transaction_hanging_auto_abort; /* Cairn: abort what the check
                                             finds */
 
-    /* Authorization. */
-    const char *authorizer_class_name; /* "" = off */
-    const char *super_users;           /* "User:a;User:b" */
+    /* Authorization (authorizer.class.name and super.users are read
+     * with cn_config_get). */
     bool allow_everyone_if_no_acl_found;
 
     /* Cairn's own. */

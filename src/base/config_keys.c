@@ -63,8 +63,7 @@ static const struct cn_config_key broker_keys[] = {
       allow_everyone_if_no_acl_found,
       "With an authorizer on, allow a request on a resource that has no "
       "ACL at all"),
-    B("authorizer.class.name", CN_CFG_STRING, "", 0, 0, NULL,
-      authorizer_class_name,
+    BX("authorizer.class.name", CN_CFG_STRING, "", 0, 0, NULL,
       "Empty: no authorization (everything allowed). "
       "org.apache.kafka.metadata.authorizer.StandardAuthorizer: Kafka's "
       "ACL authorization, ACLs in <data>/acls"),
@@ -288,7 +287,7 @@ static const struct cn_config_key broker_keys[] = {
        "such a broker"),
     B("socket.send.buffer.bytes", CN_CFG_INT32, "102400", -1, I32_MAX, NULL,
       socket_send_buffer_bytes, "SO_SNDBUF; -1 OS default"),
-    B("super.users", CN_CFG_STRING, "", 0, 0, NULL, super_users,
+    BX("super.users", CN_CFG_STRING, "", 0, 0, NULL,
       "Principals allowed everything by the authorizer, ';'-separated "
       "(User:admin;User:ops)"),
     B("transaction.abort.timed.out.transaction.cleanup.interval.ms",

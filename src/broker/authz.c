@@ -29,7 +29,9 @@
 
 int cn_authz_open(struct cn_broker *b, char *err, size_t err_len)
 {
-    const char *cls = b->cfg->authorizer_class_name;
+    const char *cls = NULL, *supers = NULL;
+    cn_config_get(b->cfg, "authorizer.class.name", &cls, NULL);
+    cn_config_get(b->cfg, "super.users", &supers, NULL);
     struct cn_acl_authorizer *az = &b->authz;
     cn_acl_set_init(&az->acls);
     az->enabled = false;
@@ -45,7 +47,7 @@ int cn_authz_open(struct cn_broker *b, char *err, size_t err_len)
     }
     az->enabled = true;
     az->allow_if_no_acl = b->cfg->allow_everyone_if_no_acl_found;
-    az->super_users = b->cfg->super_users;
+    az->super_users = supers; /* text the config owns, never altered */
 
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", b->data_dir, ACL_FILE);
