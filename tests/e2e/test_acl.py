@@ -345,3 +345,48 @@ def test_unchecked_apis_closed_for_non_super_users(broker_factory):
     c.sock.sendall(kw.request(16, 0, 1, b""))
     assert kw.recv_frame(c.sock) is None
     c.close()
+
+
+def cairnctl(b, *args):
+    import json
+    from conftest import run, tool
+    res = run([tool("cairnctl"), "--bootstrap-server", b.bootstrap, "--json"]
+              + list(args), timeout=30 * SLOW)
+    return res.returncode, (json.loads(res.stdout) if res.returncode == 0
+                            else res.stderr)
+
+
+def test_cairnctl_acls_agree_with_the_wire(broker_factory):
+    b = start_secured(broker_factory, **{"super.users": ANON})
+    rc, out = cairnctl(b, "acls", "add", "--resource", "topic:orders",
+                       "--pattern-type", "prefixed", "--principal",
+                       "User:app", "--operation", "write")
+    assert rc == 0, out
+    rc, out = cairnctl(b, "acls", "add", "--resource", "transactional_id:tx",
+                       "--principal", "User:app", "--host", "10.0.0.1",
+                       "--operation", "WRITE", "--deny")
+    assert rc == 0, out
+    rc, out = cairnctl(b, "acls", "add", "--resource", "topic:x",
+                       "--principal", "nocolon", "--operation", "read")
+    assert rc == 1 and "INVALID_REQUEST" in out
+    rc, listed = cairnctl(b, "acls", "list")
+    assert rc == 0
+    assert sorted((x["resource_type"], x["name"], x["pattern_type"],
+                   x["principal"], x["host"], x["operation"],
+                   x["permission"]) for x in listed) == [
+        ("TOPIC", "orders", "PREFIXED", "User:app", "*", "WRITE", "ALLOW"),
+        ("TRANSACTIONAL_ID", "tx", "LITERAL", "User:app", "10.0.0.1",
+         "WRITE", "DENY")]
+    a = kw.Client(b.port)
+    err, wire = parse_describe_acls(a.call(describe_acls_request))
+    assert err == 0 and len(wire) == 2
+    assert (TOPIC, "orders", PREFIXED, "User:app", "*", WRITE, ALLOW) in wire
+    a.close()
+    # MATCH: what applies to topic orders-eu.
+    rc, listed = cairnctl(b, "acls", "list", "--resource", "topic:orders-eu",
+                          "--pattern-type", "match")
+    assert rc == 0 and [x["name"] for x in listed] == ["orders"]
+    rc, out = cairnctl(b, "acls", "remove", "--resource", "transactional_id")
+    assert rc == 0 and out == {"removed": 1}
+    rc, listed = cairnctl(b, "acls", "list")
+    assert rc == 0 and len(listed) == 1
