@@ -390,3 +390,42 @@ def test_cairnctl_acls_agree_with_the_wire(broker_factory):
     assert rc == 0 and out == {"removed": 1}
     rc, listed = cairnctl(b, "acls", "list")
     assert rc == 0 and len(listed) == 1
+
+
+@pytest.mark.skipif(os.environ.get("CAIRN_SANITIZED") == "1",
+                    reason="Kafka's tools run against the release broker")
+def test_kafka_acls_tool_and_cairnctl_agree(broker_factory, tmp_path):
+    import java_harness
+    cp = java_harness.classpath()
+    b = start_secured(broker_factory, **{"super.users": ANON})
+
+    def kafka_acls(*args):
+        err = tmp_path / ("acls.%d.stderr" % len(list(tmp_path.iterdir())))
+        res = java_harness.run_java(
+            cp, "org.apache.kafka.tools.AclCommand",
+            ["--bootstrap-server", b.bootstrap] + list(args), 120 * SLOW, err)
+        assert res.returncode == 0, (args, res.stdout, err.read_text()[-2000:])
+        return res.stdout
+
+    kafka_acls("--add", "--allow-principal", "User:app", "--operation",
+               "Read", "--operation", "Write", "--topic", "orders",
+               "--resource-pattern-type", "prefixed")
+    kafka_acls("--add", "--deny-principal", "User:eve", "--deny-host",
+               "10.1.2.3", "--operation", "Write", "--transactional-id", "tx")
+    rc, listed = cairnctl(b, "acls", "list")
+    assert rc == 0
+    assert sorted((x["resource_type"], x["name"], x["pattern_type"],
+                   x["principal"], x["host"], x["operation"],
+                   x["permission"]) for x in listed) == [
+        ("TOPIC", "orders", "PREFIXED", "User:app", "*", "READ", "ALLOW"),
+        ("TOPIC", "orders", "PREFIXED", "User:app", "*", "WRITE", "ALLOW"),
+        ("TRANSACTIONAL_ID", "tx", "LITERAL", "User:eve", "10.1.2.3",
+         "WRITE", "DENY")]
+    rc, out = cairnctl(b, "acls", "add", "--resource", "group:g",
+                       "--principal", "User:app", "--operation", "read")
+    assert rc == 0, out
+    out = kafka_acls("--list", "--group", "g")
+    assert "ResourcePattern(resourceType=GROUP, name=g, patternType=LITERAL)" \
+        in out, out
+    assert "(principal=User:app, host=*, operation=READ, " \
+        "permissionType=ALLOW)" in out, out
