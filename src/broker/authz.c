@@ -434,8 +434,10 @@ void cn_h_delete_acls(struct cn_broker *b, struct cn_req *req,
     bool changed = false;
     struct cn_acl_set *removed =
         n ? cn_arena_calloc(&req->arena, (size_t)n, sizeof *removed) : NULL;
-    if (!all_err && (set_copy(&next, &b->authz.acls) != 0 ||
-                     (n && !removed))) {
+    if (!all_err && n && !removed) {
+        all_err = KAFKA_UNKNOWN_SERVER_ERROR;
+        all_msg = "Out of memory.";
+    } else if (!all_err && set_copy(&next, &b->authz.acls) != 0) {
         all_err = KAFKA_UNKNOWN_SERVER_ERROR;
         all_msg = "Out of memory.";
     }
