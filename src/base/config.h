@@ -210,6 +210,10 @@ struct cn_config {
     bool transaction_hanging_auto_abort; /* Cairn: abort what the check
                                             finds */
 
+    /* Authorization (authorizer.class.name and super.users are read
+     * with cn_config_get). */
+    bool allow_everyone_if_no_acl_found;
+
     /* Cairn's own. */
     bool cairn_fsync_group_commit;
     int32_t cairn_internal_compact_slack_records;

@@ -59,6 +59,14 @@ static const struct cn_config_key broker_keys[] = {
       advertised_listeners,
       "Listener given to clients in Metadata; default: listeners. The "
       "entry is picked as for listeners"),
+    B("allow.everyone.if.no.acl.found", CN_CFG_BOOL, "false", 0, 0, NULL,
+      allow_everyone_if_no_acl_found,
+      "With an authorizer on, allow a request on a resource that has no "
+      "ACL at all"),
+    BX("authorizer.class.name", CN_CFG_STRING, "", 0, 0, NULL,
+      "Empty: no authorization (everything allowed). "
+      "org.apache.kafka.metadata.authorizer.StandardAuthorizer: Kafka's "
+      "ACL authorization, ACLs in <data>/acls"),
     B("auto.create.topics.enable", CN_CFG_BOOL, "true", 0, 0, NULL,
       auto_create_topics_enable,
       "Create a missing topic when a client asks for it in Metadata"),
@@ -279,6 +287,9 @@ static const struct cn_config_key broker_keys[] = {
        "such a broker"),
     B("socket.send.buffer.bytes", CN_CFG_INT32, "102400", -1, I32_MAX, NULL,
       socket_send_buffer_bytes, "SO_SNDBUF; -1 OS default"),
+    BX("super.users", CN_CFG_STRING, "", 0, 0, NULL,
+      "Principals allowed everything by the authorizer, ';'-separated "
+      "(User:admin;User:ops)"),
     B("transaction.abort.timed.out.transaction.cleanup.interval.ms",
       CN_CFG_INT32, "10000", 1, I32_MAX, NULL,
       transaction_abort_timed_out_transaction_cleanup_interval_ms,

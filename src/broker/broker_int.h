@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "acl/acl.h"
 #include "base/arena.h"
 #include "base/bytes.h"
 #include "base/config.h"
@@ -103,6 +104,10 @@ struct cn_broker {
     struct cn_txn_coord *txn;       /* transaction coordinator */
     struct cn_group_coord *gc;      /* consumer groups and offsets */
     struct cn_metrics *metrics;     /* counters and the HTTP endpoint */
+    struct cn_acl_authorizer authz; /* ACLs and the decision's settings */
+    int64_t authz_log_ms;           /* window of the audit rate limit */
+    int authz_log_n;                /* refusal lines in that window */
+    long authz_log_hushed;          /* refusals not logged since */
 
     uv_timer_t retention_timer;
     uv_timer_t expiry_timer;

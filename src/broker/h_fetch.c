@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authz.h"
 #include "base/err.h"
 #include "base/say.h"
 #include "handlers.h"
@@ -175,6 +176,12 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
             goto nomem;
         tr->partitions_len = np;
         struct cn_topic *t = resolve_topic(b, v, ft);
+        /* READ on the topic; a topic id nobody knows stays
+         * UNKNOWN_TOPIC_ID (there is no name to check). */
+        bool denied = t ? !cn_authz_cstr(b, req, CN_ACL_OP_READ,
+                                         CN_ACL_RT_TOPIC, t->name)
+                        : v < 13 && !cn_authz(b, req, CN_ACL_OP_READ,
+                                              CN_ACL_RT_TOPIC, ft->topic);
         for (int32_t j = 0; j < np; j++, k++) {
             const struct cn_fetch_request_fetch_partition *fp =
                 &ft->partitions[j];
@@ -187,6 +194,11 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
             pd->preferred_read_replica = -1;
             pd->aborted_transactions_len = rq->isolation_level ? 0 : -1;
             starts[k] = lens[k] = 0;
+            if (denied) {
+                pd->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+                urgent = true;
+                continue;
+            }
             if (!t) {
                 pd->error_code = v >= 13 ? KAFKA_UNKNOWN_TOPIC_ID
                                          : KAFKA_UNKNOWN_TOPIC_OR_PARTITION;

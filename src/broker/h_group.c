@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authz.h"
 #include "base/clock.h"
 #include "base/say.h"
 #include "group_coord.h"
@@ -145,6 +146,13 @@ void cn_h_join_group(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
+    if (!cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_GROUP, rq.group_id)) {
+        struct cn_join_result r = {.error = KAFKA_GROUP_AUTHORIZATION_FAILED,
+                                   .generation = -1,
+                                   .member_id = jr.member_id};
+        cn_gc_join_done(pk, &r);
+        return;
+    }
     if (!b->gc || !cn_group_coord_partition(b, rq.group_id)) {
         struct cn_join_result r = {.error = KAFKA_COORDINATOR_NOT_AVAILABLE,
                                    .generation = -1,
@@ -219,6 +227,11 @@ void cn_h_sync_group(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
+    if (!cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_GROUP, rq.group_id)) {
+        struct cn_sync_result r = {.error = KAFKA_GROUP_AUTHORIZATION_FAILED};
+        cn_gc_sync_done(pk, &r);
+        return;
+    }
     if (!b->gc) {
         struct cn_sync_result r = {.error = KAFKA_COORDINATOR_NOT_AVAILABLE};
         cn_gc_sync_done(pk, &r);
@@ -245,7 +258,9 @@ void cn_h_heartbeat(struct cn_broker *b, struct cn_req *req,
     cn_heartbeat_response_init(&rs);
     const char *group = cn_gc_cstr(req, rq.group_id);
     const char *member = cn_gc_cstr(req, rq.member_id);
-    if (!b->gc || !group || !member)
+    if (!cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_GROUP, rq.group_id))
+        rs.error_code = KAFKA_GROUP_AUTHORIZATION_FAILED;
+    else if (!b->gc || !group || !member)
         rs.error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
     else
         rs.error_code = cn_groups_heartbeat(
@@ -292,7 +307,9 @@ void cn_h_leave_group(struct cn_broker *b, struct cn_req *req,
             return;
         }
     }
-    if (!b->gc) {
+    if (!cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_GROUP, rq.group_id)) {
+        rs.error_code = KAFKA_GROUP_AUTHORIZATION_FAILED;
+    } else if (!b->gc) {
         rs.error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
     } else {
         rs.error_code = cn_groups_leave(b->gc->groups, group, lm, n,

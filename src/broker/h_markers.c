@@ -32,6 +32,7 @@
  */
 #include <stdio.h>
 
+#include "authz.h"
 #include "base/say.h"
 #include "handlers.h"
 #include "hanging.h"
@@ -172,6 +173,11 @@ void cn_h_write_txn_markers(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, err);
         return;
     }
+    /* KIP-664: an operator aborting with ALTER on the cluster, or a
+     * broker with CLUSTER_ACTION. */
+    bool allowed = cn_authz_quiet(b, req, CN_ACL_OP_ALTER, CN_ACL_RT_CLUSTER,
+                                  cn_bytes_str(CN_ACL_CLUSTER_NAME)) ||
+                   cn_authz_cluster(b, req, CN_ACL_OP_CLUSTER_ACTION);
     ms = cn_arena_calloc(&req->arena, 1, sizeof *ms);
     if (!ms)
         goto nomem;
@@ -230,8 +236,10 @@ void cn_h_write_txn_markers(struct cn_broker *b, struct cn_req *req,
                 cn_write_txn_markers_response_writable_txn_marker_partition_result_init
                     (rp);
                 rp->partition_index = m->topics[j].partition_indexes[k];
-                rp->error_code = write_one(b, ms, m, m->topics[j].name,
-                                           rp->partition_index);
+                rp->error_code =
+                    allowed ? write_one(b, ms, m, m->topics[j].name,
+                                        rp->partition_index)
+                            : KAFKA_CLUSTER_AUTHORIZATION_FAILED;
             }
         }
     }

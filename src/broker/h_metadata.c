@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "authz.h"
 #include "base/say.h"
 #include "handlers.h"
 #include "proto/gen/msgs.h"
@@ -128,6 +129,13 @@ void cn_h_metadata(struct cn_broker *b, struct cn_req *req,
         if (!c.topics)
             goto nomem;
         cn_topics_foreach(b, collect_one, &c);
+        /* All topics: those the caller may not describe are left out. */
+        size_t kept = 0;
+        for (size_t i = 0; i < c.n; i++)
+            if (cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC,
+                               cn_bytes_str(c.topics[i]->name)))
+                c.topics[kept++] = c.topics[i];
+        c.n = kept;
         rs.topics = cn_arena_calloc(&req->arena, c.n + 1, sizeof *rs.topics);
         if (!rs.topics)
             goto nomem;
@@ -162,6 +170,25 @@ void cn_h_metadata(struct cn_broker *b, struct cn_req *req,
                     rt->topic_id = qt->topic_id;
                     continue;
                 }
+                if (!cn_authz_cstr(b, req, CN_ACL_OP_DESCRIBE,
+                                   CN_ACL_RT_TOPIC, t->name)) {
+                    rt->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+                    rt->topic_id = qt->topic_id;
+                    continue;
+                }
+            } else if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC,
+                                 qt->name)) {
+                rt->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            } else if (allow_create && !cn_topic_find(b, qt->name) &&
+                       !cn_authz_quiet(b, req, CN_ACL_OP_CREATE,
+                                       CN_ACL_RT_CLUSTER,
+                                       cn_bytes_str(CN_ACL_CLUSTER_NAME)) &&
+                       !cn_authz(b, req, CN_ACL_OP_CREATE, CN_ACL_RT_TOPIC,
+                                 qt->name)) {
+                /* Auto-creation needs CREATE on the cluster or topic. */
+                rt->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+                continue;
             } else if (allow_create) {
                 int16_t kerr = 0;
                 t = cn_topic_autocreate(b, qt->name, &kerr);

@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "authz.h"
 #include "base/clock.h"
 #include "group_coord.h"
 #include "group_int.h"
@@ -134,6 +135,31 @@ static void check_items(struct cn_broker *b, struct commit_op *op)
         else if (it->metadata.len > OFFSET_METADATA_MAX_BYTES)
             *it->error = KAFKA_OFFSET_METADATA_TOO_LARGE;
     }
+}
+
+/* Kafka's checks for committing offsets: a whole-request refusal (group,
+ * transactional id) sets every item's error; topics without READ are
+ * refused one by one, before any other error of theirs.  False when
+ * nothing is to be done. */
+static bool authz_items(struct cn_broker *b, struct cn_req *req,
+                        struct commit_op *op, struct cn_bytes txn_id,
+                        struct cn_bytes group)
+{
+    int16_t all = KAFKA_NONE;
+    if (!cn_bytes_is_null(txn_id) &&
+        !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TXN_ID, txn_id))
+        all = KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    else if (!cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_GROUP, group))
+        all = KAFKA_GROUP_AUTHORIZATION_FAILED;
+    for (size_t i = 0; i < op->n; i++) {
+        struct commit_item *it = &op->items[i];
+        if (all)
+            *it->error = all;
+        else if (!cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_TOPIC,
+                           it->topic))
+            *it->error = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+    }
+    return all == KAFKA_NONE;
 }
 
 /* Appends the records of the items still without an error; answers at
@@ -265,6 +291,10 @@ void cn_h_offset_commit(struct cn_broker *b, struct cn_req *req,
         }
     }
     check_items(b, op);
+    if (!authz_items(b, req, op, CN_BYTES_NULL, rq.group_id)) {
+        answer_commit(op);
+        return;
+    }
     int16_t kerr = resolve_group(b, req, rq.group_id, op);
     if (!kerr) {
         kerr = cn_groups_check_commit(
@@ -398,6 +428,10 @@ void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
         }
     }
     check_items(b, op);
+    if (!authz_items(b, req, op, rq.transactional_id, rq.group_id)) {
+        answer_txn_commit(op);
+        return;
+    }
     int16_t kerr = resolve_group(b, req, rq.group_id, op);
     if (!kerr && v5) {
         /* Added (durably) first; the request then runs again and finds

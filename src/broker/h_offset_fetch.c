@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "authz.h"
 #include "group_coord.h"
 #include "group_int.h"
 #include "handlers.h"
@@ -123,6 +124,29 @@ static int fetch_group(struct cn_broker *b, struct fetched_list *l,
     return 0;
 }
 
+/* Kafka: partitions of topics the caller may not describe get
+ * TOPIC_AUTHORIZATION_FAILED when named, and are left out of an
+ * all-topics answer. */
+static void authz_filter(struct cn_broker *b, struct fetched_list *l,
+                         bool all)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        struct fetched *f = &l->v[i];
+        if (!cn_authz_quiet(b, l->req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC,
+                            f->topic)) {
+            if (all)
+                continue;
+            f->offset = -1;
+            f->leader_epoch = -1;
+            f->metadata = cn_bytes_str("");
+            f->error = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+        }
+        l->v[keep++] = *f;
+    }
+    l->n = keep;
+}
+
 /* Groups the flat list by topic (in first-seen order) into the v0-7 or
  * v8+ response arrays.  The two shapes have the same fields. */
 #define GROUP_BY_TOPIC(l, TOPIC_T, PART_T, out, out_len)                     \
@@ -163,6 +187,11 @@ static int fetch_v0_7(struct cn_broker *b, struct cn_req *req,
     char *group = cn_gc_cstr(req, rq->group_id);
     if (!group)
         return CN_ENOMEM;
+    if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_GROUP,
+                  rq->group_id)) {
+        rs->error_code = KAFKA_GROUP_AUTHORIZATION_FAILED;
+        return 0;
+    }
     int32_t nt = rq->topics_len;
     struct cn_bytes *names = cn_arena_calloc(&req->arena,
                                              (size_t)(nt > 0 ? nt : 0) + 1,
@@ -183,6 +212,7 @@ static int fetch_v0_7(struct cn_broker *b, struct cn_req *req,
                          nt);
     if (rc)
         return rc;
+    authz_filter(b, &l, nt < 0);
     GROUP_BY_TOPIC(&l, struct cn_offset_fetch_response_offset_fetch_response_topic,
                    struct cn_offset_fetch_response_offset_fetch_response_partition,
                    rs->topics, rs->topics_len);
@@ -208,6 +238,12 @@ static int fetch_v8(struct cn_broker *b, struct cn_req *req,
         char *group = cn_gc_cstr(req, qg->group_id);
         if (!group)
             return CN_ENOMEM;
+        if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_GROUP,
+                      qg->group_id)) {
+            rg->error_code = KAFKA_GROUP_AUTHORIZATION_FAILED;
+            rg->topics_len = 0;
+            continue;
+        }
         int32_t nt = qg->topics_len;
         size_t cnt = (size_t)(nt > 0 ? nt : 0) + 1;
         struct cn_bytes *names = cn_arena_calloc(&req->arena, cnt,
@@ -226,6 +262,7 @@ static int fetch_v8(struct cn_broker *b, struct cn_req *req,
                              np, nt);
         if (rc)
             return rc;
+        authz_filter(b, &l, nt < 0);
         GROUP_BY_TOPIC(&l,
                        struct cn_offset_fetch_response_offset_fetch_response_topics,
                        struct cn_offset_fetch_response_offset_fetch_response_partitions,

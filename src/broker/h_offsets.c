@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "authz.h"
 #include "base/err.h"
 #include "handlers.h"
 #include "proto/batch.h"
@@ -178,9 +179,20 @@ void cn_h_list_offsets(struct cn_broker *b, struct cn_req *req,
         if (!rt->partitions)
             goto nomem;
         rt->partitions_len = np;
+        bool denied =
+            !cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC, qt->name);
         for (int32_t j = 0; j < np; j++) {
             cn_list_offsets_response_list_offsets_partition_response_init(
                 &rt->partitions[j]);
+            if (denied) {
+                rt->partitions[j].partition_index =
+                    qt->partitions[j].partition_index;
+                rt->partitions[j].error_code =
+                    KAFKA_TOPIC_AUTHORIZATION_FAILED;
+                rt->partitions[j].timestamp = -1;
+                rt->partitions[j].offset = -1;
+                continue;
+            }
             list_one(b, req, h->api_version, rq.isolation_level, qt->name,
                      &qt->partitions[j], &rt->partitions[j]);
         }
@@ -223,6 +235,8 @@ void cn_h_delete_records(struct cn_broker *b, struct cn_req *req,
         if (!rt->partitions)
             goto nomem;
         rt->partitions_len = np;
+        bool denied =
+            !cn_authz(b, req, CN_ACL_OP_DELETE, CN_ACL_RT_TOPIC, qt->name);
         for (int32_t j = 0; j < np; j++) {
             const struct cn_delete_records_request_delete_records_partition
                 *qp = &qt->partitions[j];
@@ -233,7 +247,9 @@ void cn_h_delete_records(struct cn_broker *b, struct cn_req *req,
             rp->low_watermark = -1;
             int16_t kerr;
             struct cn_partition *p =
-                lookup(b, qt->name, qp->partition_index, &kerr);
+                denied ? NULL : lookup(b, qt->name, qp->partition_index, &kerr);
+            if (denied)
+                kerr = KAFKA_TOPIC_AUTHORIZATION_FAILED;
             if (!p) {
                 rp->error_code = kerr;
                 continue;
@@ -296,6 +312,8 @@ void cn_h_offset_for_leader_epoch(struct cn_broker *b, struct cn_req *req,
         if (!rt->partitions)
             goto nomem;
         rt->partitions_len = np;
+        bool denied =
+            !cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC, qt->topic);
         for (int32_t j = 0; j < np; j++) {
             const struct cn_offset_for_leader_epoch_request_offset_for_leader_partition
                 *qp = &qt->partitions[j];
@@ -306,7 +324,10 @@ void cn_h_offset_for_leader_epoch(struct cn_broker *b, struct cn_req *req,
             rp->leader_epoch = -1;
             rp->end_offset = -1;
             int16_t kerr;
-            struct cn_partition *p = lookup(b, qt->topic, qp->partition, &kerr);
+            struct cn_partition *p =
+                denied ? NULL : lookup(b, qt->topic, qp->partition, &kerr);
+            if (denied)
+                kerr = KAFKA_TOPIC_AUTHORIZATION_FAILED;
             if (!p) {
                 rp->error_code = kerr;
                 continue;

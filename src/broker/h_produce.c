@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "authz.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/failpoint.h"
@@ -403,7 +404,21 @@ void cn_h_produce(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, err);
         return;
     }
-    if (rq.transactional_id.len > 0 &&
+    /* Kafka: a transactional produce without WRITE on its id fails
+     * whole; then each topic needs WRITE. */
+    int16_t txn_denied =
+        rq.transactional_id.len > 0 &&
+                !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TXN_ID,
+                          rq.transactional_id)
+            ? KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            : KAFKA_NONE;
+    /* Partitions of refused topics must not join the transaction
+     * (TV2's implicit add); the request is then answered without adds. */
+    bool topic_denied = false;
+    for (int32_t i = 0; i < rq.topic_data_len && !topic_denied; i++)
+        topic_denied = !cn_authz_quiet(b, req, CN_ACL_OP_WRITE,
+                                       CN_ACL_RT_TOPIC, rq.topic_data[i].name);
+    if (rq.transactional_id.len > 0 && !txn_denied && !topic_denied &&
         implicit_adds(b, req, h, &body0, &rq, v12))
         return;
     h = &hv;
@@ -439,11 +454,21 @@ void cn_h_produce(struct cn_broker *b, struct cn_req *req,
         }
         tr->partition_responses_len = np;
         struct cn_topic *t = cn_topic_find(b, td->name);
+        int16_t denied =
+            txn_denied ? txn_denied
+            : !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TOPIC, td->name)
+                ? KAFKA_TOPIC_AUTHORIZATION_FAILED
+                : KAFKA_NONE;
         for (int32_t j = 0; j < np; j++) {
             struct cn_produce_response_partition_produce_response *pr =
                 &tr->partition_responses[j];
             cn_produce_response_partition_produce_response_init(pr);
             pr->index = td->partition_data[j].index;
+            if (denied) {
+                pr->error_code = denied;
+                pr->base_offset = -1;
+                continue;
+            }
             if (bad_acks) {
                 pr->error_code = KAFKA_INVALID_REQUIRED_ACKS;
                 continue;

@@ -12,6 +12,7 @@
  */
 #include <stdio.h>
 
+#include "authz.h"
 #include "base/say.h"
 #include "handlers.h"
 #include "proto/gen/msgs.h"
@@ -34,10 +35,23 @@ void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
     rs.producer_id = -1;
     rs.producer_epoch = -1;
     if (!cn_bytes_is_null(rq.transactional_id)) {
+        /* Without WRITE on the id a client could fence its owner. */
+        if (!cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TXN_ID,
+                      rq.transactional_id)) {
+            rs.error_code = KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            goto out_answer;
+        }
         cn_txn_init_producer_id(b, req, h, &body0, rq.transactional_id,
                                 rq.transaction_timeout_ms, rq.producer_id,
                                 rq.producer_epoch);
         return;
+    }
+    /* KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic. */
+    if (!cn_authz_quiet(b, req, CN_ACL_OP_IDEMPOTENT_WRITE,
+                        CN_ACL_RT_CLUSTER, cn_bytes_str(CN_ACL_CLUSTER_NAME)) &&
+        !cn_authz_any(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TOPIC)) {
+        rs.error_code = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+        goto out_answer;
     }
     int64_t pid;
     int rc = cn_pidalloc_next(&b->pids, &pid);
@@ -48,6 +62,7 @@ void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
         rs.producer_id = pid;
         rs.producer_epoch = 0;
     }
+out_answer:
     cn_resp_begin(req, h);
     cn_init_producer_id_response_encode(&req->resp, h->api_version, &rs);
     cn_req_done(req);
@@ -103,12 +118,18 @@ void cn_h_describe_producers(struct cn_broker *b, struct cn_req *req,
         if (!rt->partitions)
             goto nomem;
         rt->partitions_len = np;
+        bool denied =
+            !cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_TOPIC, qt->name);
         for (int32_t j = 0; j < np; j++) {
             struct cn_describe_producers_response_partition_response *rp =
                 &rt->partitions[j];
             cn_describe_producers_response_partition_response_init(rp);
             rp->partition_index = qt->partition_indexes[j];
             rp->active_producers_len = 0;
+            if (denied) {
+                rp->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
             struct cn_partition *p =
                 cn_partition_find(b, qt->name, rp->partition_index);
             if (!p) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authz.h"
 #include "base/clock.h"
 #include "base/failpoint.h"
 #include "base/say.h"
@@ -276,9 +277,19 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
         return;
     }
     if (h->api_version >= 4) {
+        /* The batched form is broker-to-broker (KIP-890). */
+        if (!cn_authz_cluster(b, req, CN_ACL_OP_CLUSTER_ACTION)) {
+            struct cn_add_partitions_to_txn_response rs;
+            cn_add_partitions_to_txn_response_init(&rs);
+            rs.error_code = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+            txn_answer_add(req, h, &rs);
+            return;
+        }
         txn_add_batched(b, req, h, &rq);
         return;
     }
+    bool txn_denied = !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TXN_ID,
+                                rq.v3_and_below_transactional_id);
     struct add_state *as = cn_arena_alloc(&req->arena, sizeof *as);
     if (!as) {
         cn_req_bad(req, h, CN_ENOMEM);
@@ -296,7 +307,7 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
         return;
     }
     rs->results_by_topic_v3_and_below_len = nt;
-    bool unknown = false;
+    bool unknown = false, any_denied = false;
     for (int32_t i = 0; i < nt; i++) {
         const struct cn_add_partitions_to_txn_request_add_partitions_to_txn_topic
             *qt = &rq.v3_and_below_topics[i];
@@ -313,15 +324,36 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
             return;
         }
         tr->results_by_partition_len = np;
+        /* Kafka checks WRITE per topic; a refused topic fails the whole
+         * request and the others get OPERATION_NOT_ATTEMPTED. */
+        bool topic_denied =
+            !txn_denied && !cn_bytes_eq_str(qt->name, CN_TXN_TOPIC) &&
+            !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TOPIC, qt->name);
         for (int32_t j = 0; j < np; j++) {
             tr->results_by_partition[j].partition_index = qt->partitions[j];
-            if (!cn_partition_find(b, qt->name, qt->partitions[j]) ||
+            if (topic_denied) {
+                tr->results_by_partition[j].partition_error_code =
+                    KAFKA_TOPIC_AUTHORIZATION_FAILED;
+                any_denied = true;
+            } else if (!cn_partition_find(b, qt->name, qt->partitions[j]) ||
                 cn_bytes_eq_str(qt->name, CN_TXN_TOPIC)) {
                 tr->results_by_partition[j].partition_error_code =
                     KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
                 unknown = true;
             }
         }
+    }
+    if (txn_denied) {
+        set_all(rs, KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED, false);
+        txn_answer_add(req, h, rs);
+        return;
+    }
+    if (any_denied) {
+        /* As Kafka: refused and unknown topics are named, nothing is
+         * attempted for the rest. */
+        set_all(rs, KAFKA_OPERATION_NOT_ATTEMPTED, true);
+        txn_answer_add(req, h, rs);
+        return;
     }
     struct txn_entry *e = NULL;
     int16_t kerr = check_producer(b, rq.v3_and_below_transactional_id,
@@ -411,6 +443,16 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
                                                    h->api_version, &rq);
     if (err) {
         cn_req_bad(req, h, err);
+        return;
+    }
+    if (!cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TXN_ID,
+                  rq.transactional_id)) {
+        answer_add_offsets(req, h,
+                           KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+        return;
+    }
+    if (!cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_GROUP, rq.group_id)) {
+        answer_add_offsets(req, h, KAFKA_GROUP_AUTHORIZATION_FAILED);
         return;
     }
     struct txn_entry *e = NULL;
@@ -606,6 +648,12 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
     int err = cn_end_txn_request_decode(body, &req->arena, h->api_version, &rq);
     if (err) {
         cn_req_bad(req, h, err);
+        return;
+    }
+    if (!cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TXN_ID,
+                  rq.transactional_id)) {
+        answer_end_txn(req, h, KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                       NULL);
         return;
     }
     if (h->api_version >= 5 && txn_tv2_on(b)) {

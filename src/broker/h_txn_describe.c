@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "authz.h"
 #include "base/clock.h"
 #include "group_coord.h"
 #include "handlers.h"
@@ -23,7 +24,8 @@
 #define KEY_TYPE_TRANSACTION 1
 
 static void fill_coordinator(struct cn_broker *b, struct cn_req *req,
-                             int8_t key_type, int16_t *err, int32_t *node,
+                             int8_t key_type, struct cn_bytes key,
+                             int16_t *err, int32_t *node,
                              struct cn_bytes *host, int32_t *port,
                              struct cn_bytes *msg)
 {
@@ -33,6 +35,13 @@ static void fill_coordinator(struct cn_broker *b, struct cn_req *req,
     if (key_type != KEY_TYPE_TRANSACTION && key_type != KEY_TYPE_GROUP) {
         *err = KAFKA_INVALID_REQUEST;
         *msg = cn_req_str(req, "Unknown coordinator key type.");
+        return;
+    }
+    bool txn = key_type == KEY_TYPE_TRANSACTION;
+    if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE,
+                  txn ? CN_ACL_RT_TXN_ID : CN_ACL_RT_GROUP, key)) {
+        *err = txn ? KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                   : KAFKA_GROUP_AUTHORIZATION_FAILED;
         return;
     }
     bool ready = key_type == KEY_TYPE_GROUP
@@ -61,7 +70,8 @@ void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
     struct cn_find_coordinator_response rs;
     cn_find_coordinator_response_init(&rs);
     if (h->api_version < 4) {
-        fill_coordinator(b, req, rq.key_type, &rs.error_code, &rs.node_id,
+        fill_coordinator(b, req, rq.key_type, rq.key, &rs.error_code,
+                         &rs.node_id,
                          &rs.host, &rs.port, &rs.error_message);
     } else {
         int32_t n = rq.coordinator_keys_len > 0 ? rq.coordinator_keys_len : 0;
@@ -77,7 +87,8 @@ void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
                 &rs.coordinators[i];
             cn_find_coordinator_response_coordinator_init(c);
             c->key = rq.coordinator_keys[i];
-            fill_coordinator(b, req, rq.key_type, &c->error_code, &c->node_id,
+            fill_coordinator(b, req, rq.key_type, c->key, &c->error_code,
+                             &c->node_id,
                              &c->host, &c->port, &c->error_message);
         }
     }
@@ -113,6 +124,12 @@ void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
         cn_describe_transactions_response_transaction_state_init(ts);
         ts->transactional_id = rq.transactional_ids[i];
         ts->topics_len = 0;
+        if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TXN_ID,
+                      rq.transactional_ids[i])) {
+            ts->error_code = KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            ts->transaction_state = cn_bytes_str("");
+            continue;
+        }
         char id[1024];
         struct txn_entry *e =
             cn_wire_cstr(rq.transactional_ids[i], id, sizeof id)
@@ -138,6 +155,16 @@ void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
             struct cn_describe_transactions_response_topic_data *td;
             if (ts->topics_len == 0 ||
                 strcmp(m->partitions[k].topic, m->partitions[k - 1].topic)) {
+                /* Kafka shows only the topics the caller may describe. */
+                if (!cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE,
+                                    CN_ACL_RT_TOPIC,
+                                    cn_bytes_str(m->partitions[k].topic))) {
+                    while (k + 1 < m->npartitions &&
+                           !strcmp(m->partitions[k + 1].topic,
+                                   m->partitions[k].topic))
+                        k++;
+                    continue;
+                }
                 td = &ts->topics[ts->topics_len++];
                 cn_describe_transactions_response_topic_data_init(td);
                 td->topic = cn_req_str(req, m->partitions[k].topic);
@@ -221,6 +248,11 @@ void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
              * as started at the epoch, so the filter never hides it. */
             if (rq.duration_filter >= 0 &&
                 now - m->txn_start_ms < rq.duration_filter)
+                continue;
+            /* Filtered, not refused (Kafka): ids the caller may not
+             * describe are left out. */
+            if (!cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TXN_ID,
+                                cn_bytes_str(m->transactional_id)))
                 continue;
             struct cn_list_transactions_response_transaction_state *ts =
                 &rs.transaction_states[rs.transaction_states_len++];

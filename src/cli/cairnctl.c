@@ -50,6 +50,13 @@ static const char usage_text[] =
     "                (--to-earliest | --to-latest | --to-offset N |\n"
     "                 --shift-by N) (--dry-run | --execute)\n"
     "  groups delete --group G\n"
+    "  acls list [--resource TYPE[:NAME]] [--pattern-type P] [--principal P]\n"
+    "            [--host H] [--operation OP]\n"
+    "  acls add --resource TYPE[:NAME] --principal User:U --operation OP\n"
+    "           [--pattern-type literal|prefixed] [--host H] [--deny]\n"
+    "  acls remove --resource TYPE[:NAME] [--pattern-type P] [--principal P]\n"
+    "              [--host H] [--operation OP] [--deny]\n"
+    "    TYPE: topic, group, transactional_id, cluster (Kafka's names)\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --bootstrap-server HOST:PORT  broker to talk to (default "
@@ -110,6 +117,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
         "--transactional-id",   "--partition", "--broker",
         "--max-transaction-timeout", "--start-offset", "--producer-epoch",
         "--coordinator-epoch", "--group", "--to-offset", "--shift-by",
+        "--resource", "--pattern-type", "--principal", "--host",
+        "--operation",
     };
 
     o->bootstrap = "127.0.0.1:9092";
@@ -304,6 +313,23 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->seen |= OPT_DRY_RUN;
         } else if (strcmp(name, "--execute") == 0) {
             o->seen |= OPT_EXECUTE;
+        } else if (strcmp(name, "--resource") == 0) {
+            o->resource = val;
+            o->seen |= OPT_RESOURCE;
+        } else if (strcmp(name, "--pattern-type") == 0) {
+            o->pattern = val;
+            o->seen |= OPT_PATTERN;
+        } else if (strcmp(name, "--principal") == 0) {
+            o->principal = val;
+            o->seen |= OPT_PRINCIPAL;
+        } else if (strcmp(name, "--host") == 0) {
+            o->host = val;
+            o->seen |= OPT_HOST;
+        } else if (strcmp(name, "--operation") == 0) {
+            o->operation = val;
+            o->seen |= OPT_OPERATION;
+        } else if (strcmp(name, "--deny") == 0) {
+            o->seen |= OPT_DENY;
         } else {
             return usage_error("unknown option '%s'", name);
         }
@@ -355,6 +381,18 @@ static const struct command commands[] = {
          OPT_EXECUTE,
      OPT_GROUP, cmd_groups_reset_offsets},
     {"groups", "delete", OPT_GROUP, OPT_GROUP, cmd_groups_delete},
+    {"acls", "list",
+     OPT_RESOURCE | OPT_PATTERN | OPT_PRINCIPAL | OPT_HOST | OPT_OPERATION |
+         OPT_DENY,
+     0, cmd_acls_list},
+    {"acls", "add",
+     OPT_RESOURCE | OPT_PATTERN | OPT_PRINCIPAL | OPT_HOST | OPT_OPERATION |
+         OPT_DENY,
+     OPT_RESOURCE | OPT_PRINCIPAL | OPT_OPERATION, cmd_acls_add},
+    {"acls", "remove",
+     OPT_RESOURCE | OPT_PATTERN | OPT_PRINCIPAL | OPT_HOST | OPT_OPERATION |
+         OPT_DENY,
+     OPT_RESOURCE, cmd_acls_remove},
     /* One word: the action is NULL. */
     {"lso-gap", NULL, OPT_TOPIC, 0, cmd_lso_gap},
 };
@@ -366,7 +404,8 @@ static const char *const opt_names[] = {
     "--max-transaction-timeout", "--start-offset", "--producer-epoch",
     "--coordinator-epoch", "--group", "--all-groups", "--all-topics",
     "--to-earliest", "--to-latest", "--to-offset", "--shift-by", "--dry-run",
-    "--execute",
+    "--execute", "--resource", "--pattern-type", "--principal", "--host",
+    "--operation", "--deny",
 };
 
 /* How many of the OPT_* bits in mask were given. */

@@ -73,6 +73,12 @@ enum {
     OPT_SHIFT_BY = 1 << 23,
     OPT_DRY_RUN = 1 << 24,
     OPT_EXECUTE = 1 << 25,
+    OPT_RESOURCE = 1 << 26,
+    OPT_PATTERN = 1 << 27,
+    OPT_PRINCIPAL = 1 << 28,
+    OPT_HOST = 1 << 29,
+    OPT_OPERATION = 1 << 30,
+    OPT_DENY = 1u << 31,
 };
 
 struct opts {
@@ -110,6 +116,11 @@ struct opts {
     int64_t to_offset;     /* --to-offset N */
     int64_t shift_by;      /* --shift-by N, may be negative */
     int ntopics;           /* times --topic was given */
+    const char *resource;  /* --resource TYPE[:NAME] (acls) */
+    const char *pattern;   /* --pattern-type literal|prefixed|match|any */
+    const char *principal; /* --principal User:NAME */
+    const char *host;      /* --host IP or * */
+    const char *operation; /* --operation READ|WRITE|... */
 };
 
 /* One command's connections and the arena its responses live in. */
@@ -205,5 +216,9 @@ int cmd_verify_worker(int argc, char **argv);
 int cmd_txn_find_hanging(struct ctx *x);
 int cmd_txn_abort(struct ctx *x);
 int cmd_lso_gap(struct ctx *x);
+/* cmd_acls.c */
+int cmd_acls_list(struct ctx *x);
+int cmd_acls_add(struct ctx *x);
+int cmd_acls_remove(struct ctx *x);
 
 #endif

@@ -1,0 +1,515 @@
+/*
+ * authz.c - the authorizer as the handlers see it, the ACL store in
+ * <data>/acls, and CreateAcls / DescribeAcls / DeleteAcls (v0-3).
+ *
+ * The store holds the whole binding set in acl.h's image (the fields of
+ * Kafka's AccessControlEntryRecord, CRC32C-checked), rewritten with
+ * cn_file_write_atomic on every change before the change is applied, so
+ * a crash leaves the old or the new set and an answer never reports a
+ * binding that is not on disk.  A damaged file stops start-up: running
+ * with fewer DENY bindings than the operator wrote would open access.
+ */
+#include "authz.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "base/clock.h"
+#include "base/say.h"
+#include "handlers.h"
+#include "log/file.h"
+#include "proto/gen/msgs.h"
+#include "proto/kerr.h"
+
+#define ACL_FILE "acls"
+#define AUDIT_LINES_PER_S 20
+
+int cn_authz_open(struct cn_broker *b, char *err, size_t err_len)
+{
+    const char *cls = NULL, *supers = NULL;
+    cn_config_get(b->cfg, "authorizer.class.name", &cls, NULL);
+    cn_config_get(b->cfg, "super.users", &supers, NULL);
+    struct cn_acl_authorizer *az = &b->authz;
+    cn_acl_set_init(&az->acls);
+    az->enabled = false;
+    if (!cls || !*cls)
+        return 0;
+    if (strcmp(cls, CN_AUTHZ_STANDARD) != 0 &&
+        strcmp(cls, "kafka.security.authorizer.AclAuthorizer") != 0) {
+        snprintf(err, err_len,
+                 "authorizer.class.name: unknown authorizer '%s' (Cairn "
+                 "has %s, or empty for none)",
+                 cls, CN_AUTHZ_STANDARD);
+        return CN_EINVAL;
+    }
+    az->enabled = true;
+    az->allow_if_no_acl = b->cfg->allow_everyone_if_no_acl_found;
+    az->super_users = supers; /* text the config owns, never altered */
+
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", b->data_dir, ACL_FILE);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err, err_len, "cannot read %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 65536;
+            uint8_t *nb = realloc(buf, cap);
+            if (!nb) {
+                rc = CN_ENOMEM;
+                break;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    if (!rc && ferror(f))
+        rc = -EIO;
+    fclose(f);
+    if (!rc)
+        rc = cn_acl_decode(buf, len, &az->acls);
+    free(buf);
+    if (rc) {
+        snprintf(err, err_len,
+                 "ACL store %s is %s; refusing to start with ACLs missing "
+                 "(restore it from a backup, or remove it to start with "
+                 "no ACLs)",
+                 path, rc == CN_ECORRUPT ? "damaged" : cn_strerror(rc));
+        return rc;
+    }
+    CN_INFO("authorizer on: %zu ACL bindings from %s", az->acls.n, path);
+    return 0;
+}
+
+void cn_authz_close(struct cn_broker *b)
+{
+    cn_acl_set_fini(&b->authz.acls);
+}
+
+bool cn_authz_enabled(const struct cn_broker *b)
+{
+    return b->authz.enabled;
+}
+
+/* The peer's address without the port, as ACL hosts name it. */
+static void peer_host(struct cn_req *req, char *out, size_t out_len)
+{
+    snprintf(out, out_len, "%s", cn_req_peer(req));
+    char *colon = strrchr(out, ':');
+    if (colon)
+        *colon = '\0';
+}
+
+static bool decide(struct cn_broker *b, struct cn_req *req,
+                   enum cn_acl_op op, enum cn_acl_rtype rt, const char *name,
+                   bool audit)
+{
+    if (!b->authz.enabled)
+        return true;
+    char host[64];
+    peer_host(req, host, sizeof host);
+    const char *who = cn_req_principal(req);
+    bool ok = name ? cn_acl_authorize(&b->authz, who, host, op, rt, name)
+                   : cn_acl_authorize_any(&b->authz, who, host, op, rt);
+    if (ok || !audit)
+        return ok;
+    /* An audit line per refusal, but a client retrying in a loop must
+     * not flood the log: a few a second, then a count. */
+    int64_t now = cn_clock_mono_ms();
+    if (now - b->authz_log_ms >= 1000) {
+        if (b->authz_log_hushed)
+            CN_WARN("authorization: %ld more refusals not logged",
+                    b->authz_log_hushed);
+        b->authz_log_ms = now;
+        b->authz_log_n = 0;
+        b->authz_log_hushed = 0;
+    }
+    if (b->authz_log_n++ < AUDIT_LINES_PER_S)
+        CN_WARN("authorization: DENIED principal=%s host=%s operation=%s "
+                "resource=%s:%s",
+                who, host, cn_acl_op_name(op), cn_acl_rtype_name(rt),
+                name ? name : "(any)");
+    else
+        b->authz_log_hushed++;
+    return false;
+}
+
+static bool decide_bytes(struct cn_broker *b, struct cn_req *req,
+                         enum cn_acl_op op, enum cn_acl_rtype rt,
+                         struct cn_bytes name, bool audit)
+{
+    if (!b->authz.enabled)
+        return true;
+    char buf[CN_ACL_STR_MAX + 1];
+    if (!cn_wire_cstr(name, buf, sizeof buf))
+        buf[0] = '\0';
+    return decide(b, req, op, rt, buf, audit);
+}
+
+bool cn_authz(struct cn_broker *b, struct cn_req *req, enum cn_acl_op op,
+              enum cn_acl_rtype rt, struct cn_bytes name)
+{
+    return decide_bytes(b, req, op, rt, name, true);
+}
+
+bool cn_authz_quiet(struct cn_broker *b, struct cn_req *req,
+                    enum cn_acl_op op, enum cn_acl_rtype rt,
+                    struct cn_bytes name)
+{
+    return decide_bytes(b, req, op, rt, name, false);
+}
+
+bool cn_authz_cstr(struct cn_broker *b, struct cn_req *req,
+                   enum cn_acl_op op, enum cn_acl_rtype rt, const char *name)
+{
+    return decide(b, req, op, rt, name, true);
+}
+
+bool cn_authz_any(struct cn_broker *b, struct cn_req *req, enum cn_acl_op op,
+                  enum cn_acl_rtype rt)
+{
+    return decide(b, req, op, rt, NULL, true);
+}
+
+/* Writes s as the store; 0 or an error (logged). */
+static int store_write(struct cn_broker *b, const struct cn_acl_set *s)
+{
+    uint8_t *img;
+    size_t len;
+    int rc = cn_acl_encode(s, &img, &len);
+    if (!rc) {
+        rc = cn_file_write_atomic(b->data_dir, ACL_FILE, img, len);
+        free(img);
+    }
+    if (rc)
+        CN_ERROR("cannot write %s/%s: %s", b->data_dir, ACL_FILE,
+                 cn_strerror(rc));
+    return rc;
+}
+
+/* A copy of the live set, for a change that must reach disk first. */
+static int set_copy(struct cn_acl_set *dst, const struct cn_acl_set *src)
+{
+    cn_acl_set_init(dst);
+    for (size_t i = 0; i < src->n; i++) {
+        int rc = cn_acl_set_add(dst, &src->v[i]);
+        if (rc) {
+            cn_acl_set_fini(dst);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static char *arena_cstr(struct cn_req *req, struct cn_bytes s)
+{
+    if (cn_bytes_is_null(s))
+        return NULL;
+    char *c = cn_arena_alloc(&req->arena, (size_t)s.len + 1);
+    if (c) {
+        memcpy(c, s.ptr, (size_t)s.len);
+        c[s.len] = '\0';
+    }
+    return c;
+}
+
+static struct cn_bytes msg_bytes(struct cn_req *req, const char *m)
+{
+    return m ? cn_req_str(req, m) : CN_BYTES_NULL;
+}
+
+void cn_h_create_acls(struct cn_broker *b, struct cn_req *req,
+                      const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_create_acls_request rq;
+    int err = cn_create_acls_request_decode(body, &req->arena,
+                                            h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct cn_create_acls_response rs;
+    cn_create_acls_response_init(&rs);
+    int32_t n = rq.creations_len > 0 ? rq.creations_len : 0;
+    rs.results = cn_arena_calloc(&req->arena, (size_t)n + 1,
+                                 sizeof *rs.results);
+    if (!rs.results) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    rs.results_len = n;
+    int16_t all_err = KAFKA_NONE;
+    const char *all_msg = NULL;
+    if (!b->authz.enabled) {
+        all_err = KAFKA_SECURITY_DISABLED;
+        all_msg = "No Authorizer is configured.";
+    } else if (!cn_authz_cluster(b, req, CN_ACL_OP_ALTER)) {
+        all_err = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+    }
+    struct cn_acl_set next;
+    bool changed = false;
+    if (!all_err && set_copy(&next, &b->authz.acls) != 0) {
+        all_err = KAFKA_UNKNOWN_SERVER_ERROR;
+        all_msg = "Out of memory.";
+    }
+    for (int32_t i = 0; i < n; i++) {
+        cn_create_acls_response_acl_creation_result_init(&rs.results[i]);
+        if (all_err) {
+            rs.results[i].error_code = all_err;
+            rs.results[i].error_message = msg_bytes(req, all_msg);
+            continue;
+        }
+        const struct cn_create_acls_request_acl_creation *c =
+            &rq.creations[i];
+        struct cn_acl_binding bd = {
+            .rtype = c->resource_type,
+            .pattern = h->api_version == 0 ? CN_ACL_PT_LITERAL
+                                           : c->resource_pattern_type,
+            .op = c->operation,
+            .perm = c->permission_type,
+            .name = arena_cstr(req, c->resource_name),
+            .principal = arena_cstr(req, c->principal),
+            .host = arena_cstr(req, c->host),
+        };
+        if (getrandom(bd.id, sizeof bd.id, 0) != (ssize_t)sizeof bd.id)
+            memset(bd.id, 0, sizeof bd.id);
+        const char *why = cn_acl_binding_invalid(&bd);
+        if (why) {
+            rs.results[i].error_code = KAFKA_INVALID_REQUEST;
+            rs.results[i].error_message = msg_bytes(req, why);
+            continue;
+        }
+        if (cn_acl_set_add(&next, &bd) != 0) {
+            rs.results[i].error_code = KAFKA_UNKNOWN_SERVER_ERROR;
+            continue;
+        }
+        changed = true;
+    }
+    if (!all_err) {
+        if (changed && store_write(b, &next) != 0) {
+            for (int32_t i = 0; i < n; i++)
+                if (!rs.results[i].error_code) {
+                    rs.results[i].error_code = KAFKA_KAFKA_STORAGE_ERROR;
+                    rs.results[i].error_message =
+                        msg_bytes(req, "Cannot persist ACLs.");
+                }
+            cn_acl_set_fini(&next);
+        } else {
+            if (changed)
+                CN_INFO("ACLs changed by %s: %zu bindings",
+                        cn_req_principal(req), next.n);
+            struct cn_acl_set old = b->authz.acls;
+            b->authz.acls = next;
+            cn_acl_set_fini(&old);
+        }
+    }
+    cn_resp_begin(req, h);
+    cn_create_acls_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+}
+
+/* Filter fields from the wire; v0 knows only literal patterns. */
+static void filter_from(struct cn_req *req, int16_t version,
+                        struct cn_acl_filter *f, int8_t rt,
+                        struct cn_bytes name, int8_t pt,
+                        struct cn_bytes principal, struct cn_bytes host,
+                        int8_t op, int8_t perm)
+{
+    f->rtype = rt;
+    f->pattern = version == 0 ? CN_ACL_PT_LITERAL : pt;
+    f->op = op;
+    f->perm = perm;
+    f->name = arena_cstr(req, name);
+    f->principal = arena_cstr(req, principal);
+    f->host = arena_cstr(req, host);
+}
+
+void cn_h_describe_acls(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_describe_acls_request rq;
+    int err = cn_describe_acls_request_decode(body, &req->arena,
+                                              h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct cn_describe_acls_response rs;
+    cn_describe_acls_response_init(&rs);
+    struct cn_acl_filter f;
+    filter_from(req, h->api_version, &f, rq.resource_type_filter,
+                rq.resource_name_filter, rq.pattern_type_filter,
+                rq.principal_filter, rq.host_filter, rq.operation,
+                rq.permission_type);
+    const char *why = cn_acl_filter_invalid(&f);
+    if (!b->authz.enabled) {
+        rs.error_code = KAFKA_SECURITY_DISABLED;
+        rs.error_message = msg_bytes(req, "No Authorizer is configured.");
+    } else if (!cn_authz_cluster(b, req, CN_ACL_OP_DESCRIBE)) {
+        rs.error_code = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+    } else if (why) {
+        rs.error_code = KAFKA_INVALID_REQUEST;
+        rs.error_message = msg_bytes(req, why);
+    } else {
+        /* One resource entry per binding: Kafka groups them by resource,
+         * which clients flatten again; grouping adjacent equal ones keeps
+         * the common case compact. */
+        const struct cn_acl_set *s = &b->authz.acls;
+        rs.resources = cn_arena_calloc(&req->arena, s->n + 1,
+                                       sizeof *rs.resources);
+        struct cn_describe_acls_response_acl_description *d =
+            cn_arena_calloc(&req->arena, s->n + 1, sizeof *d);
+        if (!rs.resources || !d) {
+            cn_req_bad(req, h, CN_ENOMEM);
+            return;
+        }
+        int32_t nr = 0;
+        for (size_t i = 0; i < s->n; i++) {
+            const struct cn_acl_binding *bd = &s->v[i];
+            if (!cn_acl_filter_matches(&f, bd))
+                continue;
+            struct cn_describe_acls_response_describe_acls_resource *r =
+                &rs.resources[nr++];
+            cn_describe_acls_response_describe_acls_resource_init(r);
+            r->resource_type = bd->rtype;
+            r->resource_name = cn_bytes_str(bd->name);
+            r->pattern_type = bd->pattern;
+            r->acls = d++;
+            r->acls_len = 1;
+            cn_describe_acls_response_acl_description_init(r->acls);
+            r->acls->principal = cn_bytes_str(bd->principal);
+            r->acls->host = cn_bytes_str(bd->host);
+            r->acls->operation = bd->op;
+            r->acls->permission_type = bd->perm;
+        }
+        rs.resources_len = nr;
+    }
+    cn_resp_begin(req, h);
+    cn_describe_acls_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+}
+
+void cn_h_delete_acls(struct cn_broker *b, struct cn_req *req,
+                      const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_delete_acls_request rq;
+    int err = cn_delete_acls_request_decode(body, &req->arena,
+                                            h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct cn_delete_acls_response rs;
+    cn_delete_acls_response_init(&rs);
+    int32_t n = rq.filters_len > 0 ? rq.filters_len : 0;
+    rs.filter_results = cn_arena_calloc(&req->arena, (size_t)n + 1,
+                                        sizeof *rs.filter_results);
+    if (!rs.filter_results) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    rs.filter_results_len = n;
+    int16_t all_err = KAFKA_NONE;
+    const char *all_msg = NULL;
+    if (!b->authz.enabled) {
+        all_err = KAFKA_SECURITY_DISABLED;
+        all_msg = "No Authorizer is configured.";
+    } else if (!cn_authz_cluster(b, req, CN_ACL_OP_ALTER)) {
+        all_err = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+    }
+    struct cn_acl_set next;
+    bool changed = false;
+    struct cn_acl_set *removed =
+        n ? cn_arena_calloc(&req->arena, (size_t)n, sizeof *removed) : NULL;
+    if (!all_err && n && !removed) {
+        all_err = KAFKA_UNKNOWN_SERVER_ERROR;
+        all_msg = "Out of memory.";
+    } else if (!all_err && set_copy(&next, &b->authz.acls) != 0) {
+        all_err = KAFKA_UNKNOWN_SERVER_ERROR;
+        all_msg = "Out of memory.";
+    }
+    for (int32_t i = 0; i < n; i++) {
+        struct cn_delete_acls_response_delete_acls_filter_result *fr =
+            &rs.filter_results[i];
+        cn_delete_acls_response_delete_acls_filter_result_init(fr);
+        if (all_err) {
+            fr->error_code = all_err;
+            fr->error_message = msg_bytes(req, all_msg);
+            continue;
+        }
+        const struct cn_delete_acls_request_delete_acls_filter *q =
+            &rq.filters[i];
+        struct cn_acl_filter f;
+        filter_from(req, h->api_version, &f, q->resource_type_filter,
+                    q->resource_name_filter, q->pattern_type_filter,
+                    q->principal_filter, q->host_filter, q->operation,
+                    q->permission_type);
+        const char *why = cn_acl_filter_invalid(&f);
+        cn_acl_set_init(&removed[i]);
+        if (why) {
+            fr->error_code = KAFKA_INVALID_REQUEST;
+            fr->error_message = msg_bytes(req, why);
+            continue;
+        }
+        if (cn_acl_set_remove(&next, &f, &removed[i]) != 0) {
+            fr->error_code = KAFKA_UNKNOWN_SERVER_ERROR;
+            continue;
+        }
+        changed |= removed[i].n > 0;
+    }
+    if (!all_err) {
+        bool failed = changed && store_write(b, &next) != 0;
+        for (int32_t i = 0; i < n; i++) {
+            struct cn_delete_acls_response_delete_acls_filter_result *fr =
+                &rs.filter_results[i];
+            if (failed && !fr->error_code) {
+                fr->error_code = KAFKA_KAFKA_STORAGE_ERROR;
+                fr->error_message = msg_bytes(req, "Cannot persist ACLs.");
+            }
+            size_t m = fr->error_code ? 0 : removed[i].n;
+            fr->matching_acls = cn_arena_calloc(&req->arena, m + 1,
+                                                sizeof *fr->matching_acls);
+            for (size_t j = 0; fr->matching_acls && j < m; j++) {
+                const struct cn_acl_binding *bd = &removed[i].v[j];
+                struct cn_delete_acls_response_delete_acls_matching_acl *ma =
+                    &fr->matching_acls[j];
+                cn_delete_acls_response_delete_acls_matching_acl_init(ma);
+                ma->resource_type = bd->rtype;
+                ma->resource_name = cn_req_str(req, bd->name);
+                ma->pattern_type = bd->pattern;
+                ma->principal = cn_req_str(req, bd->principal);
+                ma->host = cn_req_str(req, bd->host);
+                ma->operation = bd->op;
+                ma->permission_type = bd->perm;
+            }
+            fr->matching_acls_len = fr->matching_acls ? (int32_t)m : 0;
+            cn_acl_set_fini(&removed[i]);
+        }
+        if (failed) {
+            cn_acl_set_fini(&next);
+        } else {
+            if (changed)
+                CN_INFO("ACLs changed by %s: %zu bindings",
+                        cn_req_principal(req), next.n);
+            struct cn_acl_set old = b->authz.acls;
+            b->authz.acls = next;
+            cn_acl_set_fini(&old);
+        }
+    }
+    cn_resp_begin(req, h);
+    cn_delete_acls_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+}
