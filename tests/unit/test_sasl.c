@@ -94,6 +94,11 @@ UNIT_TEST(scram_wrong_proof_and_unknown_user)
     CHECK_EQ(step(&s, RFC_CFIRST, out, sizeof out, why), -EACCES);
 }
 
+/* The RFC's valid final message with an extension before the proof. */
+#define EXT_FINAL                                                        \
+    "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,x=1,p=" \
+    "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+
 UNIT_TEST(scram_malformed_messages_fail_cleanly)
 {
     make_rfc_cred();
@@ -118,8 +123,7 @@ UNIT_TEST(scram_malformed_messages_fail_cleanly)
         "", "c=biws", "c=biws,r=x,p=AAAA", "c=eSws,r=" /* wrong gs2 */,
         "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=!!",
         "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=AAAA",
-        "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,x=1,p="
-        "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+        EXT_FINAL,
     };
     for (size_t i = 0; i < sizeof finals / sizeof finals[0]; i++) {
         struct cn_scram_server s;
