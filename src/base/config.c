@@ -173,8 +173,11 @@ static int parse_one_listener(const char *s, size_t n, char *host,
             if (strlen(secure[i]) == sl && !strncasecmp(s, secure[i], sl)) {
                 seterr(why, why_len,
                        "security protocol %s is not supported (only "
-                       "PLAINTEXT)",
-                       secure[i]);
+                       "PLAINTEXT)%s",
+                       secure[i],
+                       strstr(secure[i], "SSL") ? ": TLS is not implemented "
+                                                  "yet"
+                                                : "");
                 return CN_EINVAL;
             }
         *plain = sl == 9 && !strncasecmp(s, "PLAINTEXT", 9);

@@ -475,6 +475,11 @@ UNIT_TEST(listener_errors)
                                       &port, err, sizeof err),
              CN_EINVAL);
     CHECK(err_has("SSL", "not supported"));
+    CHECK(err_has("SSL", "TLS is not implemented yet"));
+    CHECK_EQ(cn_config_parse_listener("SASL_SSL://host:9093", host,
+                                      sizeof host, &port, err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("SASL_SSL", "TLS is not implemented yet"));
     CHECK_EQ(cn_config_parse_listener("SASL_PLAINTEXT://h:1", host,
                                       sizeof host, &port, err, sizeof err),
              CN_EINVAL);
