@@ -9,9 +9,12 @@
 #include "base/wr.h"
 #include "clean/clean.h"
 #include "proto/batch.h"
+#include "proto/compress.h"
 #include "unit.h"
 
 #define MAXB 32
+
+static int data_codec; /* codec data() builds with */
 
 struct tlog {
     struct cn_wr b[MAXB];
@@ -39,6 +42,7 @@ static void data(struct tlog *l, int64_t pid, bool txn, const char *kv)
     pm.producer_epoch = pid >= 0 ? 0 : -1;
     pm.base_sequence = pid >= 0 ? 0 : -1;
     pm.transactional = txn;
+    pm.codec = data_codec;
     pm.base_offset = l->next;
     cn_batch_builder_init(&b, &pm);
     char buf[256];
@@ -215,6 +219,27 @@ UNIT_TEST(test_latest_per_key)
     tlog_fini(&l);
     tlog_fini(&o);
     tlog_fini(&o2);
+}
+
+/* A compressed batch rewritten keeps its codec and its records' offsets. */
+UNIT_TEST(test_compressed_rewrite)
+{
+    struct tlog l, o;
+    tlog_init(&l);
+    data_codec = CN_CODEC_GZIP;
+    data(&l, -1, false, "a=1,b=1,c=1");
+    data_codec = CN_CODEC_NONE;
+    data(&l, -1, false, "b=2");
+    struct pass_in pi = {.now_ms = 2000, .retention_ms = DAY};
+    pass(&l, &pi, &o, NULL);
+    CHECK_LOG(&o, "0:a=1;2:c=1;3:b=2;");
+    struct cn_batch_hdr h;
+    CHECK_EQ(cn_batch_hdr_parse(o.b[0].buf, o.b[0].len, &h), 0);
+    CHECK_EQ(cn_batch_codec(&h), CN_CODEC_GZIP);
+    CHECK_EQ(h.records_count, 2);
+    CHECK_EQ(h.last_offset_delta, 2);
+    tlog_fini(&l);
+    tlog_fini(&o);
 }
 
 UNIT_TEST(test_tombstone_expiry)
@@ -425,7 +450,7 @@ UNIT_TEST(test_first_uncleanable_and_ratio)
     CHECK(cn_clean_dirty_ratio(s, 4, 30, 30) == 0.0);
 }
 
-UNIT_MAIN(test_latest_per_key, test_tombstone_expiry,
+UNIT_MAIN(test_latest_per_key, test_compressed_rewrite, test_tombstone_expiry,
           test_aborted_removed_whatever_key, test_marker_key_collision,
           test_abort_across_groups, test_producer_last_batch_emptied,
           test_producer_last_marker_kept, test_map_full_stops_cleanly,
