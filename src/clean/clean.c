@@ -166,6 +166,8 @@ void cn_clean_txns_free(struct cn_clean_txns *t)
 int cn_clean_txns_add_aborted(struct cn_clean_txns *t,
                               const struct cn_clean_aborted *a, size_t n)
 {
+    if (n == 0)
+        return 0;
     if (t->n + n > t->cap) {
         size_t ncap = t->cap ? t->cap : 16;
         while (ncap < t->n + n)
