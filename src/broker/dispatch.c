@@ -74,8 +74,9 @@ const size_t cn_handler_count = sizeof cn_handlers / sizeof cn_handlers[0];
 static bool authz_checked(int16_t key)
 {
     static const int16_t keys[] = {0,  1,  2,  3,  8,  9,  10, 11, 12, 13,
-                                   14, 18, 21, 22, 23, 24, 25, 26, 27, 28,
-                                   29, 30, 31, 60, 61, 65, 66};
+                                   14, 15, 16, 18, 19, 20, 21, 22, 23, 24,
+                                   25, 26, 27, 28, 29, 30, 31, 32, 33, 37,
+                                   42, 44, 47, 60, 61, 65, 66};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (keys[i] == key)
             return true;
