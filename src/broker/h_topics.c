@@ -188,8 +188,9 @@ void cn_h_create_topics(struct cn_broker *b, struct cn_req *req,
             rt->replication_factor = -1;
         } else if (!cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE_CONFIGS,
                                    CN_ACL_RT_TOPIC, rt->name)) {
-            /* Created, but the configs are not the caller's to see. */
-            rt->configs_len = -1;
+            /* Created, but the configs are not the caller's to see: an
+             * empty list, Kafka's default for the field. */
+            rt->configs_len = 0;
             rt->topic_config_error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
         }
     }

@@ -352,6 +352,42 @@ def create_topics_v4(corr, name):
     return kw.request(19, 4, corr, body + struct.pack(">ib", 30000, 0))
 
 
+def create_topics_v5(corr, name):
+    """Flexible: the version that returns the created topic's configs."""
+    body = kw.uvarint(2) + kw.compact_string(name)
+    body += struct.pack(">ih", 1, -1) + kw.uvarint(1) + kw.uvarint(1)
+    body += kw.uvarint(0) + struct.pack(">ib", 30000, 0) + kw.uvarint(0)
+    return kw.request(19, 5, corr, body, flexible=True)
+
+
+def created_configs(body):
+    """(error, number of configs, topic_config_error_code or None)."""
+    r = kw.Reader(body)
+    r.i32()
+    r.skip_tags()
+    r.i32()
+    r.uvarint()
+    r.compact_string()
+    err = r.i16()
+    r.compact_string()
+    r.i32()
+    r.i16()
+    n = r.uvarint() - 1
+    for _ in range(max(n, 0)):
+        r.compact_string()
+        r.compact_string()
+        r.i8()
+        r.i8()
+        r.i8()
+        r.skip_tags()
+    cfg_err = None
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        assert tag == 0 and size == 2
+        cfg_err = r.i16()
+    return err, n, cfg_err
+
+
 def delete_topics_v3(corr, name):
     body = struct.pack(">i", 1) + kw.string(name) + struct.pack(">i", 30000)
     return kw.request(20, 3, corr, body)
@@ -513,6 +549,15 @@ def test_admin_apis_check_what_kafka_checks(broker_factory):
         a.create(*acls)
         assert call() == 0, name
         assert a.delete(*acls), name
+
+    # A created topic's configs only with DESCRIBE_CONFIGS on it.
+    a.create(cluster(CREATE))
+    assert created_configs(c.call(create_topics_v5, "az-c5")) == \
+        (0, 0, TOPIC_AUTH)
+    a.create(acl(TOPIC, "az-c6", DESCRIBE_CONFIGS))
+    err, n, cfg_err = created_configs(c.call(create_topics_v5, "az-c6"))
+    assert err == 0 and n > 0 and cfg_err is None
+    a.delete(cluster(CREATE))
 
     # ListGroups is filtered, not refused: DESCRIBE on a group shows it,
     # DESCRIBE on the cluster shows all.
