@@ -67,10 +67,11 @@ const struct cn_handler cn_handlers[] = {
 const size_t cn_handler_count = sizeof cn_handlers / sizeof cn_handlers[0];
 
 /* APIs whose handlers do Kafka's authorization checks themselves (or,
- * like ApiVersions and DescribeCluster, need none).  With the authorizer
- * on, any other API is served to super users only; for anyone else the
- * connection is closed with an audit line (fail closed: an API whose
- * checks are not written yet must not be open to everyone). */
+ * like ApiVersions and DescribeCluster, need none): today every handler.
+ * With the authorizer on, an API added to cn_handlers but not here is
+ * served to super users only; for anyone else the connection is closed
+ * with an audit line (fail closed: an API whose checks are not written
+ * yet must not be open to everyone). */
 static bool authz_checked(int16_t key)
 {
     static const int16_t keys[] = {0,  1,  2,  3,  8,  9,  10, 11, 12, 13,
