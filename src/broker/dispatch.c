@@ -67,15 +67,17 @@ const struct cn_handler cn_handlers[] = {
 const size_t cn_handler_count = sizeof cn_handlers / sizeof cn_handlers[0];
 
 /* APIs whose handlers do Kafka's authorization checks themselves (or,
- * like ApiVersions and DescribeCluster, need none).  With the authorizer
- * on, any other API is served to super users only; for anyone else the
- * connection is closed with an audit line (fail closed: an API whose
- * checks are not written yet must not be open to everyone). */
+ * like ApiVersions and DescribeCluster, need none): today every handler.
+ * With the authorizer on, an API added to cn_handlers but not here is
+ * served to super users only; for anyone else the connection is closed
+ * with an audit line (fail closed: an API whose checks are not written
+ * yet must not be open to everyone). */
 static bool authz_checked(int16_t key)
 {
     static const int16_t keys[] = {0,  1,  2,  3,  8,  9,  10, 11, 12, 13,
-                                   14, 18, 21, 22, 23, 24, 25, 26, 27, 28,
-                                   29, 30, 31, 60, 61, 65, 66};
+                                   14, 15, 16, 18, 19, 20, 21, 22, 23, 24,
+                                   25, 26, 27, 28, 29, 30, 31, 32, 33, 37,
+                                   42, 44, 47, 60, 61, 65, 66};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (keys[i] == key)
             return true;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authz.h"
 #include "base/err.h"
 #include "handlers.h"
 #include "proto/gen/msgs.h"
@@ -145,6 +146,25 @@ static void describe_broker(struct cn_broker *b, struct cn_req *req,
     rr->configs_len = n;
 }
 
+/* Kafka's check for a config resource: op on the topic, or on the cluster
+ * for broker and broker-logger resources; 0 when allowed, else the
+ * resource's authorization error.  Other types are refused later as
+ * unsupported. */
+static int16_t config_authz(struct cn_broker *b, struct cn_req *req,
+                            enum cn_acl_op op, int8_t type,
+                            struct cn_bytes name)
+{
+    if (type == RESOURCE_TOPIC)
+        return cn_authz(b, req, op, CN_ACL_RT_TOPIC, name)
+                   ? KAFKA_NONE
+                   : KAFKA_TOPIC_AUTHORIZATION_FAILED;
+    if (type == RESOURCE_BROKER || type == RESOURCE_BROKER_LOGGER)
+        return cn_authz_cluster(b, req, op)
+                   ? KAFKA_NONE
+                   : KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+    return KAFKA_NONE;
+}
+
 void cn_h_describe_configs(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body)
 {
@@ -174,6 +194,10 @@ void cn_h_describe_configs(struct cn_broker *b, struct cn_req *req,
         rr->resource_type = qr->resource_type;
         rr->resource_name = qr->resource_name;
         rr->configs_len = 0;
+        rr->error_code = config_authz(b, req, CN_ACL_OP_DESCRIBE_CONFIGS,
+                                      qr->resource_type, qr->resource_name);
+        if (rr->error_code)
+            continue;
         switch (qr->resource_type) {
         case RESOURCE_TOPIC:
             describe_topic(b, req, h->api_version, &rq, qr, rr);
@@ -433,6 +457,10 @@ void cn_h_alter_configs(struct cn_broker *b, struct cn_req *req,
             ch[j].value = qr->configs[j].value;
             ch[j].op = OP_SET;
         }
+        r->error_code = config_authz(b, req, CN_ACL_OP_ALTER_CONFIGS,
+                                     qr->resource_type, qr->resource_name);
+        if (r->error_code)
+            continue;
         char msg[MSG_MAX] = "";
         r->error_code = alter_resource(b, req, qr->resource_type,
                                        qr->resource_name,
@@ -487,6 +515,10 @@ void cn_h_incremental_alter_configs(struct cn_broker *b, struct cn_req *req,
             ch[j].value = qr->configs[j].value;
             ch[j].op = qr->configs[j].config_operation;
         }
+        r->error_code = config_authz(b, req, CN_ACL_OP_ALTER_CONFIGS,
+                                     qr->resource_type, qr->resource_name);
+        if (r->error_code)
+            continue;
         char msg[MSG_MAX] = "";
         r->error_code = alter_resource(b, req, qr->resource_type,
                                        qr->resource_name,

@@ -411,8 +411,22 @@ void cn_h_describe_groups(struct cn_broker *b, struct cn_req *req,
         return;
     }
     rs.groups_len = n;
-    for (int32_t i = 0; i < n; i++)
-        describe_one(b, req, rq.groups[i], &rs.groups[i]);
+    for (int32_t i = 0; i < n; i++) {
+        if (cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_GROUP,
+                     rq.groups[i])) {
+            describe_one(b, req, rq.groups[i], &rs.groups[i]);
+            continue;
+        }
+        struct cn_describe_groups_response_described_group *d = &rs.groups[i];
+        cn_describe_groups_response_described_group_init(d);
+        d->group_id = rq.groups[i];
+        d->error_code = KAFKA_GROUP_AUTHORIZATION_FAILED;
+        d->group_state = cn_bytes_str("");
+        d->protocol_type = cn_bytes_str("");
+        d->protocol_data = cn_bytes_str("");
+        d->members_len = 0;
+        d->authorized_operations = INT32_MIN;
+    }
     cn_resp_begin(req, h);
     cn_describe_groups_response_encode(&req->resp, h->api_version, &rs);
     cn_req_done(req);
@@ -456,10 +470,18 @@ void cn_h_list_groups(struct cn_broker *b, struct cn_req *req,
     }
     if (!b->gc)
         rs.error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
+    /* Filtered, not refused: DESCRIBE on the cluster lists every group,
+     * else only the groups the caller may DESCRIBE. */
+    bool all = cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_CLUSTER,
+                              cn_bytes_str(CN_ACL_CLUSTER_NAME));
     for (const struct cn_group *g = b->gc ? cn_groups_next(b->gc->groups, NULL)
                                           : NULL;
          g; g = cn_groups_next(b->gc->groups, g)) {
         if (!cn_group_list_match(g, states, (size_t)ns, types, (size_t)nty))
+            continue;
+        if (!all && !cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE,
+                                    CN_ACL_RT_GROUP,
+                                    cn_bytes_str(cn_group_id(g))))
             continue;
         struct cn_list_groups_response_listed_group *lg =
             &rs.groups[rs.groups_len++];

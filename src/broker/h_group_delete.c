@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authz.h"
 #include "group_coord.h"
 #include "group_int.h"
 #include "handlers.h"
@@ -104,7 +105,9 @@ void cn_h_offset_delete(struct cn_broker *b, struct cn_req *req,
     tw->group = cn_gc_cstr(req, rq.group_id);
     struct cn_partition *gp = NULL;
     const struct cn_group *g = NULL;
-    if (!tw->group || !tw->group[0]) {
+    if (!cn_authz(b, req, CN_ACL_OP_DELETE, CN_ACL_RT_GROUP, rq.group_id)) {
+        rs->error_code = KAFKA_GROUP_AUTHORIZATION_FAILED;
+    } else if (!tw->group || !tw->group[0]) {
         rs->error_code = KAFKA_INVALID_GROUP_ID;
     } else if (!(gp = cn_group_coord_partition(b, rq.group_id))) {
         rs->error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
@@ -141,10 +144,15 @@ void cn_h_offset_delete(struct cn_broker *b, struct cn_req *req,
             rt->partitions_len = np;
             bool subscribed = g && cn_group_state(g) != CN_GROUP_EMPTY &&
                               group_subscribed(req, g, qt->name);
+            bool topic_ok = cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_TOPIC,
+                                     qt->name);
             for (int32_t j = 0; j < np; j++) {
                 int32_t part = qt->partitions[j].partition_index;
                 rt->partitions[j].partition_index = part;
-                if (!cn_partition_find(b, qt->name, part))
+                if (!topic_ok)
+                    rt->partitions[j].error_code =
+                        KAFKA_TOPIC_AUTHORIZATION_FAILED;
+                else if (!cn_partition_find(b, qt->name, part))
                     rt->partitions[j].error_code =
                         KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
                 else if (subscribed)
@@ -275,6 +283,11 @@ static void delete_next(struct cn_broker *b, struct delete_state *ds)
             &ds->rs.results[ds->next];
         char *group = cn_gc_cstr(req, r->group_id);
         struct cn_partition *gp = NULL;
+        if (!cn_authz(b, req, CN_ACL_OP_DELETE, CN_ACL_RT_GROUP,
+                      r->group_id)) {
+            r->error_code = KAFKA_GROUP_AUTHORIZATION_FAILED;
+            continue;
+        }
         if (!group || !group[0]) {
             r->error_code = KAFKA_INVALID_GROUP_ID;
             continue;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "authz.h"
 #include "base/err.h"
 #include "handlers.h"
 #include "proto/gen/msgs.h"
@@ -150,6 +151,10 @@ void cn_h_create_topics(struct cn_broker *b, struct cn_req *req,
         return;
     }
     rs.topics_len = n;
+    /* As Kafka's controller: CREATE on the cluster covers every topic. */
+    bool cluster_create = cn_authz_quiet(b, req, CN_ACL_OP_CREATE,
+                                         CN_ACL_RT_CLUSTER,
+                                         cn_bytes_str(CN_ACL_CLUSTER_NAME));
     for (int32_t i = 0; i < n; i++) {
         struct cn_create_topics_response_creatable_topic_result *rt =
             &rs.topics[i];
@@ -167,6 +172,11 @@ void cn_h_create_topics(struct cn_broker *b, struct cn_req *req,
         if (dup) {
             rt->error_code = KAFKA_INVALID_REQUEST;
             snprintf(msg, sizeof msg, "Duplicate topic name.");
+        } else if (!cluster_create &&
+                   !cn_authz(b, req, CN_ACL_OP_CREATE, CN_ACL_RT_TOPIC,
+                             rq.topics[i].name)) {
+            rt->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+            snprintf(msg, sizeof msg, "Authorization failed.");
         } else {
             rt->error_code = create_one(b, req, &rq.topics[i],
                                         rq.validate_only, rt, msg);
@@ -176,6 +186,12 @@ void cn_h_create_topics(struct cn_broker *b, struct cn_req *req,
             rt->configs_len = -1;
             rt->num_partitions = -1;
             rt->replication_factor = -1;
+        } else if (!cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE_CONFIGS,
+                                   CN_ACL_RT_TOPIC, rt->name)) {
+            /* Created, but the configs are not the caller's to see: an
+             * empty list, Kafka's default for the field. */
+            rt->configs_len = 0;
+            rt->topic_config_error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
         }
     }
     cn_resp_begin(req, h);
@@ -207,6 +223,12 @@ void cn_h_delete_topics(struct cn_broker *b, struct cn_req *req,
         return;
     }
     rs.responses_len = n;
+    /* As Kafka's controller: DELETE on the cluster covers every topic;
+     * otherwise a topic the caller may not DESCRIBE is refused whether
+     * it exists or not, so its existence is not revealed. */
+    bool cluster_delete = cn_authz_quiet(b, req, CN_ACL_OP_DELETE,
+                                         CN_ACL_RT_CLUSTER,
+                                         cn_bytes_str(CN_ACL_CLUSTER_NAME));
     for (int32_t i = 0; i < n; i++) {
         struct cn_delete_topics_response_deletable_topic_result *r =
             &rs.responses[i];
@@ -219,8 +241,20 @@ void cn_h_delete_topics(struct cn_broker *b, struct cn_req *req,
                 r->error_code = KAFKA_UNKNOWN_TOPIC_ID;
                 continue;
             }
+            if (!cluster_delete &&
+                !cn_authz_cstr(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC,
+                               t->name)) {
+                r->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
         } else {
             r->name = by_state ? rq.topics[i].name : rq.topic_names[i];
+            if (!cluster_delete &&
+                !cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC,
+                          r->name)) {
+                r->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
             t = cn_topic_find(b, r->name);
             if (!t) {
                 r->error_code = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
@@ -230,6 +264,11 @@ void cn_h_delete_topics(struct cn_broker *b, struct cn_req *req,
         r->topic_id = t->id;
         r->name = cn_bytes_str(cn_arena_strdup(&req->arena,
                                                cn_bytes_str(t->name)));
+        if (!cluster_delete &&
+            !cn_authz(b, req, CN_ACL_OP_DELETE, CN_ACL_RT_TOPIC, r->name)) {
+            r->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+            continue;
+        }
         if (!b->cfg->delete_topic_enable) {
             r->error_code = KAFKA_TOPIC_DELETION_DISABLED;
             continue;
@@ -289,7 +328,9 @@ void cn_h_create_partitions(struct cn_broker *b, struct cn_req *req,
         r->name = qt->name;
         char msg[MSG_MAX] = "";
         struct cn_topic *t = cn_topic_find(b, qt->name);
-        if (!t) {
+        if (!cn_authz(b, req, CN_ACL_OP_ALTER, CN_ACL_RT_TOPIC, qt->name)) {
+            r->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+        } else if (!t) {
             r->error_code = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
         } else if (qt->count <= t->partition_count) {
             r->error_code = KAFKA_INVALID_PARTITIONS;

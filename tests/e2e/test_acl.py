@@ -338,13 +338,260 @@ def test_eos_app_with_exact_acls_then_each_removed(broker_factory):
     assert "DENIED principal=User:ANONYMOUS" in open(b.log_path).read()
 
 
-def test_unchecked_apis_closed_for_non_super_users(broker_factory):
-    b = start_secured(broker_factory)
-    c = kw.Client(b.port)
-    # ListGroups (16) has no checks of its own yet: super.users only.
-    c.sock.sendall(kw.request(16, 0, 1, b""))
-    assert kw.recv_frame(c.sock) is None
+# Raw requests (non-flexible versions) for the admin APIs, one resource
+# each; every parser returns the error codes the test looks at.
+DESCRIBE_CONFIGS, ALTER_CONFIGS = 10, 11
+RES_TOPIC, RES_BROKER = 2, 4
+UNKNOWN_TOPIC = 3
+NODE = "1"                       # the broker resource: node.id
+
+
+def create_topics_v4(corr, name):
+    body = struct.pack(">i", 1) + kw.string(name)
+    body += struct.pack(">ihii", 1, -1, 0, 0)
+    return kw.request(19, 4, corr, body + struct.pack(">ib", 30000, 0))
+
+
+def create_topics_v5(corr, name):
+    """Flexible: the version that returns the created topic's configs."""
+    body = kw.uvarint(2) + kw.compact_string(name)
+    body += struct.pack(">ih", 1, -1) + kw.uvarint(1) + kw.uvarint(1)
+    body += kw.uvarint(0) + struct.pack(">ib", 30000, 0) + kw.uvarint(0)
+    return kw.request(19, 5, corr, body, flexible=True)
+
+
+def created_configs(body):
+    """(error, number of configs, topic_config_error_code or None)."""
+    r = kw.Reader(body)
+    r.i32()
+    r.skip_tags()
+    r.i32()
+    r.uvarint()
+    r.compact_string()
+    err = r.i16()
+    r.compact_string()
+    r.i32()
+    r.i16()
+    n = r.uvarint() - 1
+    for _ in range(max(n, 0)):
+        r.compact_string()
+        r.compact_string()
+        r.i8()
+        r.i8()
+        r.i8()
+        r.skip_tags()
+    cfg_err = None
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        assert tag == 0 and size == 2
+        cfg_err = r.i16()
+    return err, n, cfg_err
+
+
+def delete_topics_v3(corr, name):
+    body = struct.pack(">i", 1) + kw.string(name) + struct.pack(">i", 30000)
+    return kw.request(20, 3, corr, body)
+
+
+def create_partitions_v1(corr, name, count):
+    body = struct.pack(">i", 1) + kw.string(name)
+    body += struct.pack(">iiib", count, -1, 30000, 0)
+    return kw.request(37, 1, corr, body)
+
+
+def describe_configs_v1(corr, rtype, name):
+    body = struct.pack(">ib", 1, rtype) + kw.string(name)
+    return kw.request(32, 1, corr, body + struct.pack(">ib", -1, 0))
+
+
+def alter_configs_v0(corr, rtype, name, key, value, incremental=False):
+    body = struct.pack(">ib", 1, rtype) + kw.string(name)
+    body += struct.pack(">i", 1) + kw.string(key)
+    if incremental:
+        body += struct.pack(">b", 0)          # SET
+    body += kw.string(value) + struct.pack(">b", 0)
+    return kw.request(44 if incremental else 33, 0, corr, body)
+
+
+def describe_groups_v0(corr, group):
+    return kw.request(15, 0, corr, struct.pack(">i", 1) + kw.string(group))
+
+
+def list_groups_v0(corr):
+    return kw.request(16, 0, corr, b"")
+
+
+def offset_delete_v0(corr, group, topic, partition):
+    body = kw.string(group) + struct.pack(">i", 1) + kw.string(topic)
+    return kw.request(47, 0, corr, body + struct.pack(">ii", 1, partition))
+
+
+def first_error(body, throttle=True):
+    """The first result's error: [correlation, throttle,] count, error."""
+    r = kw.Reader(body)
+    r.i32()
+    if throttle:
+        r.i32()
+    r.i32()
+    return r.i16()
+
+
+def named_error(body):
+    """Results shaped [name, error]: the first error."""
+    r = kw.Reader(body)
+    r.i32()
+    r.i32()
+    r.i32()
+    r.string()
+    return r.i16()
+
+
+def list_groups(body):
+    r = kw.Reader(body)
+    r.i32()
+    err = r.i16()
+    groups = []
+    for _ in range(r.i32()):
+        groups.append(r.string())
+        r.string()
+    return err, groups
+
+
+def offset_delete(body):
+    """(top-level error, first partition's error or None)."""
+    r = kw.Reader(body)
+    r.i32()
+    err = r.i16()
+    r.i32()
+    n = r.i32()
+    if n <= 0:
+        return err, None
+    r.string()
+    r.i32()
+    r.i32()
+    return err, r.i16()
+
+
+def test_admin_apis_check_what_kafka_checks(broker_factory):
+    """Each admin API with the ACL Kafka wants and without it: the
+    specific error per resource and an audit line, never a closed
+    connection (they are no longer super.users-only)."""
+    b = start_secured(broker_factory, **{"super.users": ANON})
+    for t in ("az-cp", "az-cfg", "az-od", "az-del"):
+        b.create_topic(t)
+    c = kw.ReadClient(b.port)
+    for g in ("az-desc", "az-od", "az-dg"):
+        assert set(c.offset_commit(g, {("az-od", 0): 1}).values()) == {0}
     c.close()
+    a = Admin(b.port)
+    a.create(*ADMIN_ACLS)
+    a.close()
+    b.stop()
+    del b.sets["super.users"]
+    b.start()
+    a = Admin(b.port)
+    c = kw.Client(b.port)
+
+    def acl(rt, name, op):
+        return (rt, name, LITERAL, ANON, "127.0.0.1", op, ALLOW)
+
+    def cluster(op):
+        return acl(CLUSTER, "kafka-cluster", op)
+
+    # (API, ACLs it needs, call -> error code, error without the ACLs)
+    table = [
+        ("CreateTopics", [acl(TOPIC, "az-new", CREATE)],
+         lambda: named_error(c.call(create_topics_v4, "az-new")), TOPIC_AUTH),
+        ("CreateTopics cluster", [cluster(CREATE)],
+         lambda: named_error(c.call(create_topics_v4, "az-new2")),
+         TOPIC_AUTH),
+        ("CreatePartitions", [acl(TOPIC, "az-cp", ALTER)],
+         lambda: named_error(c.call(create_partitions_v1, "az-cp", 2)),
+         TOPIC_AUTH),
+        ("DescribeConfigs topic", [acl(TOPIC, "az-cfg", DESCRIBE_CONFIGS)],
+         lambda: first_error(c.call(describe_configs_v1, RES_TOPIC,
+                                    "az-cfg")), TOPIC_AUTH),
+        ("DescribeConfigs broker", [cluster(DESCRIBE_CONFIGS)],
+         lambda: first_error(c.call(describe_configs_v1, RES_BROKER,
+                                    NODE)), CLUSTER_AUTH),
+        ("AlterConfigs topic", [acl(TOPIC, "az-cfg", ALTER_CONFIGS)],
+         lambda: first_error(c.call(alter_configs_v0, RES_TOPIC, "az-cfg",
+                                    "retention.ms", "86400000")),
+         TOPIC_AUTH),
+        ("AlterConfigs broker", [cluster(ALTER_CONFIGS)],
+         lambda: first_error(c.call(alter_configs_v0, RES_BROKER,
+                                    NODE, "message.max.bytes",
+                                    "2000000")), CLUSTER_AUTH),
+        ("IncrementalAlterConfigs topic",
+         [acl(TOPIC, "az-cfg", ALTER_CONFIGS)],
+         lambda: first_error(c.call(alter_configs_v0, RES_TOPIC, "az-cfg",
+                                    "retention.ms", "86400001", True)),
+         TOPIC_AUTH),
+        ("IncrementalAlterConfigs broker", [cluster(ALTER_CONFIGS)],
+         lambda: first_error(c.call(alter_configs_v0, RES_BROKER,
+                                    NODE, "message.max.bytes",
+                                    "2000000", True)), CLUSTER_AUTH),
+        ("DescribeGroups", [acl(GROUP, "az-desc", DESCRIBE)],
+         lambda: first_error(c.call(describe_groups_v0, "az-desc"), False),
+         GROUP_AUTH),
+        ("OffsetDelete group", [acl(GROUP, "az-od", DELETE),
+                                acl(TOPIC, "az-od", READ)],
+         lambda: offset_delete(c.call(offset_delete_v0, "az-od", "az-od",
+                                      0))[0], GROUP_AUTH),
+        ("DeleteGroups", [acl(GROUP, "az-dg", DELETE)],
+         lambda: kw.parse_delete_groups_v1(c.call(
+             kw.delete_groups_request_v1, ["az-dg"]))["az-dg"], GROUP_AUTH),
+        ("DeleteTopics", [acl(TOPIC, "az-del", DELETE)],
+         lambda: named_error(c.call(delete_topics_v3, "az-del")), TOPIC_AUTH),
+    ]
+    for name, acls, call, want in table:
+        assert call() == want, name
+        a.create(*acls)
+        assert call() == 0, name
+        assert a.delete(*acls), name
+
+    # A created topic's configs only with DESCRIBE_CONFIGS on it.
+    a.create(cluster(CREATE))
+    assert created_configs(c.call(create_topics_v5, "az-c5")) == \
+        (0, 0, TOPIC_AUTH)
+    a.create(acl(TOPIC, "az-c6", DESCRIBE_CONFIGS))
+    err, n, cfg_err = created_configs(c.call(create_topics_v5, "az-c6"))
+    assert err == 0 and n > 0 and cfg_err is None
+    a.delete(cluster(CREATE))
+
+    # ListGroups is filtered, not refused: DESCRIBE on a group shows it,
+    # DESCRIBE on the cluster shows all.
+    assert list_groups(c.call(list_groups_v0)) == (0, [])
+    a.create(acl(GROUP, "az-desc", DESCRIBE))
+    assert list_groups(c.call(list_groups_v0)) == (0, ["az-desc"])
+    a.create(cluster(DESCRIBE))
+    err, groups = list_groups(c.call(list_groups_v0))
+    assert err == 0 and sorted(groups) == ["az-desc", "az-od"]
+    a.delete(acl(GROUP, "az-desc", DESCRIBE), cluster(DESCRIBE))
+
+    # OffsetDelete: DELETE on the group but no READ on the topic fails the
+    # partition, not the request.
+    a.create(acl(GROUP, "az-od", DELETE))
+    assert offset_delete(c.call(offset_delete_v0, "az-od", "az-od", 0)) == \
+        (0, TOPIC_AUTH)
+    # DeleteTopics hides whether a topic exists from a caller that may
+    # not DESCRIBE it; with DESCRIBE the caller learns it is unknown.
+    assert named_error(c.call(delete_topics_v3, "az-none")) == TOPIC_AUTH
+    a.create(acl(TOPIC, "az-none", DESCRIBE))
+    assert named_error(c.call(delete_topics_v3, "az-none")) == UNKNOWN_TOPIC
+    # DESCRIBE alone does not let the caller delete.
+    a.create(acl(TOPIC, "az-cfg", DESCRIBE))
+    assert named_error(c.call(delete_topics_v3, "az-cfg")) == TOPIC_AUTH
+    c.close()
+    a.close()
+    log = open(b.log_path).read()
+    for line in ("operation=CREATE resource=TOPIC:az-new",
+                 "operation=ALTER_CONFIGS resource=CLUSTER:kafka-cluster",
+                 "operation=DELETE resource=GROUP:az-dg",
+                 "operation=DESCRIBE resource=TOPIC:az-none"):
+        assert "DENIED principal=User:ANONYMOUS host=127.0.0.1 " + line in \
+            log, line
+    assert "super.users only" not in log
 
 
 def cairnctl(b, *args):
