@@ -4,8 +4,7 @@
  *
  * The rules (which keys, which layer, each value) are config.c's; this file
  * adds what needs the broker: the change must also leave valid defaults
- * for the topics (Cairn takes only cleanup.policy=delete and
- * compression.type=producer), it is written to disk before it is applied,
+ * for the topics (cn_topic_config_check), it is written to disk before it is applied,
  * and every topic without its own override then takes the new defaults.
  *
  * The file is properties text, one line per dynamic value:

@@ -17,6 +17,7 @@
 #include "base/say.h"
 #include "handlers.h"
 #include "proto/batch.h"
+#include "proto/compress.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 #include "txn_coord.h"
@@ -188,6 +189,49 @@ static bool timestamps_ok(const struct cn_topic_config *tc,
     return true;
 }
 
+/* The codec compression.type asks for, or -1 for the producer's own. */
+static int target_codec(int compression_type)
+{
+    switch (compression_type) {
+    case CN_COMPRESSION_UNCOMPRESSED: return CN_CODEC_NONE;
+    case CN_COMPRESSION_GZIP: return CN_CODEC_GZIP;
+    case CN_COMPRESSION_SNAPPY: return CN_CODEC_SNAPPY;
+    case CN_COMPRESSION_LZ4: return CN_CODEC_LZ4;
+    case CN_COMPRESSION_ZSTD: return CN_CODEC_ZSTD;
+    default: return -1;
+    }
+}
+
+/*
+ * A batch whose codec is not the topic's compression.type is rebuilt in
+ * that codec (Kafka's LogValidator), into out; out stays empty when the
+ * batch is kept as sent.  The rebuilt batch may be larger, so
+ * max.message.bytes is checked again on it (Kafka: RecordTooLarge,
+ * MESSAGE_TOO_LARGE).  Exactly one validated batch is in batch[0..len).
+ * The copy lives only until the append, one partition at a time, so a
+ * request holds at most one rebuilt batch.
+ */
+static int16_t recompress(const struct cn_topic *t, const uint8_t *batch,
+                          size_t len, struct cn_wr *scratch,
+                          struct cn_wr *out)
+{
+    int codec = target_codec(t->config.compression_type);
+    struct cn_batch_hdr hdr;
+    if (codec < 0 || cn_batch_hdr_parse(batch, len, &hdr) != 0 ||
+        cn_batch_codec(&hdr) == codec || cn_batch_is_control(&hdr))
+        return KAFKA_NONE;
+    int rc = cn_batch_recompress(batch, len, codec, CN_LEVEL_DEFAULT, 0,
+                                 scratch, out);
+    if (rc == CN_ETOOBIG)
+        return KAFKA_MESSAGE_TOO_LARGE;
+    if (rc)
+        return rc == CN_ENOMEM ? KAFKA_UNKNOWN_SERVER_ERROR
+                               : kerr_from_batch_err(rc, &hdr);
+    if (out->len > (size_t)t->config.max_message_bytes)
+        return KAFKA_MESSAGE_TOO_LARGE;
+    return KAFKA_NONE;
+}
+
 /* Returns the partition appended to, or NULL when nothing was. */
 static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req *req,
                               int16_t version, struct cn_bytes txn_id,
@@ -265,6 +309,18 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
     /* Validated already; walk again without re-validating to append. */
     const uint8_t *pos = pd->records.ptr;
     const uint8_t *end = pos + pd->records.len;
+    struct cn_wr recomp;
+    cn_wr_init(&recomp, 0);
+    int16_t rkerr = recompress(t, pos, (size_t)(end - pos), scratch, &recomp);
+    if (rkerr) {
+        cn_wr_fini(&recomp);
+        pr->error_code = rkerr;
+        return NULL;
+    }
+    if (recomp.len > 0) {
+        pos = recomp.buf;
+        end = pos + recomp.len;
+    }
     while (pos < end) {
         if (cn_batch_hdr_parse(pos, (size_t)(end - pos), &hdr) != 0)
             break;
@@ -273,6 +329,7 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
             break;
         pos += len;
     }
+    cn_wr_fini(&recomp);
     if (ac.err == -ENOSPC) {
         /* Undone by the log, which stays online: refuse, keep serving. */
         pr->error_code = KAFKA_KAFKA_STORAGE_ERROR;

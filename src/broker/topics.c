@@ -161,12 +161,6 @@ int16_t cn_topic_config_check(const struct cn_topic_config *tc, char *msg,
                  "yet: Cairn has no log cleaner for them.");
         return KAFKA_INVALID_CONFIG;
     }
-    if (tc->compression_type != CN_COMPRESSION_PRODUCER) {
-        snprintf(msg, msg_len,
-                 "compression.type must be 'producer': Cairn stores batches "
-                 "as the producer compressed them and does not recompress.");
-        return KAFKA_INVALID_CONFIG;
-    }
     return KAFKA_NONE;
 }
 

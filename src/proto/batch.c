@@ -558,3 +558,60 @@ int cn_control_key_parse(struct cn_bytes key, int16_t *type)
     *type = t;
     return 0;
 }
+
+int cn_batch_recompress(const uint8_t *batch, size_t len, int codec,
+                        int level, size_t max_uncompressed,
+                        struct cn_wr *scratch, struct cn_wr *out)
+{
+    struct cn_batch_hdr h;
+    int rc = cn_batch_hdr_parse(batch, len, &h);
+    if (rc)
+        return rc;
+    if (cn_batch_size(&h) != len || codec < 0 || codec > CN_CODEC_MAX)
+        return CN_EINVAL;
+    if (cn_batch_is_control(&h))
+        return CN_EINVAL; /* Kafka never compresses control records */
+    const uint8_t *recs = batch + CN_BATCH_HEADER_BYTES;
+    size_t rlen = len - CN_BATCH_HEADER_BYTES;
+    if (cn_batch_codec(&h) != CN_CODEC_NONE) {
+        cn_wr_reset(scratch);
+        rc = cn_decompress(cn_batch_codec(&h), recs, rlen,
+                           max_uncompressed ? max_uncompressed
+                                            : DEFAULT_MAX_UNCOMPRESSED,
+                           scratch);
+        if (rc)
+            return rc;
+        recs = scratch->buf ? scratch->buf : (const uint8_t *)"";
+        rlen = scratch->len;
+    }
+    size_t start = out->len;
+    cn_wr_raw(out, batch, CN_BATCH_HEADER_BYTES);
+    if (out->err) {
+        rc = CN_ENOMEM;
+        goto out_truncate;
+    }
+    rc = cn_compress_level(codec, level, recs, rlen, out);
+    if (rc)
+        goto out_truncate;
+    size_t total = out->len - start;
+    if (total - CN_BATCH_LOG_OVERHEAD > INT32_MAX) {
+        rc = CN_ETOOBIG;
+        goto out_truncate;
+    }
+    cn_wr_patch_i32(out, start + CN_BATCH_OFF_LENGTH,
+                    (int32_t)(total - CN_BATCH_LOG_OVERHEAD));
+    uint8_t *nb = out->buf + start;
+    uint16_t attr = (uint16_t)(((uint16_t)h.attributes &
+                                ~(uint16_t)CN_BATCH_ATTR_CODEC_MASK) |
+                               (uint16_t)codec);
+    nb[CN_BATCH_OFF_ATTRIBUTES] = (uint8_t)(attr >> 8);
+    nb[CN_BATCH_OFF_ATTRIBUTES + 1] = (uint8_t)attr;
+    cn_wr_patch_u32(out, start + CN_BATCH_OFF_CRC,
+                    cn_batch_compute_crc(nb, total));
+    return 0;
+
+out_truncate:
+    out->len = start;
+    out->err = 0;
+    return rc;
+}

@@ -296,6 +296,23 @@ int cn_batch_build_control(struct cn_wr *out, int64_t producer_id,
                            int16_t producer_epoch, bool commit,
                            int32_t coordinator_epoch, int64_t ts_ms);
 
+/*
+ * Appends to out the batch at batch[0..len) (one whole, validated batch)
+ * with its records re-encoded in codec at level (CN_LEVEL_DEFAULT for the
+ * library's), as Kafka's LogValidator rebuilds a batch whose codec is not
+ * the topic's compression.type.  The records' bytes (offset deltas,
+ * timestamps, keys, values, headers) and every header field are kept
+ * (producer id, epoch, base sequence, transactional bit, timestamps,
+ * count); only batchLength, the codec bits and the CRC change.  A control
+ * batch is refused (CN_EINVAL): Kafka never compresses control records.
+ * scratch holds the decompressed records meanwhile.  Errors as
+ * cn_decompress / cn_compress; on failure out->len is unchanged.
+ * Runs on: any thread.
+ */
+int cn_batch_recompress(const uint8_t *batch, size_t len, int codec,
+                        int level, size_t max_uncompressed,
+                        struct cn_wr *scratch, struct cn_wr *out);
+
 /* Reads a control record's key; returns 0 and the type, or CN_ECORRUPT. */
 int cn_control_key_parse(struct cn_bytes key, int16_t *type);
 

@@ -279,7 +279,8 @@ int cn_decompress(int codec, const uint8_t *in, size_t in_len, size_t max_out,
     return 0;
 }
 
-static int gzip_compress(const uint8_t *in, size_t len, struct cn_wr *out)
+static int gzip_compress(const uint8_t *in, size_t len, int level,
+                         struct cn_wr *out)
 {
     z_stream zs;
     int rc = 0;
@@ -287,7 +288,9 @@ static int gzip_compress(const uint8_t *in, size_t len, struct cn_wr *out)
     if (len > UINT_MAX)
         return CN_ETOOBIG;
     memset(&zs, 0, sizeof zs);
-    if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
+    if (deflateInit2(&zs,
+                     level == CN_LEVEL_DEFAULT ? Z_DEFAULT_COMPRESSION : level,
+                     Z_DEFLATED, 16 + MAX_WBITS, 8,
                      Z_DEFAULT_STRATEGY) != Z_OK)
         return CN_ENOMEM;
     size_t bound = deflateBound(&zs, (uLong)len);
@@ -323,12 +326,15 @@ static int snappy_compress_to(const uint8_t *in, size_t len,
     return 0;
 }
 
-static int lz4_compress(const uint8_t *in, size_t len, struct cn_wr *out)
+static int lz4_compress(const uint8_t *in, size_t len, int level,
+                        struct cn_wr *out)
 {
     LZ4F_preferences_t prefs;
     memset(&prefs, 0, sizeof prefs);
     /* Independent blocks: what Kafka's Java LZ4 reader expects. */
     prefs.frameInfo.blockMode = LZ4F_blockIndependent;
+    /* 0 is lz4's fast default; 3 and up select LZ4HC at that level. */
+    prefs.compressionLevel = level == CN_LEVEL_DEFAULT ? 0 : level;
     size_t bound = LZ4F_compressFrameBound(len, &prefs);
     if (!cn_wr_ensure(out, bound))
         return CN_ENOMEM;
@@ -340,13 +346,15 @@ static int lz4_compress(const uint8_t *in, size_t len, struct cn_wr *out)
     return 0;
 }
 
-static int zstd_compress(const uint8_t *in, size_t len, struct cn_wr *out)
+static int zstd_compress(const uint8_t *in, size_t len, int level,
+                         struct cn_wr *out)
 {
     size_t bound = ZSTD_compressBound(len);
     if (!cn_wr_ensure(out, bound))
         return CN_ENOMEM;
     size_t got = ZSTD_compress(out->buf + out->len, bound, in, len,
-                               ZSTD_CLEVEL_DEFAULT);
+                               level == CN_LEVEL_DEFAULT ? ZSTD_CLEVEL_DEFAULT
+                                                         : level);
     if (ZSTD_isError(got))
         return CN_EINVAL;
     out->len += got;
@@ -354,6 +362,12 @@ static int zstd_compress(const uint8_t *in, size_t len, struct cn_wr *out)
 }
 
 int cn_compress(int codec, const uint8_t *in, size_t len, struct cn_wr *out)
+{
+    return cn_compress_level(codec, CN_LEVEL_DEFAULT, in, len, out);
+}
+
+int cn_compress_level(int codec, int level, const uint8_t *in, size_t len,
+                      struct cn_wr *out)
 {
     int rc;
 
@@ -364,10 +378,10 @@ int cn_compress(int codec, const uint8_t *in, size_t len, struct cn_wr *out)
         cn_wr_raw(out, in, len);
         rc = out->err ? CN_ENOMEM : 0;
         break;
-    case CN_CODEC_GZIP: rc = gzip_compress(in, len, out); break;
+    case CN_CODEC_GZIP: rc = gzip_compress(in, len, level, out); break;
     case CN_CODEC_SNAPPY: rc = snappy_compress_to(in, len, out); break;
-    case CN_CODEC_LZ4: rc = lz4_compress(in, len, out); break;
-    case CN_CODEC_ZSTD: rc = zstd_compress(in, len, out); break;
+    case CN_CODEC_LZ4: rc = lz4_compress(in, len, level, out); break;
+    case CN_CODEC_ZSTD: rc = zstd_compress(in, len, level, out); break;
     default: return CN_EUNSUPPORTED;
     }
     return rc;

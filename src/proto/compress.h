@@ -44,4 +44,15 @@ int cn_decompress(int codec, const uint8_t *in, size_t in_len, size_t max_out,
  */
 int cn_compress(int codec, const uint8_t *in, size_t len, struct cn_wr *out);
 
+/* The library's own default level, whatever the codec. */
+#define CN_LEVEL_DEFAULT INT32_MIN
+
+/*
+ * cn_compress at a level (KIP-390): gzip 1..9, lz4 1..17 (3 and up is
+ * LZ4HC), zstd as libzstd takes it; ignored by none and snappy.  The caller
+ * checks the range (config does).
+ */
+int cn_compress_level(int codec, int level, const uint8_t *in, size_t len,
+                      struct cn_wr *out);
+
 #endif

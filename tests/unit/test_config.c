@@ -609,6 +609,15 @@ UNIT_TEST(topic_validation)
                                  sizeof err),
              CN_EINVAL);
     CHECK(err_has("unknown", "log.retention.ms"));
+    /* Kafka 4.x dropped the 3.x message-format keys (KIP-724): its
+     * LogConfig no longer knows them, so they are unknown there as here. */
+    CHECK_EQ(cn_topic_config_set(&tc, "message.format.version", "2.0", err,
+                                 sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("unknown", "message.format.version"));
+    CHECK_EQ(cn_topic_config_set(&tc, "message.downconversion.enable",
+                                 "true", err, sizeof err),
+             CN_EINVAL);
     CHECK_EQ(cn_topic_config_set(&tc, "min.cleanable.dirty.ratio", "x", err,
                                  sizeof err),
              CN_EINVAL);

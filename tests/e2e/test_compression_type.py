@@ -1,0 +1,165 @@
+"""compression.type at topic and broker level (issue #19, KIP-390 values):
+a batch in another codec is stored in the topic's codec, values intact,
+producer fields kept (idempotent and transactional), alter takes effect for
+new batches."""
+import socket
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import (AdminClient, ConfigResource, NewTopic)
+
+import kafka_wire as kw
+
+CODEC = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def stored_batches(broker, topic):
+    """Batch headers of partition 0 as stored, by raw Fetches from 0 up to
+    the high watermark."""
+    s = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
+    out = []
+    try:
+        offset, hw, corr = 0, 1, 1
+        while offset < hw:
+            s.sendall(kw.fetch_request_v11(corr, topic, 0, offset))
+            _, _, parts = kw.parse_fetch_v11(kw.recv_frame(s))
+            err, hw, batches = parts[(topic, 0)]
+            assert err == 0 and (batches or offset >= hw)
+            out += batches
+            if batches:
+                offset = (batches[-1]["base_offset"]
+                          + batches[-1]["last_offset_delta"] + 1)
+            corr += 1
+    finally:
+        s.close()
+    return out
+
+
+def consume_all(broker, topic, n, isolation="read_uncommitted"):
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": topic,
+                  "auto.offset.reset": "earliest",
+                  "isolation.level": isolation,
+                  "enable.auto.commit": False})
+    c.subscribe([topic])
+    got = []
+    try:
+        for _ in range(120):
+            m = c.poll(1.0)
+            if m is None:
+                if len(got) >= n:
+                    break
+                continue
+            assert not m.error(), m.error()
+            got.append((m.value(), m.headers()))
+    finally:
+        c.close()
+    return got
+
+
+def create(admin, topic, ctype):
+    fs = admin.create_topics([NewTopic(topic, 1, 1, config={
+        "compression.type": ctype})])
+    fs[topic].result(30)
+
+
+def produce(broker, topic, codec, n, **extra):
+    conf = {"bootstrap.servers": broker.bootstrap, "enable.idempotence": True,
+            "compression.codec": codec, "linger.ms": 20}
+    conf.update(extra)
+    p = Producer(conf)
+    vals = [(b"value-%d-" % i) * 20 for i in range(n)]
+    for v in vals:
+        p.produce(topic, v, headers=[("h", b"x"), ("n", None)])
+    assert p.flush(60) == 0
+    return vals
+
+
+def test_each_topic_codec_from_other_producer_codecs(broker):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for ctype, want in CODEC.items():
+        for pcodec in ("none", "lz4", "gzip"):
+            topic = "ct-%s-%s" % (ctype, pcodec)
+            create(admin, topic, ctype)
+            vals = produce(broker, topic, pcodec, 50)
+            got = consume_all(broker, topic, len(vals))
+            assert [v for v, _ in got] == vals
+            assert all(h == [("h", b"x"), ("n", None)] for _, h in got)
+            bs = stored_batches(broker, topic)
+            assert bs and all(b["crc_ok"] for b in bs)
+            assert all(b["attributes"] & 7 == want for b in bs), (ctype, bs)
+            assert all(b["producer_id"] >= 0 and b["base_sequence"] >= 0
+                       for b in bs)
+    res = ConfigResource(ConfigResource.Type.TOPIC, "ct-zstd-none")
+    cfg = admin.describe_configs([res])[res].result(30)
+    assert cfg["compression.type"].value == "zstd"
+
+
+def test_raw_retry_is_duplicate_after_recompression(broker):
+    """The same idempotent batch sent twice to a zstd topic: one copy
+    stored, the retry answered with the first offset."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    create(admin, "ct-retry", "zstd")
+    s = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
+    try:
+        s.sendall(kw.init_producer_id_request(1))
+        _, err, pid, epoch = kw.parse_init_producer_id(kw.recv_frame(s), 4)
+        assert err == 0
+        batch = kw.record_batch([b"a" * 100, b"b" * 100], producer_id=pid,
+                                producer_epoch=epoch, base_sequence=0)
+        offs = []
+        for corr in (2, 3):
+            s.sendall(kw.produce_request_v8(corr, "ct-retry", 0, batch))
+            _, parts = kw.parse_produce_v8(kw.recv_frame(s))
+            assert parts[0][2] == 0, parts
+            offs.append(parts[0][3])
+    finally:
+        s.close()
+    assert offs == [0, 0]
+    bs = stored_batches(broker, "ct-retry")
+    assert len(bs) == 1 and bs[0]["attributes"] & 7 == CODEC["zstd"]
+    assert bs[0]["producer_id"] == pid and bs[0]["base_sequence"] == 0
+
+
+def test_transactional_batches_keep_flags(broker):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    create(admin, "ct-txn", "gzip")
+    p = Producer({"bootstrap.servers": broker.bootstrap,
+                  "transactional.id": "ct-txn", "compression.codec": "lz4"})
+    p.init_transactions(60)
+    p.begin_transaction()
+    p.produce("ct-txn", b"committed")
+    p.commit_transaction(60)
+    p.begin_transaction()
+    p.produce("ct-txn", b"aborted")
+    assert p.flush(60) == 0  # sent, so the abort has data to abort
+    p.abort_transaction(60)
+    got = consume_all(broker, "ct-txn", 1, "read_committed")
+    assert [v for v, _ in got] == [b"committed"]
+    bs = stored_batches(broker, "ct-txn")
+    data = [b for b in bs if not b["attributes"] & 0x20]
+    ctrl = [b for b in bs if b["attributes"] & 0x20]
+    assert len(data) == 2 and len(ctrl) == 2
+    assert all(b["attributes"] & 0x17 == 0x10 | CODEC["gzip"] for b in data)
+    assert all(b["attributes"] & 7 == 0 for b in ctrl)
+
+
+def test_alter_applies_to_new_batches_and_broker_default(broker_factory):
+    broker = broker_factory(**{"compression.type": "snappy"})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("ct-alter", 1, 1)])["ct-alter"].result(30)
+    produce(broker, "ct-alter", "none", 5)
+    res = ConfigResource(ConfigResource.Type.TOPIC, "ct-alter",
+                         set_config={"compression.type": "lz4"})
+    admin.alter_configs([res])[res].result(30)
+    produce(broker, "ct-alter", "none", 5)
+    bs = stored_batches(broker, "ct-alter")
+    codecs = [b["attributes"] & 7 for b in bs]
+    assert codecs[0] == CODEC["snappy"] and codecs[-1] == CODEC["lz4"]
+    assert len(consume_all(broker, "ct-alter", 10)) == 10
+    # The dynamic broker layer takes the values too.
+    bres = ConfigResource(ConfigResource.Type.BROKER, "1",
+                          set_config={"compression.type": "zstd"})
+    admin.alter_configs([bres])[bres].result(30)
+    admin.create_topics([NewTopic("ct-dyn", 1, 1)])["ct-dyn"].result(30)
+    produce(broker, "ct-dyn", "none", 5)
+    assert all(b["attributes"] & 7 == CODEC["zstd"]
+               for b in stored_batches(broker, "ct-dyn"))
