@@ -4,7 +4,7 @@ producer fields kept (idempotent and transactional), alter takes effect for
 new batches."""
 import socket
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (AdminClient, ConfigResource, NewTopic)
 
 import kafka_wire as kw
@@ -35,15 +35,17 @@ def stored_batches(broker, topic):
 
 
 def consume_all(broker, topic, n, isolation="read_uncommitted"):
+    """Partition 0 read from the start by an assigned consumer (no group
+    join), until n records came and a short poll finds nothing more."""
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": topic,
                   "auto.offset.reset": "earliest",
                   "isolation.level": isolation,
                   "enable.auto.commit": False})
-    c.subscribe([topic])
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     got = []
     try:
-        for _ in range(120):
-            m = c.poll(1.0)
+        for _ in range(600):
+            m = c.poll(0.2 if len(got) >= n else 1.0)
             if m is None:
                 if len(got) >= n:
                     break
@@ -61,6 +63,10 @@ def create(admin, topic, ctype):
     fs[topic].result(30)
 
 
+# Header values are never None here: Debian's confluent_kafka 2.0.2 hands
+# a None header value back without a reference and the interpreter aborts
+# at exit ("none_dealloc").  test_batch's recompress_every_codec_pair
+# covers null header values.
 def produce(broker, topic, codec, n, **extra):
     conf = {"bootstrap.servers": broker.bootstrap, "enable.idempotence": True,
             "compression.codec": codec, "linger.ms": 20}
@@ -68,7 +74,7 @@ def produce(broker, topic, codec, n, **extra):
     p = Producer(conf)
     vals = [(b"value-%d-" % i) * 20 for i in range(n)]
     for v in vals:
-        p.produce(topic, v, headers=[("h", b"x"), ("n", None)])
+        p.produce(topic, v, headers=[("h", b"x"), ("n", b"")])
     assert p.flush(60) == 0
     return vals
 
@@ -82,7 +88,7 @@ def test_each_topic_codec_from_other_producer_codecs(broker):
             vals = produce(broker, topic, pcodec, 50)
             got = consume_all(broker, topic, len(vals))
             assert [v for v, _ in got] == vals
-            assert all(h == [("h", b"x"), ("n", None)] for _, h in got)
+            assert all(h == [("h", b"x"), ("n", b"")] for _, h in got)
             bs = stored_batches(broker, topic)
             assert bs and all(b["crc_ok"] for b in bs)
             assert all(b["attributes"] & 7 == want for b in bs), (ctype, bs)
