@@ -327,3 +327,19 @@ def kafka(tmp_path_factory):
           % (ref.start_seconds, ref.rss_kb()))
     yield ref
     ref.kill()
+
+
+# A finished subprocess (run()) of a command-line tool: ok() insists it
+# succeeded and gives its stdout; fails() insists on exit status rc and
+# each needle in its stderr.  Failures show both streams.
+def ok(res):
+    assert res.returncode == 0, "rc %d\nstdout: %s\nstderr: %s" % (
+        res.returncode, res.stdout, res.stderr)
+    return res.stdout
+
+
+def fails(res, rc, *needles):
+    assert res.returncode == rc, "rc %d (want %d)\nstdout: %s\nstderr: %s" % (
+        res.returncode, rc, res.stdout, res.stderr)
+    for n in needles:
+        assert n in res.stderr, "%r not in stderr: %s" % (n, res.stderr)

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import SLOW, free_port, needs_cairn, run, tool
+from conftest import SLOW, fails, free_port, needs_cairn, ok, run, tool
 
 pytestmark = needs_cairn
 
@@ -23,19 +23,6 @@ def ctl(broker, *args, bootstrap=None):
     server = bootstrap or broker.bootstrap
     return run([tool("cairnctl"), "--bootstrap-server", server] + list(args),
                timeout=TIMEOUT)
-
-
-def ok(res):
-    assert res.returncode == 0, "rc %d\nstdout: %s\nstderr: %s" % (
-        res.returncode, res.stdout, res.stderr)
-    return res.stdout
-
-
-def fails(res, rc, *needles):
-    assert res.returncode == rc, "rc %d (want %d)\nstdout: %s\nstderr: %s" % (
-        res.returncode, rc, res.stdout, res.stderr)
-    for n in needles:
-        assert n in res.stderr, "%r not in stderr: %s" % (n, res.stderr)
 
 
 def describe_table(out):

@@ -24,7 +24,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 import java_harness
-from conftest import SANITIZED, SLOW, free_port, needs_cairn, run, tool
+from conftest import (SANITIZED, SLOW, fails, free_port, needs_cairn, ok, run,
+                      tool)
 
 pytestmark = needs_cairn
 
@@ -36,19 +37,6 @@ GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 def ctl(broker, *args):
     return run([tool("cairnctl"), "--bootstrap-server", broker.bootstrap]
                + list(args), timeout=TIMEOUT)
-
-
-def ok(res):
-    assert res.returncode == 0, "rc %d\nstdout: %s\nstderr: %s" % (
-        res.returncode, res.stdout, res.stderr)
-    return res.stdout
-
-
-def fails(res, rc, *needles):
-    assert res.returncode == rc, "rc %d (want %d)\nstdout: %s\nstderr: %s" % (
-        res.returncode, rc, res.stdout, res.stderr)
-    for n in needles:
-        assert n in res.stderr, "%r not in stderr: %s" % (n, res.stderr)
 
 
 def table(out):

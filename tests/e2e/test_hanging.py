@@ -25,7 +25,7 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 
 import kafka_wire as kw
-from conftest import metrics, SLOW, needs_cairn, run, tool
+from conftest import SLOW, metrics, needs_cairn, ok, run, tool
 
 pytestmark = needs_cairn
 
@@ -45,12 +45,6 @@ SETTINGS = {
 def ctl(broker, *args):
     return run([tool("cairnctl"), "--bootstrap-server", broker.bootstrap]
                + list(args), timeout=TIMEOUT)
-
-
-def ok(res):
-    assert res.returncode == 0, "rc %d\nstdout: %s\nstderr: %s" % (
-        res.returncode, res.stdout, res.stderr)
-    return res.stdout
 
 
 def table(out):
