@@ -16,26 +16,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "config_int.h"
 #include "err.h"
 
 #define NONE SIZE_MAX
-#define WHY_MAX 256 /* bytes for a reason */
-#define MSG_MAX 1024 /* bytes for a message before its location prefix */
 
-/* A parsed value of any non-text type. */
-union val {
-    bool b;
-    int32_t i32;
-    int64_t i64;
-    double d;
-    int e;
-    unsigned mask;
-};
 
-static void seterr(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t err_len, const char *fmt, ...)
+void cfg_seterr(char *err, size_t err_len, const char *fmt, ...)
 {
     va_list ap;
     if (!err || !err_len)
@@ -46,7 +33,7 @@ static void seterr(char *err, size_t err_len, const char *fmt, ...)
 }
 
 /* Copies s[0..n) without leading and trailing whitespace; NULL on ENOMEM. */
-static char *dup_trim(const char *s, size_t n)
+char *cfg_dup_trim(const char *s, size_t n)
 {
     while (n && isspace((unsigned char)*s)) {
         s++;
@@ -77,19 +64,19 @@ static int parse_i64(const char *s, int64_t *out, char *why, size_t why_len)
     if (neg)
         lim += 1;
     if (!isdigit((unsigned char)*p)) {
-        seterr(why, why_len, "not an integer");
+        cfg_seterr(why, why_len, "not an integer");
         return CN_EINVAL;
     }
     for (; isdigit((unsigned char)*p); p++) {
         unsigned d = (unsigned)(*p - '0');
         if (v > (lim - d) / 10) {
-            seterr(why, why_len, "out of range for a 64-bit integer");
+            cfg_seterr(why, why_len, "out of range for a 64-bit integer");
             return CN_EINVAL;
         }
         v = v * 10 + d;
     }
     if (*p) {
-        seterr(why, why_len, "not an integer");
+        cfg_seterr(why, why_len, "not an integer");
         return CN_EINVAL;
     }
     if (neg)
@@ -109,10 +96,10 @@ static int range_err(const struct cn_config_key *k, char *why, size_t why_len)
     const char *reason = k->range_why ? k->range_why : "";
     const char *end = k->range_why ? ")" : "";
     if (k->max == top)
-        seterr(why, why_len, "must be at least %lld%s%s%s",
+        cfg_seterr(why, why_len, "must be at least %lld%s%s%s",
                (long long)k->min, sep, reason, end);
     else
-        seterr(why, why_len, "must be between %lld and %lld%s%s%s",
+        cfg_seterr(why, why_len, "must be between %lld and %lld%s%s%s",
                (long long)k->min, (long long)k->max, sep, reason, end);
     return CN_EINVAL;
 }
@@ -160,18 +147,18 @@ static int parse_one_listener(const char *s, size_t n, char *host,
         static const char *const secure[] = {"SSL", "SASL_PLAINTEXT",
                                              "SASL_SSL", NULL};
         if (sl == 0) {
-            seterr(why, why_len, "empty listener name");
+            cfg_seterr(why, why_len, "empty listener name");
             return CN_EINVAL;
         }
         for (size_t i = 0; i < sl; i++)
             if (!isalnum((unsigned char)s[i]) && s[i] != '_' &&
                 s[i] != '-') {
-                seterr(why, why_len, "bad listener name");
+                cfg_seterr(why, why_len, "bad listener name");
                 return CN_EINVAL;
             }
         for (int i = 0; secure[i]; i++)
             if (strlen(secure[i]) == sl && !strncasecmp(s, secure[i], sl)) {
-                seterr(why, why_len,
+                cfg_seterr(why, why_len,
                        "security protocol %s is not supported (only "
                        "PLAINTEXT)%s",
                        secure[i],
@@ -187,11 +174,11 @@ static int parse_one_listener(const char *s, size_t n, char *host,
         hs = s + 1;
         he = memchr(hs, ']', (size_t)(end - hs));
         if (!he) {
-            seterr(why, why_len, "missing ']' after IPv6 address");
+            cfg_seterr(why, why_len, "missing ']' after IPv6 address");
             return CN_EINVAL;
         }
         if (he + 1 >= end || he[1] != ':') {
-            seterr(why, why_len, "missing port (expected [host]:port)");
+            cfg_seterr(why, why_len, "missing port (expected [host]:port)");
             return CN_EINVAL;
         }
         ps = he + 2;
@@ -204,11 +191,11 @@ static int parse_one_listener(const char *s, size_t n, char *host,
                 colons++;
             }
         if (!colon) {
-            seterr(why, why_len, "missing port (expected host:port)");
+            cfg_seterr(why, why_len, "missing port (expected host:port)");
             return CN_EINVAL;
         }
         if (colons > 1) {
-            seterr(why, why_len, "IPv6 address must be in brackets");
+            cfg_seterr(why, why_len, "IPv6 address must be in brackets");
             return CN_EINVAL;
         }
         hs = s;
@@ -218,27 +205,27 @@ static int parse_one_listener(const char *s, size_t n, char *host,
     for (const char *p = hs; p < he; p++)
         if (isspace((unsigned char)*p) || *p == '/' || *p == '[' ||
             *p == ']' || *p == ',') {
-            seterr(why, why_len, "bad character in host");
+            cfg_seterr(why, why_len, "bad character in host");
             return CN_EINVAL;
         }
     if ((size_t)(he - hs) >= host_len) {
-        seterr(why, why_len, "host name too long");
+        cfg_seterr(why, why_len, "host name too long");
         return CN_EINVAL;
     }
     if (ps >= end) {
-        seterr(why, why_len, "missing port");
+        cfg_seterr(why, why_len, "missing port");
         return CN_EINVAL;
     }
     long v = 0;
     for (const char *p = ps; p < end; p++) {
         if (!isdigit((unsigned char)*p) || v > 65535) {
-            seterr(why, why_len, "port is not a number in 0..65535");
+            cfg_seterr(why, why_len, "port is not a number in 0..65535");
             return CN_EINVAL;
         }
         v = v * 10 + (*p - '0');
     }
     if (v > 65535) {
-        seterr(why, why_len, "port is not a number in 0..65535");
+        cfg_seterr(why, why_len, "port is not a number in 0..65535");
         return CN_EINVAL;
     }
     memcpy(host, hs, (size_t)(he - hs));
@@ -265,7 +252,7 @@ static int parse_listener_list(const char *text, char *host, size_t host_len,
         while (e > s && isspace((unsigned char)e[-1]))
             e--;
         if (s == e) {
-            seterr(why, why_len, "empty listener");
+            cfg_seterr(why, why_len, "empty listener");
             return CN_EINVAL;
         }
         int pt;
@@ -273,12 +260,12 @@ static int parse_listener_list(const char *text, char *host, size_t host_len,
         char w[WHY_MAX];
         if (parse_one_listener(s, (size_t)(e - s), h, sizeof h, &pt, &plain,
                                w, sizeof w)) {
-            seterr(why, why_len, "\"%.*s\": %s", (int)(e - s), s, w);
+            cfg_seterr(why, why_len, "\"%.*s\": %s", (int)(e - s), s, w);
             return CN_EINVAL;
         }
         if ((plain && !found) || !any) {
             if (strlen(h) >= host_len) {
-                seterr(why, why_len, "host name too long");
+                cfg_seterr(why, why_len, "host name too long");
                 return CN_EINVAL;
             }
             strcpy(host, h);
@@ -304,12 +291,12 @@ int cn_config_parse_listener(const char *text, char *host, size_t host_len,
     while (e > s && isspace((unsigned char)e[-1]))
         e--;
     if (s == e) {
-        seterr(err, err_len, "invalid listener \"%s\": empty", text);
+        cfg_seterr(err, err_len, "invalid listener \"%s\": empty", text);
         return CN_EINVAL;
     }
     if (parse_one_listener(s, (size_t)(e - s), host, host_len, port, &plain,
                            why, sizeof why)) {
-        seterr(err, err_len, "invalid listener \"%s\": %s", text, why);
+        cfg_seterr(err, err_len, "invalid listener \"%s\": %s", text, why);
         return CN_EINVAL;
     }
     return 0;
@@ -320,7 +307,7 @@ int cn_config_parse_listeners(const char *text, char *host, size_t host_len,
 {
     char why[WHY_MAX];
     if (parse_listener_list(text, host, host_len, port, why, sizeof why)) {
-        seterr(err, err_len, "invalid listeners \"%s\": %s", text, why);
+        cfg_seterr(err, err_len, "invalid listeners \"%s\": %s", text, why);
         return CN_EINVAL;
     }
     return 0;
@@ -332,7 +319,7 @@ int cn_config_parse_listeners(const char *text, char *host, size_t host_len,
  * Validates v (already trimmed) for key k.  Non-text types are returned in
  * *out.  On error writes a bare reason to why.
  */
-static int check_value(const struct cn_config_key *k, const char *v,
+int cfg_check_value(const struct cn_config_key *k, const char *v,
                        union val *out, char *why, size_t why_len)
 {
     int64_t i;
@@ -347,7 +334,7 @@ static int check_value(const struct cn_config_key *k, const char *v,
         else if (!strcasecmp(v, "false"))
             out->b = false;
         else {
-            seterr(why, why_len, "not a boolean (true or false)");
+            cfg_seterr(why, why_len, "not a boolean (true or false)");
             return CN_EINVAL;
         }
         return 0;
@@ -357,11 +344,11 @@ static int check_value(const struct cn_config_key *k, const char *v,
         if (parse_i64(v, &i, why, why_len))
             return CN_EINVAL;
         if (k->type == CN_CFG_INT16 && (i < INT16_MIN || i > INT16_MAX)) {
-            seterr(why, why_len, "out of range for a 16-bit integer");
+            cfg_seterr(why, why_len, "out of range for a 16-bit integer");
             return CN_EINVAL;
         }
         if (k->type == CN_CFG_INT32 && (i < INT32_MIN || i > INT32_MAX)) {
-            seterr(why, why_len, "out of range for a 32-bit integer");
+            cfg_seterr(why, why_len, "out of range for a 32-bit integer");
             return CN_EINVAL;
         }
         if (i < k->min || i > k->max)
@@ -376,7 +363,7 @@ static int check_value(const struct cn_config_key *k, const char *v,
         errno = 0;
         double d = strtod(v, &end);
         if (!*v || *end || errno || !isfinite(d)) {
-            seterr(why, why_len, "not a number");
+            cfg_seterr(why, why_len, "not a number");
             return CN_EINVAL;
         }
         if (d < (double)k->min || d > (double)k->max)
@@ -389,7 +376,7 @@ static int check_value(const struct cn_config_key *k, const char *v,
         if (e < 0) {
             char c[WHY_MAX];
             enum_choices(k->enums, c, sizeof c);
-            seterr(why, why_len, "must be one of: %s", c);
+            cfg_seterr(why, why_len, "must be one of: %s", c);
             return CN_EINVAL;
         }
         out->e = e;
@@ -409,7 +396,7 @@ static int check_value(const struct cn_config_key *k, const char *v,
             if (x < 0) {
                 char c[WHY_MAX];
                 enum_choices(k->enums, c, sizeof c);
-                seterr(why, why_len,
+                cfg_seterr(why, why_len,
                        "must be a comma-separated list of: %s", c);
                 return CN_EINVAL;
             }
@@ -427,7 +414,7 @@ static int check_value(const struct cn_config_key *k, const char *v,
         if (!*v) {
             if (k->min == 0)
                 return 0;
-            seterr(why, why_len, "must not be empty");
+            cfg_seterr(why, why_len, "must not be empty");
             return CN_EINVAL;
         }
         return parse_listener_list(v, h, sizeof h, &port, why, why_len);
@@ -436,7 +423,7 @@ static int check_value(const struct cn_config_key *k, const char *v,
     case CN_CFG_LIST:
         return 0;
     }
-    seterr(why, why_len, "unknown type");
+    cfg_seterr(why, why_len, "unknown type");
     return CN_EINVAL;
 }
 
@@ -596,7 +583,7 @@ static const char *const *broker_synonyms(const char *name)
     return NULL;
 }
 
-static int key_index(const char *name)
+int cfg_key_index(const char *name)
 {
     size_t n = cn_config_key_count();
     for (size_t i = 0; i < n; i++)
@@ -607,7 +594,7 @@ static int key_index(const char *name)
 
 const struct cn_config_key *cn_config_key_find(const char *name)
 {
-    int i = key_index(name);
+    int i = cfg_key_index(name);
     return i < 0 ? NULL : cn_config_key_at((size_t)i);
 }
 
@@ -636,12 +623,12 @@ static int cur_source(const struct cn_config *cfg, int i)
 
 static const char *cur(const struct cn_config *cfg, const char *name)
 {
-    return cur_text(cfg, key_index(name));
+    return cur_text(cfg, cfg_key_index(name));
 }
 
-static bool is_set(const struct cn_config *cfg, const char *name)
+bool cfg_is_set(const struct cn_config *cfg, const char *name)
 {
-    int i = key_index(name);
+    int i = cfg_key_index(name);
     return i >= 0 && cfg->is_set[i];
 }
 
@@ -675,7 +662,7 @@ static int first_entry(const char *s, char *out, size_t len)
 }
 
 /* Recomputes every field that depends on more than one key. */
-static void recompute(struct cn_config *cfg)
+void cfg_recompute(struct cn_config *cfg)
 {
     cfg->listeners = cur(cfg, "listeners");
     parse_listener_list(cfg->listeners, cfg->listen_host,
@@ -699,7 +686,7 @@ static void recompute(struct cn_config *cfg)
     if (first_entry(cfg->log_dirs, cfg->data_dir, sizeof cfg->data_dir))
         cfg->data_dir[0] = '\0';
 
-    if (!is_set(cfg, "node.id") && is_set(cfg, "broker.id"))
+    if (!cfg_is_set(cfg, "node.id") && cfg_is_set(cfg, "broker.id"))
         cfg->node_id = (int32_t)cur_int(cfg, "broker.id", 1);
     else
         cfg->node_id = (int32_t)cur_int(cfg, "node.id", 1);
@@ -739,11 +726,11 @@ int cn_config_init(struct cn_config *cfg)
         union val v;
         if (k->off == NONE || !k->def)
             continue;
-        int rc = check_value(k, k->def, &v, NULL, 0);
+        int rc = cfg_check_value(k, k->def, &v, NULL, 0);
         (void)rc;
         store(cfg, k, &v);
     }
-    recompute(cfg);
+    cfg_recompute(cfg);
     return 0;
 }
 
@@ -765,14 +752,14 @@ void cn_config_fini(struct cn_config *cfg)
 
 /* Rewrites key i's typed field from its current text (a dynamic value may
  * hide the one just set) and the derived fields. */
-static void refresh_key(struct cn_config *cfg, int i)
+void cfg_refresh_key(struct cn_config *cfg, int i)
 {
     const struct cn_config_key *k = cn_config_key_at((size_t)i);
     const char *t = cur_text(cfg, i);
     union val v;
-    if (k->off != NONE && t && check_value(k, t, &v, NULL, 0) == 0)
+    if (k->off != NONE && t && cfg_check_value(k, t, &v, NULL, 0) == 0)
         store(cfg, k, &v);
-    recompute(cfg);
+    cfg_recompute(cfg);
 }
 
 /* node.id and broker.id name the same thing; refuse two different values. */
@@ -786,12 +773,12 @@ static int check_alias(const struct cn_config *cfg, const char *key,
         other = "node.id";
     else
         return 0;
-    if (!is_set(cfg, other))
+    if (!cfg_is_set(cfg, other))
         return 0;
     int64_t a = 0, b = cur_int(cfg, other, 0);
     parse_i64(value, &a, NULL, 0);
     if (a != b) {
-        seterr(why, why_len, "conflicts with %s=%lld", other, (long long)b);
+        cfg_seterr(why, why_len, "conflicts with %s=%lld", other, (long long)b);
         return CN_EINVAL;
     }
     return 0;
@@ -805,7 +792,7 @@ static int check_dir(const char *key, const char *value, char *why,
     if (strcmp(key, "log.dir") && strcmp(key, "log.dirs"))
         return 0;
     if (first_entry(value, tmp, sizeof tmp)) {
-        seterr(why, why_len, "first directory is empty or too long");
+        cfg_seterr(why, why_len, "first directory is empty or too long");
         return CN_EINVAL;
     }
     return 0;
@@ -816,39 +803,39 @@ int cn_config_set(struct cn_config *cfg, const char *key, const char *value,
 {
     char why[WHY_MAX];
     union val v;
-    int i = key_index(key);
+    int i = cfg_key_index(key);
     if (i < 0) {
-        seterr(err, err_len, "unknown config key \"%s\"", key);
+        cfg_seterr(err, err_len, "unknown config key \"%s\"", key);
         return CN_EINVAL;
     }
     const struct cn_config_key *k = cn_config_key_at((size_t)i);
     if (!value) {
-        seterr(err, err_len, "missing value for %s", key);
+        cfg_seterr(err, err_len, "missing value for %s", key);
         return CN_EINVAL;
     }
-    char *t = dup_trim(value, strlen(value));
+    char *t = cfg_dup_trim(value, strlen(value));
     if (!t) {
-        seterr(err, err_len, "out of memory setting %s", key);
+        cfg_seterr(err, err_len, "out of memory setting %s", key);
         return CN_EINVAL;
     }
-    if (check_value(k, t, &v, why, sizeof why) ||
+    if (cfg_check_value(k, t, &v, why, sizeof why) ||
         check_alias(cfg, key, t, why, sizeof why) ||
         check_dir(key, t, why, sizeof why)) {
-        seterr(err, err_len, "invalid value \"%s\" for %s: %s", t, key, why);
+        cfg_seterr(err, err_len, "invalid value \"%s\" for %s: %s", t, key, why);
         free(t);
         return CN_EINVAL;
     }
     free(cfg->text[i]);
     cfg->text[i] = t;
     cfg->is_set[i] = true;
-    refresh_key(cfg, i);
+    cfg_refresh_key(cfg, i);
     return 0;
 }
 
 int cn_config_get(const struct cn_config *cfg, const char *key,
                   const char **value, bool *set)
 {
-    int i = key_index(key);
+    int i = cfg_key_index(key);
     if (i < 0)
         return CN_ENOTFOUND;
     *value = cur_text(cfg, i);
@@ -882,7 +869,7 @@ void cn_config_describe(const struct cn_config *cfg, size_t i,
                                 CN_CFG_SRC_STATIC_BROKER, CN_CFG_SRC_DEFAULT};
     for (int l = 0; l < 4; l++)
         for (int s = 0; syn[s] && out->syn_count < CN_CONFIG_SYN_MAX; s++) {
-            int j = key_index(syn[s]);
+            int j = cfg_key_index(syn[s]);
             if (j < 0)
                 continue;
             const struct cn_config_key *sk = cn_config_key_at((size_t)j);
@@ -924,7 +911,7 @@ int cn_config_describe_default(const struct cn_config *cfg, size_t i,
 int cn_config_describe_key(const struct cn_config *cfg, const char *name,
                            struct cn_config_entry *out)
 {
-    int i = key_index(name);
+    int i = cfg_key_index(name);
     if (i < 0)
         return CN_ENOTFOUND;
     cn_config_describe(cfg, (size_t)i, out);
@@ -941,7 +928,7 @@ int cn_config_check(const struct cn_config *cfg, char *err, size_t err_len)
                           : cur(cfg, "log.retention.minutes")
                               ? "log.retention.minutes"
                               : "log.retention.hours";
-        seterr(err, err_len,
+        cfg_seterr(err, err_len,
                "invalid value \"0\" for %s: log.retention.ms must be "
                "unlimited (-1) or at least 1 ms, as in Kafka (0 would delete "
                "every segment as soon as it rolls)",
@@ -953,8 +940,6 @@ int cn_config_check(const struct cn_config *cfg, char *err, size_t err_len)
 
 /* ---- Properties text ---- */
 
-typedef int (*kv_fn)(void *ctx, const char *key, const char *value,
-                     char *err, size_t err_len);
 
 /* Appends the UTF-8 encoding of code point c. */
 static size_t put_utf8(char *o, unsigned c)
@@ -1020,7 +1005,7 @@ static size_t unescape(const char *s, size_t n, char *o)
 
 /* Splits one logical line (continuations joined, leading space gone) into
  * key and value and hands them to fn. */
-static int handle_line(char *line, size_t n, kv_fn fn, void *ctx, char *msg,
+static int handle_line(char *line, size_t n, cfg_kv_fn fn, void *ctx, char *msg,
                        size_t msg_len)
 {
     size_t i = 0;
@@ -1041,7 +1026,7 @@ static int handle_line(char *line, size_t n, kv_fn fn, void *ctx, char *msg,
     char *key = malloc(klen + 1), *val = malloc(n - i + 1);
     int rc = CN_EINVAL;
     if (!key || !val) {
-        seterr(msg, msg_len, "out of memory");
+        cfg_seterr(msg, msg_len, "out of memory");
         goto out_free;
     }
     key[unescape(line, klen, key)] = '\0';
@@ -1050,7 +1035,7 @@ static int handle_line(char *line, size_t n, kv_fn fn, void *ctx, char *msg,
         vlen--;
     val[vlen] = '\0';
     if (!key[0]) {
-        seterr(msg, msg_len, "missing key before '%c'", line[0]);
+        cfg_seterr(msg, msg_len, "missing key before '%c'", line[0]);
         goto out_free;
     }
     rc = fn(ctx, key, val, msg, msg_len);
@@ -1060,7 +1045,7 @@ out_free:
     return rc;
 }
 
-static int parse_props(const char *text, const char *origin, kv_fn fn,
+int cfg_parse_props(const char *text, const char *origin, cfg_kv_fn fn,
                        void *ctx, char *err, size_t err_len)
 {
     char msg[MSG_MAX];
@@ -1071,7 +1056,7 @@ static int parse_props(const char *text, const char *origin, kv_fn fn,
     bool cont = false;
 
     if (!buf) {
-        seterr(err, err_len, "%s: out of memory", origin ? origin : "config");
+        cfg_seterr(err, err_len, "%s: out of memory", origin ? origin : "config");
         return CN_EINVAL;
     }
     while (*p || cont) {
@@ -1105,7 +1090,7 @@ static int parse_props(const char *text, const char *origin, kv_fn fn,
                 cap *= 2;
             nb = realloc(buf, cap);
             if (!nb) {
-                seterr(err, err_len, "%s: out of memory",
+                cfg_seterr(err, err_len, "%s: out of memory",
                        origin ? origin : "config");
                 rc = CN_EINVAL;
                 goto out_free;
@@ -1118,7 +1103,7 @@ static int parse_props(const char *text, const char *origin, kv_fn fn,
         if (cont)
             continue;
         if (len && handle_line(buf, len, fn, ctx, msg, sizeof msg)) {
-            seterr(err, err_len, "%s:%d: %s", origin ? origin : "line",
+            cfg_seterr(err, err_len, "%s:%d: %s", origin ? origin : "line",
                    start, msg);
             rc = CN_EINVAL;
             goto out_free;
@@ -1142,7 +1127,7 @@ static int broker_kv(void *ctx, const char *key, const char *value,
 int cn_config_load_text(struct cn_config *cfg, const char *text,
                         const char *origin, char *err, size_t err_len)
 {
-    return parse_props(text, origin, broker_kv, cfg, err, err_len);
+    return cfg_parse_props(text, origin, broker_kv, cfg, err, err_len);
 }
 
 int cn_config_load_file(struct cn_config *cfg, const char *path, char *err,
@@ -1162,7 +1147,7 @@ int cn_config_load_file_with(struct cn_config *cfg, const char *path,
     int rc = CN_EINVAL;
 
     if (!f) {
-        seterr(err, err_len, "cannot open config file %s: %s", path,
+        cfg_seterr(err, err_len, "cannot open config file %s: %s", path,
                strerror(errno));
         return CN_EINVAL;
     }
@@ -1171,7 +1156,7 @@ int cn_config_load_file_with(struct cn_config *cfg, const char *path,
             cap = cap ? cap * 2 : 8192;
             char *nb = realloc(buf, cap);
             if (!nb) {
-                seterr(err, err_len, "%s: out of memory", path);
+                cfg_seterr(err, err_len, "%s: out of memory", path);
                 goto out_close;
             }
             buf = nb;
@@ -1182,13 +1167,13 @@ int cn_config_load_file_with(struct cn_config *cfg, const char *path,
             break;
     }
     if (ferror(f)) {
-        seterr(err, err_len, "cannot read config file %s: %s", path,
+        cfg_seterr(err, err_len, "cannot read config file %s: %s", path,
                strerror(errno));
         goto out_close;
     }
     buf[len] = '\0';
     if (strlen(buf) != len) {
-        seterr(err, err_len, "%s: contains a NUL byte", path);
+        cfg_seterr(err, err_len, "%s: contains a NUL byte", path);
         goto out_close;
     }
     rc = parse(cfg, buf, path, err, err_len);
@@ -1204,17 +1189,17 @@ int cn_config_set_arg(struct cn_config *cfg, const char *kv, char *err,
     char msg[MSG_MAX];
     const char *eq = strchr(kv, '=');
     if (!eq) {
-        seterr(err, err_len, "--set: expected key=value, got \"%s\"", kv);
+        cfg_seterr(err, err_len, "--set: expected key=value, got \"%s\"", kv);
         return CN_EINVAL;
     }
-    char *key = dup_trim(kv, (size_t)(eq - kv));
+    char *key = cfg_dup_trim(kv, (size_t)(eq - kv));
     if (!key) {
-        seterr(err, err_len, "--set: out of memory");
+        cfg_seterr(err, err_len, "--set: out of memory");
         return CN_EINVAL;
     }
     int rc = cn_config_set(cfg, key, eq + 1, msg, sizeof msg);
     if (rc)
-        seterr(err, err_len, "--set: %s", msg);
+        cfg_seterr(err, err_len, "--set: %s", msg);
     free(key);
     return rc;
 }
@@ -1232,7 +1217,7 @@ int cn_config_from_args(struct cn_config *cfg, int argc, char **argv,
         const char *path = NULL;
         if (is_file || !strcmp(a, "--set")) {
             if (i + 1 >= argc) {
-                seterr(err, err_len, "%s needs an argument", a);
+                cfg_seterr(err, err_len, "%s needs an argument", a);
                 return CN_EINVAL;
             }
             if (is_file)
@@ -1241,11 +1226,11 @@ int cn_config_from_args(struct cn_config *cfg, int argc, char **argv,
         } else if (!strncmp(a, "--config=", 9)) {
             path = a + 9;
         } else if (strncmp(a, "--set=", 6)) {
-            seterr(err, err_len, "unknown argument \"%s\"", a);
+            cfg_seterr(err, err_len, "unknown argument \"%s\"", a);
             return CN_EINVAL;
         }
         if (path && file) {
-            seterr(err, err_len, "only one config file allowed");
+            cfg_seterr(err, err_len, "only one config file allowed");
             return CN_EINVAL;
         }
         if (path)
@@ -1304,7 +1289,7 @@ static void topic_reset(struct cn_topic_config *tc, int t)
     if (tc->broker) {
         load(tc->broker, k->syn_off, k->type, &v);
     } else {
-        int rc = check_value(k, k->def, &v, NULL, 0);
+        int rc = cfg_check_value(k, k->def, &v, NULL, 0);
         (void)rc;
     }
     store(tc, k, &v);
@@ -1327,21 +1312,21 @@ static int topic_check(const char *key, const char *value, int *t,
     char why[WHY_MAX];
     *t = cn_topic_config_key_find(key);
     if (*t < 0) {
-        seterr(err, err_len, "unknown topic config key \"%s\"", key);
+        cfg_seterr(err, err_len, "unknown topic config key \"%s\"", key);
         return CN_EINVAL;
     }
     if (!value) {
-        seterr(err, err_len, "missing value for %s", key);
+        cfg_seterr(err, err_len, "missing value for %s", key);
         return CN_EINVAL;
     }
-    char *trim = dup_trim(value, strlen(value));
+    char *trim = cfg_dup_trim(value, strlen(value));
     if (!trim) {
-        seterr(err, err_len, "out of memory setting %s", key);
+        cfg_seterr(err, err_len, "out of memory setting %s", key);
         return CN_EINVAL;
     }
-    int rc = check_value(cn_topic_config_key(*t), trim, v, why, sizeof why);
+    int rc = cfg_check_value(cn_topic_config_key(*t), trim, v, why, sizeof why);
     if (rc)
-        seterr(err, err_len, "invalid value \"%s\" for %s: %s", trim, key,
+        cfg_seterr(err, err_len, "invalid value \"%s\" for %s: %s", trim, key,
                why);
     free(trim);
     return rc;
@@ -1407,7 +1392,7 @@ void cn_topic_config_describe(const struct cn_topic_config *tc,
     } else if (tc->broker) {
         /* The strongest layer of any synonym (sources count down). */
         for (int i = 0; k->synonyms[i]; i++) {
-            int j = key_index(k->synonyms[i]);
+            int j = cfg_key_index(k->synonyms[i]);
             int src = j < 0 ? CN_CFG_SRC_DEFAULT : cur_source(tc->broker, j);
             if (src < out->source)
                 out->source = src;
@@ -1451,318 +1436,5 @@ static int topic_kv(void *ctx, const char *key, const char *value, char *err,
 int cn_topic_config_parse(struct cn_topic_config *tc, const char *text,
                           const char *origin, char *err, size_t err_len)
 {
-    return parse_props(text, origin, topic_kv, tc, err, err_len);
-}
-
-/* ---- Dynamic broker configuration ---- */
-
-enum dyn_class {
-    DYN_CLUSTER,    /* Kafka: per broker or cluster default; Cairn applies */
-    DYN_CANNOT,     /* Kafka: dynamic; Cairn cannot apply it at runtime */
-    DYN_PER_BROKER, /* Kafka: per broker only; Cairn cannot apply it */
-};
-
-struct dyn_row {
-    const char *name;
-    enum dyn_class cls;
-    const char *why; /* DYN_CANNOT, DYN_PER_BROKER: the reason */
-};
-
-#define NO_POOL "Cairn serves everything from one event loop and has no " \
-                "thread pool to resize"
-#define NO_REBIND "Cairn binds its listener once at start: change it in " \
-                  "the properties file and restart"
-
-/*
- * Kafka 4.4's dynamic keys (DynamicBrokerConfig: DynamicLogConfig's topic
- * synonyms, DynamicProducerStateManagerConfig, the thread pools, the
- * listeners) that Cairn's key table has.  Every other key in the table is
- * read-only, as in Kafka.  The topic synonyms take effect on every topic
- * without its own override (the broker rebases them after a change); the
- * others are read where they are used.
- */
-static const struct dyn_row dyn_rows[] = {
-    {"compression.type", DYN_CLUSTER, NULL},
-    {"listener.security.protocol.map", DYN_PER_BROKER, NO_REBIND},
-    {"listeners", DYN_PER_BROKER, NO_REBIND},
-    {"log.cleaner.delete.retention.ms", DYN_CLUSTER, NULL},
-    {"log.cleaner.max.compaction.lag.ms", DYN_CLUSTER, NULL},
-    {"log.cleaner.min.cleanable.ratio", DYN_CLUSTER, NULL},
-    {"log.cleaner.min.compaction.lag.ms", DYN_CLUSTER, NULL},
-    {"log.cleaner.threads", DYN_CANNOT,
-     "Cairn has no log cleaner threads for user topics"},
-    {"log.cleanup.policy", DYN_CLUSTER, NULL},
-    {"log.flush.interval.messages", DYN_CLUSTER, NULL},
-    {"log.flush.interval.ms", DYN_CLUSTER, NULL},
-    {"log.index.interval.bytes", DYN_CLUSTER, NULL},
-    {"log.index.size.max.bytes", DYN_CLUSTER, NULL},
-    {"log.message.timestamp.after.max.ms", DYN_CLUSTER, NULL},
-    {"log.message.timestamp.before.max.ms", DYN_CLUSTER, NULL},
-    {"log.message.timestamp.difference.max.ms", DYN_CLUSTER, NULL},
-    {"log.message.timestamp.type", DYN_CLUSTER, NULL},
-    {"log.preallocate", DYN_CLUSTER, NULL},
-    {"log.retention.bytes", DYN_CLUSTER, NULL},
-    {"log.retention.ms", DYN_CLUSTER, NULL},
-    {"log.roll.jitter.ms", DYN_CLUSTER, NULL},
-    {"log.roll.ms", DYN_CLUSTER, NULL},
-    {"log.segment.bytes", DYN_CLUSTER, NULL},
-    {"log.segment.delete.delay.ms", DYN_CLUSTER, NULL},
-    {"message.max.bytes", DYN_CLUSTER, NULL},
-    {"min.insync.replicas", DYN_CLUSTER, NULL},
-    {"num.io.threads", DYN_CANNOT, NO_POOL},
-    {"num.network.threads", DYN_CANNOT, NO_POOL},
-    {"num.recovery.threads.per.data.dir", DYN_CANNOT,
-     "Cairn recovers its logs on one thread, at start only"},
-    {"producer.id.expiration.ms", DYN_CLUSTER, NULL},
-    {"transaction.partition.verification.enable", DYN_CLUSTER, NULL},
-    {"unclean.leader.election.enable", DYN_CLUSTER, NULL},
-};
-
-static const struct dyn_row *dyn_row(const char *name)
-{
-    for (size_t i = 0; i < sizeof dyn_rows / sizeof dyn_rows[0]; i++)
-        if (!strcmp(dyn_rows[i].name, name))
-            return &dyn_rows[i];
-    return NULL;
-}
-
-bool cn_config_key_is_dynamic(const char *key)
-{
-    const struct dyn_row *r = dyn_row(key);
-    return r && r->cls == DYN_CLUSTER;
-}
-
-int cn_config_dyn_allowed(const char *key, enum cn_config_layer layer,
-                          enum cn_config_refusal *refusal, char *err,
-                          size_t err_len)
-{
-    const struct dyn_row *r = dyn_row(key);
-    if (key_index(key) < 0) {
-        /* Kafka keeps unknown keys for plugins; Cairn has none, so an
-         * unknown key can only be a typo that would silently do nothing. */
-        *refusal = CN_CFG_REFUSE_CONFIG;
-        seterr(err, err_len,
-               "Unknown broker config: %s (Cairn keeps no configs it does "
-               "not use)",
-               key);
-        return CN_EINVAL;
-    }
-    if (!r) {
-        *refusal = CN_CFG_REFUSE_REQUEST;
-        seterr(err, err_len, "Cannot update these configs dynamically: [%s]",
-               key);
-        return CN_EINVAL;
-    }
-    if (r->cls == DYN_PER_BROKER && layer == CN_CFG_LAYER_DEFAULT) {
-        *refusal = CN_CFG_REFUSE_REQUEST;
-        seterr(err, err_len,
-               "Cannot update these configs at default cluster level, "
-               "broker id must be specified: [%s]",
-               key);
-        return CN_EINVAL;
-    }
-    if (r->cls != DYN_CLUSTER) {
-        *refusal = CN_CFG_REFUSE_CONFIG;
-        seterr(err, err_len,
-               "%s is dynamic in Kafka but Cairn cannot change it at "
-               "runtime: %s",
-               key, r->why);
-        return CN_EINVAL;
-    }
-    return 0;
-}
-
-/* Appends ", key" (or "key") to a bracketed list being built in buf. */
-static void list_add(char *buf, size_t len, const char *key)
-{
-    size_t used = strlen(buf);
-    snprintf(buf + used, len - used, "%s%s", used ? ", " : "", key);
-}
-
-int cn_config_alter_dynamic(struct cn_config *cfg, enum cn_config_layer layer,
-                            const struct cn_config_change *ch, size_t n,
-                            bool replace_all,
-                            enum cn_config_refusal *refusal, char *err,
-                            size_t err_len)
-{
-    char why[WHY_MAX], ro[MSG_MAX] = "";
-    size_t nk = cn_config_key_count();
-
-    /* Kafka's order: the request's shape (duplicates, null values,
-     * appends), then the read-only keys all together, then each value. */
-    for (size_t i = 0; i < n; i++) {
-        for (size_t j = 0; j < i; j++)
-            if (!strcmp(ch[i].key, ch[j].key)) {
-                *refusal = CN_CFG_REFUSE_REQUEST;
-                seterr(err, err_len, "Error due to duplicate config keys");
-                return CN_EINVAL;
-            }
-        if (ch[i].op == CN_CFG_OP_SET && !ch[i].value) {
-            *refusal = CN_CFG_REFUSE_REQUEST;
-            seterr(err, err_len, "Null value not supported for : %s",
-                   ch[i].key);
-            return CN_EINVAL;
-        }
-        if (ch[i].op == CN_CFG_OP_APPEND || ch[i].op == CN_CFG_OP_SUBTRACT) {
-            /* The only list among the dynamic keys is log.cleanup.policy,
-             * and Cairn takes only "delete" there. */
-            *refusal = CN_CFG_REFUSE_CONFIG;
-            seterr(err, err_len,
-                   "Config value %s is not allowed for config key: %s",
-                   ch[i].op == CN_CFG_OP_APPEND ? "append" : "subtract",
-                   ch[i].key);
-            return CN_EINVAL;
-        }
-        if (ch[i].op != CN_CFG_OP_SET && ch[i].op != CN_CFG_OP_DELETE) {
-            *refusal = CN_CFG_REFUSE_REQUEST;
-            seterr(err, err_len, "Unknown config operation %d", ch[i].op);
-            return CN_EINVAL;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        int k = key_index(ch[i].key);
-        if (k >= 0 && !dyn_row(ch[i].key))
-            list_add(ro, sizeof ro, ch[i].key);
-    }
-    if (ro[0]) {
-        *refusal = CN_CFG_REFUSE_REQUEST;
-        seterr(err, err_len, "Cannot update these configs dynamically: [%s]",
-               ro);
-        return CN_EINVAL;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (cn_config_dyn_allowed(ch[i].key, layer, refusal, err, err_len))
-            return CN_EINVAL;
-
-    /* Every value parsed, then the whole result checked on new texts. */
-    char **next = calloc(nk, sizeof *next);
-    if (!next)
-        return CN_ENOMEM;
-    int rc = 0;
-    for (size_t i = 0; i < nk && !replace_all; i++)
-        if (cfg->dyn[layer][i] && !(next[i] = strdup(cfg->dyn[layer][i])))
-            rc = CN_ENOMEM;
-    for (size_t i = 0; i < n && !rc; i++) {
-        int k = key_index(ch[i].key);
-        free(next[k]);
-        next[k] = NULL;
-        if (ch[i].op == CN_CFG_OP_DELETE)
-            continue;
-        char *t = dup_trim(ch[i].value, strlen(ch[i].value));
-        if (!t) {
-            rc = CN_ENOMEM;
-            break;
-        }
-        if (check_value(cn_config_key_at((size_t)k), t, NULL, why,
-                        sizeof why)) {
-            *refusal = CN_CFG_REFUSE_REQUEST;
-            seterr(err, err_len,
-                   "Invalid value %s for configuration %s: %s", t,
-                   ch[i].key, why);
-            free(t);
-            rc = CN_EINVAL;
-            break;
-        }
-        next[k] = t;
-    }
-    char **old = cfg->dyn[layer];
-    if (!rc) {
-        cfg->dyn[layer] = next;
-        for (size_t i = 0; i < nk; i++)
-            refresh_key(cfg, (int)i);
-        if (cn_config_check(cfg, err, err_len)) {
-            *refusal = CN_CFG_REFUSE_REQUEST;
-            rc = CN_EINVAL;
-        }
-    }
-    char **drop = rc ? next : old;
-    if (rc && cfg->dyn[layer] == next) {
-        cfg->dyn[layer] = old;
-        for (size_t i = 0; i < nk; i++)
-            refresh_key(cfg, (int)i);
-    }
-    for (size_t i = 0; i < nk; i++)
-        free(drop[i]);
-    free(drop);
-    return rc;
-}
-
-static char **dup_texts(char *const *src, size_t n)
-{
-    char **out = calloc(n, sizeof *out);
-    for (size_t i = 0; out && i < n; i++)
-        if (src[i] && !(out[i] = strdup(src[i]))) {
-            for (size_t j = 0; j < i; j++)
-                free(out[j]);
-            free(out);
-            return NULL;
-        }
-    return out;
-}
-
-int cn_config_copy(struct cn_config *dst, const struct cn_config *src)
-{
-    size_t n = cn_config_key_count();
-    *dst = *src;
-    dst->text = dup_texts(src->text, n);
-    dst->dyn[0] = dup_texts(src->dyn[0], n);
-    dst->dyn[1] = dup_texts(src->dyn[1], n);
-    dst->is_set = calloc(n, sizeof *dst->is_set);
-    if (!dst->text || !dst->dyn[0] || !dst->dyn[1] || !dst->is_set) {
-        cn_config_fini(dst);
-        return CN_ENOMEM;
-    }
-    memcpy(dst->is_set, src->is_set, n * sizeof *dst->is_set);
-    recompute(dst);
-    return 0;
-}
-
-static const char *const layer_prefix[2] = {"broker.", "default."};
-
-char *cn_config_dyn_serialize(const struct cn_config *cfg)
-{
-    size_t nk = cn_config_key_count(), cap = 1, used = 0;
-    for (int l = 0; l < 2; l++)
-        for (size_t i = 0; i < nk; i++)
-            if (cfg->dyn[l][i])
-                cap += strlen(layer_prefix[l]) +
-                       strlen(cn_config_key_at(i)->name) +
-                       strlen(cfg->dyn[l][i]) + 2;
-    char *out = malloc(cap);
-    if (!out)
-        return NULL;
-    out[0] = '\0';
-    /* Values of dynamic keys are numbers, booleans and enum names, so
-     * they need no properties escaping. */
-    for (int l = 0; l < 2; l++)
-        for (size_t i = 0; i < nk; i++)
-            if (cfg->dyn[l][i])
-                used += (size_t)snprintf(out + used, cap - used, "%s%s=%s\n",
-                                         layer_prefix[l],
-                                         cn_config_key_at(i)->name,
-                                         cfg->dyn[l][i]);
-    return out;
-}
-
-static int dyn_kv(void *ctx, const char *key, const char *value, char *err,
-                  size_t err_len)
-{
-    for (int l = 0; l < 2; l++) {
-        size_t pl = strlen(layer_prefix[l]);
-        if (strncmp(key, layer_prefix[l], pl))
-            continue;
-        struct cn_config_change ch = {key + pl, value, CN_CFG_OP_SET};
-        enum cn_config_refusal r;
-        return cn_config_alter_dynamic(ctx, (enum cn_config_layer)l, &ch, 1,
-                                       false, &r, err, err_len);
-    }
-    seterr(err, err_len,
-           "\"%s\" is neither broker.KEY nor default.KEY", key);
-    return CN_EINVAL;
-}
-
-int cn_config_dyn_parse(struct cn_config *cfg, const char *text,
-                        const char *origin, char *err, size_t err_len)
-{
-    return parse_props(text, origin, dyn_kv, cfg, err, err_len);
+    return cfg_parse_props(text, origin, topic_kv, tc, err, err_len);
 }
