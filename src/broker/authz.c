@@ -231,6 +231,21 @@ static struct cn_bytes msg_bytes(struct cn_req *req, const char *m)
     return m ? cn_req_str(req, m) : CN_BYTES_NULL;
 }
 
+/* Why the ACL APIs refuse this request as a whole, or KAFKA_NONE: Kafka
+ * answers SECURITY_DISABLED with no authorizer, and needs op (ALTER to
+ * change, DESCRIBE to list) on the cluster. */
+static int16_t acl_api_refusal(struct cn_broker *b, struct cn_req *req,
+                               enum cn_acl_op op, const char **msg)
+{
+    if (!b->authz.enabled) {
+        *msg = "No Authorizer is configured.";
+        return KAFKA_SECURITY_DISABLED;
+    }
+    if (!cn_authz_cluster(b, req, op))
+        return KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+    return KAFKA_NONE;
+}
+
 void cn_h_create_acls(struct cn_broker *b, struct cn_req *req,
                       const struct cn_req_header *h, struct cn_rd *body)
 {
@@ -251,14 +266,8 @@ void cn_h_create_acls(struct cn_broker *b, struct cn_req *req,
         return;
     }
     rs.results_len = n;
-    int16_t all_err = KAFKA_NONE;
     const char *all_msg = NULL;
-    if (!b->authz.enabled) {
-        all_err = KAFKA_SECURITY_DISABLED;
-        all_msg = "No Authorizer is configured.";
-    } else if (!cn_authz_cluster(b, req, CN_ACL_OP_ALTER)) {
-        all_err = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
-    }
+    int16_t all_err = acl_api_refusal(b, req, CN_ACL_OP_ALTER, &all_msg);
     struct cn_acl_set next;
     bool changed = false;
     if (!all_err && set_copy(&next, &b->authz.acls) != 0) {
@@ -355,11 +364,13 @@ void cn_h_describe_acls(struct cn_broker *b, struct cn_req *req,
                 rq.principal_filter, rq.host_filter, rq.operation,
                 rq.permission_type);
     const char *why = cn_acl_filter_invalid(&f);
-    if (!b->authz.enabled) {
-        rs.error_code = KAFKA_SECURITY_DISABLED;
-        rs.error_message = msg_bytes(req, "No Authorizer is configured.");
-    } else if (!cn_authz_cluster(b, req, CN_ACL_OP_DESCRIBE)) {
-        rs.error_code = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+    const char *refused_msg = NULL;
+    int16_t refused = acl_api_refusal(b, req, CN_ACL_OP_DESCRIBE,
+                                      &refused_msg);
+    if (refused) {
+        rs.error_code = refused;
+        if (refused_msg)
+            rs.error_message = msg_bytes(req, refused_msg);
     } else if (why) {
         rs.error_code = KAFKA_INVALID_REQUEST;
         rs.error_message = msg_bytes(req, why);
@@ -422,14 +433,8 @@ void cn_h_delete_acls(struct cn_broker *b, struct cn_req *req,
         return;
     }
     rs.filter_results_len = n;
-    int16_t all_err = KAFKA_NONE;
     const char *all_msg = NULL;
-    if (!b->authz.enabled) {
-        all_err = KAFKA_SECURITY_DISABLED;
-        all_msg = "No Authorizer is configured.";
-    } else if (!cn_authz_cluster(b, req, CN_ACL_OP_ALTER)) {
-        all_err = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
-    }
+    int16_t all_err = acl_api_refusal(b, req, CN_ACL_OP_ALTER, &all_msg);
     struct cn_acl_set next;
     bool changed = false;
     struct cn_acl_set *removed =
