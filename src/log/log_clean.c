@@ -34,6 +34,7 @@
 struct job_seg {
     struct cn_segment *seg; /* held (refs) until end */
     int64_t base, end;      /* end: the next segment's base */
+    int64_t next_offset;    /* its last batch's last offset + 1 */
     int64_t size;
     size_t txn_n;           /* .txnindex entries at begin */
 };
@@ -196,7 +197,7 @@ int cn_log_clean_begin(struct cn_log *log, const struct cn_log_clean_params *p,
     for (size_t i = 0; i < n; i++) {
         struct cn_segment *s = log->segs[i];
         j->segs[i] = (struct job_seg){s, s->base, log->segs[i + 1]->base,
-                                      s->size, s->txn_n};
+                                      s->next_offset, s->size, s->txn_n};
         s->refs++;
     }
     j->nsegs = n;
@@ -560,6 +561,11 @@ static int clean_group(struct cn_log_clean_job *j, struct job_group *g,
     struct reader r = {.fd = -1};
     int err = writer_open(j, g->base, &w);
     g->written = true;
+    /* The group's last batch stays, emptied if need be: the cleaned
+     * segment then ends where the group did (no new gap between segments)
+     * and is never empty (recovery takes an empty segment before others
+     * for a torn write). */
+    cn_clean_pass_retain(pass, j->segs[g->first + g->n - 1].next_offset - 1);
     for (size_t i = g->first; !err && i < g->first + g->n; i++) {
         if ((err = reader_open(j, i, &r)))
             break;
@@ -811,7 +817,6 @@ static int remove_manifest(const char *dir)
     return err ? err : cn_file_sync_dir(dir);
 }
 
-static int64_t ckpt_lookup(const char *partition_dir);
 
 int log_clean_recover(struct cn_log *log)
 {
@@ -858,7 +863,7 @@ int log_clean_recover(struct cn_log *log)
     if (removed)
         CN_INFO("log %s: removed the files of an unfinished cleaning pass",
                 log->dir);
-    log->clean_first_dirty = ckpt_lookup(log->dir);
+    log->clean_first_dirty = log_clean_ckpt_lookup(log->dir);
     return 0;
 }
 
@@ -1179,7 +1184,7 @@ static int ckpt_load(const char *logdir, struct cn_clean_ckpt_entry **e,
     return err;
 }
 
-static int64_t ckpt_lookup(const char *pdir)
+int64_t log_clean_ckpt_lookup(const char *pdir)
 {
     char logdir[PATH_MAX], topic[256];
     int32_t part;

@@ -86,6 +86,7 @@ int cn_log_verify(const char *dir,
     struct verify_ctx vc;
     cn_wr_init(&vc.scratch, 0);
     int64_t prev_base = -1, prev_end = -1;
+    int64_t cleaned_to = log_clean_ckpt_lookup(dir);
     for (size_t i = 0; i < n && !err; i++) {
         char path[PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%020lld.log", dir,
@@ -128,8 +129,10 @@ int cn_log_verify(const char *dir,
                 vc.deep_err ? ")" : "", (long long)sc.good_bytes,
                 (long long)seg.size);
         }
+        /* Below the cleaner checkpoint a gap is what cleaning left. */
+        bool cleaned_gap = seg.base > prev_end && seg.base <= cleaned_to;
         if (i > 0 && sc.batches + (sc.why ? 1 : 0) > 0 && prev_end >= 0 &&
-            seg.base != prev_end) {
+            seg.base != prev_end && !cleaned_gap) {
             out->gaps++;
             if (seg.base > prev_end)
                 say(report, arg,

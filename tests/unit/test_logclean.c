@@ -319,6 +319,51 @@ UNIT_TEST(test_survivors_offsets_reads)
     fx_fini(&f);
 }
 
+/* The last batch of a cleaned group stays even when all its records are
+ * superseded: emptied, so the cleaned segment ends where the old ones did
+ * (no gap between segments) and is never an empty file, which recovery
+ * would take for a torn write and delete everything after. */
+UNIT_TEST(test_group_end_kept)
+{
+    struct fx f;
+    fx_open(&f);
+    put(&f, -1, 0, false, "x=1");  /* 0 */
+    put(&f, -1, 0, false, "a=1");  /* 1 */
+    roll(&f);
+    put(&f, -1, 0, false, "a=2");  /* 2 */
+    roll(&f);
+    put(&f, -1, 0, false, "z=1");  /* 3 active */
+    /* One segment per group. */
+    struct cn_log_config c = f.cfg;
+    c.segment_bytes = 1;
+    cn_log_set_config(f.log, &c);
+    struct cn_log_clean_stats st;
+    CHECK_EQ(clean(&f, &st), 0);
+    CHECK_EQ(st.segments_after, 2);
+    CHECK_EQ(st.batches_emptied, 1);
+    char got[BIG];
+    dump(&f, got, sizeof got, NULL);
+    CHECK(!strcmp(got, "0:x=1 1:E 2:a=2 3:z=1"));
+    if (strcmp(got, "0:x=1 1:E 2:a=2 3:z=1"))
+        fprintf(stderr, "  got %s\n", got);
+    fx_close(&f);
+    struct cn_log_verify v;
+    CHECK_EQ(cn_log_verify(f.dir, NULL, NULL, &v), 0);
+    CHECK_EQ(v.bad_segments, 0);
+    CHECK_EQ(v.gaps, 0);
+    fx_reopen(&f);
+    dump(&f, got, sizeof got, NULL);
+    CHECK(!strcmp(got, "0:x=1 1:E 2:a=2 3:z=1"));
+    /* Merged with the next segment, it is no group's last any more. */
+    roll(&f);
+    put(&f, -1, 0, false, "y=1");
+    CHECK_EQ(clean(&f, &st), 0);
+    dump(&f, got, sizeof got, NULL);
+    CHECK(!strcmp(got, "0:x=1 2:a=2 3:z=1 4:y=1"));
+    CHECK_EQ(segments(&f), 2);
+    fx_fini(&f);
+}
+
 /* A transaction aborted across three segments, cleaned as two groups
  * (KAFKA-8351: the tracker carries across groups): its data goes in
  * every group, the older committed value of its key survives, the
@@ -726,7 +771,8 @@ UNIT_TEST(test_ckpt_codec)
     fx_fini(&f);
 }
 
-UNIT_MAIN(test_survivors_offsets_reads, test_abort_three_segments_two_groups,
+UNIT_MAIN(test_survivors_offsets_reads, test_group_end_kept,
+          test_abort_three_segments_two_groups,
           test_marker_key_collides, test_tombstone_expiry_two_passes,
           test_producer_batch_emptied, test_changes_during_run,
           test_crash_at_each_fail_point, test_error_at_each_fail_point,
