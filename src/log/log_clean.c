@@ -1026,6 +1026,17 @@ int cn_log_clean_now(struct cn_log *log, const struct cn_log_clean_params *p,
 
 /* ---- cleaner-offset-checkpoint -------------------------------------------- */
 
+/* [p, end) is one or more decimal digits. */
+static bool digits(const char *p, const char *end)
+{
+    if (p >= end)
+        return false;
+    for (; p < end; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    return true;
+}
+
 int cn_clean_ckpt_parse(const char *buf, size_t len,
                         struct cn_clean_ckpt_entry **out, size_t *n_out)
 {
@@ -1055,8 +1066,10 @@ int cn_clean_ckpt_parse(const char *buf, size_t len,
             continue;
         }
         if (ln == 1) {
+            if (!digits(line, line + l) || l > 7)
+                goto bad;
             count = strtoll(line, &end, 10);
-            if (end == line || *end || count < 0 || count > 1000000)
+            if (count > 1000000)
                 goto bad;
             e = calloc(count ? (size_t)count : 1, sizeof *e);
             if (!e)
@@ -1072,11 +1085,16 @@ int cn_clean_ckpt_parse(const char *buf, size_t len,
         char *sp2 = strchr(sp1 + 1, ' ');
         if (!sp2)
             goto bad;
+        /* Digits only: strtoll alone would take signs, blanks and
+         * out-of-range values. */
+        if (!digits(sp1 + 1, sp2) || !digits(sp2 + 1, line + l))
+            goto bad;
+        errno = 0;
         long long part = strtoll(sp1 + 1, &end, 10);
-        if (end != sp2 || end == sp1 + 1 || part < 0 || part > INT32_MAX)
+        if (part > INT32_MAX)
             goto bad;
         long long off = strtoll(sp2 + 1, &end, 10);
-        if (end == sp2 + 1 || *end || off < 0)
+        if (errno)
             goto bad;
         memcpy(e[n].topic, line, (size_t)(sp1 - line));
         e[n].topic[sp1 - line] = '\0';
