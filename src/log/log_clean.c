@@ -194,6 +194,10 @@ int cn_log_clean_begin(struct cn_log *log, const struct cn_log_clean_params *p,
         job_free(j);
         return CN_ENOMEM;
     }
+    if (n == 0) {
+        job_free(j);
+        return -EAGAIN;
+    }
     for (size_t i = 0; i < n; i++) {
         struct cn_segment *s = log->segs[i];
         j->segs[i] = (struct job_seg){s, s->base, log->segs[i + 1]->base,
@@ -201,11 +205,15 @@ int cn_log_clean_begin(struct cn_log *log, const struct cn_log_clean_params *p,
         s->refs++;
     }
     j->nsegs = n;
-    /* Every aborted transaction with data below the bound: its marker may
-     * be in a later segment, the active one included. */
+    /* Every aborted transaction with data in the job's segments: its
+     * marker may be in a later one, the active one included.  Not only
+     * below the bound: a segment holding the LSO is rewritten whole, as
+     * Kafka does, and an aborted transaction past the LSO in it must
+     * still lose its data and keep its entry. */
+    int64_t limit = n ? j->segs[n - 1].end : j->bound;
     for (size_t i = 0; i < log->nsegs; i++)
         for (size_t k = 0; k < log->segs[i]->txn_n; k++)
-            if (log->segs[i]->txn[k].first_offset < j->bound)
+            if (log->segs[i]->txn[k].first_offset < limit)
                 j->aborted[j->naborted++] = log->segs[i]->txn[k];
     qsort(j->aborted, j->naborted, sizeof *j->aborted, cmp_first);
     log->clean_busy = true;

@@ -438,6 +438,36 @@ UNIT_TEST(test_abort_three_segments_two_groups)
     fx_fini(&f);
 }
 
+/* The LSO inside a segment: the segment is rewritten whole (as Kafka
+ * does), the open transaction's data stays, and a transaction aborted
+ * past the LSO in it still loses its data and keeps marker and entry. */
+UNIT_TEST(test_lso_inside_segment)
+{
+    struct fx f;
+    fx_open(&f);
+    put(&f, -1, 0, false, "a=1");               /* 0 */
+    put(&f, 5, 0, true, "d=1");                 /* 1: open, LSO */
+    int64_t first = put(&f, 4, 0, true, "c=1"); /* 2: aborted */
+    mark(&f, 4, false, first);                  /* 3 */
+    put(&f, -1, 0, false, "a=2");               /* 4 */
+    roll(&f);
+    put(&f, -1, 0, false, "z=1");               /* 5 active */
+    struct cn_log_clean_params p;
+    params(&f, &p);
+    p.lso = 1;
+    struct cn_log_clean_stats st;
+    CHECK_EQ(cn_log_clean_now(f.log, &p, &st), 0);
+    CHECK_EQ(st.cleaned_to, 1);
+    char got[BIG];
+    dump(&f, got, sizeof got, NULL);
+    const char *want = "0:a=1 1:d=1 3:C0 4:a=2 5:z=1";
+    CHECK(!strcmp(got, want));
+    if (strcmp(got, want))
+        fprintf(stderr, "  got %s\n", got);
+    CHECK_EQ(aborted_entries(&f), 1);
+    fx_fini(&f);
+}
+
 /* A COMMIT marker's record key is 00 00 00 01; a user key of the same
  * bytes written later must not dedupe the marker away (KAFKA-14055). */
 UNIT_TEST(test_marker_key_collides)
@@ -779,7 +809,7 @@ UNIT_TEST(test_ckpt_codec)
 
 UNIT_MAIN(test_survivors_offsets_reads, test_group_end_kept,
           test_abort_three_segments_two_groups,
-          test_marker_key_collides, test_tombstone_expiry_two_passes,
+          test_lso_inside_segment, test_marker_key_collides, test_tombstone_expiry_two_passes,
           test_producer_batch_emptied, test_changes_during_run,
           test_crash_at_each_fail_point, test_error_at_each_fail_point,
           test_ckpt_codec)
