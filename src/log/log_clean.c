@@ -261,6 +261,11 @@ static int read_batch(struct cn_log_clean_job *j, struct reader *r,
         return (int)got;
     if (got < h->total_bytes)
         return cn_corrupt("cleaner: short batch read");
+    /* A rewritten batch gets a fresh CRC: checked first, so bit rot is
+     * never laundered into a valid-looking batch. */
+    if (cn_crc32c(0, r->buf + LOG_BATCH_CRC_FROM,
+                  (size_t)h->total_bytes - LOG_BATCH_CRC_FROM) != h->crc)
+        return cn_corrupt("cleaner: batch CRC mismatch");
     r->pos += h->total_bytes;
     j->st.bytes_read += h->total_bytes;
     if (j->p.throttle && (err = j->p.throttle(j->p.throttle_arg,

@@ -638,6 +638,42 @@ UNIT_TEST(test_changes_during_run)
     fx_fini(&f);
 }
 
+/* A batch whose bytes rotted on disk fails the pass (CN_ECORRUPT) with
+ * the log left as it was, instead of being rewritten with a fresh CRC. */
+UNIT_TEST(test_corrupt_batch_refused)
+{
+    struct fx f;
+    fx_open(&f);
+    put(&f, -1, 0, false, "a=1");
+    put(&f, -1, 0, false, "a=2,b=valuevalue");
+    roll(&f);
+    put(&f, -1, 0, false, "z=1");
+    fx_close(&f);
+    char p[2 * PATH_MAX];
+    snprintf(p, sizeof p, "%s/%020d.log", f.dir, 0);
+    FILE *fp = fopen(p, "r+b");
+    CHECK(fp != NULL);
+    struct stat sb;
+    CHECK_EQ(stat(p, &sb), 0);
+    fseek(fp, sb.st_size - 3, SEEK_SET); /* inside b's value */
+    fputc('X', fp);
+    fclose(fp);
+    fx_reopen(&f); /* clean close: the segment is trusted, not scanned */
+    cn_corrupt_hush();
+    CHECK_EQ(clean(&f, NULL), CN_ECORRUPT);
+    cn_corrupt_unhush();
+    CHECK(!cn_log_is_offline(f.log));
+    CHECK_EQ(count_files(f.dir, ".cleaned"), 0);
+    CHECK_EQ(segments(&f), 2);
+    struct cn_wr w;
+    cn_wr_init(&w, 1024);
+    size_t n = 0;
+    CHECK_EQ(cn_log_read(f.log, 0, 3, 1 << 16, true, &w, &n), 0);
+    CHECK(n > 0);
+    cn_wr_fini(&w);
+    fx_fini(&f);
+}
+
 /* The log every crash test starts from, and what it is before and after
  * one pass. */
 static const char *const CRASH_OLD =
@@ -808,8 +844,8 @@ UNIT_TEST(test_ckpt_codec)
 }
 
 UNIT_MAIN(test_survivors_offsets_reads, test_group_end_kept,
-          test_abort_three_segments_two_groups,
-          test_lso_inside_segment, test_marker_key_collides, test_tombstone_expiry_two_passes,
+          test_abort_three_segments_two_groups, test_lso_inside_segment,
+          test_marker_key_collides, test_tombstone_expiry_two_passes,
           test_producer_batch_emptied, test_changes_during_run,
-          test_crash_at_each_fail_point, test_error_at_each_fail_point,
-          test_ckpt_codec)
+          test_corrupt_batch_refused, test_crash_at_each_fail_point,
+          test_error_at_each_fail_point, test_ckpt_codec)
