@@ -29,7 +29,7 @@
 #define CKPT_FILE "cleaner-offset-checkpoint"
 #define OUT_FLUSH (1u << 20) /* cleaned bytes buffered before a write */
 
-/* ---- the job -------------------------------------------------------------- */
+/* ---- the job ------------------------------------------------------------ */
 
 struct job_seg {
     struct cn_segment *seg; /* held (refs) until end */
@@ -66,7 +66,8 @@ static int cmp_first(const void *a, const void *b)
     const struct cn_aborted_txn *x = a, *y = b;
     if (x->first_offset != y->first_offset)
         return x->first_offset < y->first_offset ? -1 : 1;
-    return (x->last_offset > y->last_offset) - (x->last_offset < y->last_offset);
+    return (x->last_offset > y->last_offset) -
+           (x->last_offset < y->last_offset);
 }
 
 static void segs_view(const struct cn_log *log, struct cn_clean_seg **out)
@@ -354,7 +355,7 @@ static int build_map(struct cn_log_clean_job *j, struct cn_clean_map *m,
     return 0;
 }
 
-/* ---- run: writing --------------------------------------------------------- */
+/* ---- run: writing ------------------------------------------------------- */
 
 static int cleaned_path(char *buf, size_t n, const char *dir, int64_t base,
                         const char *ext)
@@ -663,7 +664,7 @@ int cn_log_clean_run(struct cn_log_clean_job *j)
     return err;
 }
 
-/* ---- end: the swap -------------------------------------------------------- */
+/* ---- end: the swap ------------------------------------------------------ */
 
 static int unlink_cleaned(const char *dir, int64_t base)
 {
@@ -1037,7 +1038,7 @@ int cn_log_clean_now(struct cn_log *log, const struct cn_log_clean_params *p,
     return cn_log_clean_end(log, j, cn_log_clean_run(j), stats);
 }
 
-/* ---- cleaner-offset-checkpoint -------------------------------------------- */
+/* ---- cleaner-offset-checkpoint ------------------------------------------ */
 
 /* [p, end) is one or more decimal digits. */
 static bool digits(const char *p, const char *end)
