@@ -350,7 +350,12 @@ static int build_map(struct cn_log_clean_job *j, struct cn_clean_map *m,
     if (err)
         return err;
     int64_t latest = cn_clean_map_latest(m);
-    j->cleaned_to = latest >= 0 ? latest + 1 : j->first_dirty;
+    /* Not even one batch's keys fit: the pass could never move on.
+     * Kafka fails the same way (raise log.cleaner.dedupe.buffer.size). */
+    if (full && latest < 0)
+        return CN_ETOOBIG;
+    /* No batch at all in the dirty range: all of it is clean. */
+    j->cleaned_to = latest >= 0 ? latest + 1 : j->bound;
     j->st.keys_mapped = (int64_t)cn_clean_map_count(m);
     return 0;
 }

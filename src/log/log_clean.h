@@ -139,8 +139,10 @@ int cn_log_clean_begin(struct cn_log *log, const struct cn_log_clean_params *p,
                        struct cn_log_clean_job **out);
 
 /* Runs the pass: reads, decides, writes and syncs the .cleaned files.
- * Returns 0, -errno, CN_ECORRUPT (a segment does not decode: the log is
- * left alone), CN_ENOMEM, CN_EFAILPOINT, or the throttle's code.
+ * Returns 0, -errno, CN_ECORRUPT (a segment does not decode or fails its
+ * CRC: the log is left alone), CN_ETOOBIG (the keys of the first dirty
+ * batch alone exceed dedupe_bytes), CN_ENOMEM, CN_EFAILPOINT, or the
+ * throttle's code.
  * Runs on: worker. */
 int cn_log_clean_run(struct cn_log_clean_job *job);
 

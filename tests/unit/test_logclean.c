@@ -639,7 +639,8 @@ UNIT_TEST(test_changes_during_run)
 }
 
 /* A batch whose bytes rotted on disk fails the pass (CN_ECORRUPT) with
- * the log left as it was, instead of being rewritten with a fresh CRC. */
+ * the log left as it was, instead of being rewritten with a fresh CRC.
+ * And a key map too small for one batch fails it too (CN_ETOOBIG). */
 UNIT_TEST(test_corrupt_batch_refused)
 {
     struct fx f;
@@ -665,6 +666,13 @@ UNIT_TEST(test_corrupt_batch_refused)
     CHECK(!cn_log_is_offline(f.log));
     CHECK_EQ(count_files(f.dir, ".cleaned"), 0);
     CHECK_EQ(segments(&f), 2);
+    /* A key map too small for the first batch's keys is an error, not a
+     * pass that succeeds without moving on. */
+    struct cn_log_clean_params prm;
+    params(&f, &prm);
+    prm.dedupe_bytes = 8;
+    CHECK_EQ(cn_log_clean_now(f.log, &prm, NULL), CN_ETOOBIG);
+    CHECK_EQ(cn_log_clean_checkpoint(f.log), 0);
     struct cn_wr w;
     cn_wr_init(&w, 1024);
     size_t n = 0;
