@@ -962,8 +962,9 @@ static int swap_in(struct cn_log *log, struct cn_log_clean_job *j, size_t at,
         if (err)
             break;
         seg->durable = true;
-        seg->created_ms = log_now_ms(log);
-        seg->last_write_ms = seg->created_ms;
+        /* The ages retention and segment.ms go by are the old ones'. */
+        seg->created_ms = j->segs[g->first].seg->created_ms;
+        seg->last_write_ms = j->segs[g->first + g->n - 1].seg->last_write_ms;
         idx++;
         j->st.segments_after++;
     }
