@@ -682,6 +682,49 @@ UNIT_TEST(test_corrupt_batch_refused)
     fx_fini(&f);
 }
 
+struct throttle_ctx {
+    int64_t bytes;
+    int64_t stop_after; /* return -ECANCELED once past this */
+};
+
+static int throttle_cb(void *arg, size_t bytes)
+{
+    struct throttle_ctx *t = arg;
+    t->bytes += (int64_t)bytes;
+    return t->bytes > t->stop_after ? -ECANCELED : 0;
+}
+
+/* The I/O limiter hook sees every byte read and written; its error stops
+ * the pass with nothing swapped and no file left. */
+UNIT_TEST(test_throttle_hook)
+{
+    struct fx f;
+    fx_open(&f);
+    for (int i = 0; i < 20; i++)
+        put(&f, -1, 0, false, i % 2 ? "a=1,b=2" : "a=3");
+    roll(&f);
+    put(&f, -1, 0, false, "z=1");
+    char before[BIG], got[BIG];
+    dump(&f, before, sizeof before, NULL);
+    struct throttle_ctx t = {0, 200};
+    struct cn_log_clean_params p;
+    params(&f, &p);
+    p.throttle = throttle_cb;
+    p.throttle_arg = &t;
+    CHECK_EQ(cn_log_clean_now(f.log, &p, NULL), -ECANCELED);
+    CHECK_EQ(count_files(f.dir, ".cleaned"), 0);
+    dump(&f, got, sizeof got, NULL);
+    CHECK(!strcmp(got, before));
+    t = (struct throttle_ctx){0, INT64_MAX};
+    struct cn_log_clean_stats st;
+    CHECK_EQ(cn_log_clean_now(f.log, &p, &st), 0);
+    CHECK_EQ(t.bytes, st.bytes_read + st.bytes_written);
+    CHECK(st.bytes_written > 0);
+    dump(&f, got, sizeof got, NULL);
+    CHECK(!strcmp(got, "28:a=1 29:b=2 30:z=1"));
+    fx_fini(&f);
+}
+
 /* The log every crash test starts from, and what it is before and after
  * one pass. */
 static const char *const CRASH_OLD =
@@ -855,5 +898,6 @@ UNIT_MAIN(test_survivors_offsets_reads, test_group_end_kept,
           test_abort_three_segments_two_groups, test_lso_inside_segment,
           test_marker_key_collides, test_tombstone_expiry_two_passes,
           test_producer_batch_emptied, test_changes_during_run,
-          test_corrupt_batch_refused, test_crash_at_each_fail_point,
+          test_corrupt_batch_refused, test_throttle_hook,
+          test_crash_at_each_fail_point,
           test_error_at_each_fail_point, test_ckpt_codec)
