@@ -726,10 +726,14 @@ UNIT_TEST(test_throttle_hook)
 }
 
 /* The log every crash test starts from, and what it is before and after
- * one pass. */
+ * one pass: cleaned as one group, or as one group per segment (so the
+ * swap has several groups to finish, each keeping its last batch). */
+static int crash_mode;
 static const char *const CRASH_OLD =
     "0:a=1 1:b=1 2:a=2 3:c=1 4:b=2 5:C0 6:z=1";
-static const char *const CRASH_NEW = "2:a=2 4:b=2 5:C0 6:z=1";
+static const char *const CRASH_NEWS[2] = {
+    "2:a=2 4:b=2 5:C0 6:z=1", "0:E 2:a=2 3:E 4:b=2 5:C0 6:z=1"};
+#define CRASH_NEW CRASH_NEWS[crash_mode]
 
 static void crash_log(struct fx *f)
 {
@@ -743,6 +747,10 @@ static void crash_log(struct fx *f)
     mark(f, 3, false, first);             /* 5 */
     roll(f);
     put(f, -1, 0, false, "z=1");          /* 6 */
+    if (crash_mode) {
+        f->cfg.segment_bytes = 1;
+        cn_log_set_config(f->log, &f->cfg);
+    }
 }
 
 static const char *const CRASH_POINTS[] = {
@@ -753,7 +761,9 @@ static const char *const CRASH_POINTS[] = {
  * never a mix, no leftovers, and a second pass completes. */
 UNIT_TEST(test_crash_at_each_fail_point)
 {
-    for (size_t i = 0; i < sizeof CRASH_POINTS / sizeof *CRASH_POINTS; i++) {
+    for (int k = 0; k < 10; k++) {
+        size_t i = (size_t)k % 5;
+        crash_mode = k / 5;
         struct fx f;
         crash_log(&f);
         char got[BIG];
@@ -779,7 +789,9 @@ UNIT_TEST(test_crash_at_each_fail_point)
         const char *want = before_commit ? CRASH_OLD : CRASH_NEW;
         CHECK(!strcmp(got, want));
         if (strcmp(got, want))
-            fprintf(stderr, "  %s: got %s\n", CRASH_POINTS[i], got);
+            fprintf(stderr, "  %s/%d: got %s\n", CRASH_POINTS[i],
+                    crash_mode, got);
+        CHECK_EQ(segments(&f), before_commit || crash_mode ? 4 : 2);
         CHECK_EQ(count_files(f.dir, ".cleaned"), 0);
         CHECK_EQ(count_files(f.dir, "cleaner.swap"), 0);
         CHECK_EQ(aborted_entries(&f), 1);
@@ -799,7 +811,9 @@ UNIT_TEST(test_error_at_each_fail_point)
 {
     enum cn_say_level lvl = cn_say_max_level;
     cn_say_max_level = CN_SAY_ERROR;
-    for (size_t i = 0; i < sizeof CRASH_POINTS / sizeof *CRASH_POINTS; i++) {
+    for (int k = 0; k < 10; k++) {
+        size_t i = (size_t)k % 5;
+        crash_mode = k / 5;
         struct fx f;
         crash_log(&f);
         cn_failpoint_set(CRASH_POINTS[i], "error");
@@ -825,7 +839,8 @@ UNIT_TEST(test_error_at_each_fail_point)
         dump(&f, got, sizeof got, NULL);
         CHECK(!strcmp(got, i == 0 ? CRASH_OLD : CRASH_NEW));
         if (strcmp(got, i == 0 ? CRASH_OLD : CRASH_NEW))
-            fprintf(stderr, "  %s: got %s\n", CRASH_POINTS[i], got);
+            fprintf(stderr, "  %s/%d: got %s\n", CRASH_POINTS[i],
+                    crash_mode, got);
         CHECK_EQ(count_files(f.dir, ".cleaned"), 0);
         fx_fini(&f);
     }
