@@ -3,6 +3,27 @@
 
 #include "base/err.h"
 #include "gen/api.h"
+#include "quotas.h"
+
+/* APIs whose codecs are hand-written (no schema for protogen): their
+ * versions and first flexible version, so headers are read right. */
+static const struct {
+    int16_t key, min, max, flex_min;
+} hand_apis[] = {
+    {CN_API_DESCRIBE_CLIENT_QUOTAS, 0, CN_CLIENT_QUOTAS_MAX_VERSION, 1},
+    {CN_API_ALTER_CLIENT_QUOTAS, 0, CN_CLIENT_QUOTAS_MAX_VERSION, 1},
+};
+
+/* 1 flexible, 0 not, -1 not a hand-written API version. */
+static int hand_flexible(int16_t key, int16_t version)
+{
+    for (size_t i = 0; i < sizeof hand_apis / sizeof hand_apis[0]; i++)
+        if (hand_apis[i].key == key)
+            return version < hand_apis[i].min || version > hand_apis[i].max
+                       ? -1
+                       : version >= hand_apis[i].flex_min;
+    return -1;
+}
 
 int cn_req_header_decode(struct cn_rd *rd, struct cn_req_header *out)
 {
@@ -17,9 +38,11 @@ int cn_req_header_decode(struct cn_rd *rd, struct cn_req_header *out)
     out->client_id = cn_rd_str(rd, false);
     if (rd->err)
         return rd->err;
-    if (!cn_api_version_ok(out->api_key, out->api_version))
+    int hf = hand_flexible(out->api_key, out->api_version);
+    if (hf < 0 && !cn_api_version_ok(out->api_key, out->api_version))
         return CN_REQ_HDR_UNKNOWN;
-    if (cn_api_request_header_version(out->api_key, out->api_version) >= 2)
+    if (hf > 0 || (hf < 0 && cn_api_request_header_version(
+                                 out->api_key, out->api_version) >= 2))
         cn_rd_skip_tags(rd);
     return rd->err;
 }
@@ -30,7 +53,9 @@ void cn_req_header_encode(struct cn_wr *wr, const struct cn_req_header *h)
     cn_wr_i16(wr, h->api_version);
     cn_wr_i32(wr, h->correlation_id);
     cn_wr_str(wr, false, h->client_id);
-    if (cn_api_request_header_version(h->api_key, h->api_version) >= 2)
+    int hf = hand_flexible(h->api_key, h->api_version);
+    if (hf > 0 || (hf < 0 && cn_api_request_header_version(
+                                 h->api_key, h->api_version) >= 2))
         cn_wr_empty_tags(wr);
 }
 
@@ -38,6 +63,8 @@ void cn_resp_header_encode(struct cn_wr *wr, int16_t api_key,
                            int16_t api_version, int32_t correlation_id)
 {
     cn_wr_i32(wr, correlation_id);
-    if (cn_api_response_header_version(api_key, api_version) >= 1)
+    int hf = hand_flexible(api_key, api_version);
+    if (hf > 0 ||
+        (hf < 0 && cn_api_response_header_version(api_key, api_version) >= 1))
         cn_wr_empty_tags(wr);
 }

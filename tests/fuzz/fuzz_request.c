@@ -30,6 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (cn_req_header_decode(&rd, &h) != 0)
         return 0;
     const struct cn_api_info *api = cn_api_info_get(h.api_key);
+    if (!api && (h.api_key == 48 || h.api_key == 49))
+        return 0; /* hand-written codecs: fuzz_quotas */
     if (!api)
         abort(); /* the header said the key was known */
 

@@ -1,10 +1,16 @@
 /* test_quota.c - Kafka's quota precedence, sampled rates and throttle
  * time, on a fake clock (the module takes now_ms; nothing here sleeps). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "base/err.h"
+#include "base/rd.h"
+#include "base/wr.h"
+#include "proto/quotas.h"
 #include "quota/quota.h"
+#include "quota/quota_store.h"
 #include "unit.h"
 
 static struct cn_quota *mk(void)
@@ -214,6 +220,211 @@ UNIT_TEST(sensors_bounded)
     cn_quota_free(q);
 }
 
+/* ---- the wire codecs (src/proto/quotas.c) ------------------------------ */
+
+static bool bytes_eq(struct cn_bytes a, const char *s)
+{
+    if (!s)
+        return a.len < 0;
+    return a.len == (int32_t)strlen(s) && memcmp(a.ptr, s, (size_t)a.len) == 0;
+}
+
+/* Encodes, decodes, re-encodes: same bytes, nothing left over. */
+#define ROUNDTRIP(enc, dec, type, ver, in, out)                            \
+    do {                                                                   \
+        struct cn_wr w1_, w2_;                                             \
+        cn_wr_init(&w1_, 0);                                               \
+        cn_wr_init(&w2_, 0);                                               \
+        enc(&w1_, ver, in);                                                \
+        CHECK_EQ(w1_.err, 0);                                              \
+        /* The decoded views must outlive w1_: decode from a copy. */      \
+        uint8_t *copy_ = cn_arena_alloc(&arena, w1_.len + 1);              \
+        memcpy(copy_, w1_.buf, w1_.len);                                   \
+        struct cn_rd rd_;                                                  \
+        cn_rd_init(&rd_, copy_, w1_.len);                                  \
+        CHECK_EQ(dec(&rd_, &arena, ver, out), 0);                          \
+        CHECK_EQ(cn_rd_left(&rd_), 0);                                     \
+        enc(&w2_, ver, out);                                               \
+        CHECK_EQ(w2_.len, w1_.len);                                        \
+        CHECK(memcmp(w1_.buf, w2_.buf, w1_.len) == 0);                     \
+        /* Every truncation fails cleanly. */                              \
+        for (size_t cut_ = 0; cut_ < w1_.len; cut_++) {                    \
+            type t_;                                                       \
+            cn_rd_init(&rd_, w1_.buf, cut_);                               \
+            CHECK(dec(&rd_, &arena, ver, &t_) != 0);                       \
+        }                                                                  \
+        cn_wr_fini(&w1_);                                                  \
+        cn_wr_fini(&w2_);                                                  \
+    } while (0)
+
+UNIT_TEST(codec_describe_roundtrip)
+{
+    struct cn_arena arena;
+    cn_arena_init(&arena);
+    for (int16_t v = 0; v <= 1; v++) {
+        struct cn_dcq_component comps[2] = {
+            {cn_bytes_str("user"), CN_CQ_MATCH_EXACT, cn_bytes_str("alice")},
+            {cn_bytes_str("client-id"), CN_CQ_MATCH_DEFAULT, CN_BYTES_NULL}};
+        struct cn_describe_client_quotas_request rq = {comps, 2, true}, rq2;
+        ROUNDTRIP(cn_dcq_request_encode, cn_dcq_request_decode,
+                  struct cn_describe_client_quotas_request, v, &rq, &rq2);
+        CHECK_EQ(rq2.components_len, 2);
+        CHECK(rq2.strict);
+        CHECK(bytes_eq(rq2.components[0].match, "alice"));
+        CHECK(bytes_eq(rq2.components[1].match, NULL));
+        CHECK_EQ(rq2.components[1].match_type, CN_CQ_MATCH_DEFAULT);
+
+        struct cn_cq_entity ents[2] = {
+            {cn_bytes_str("user"), CN_BYTES_NULL},
+            {cn_bytes_str("client-id"), cn_bytes_str("app")}};
+        struct cn_dcq_value vals[2] = {{cn_bytes_str("producer_byte_rate"), 1024},
+                                       {cn_bytes_str("request_percentage"), 12.5}};
+        struct cn_dcq_entry entry = {ents, 2, vals, 2};
+        struct cn_describe_client_quotas_response rs = {
+            .throttle_time_ms = 7, .error_code = 0,
+            .error_message = CN_BYTES_NULL, .entries = &entry,
+            .entries_len = 1}, rs2;
+        ROUNDTRIP(cn_dcq_response_encode, cn_dcq_response_decode,
+                  struct cn_describe_client_quotas_response, v, &rs, &rs2);
+        CHECK_EQ(rs2.throttle_time_ms, 7);
+        CHECK_EQ(rs2.entries_len, 1);
+        CHECK(bytes_eq(rs2.entries[0].entity[0].name, NULL));
+        CHECK(bytes_eq(rs2.entries[0].entity[1].name, "app"));
+        CHECK(rs2.entries[0].values[1].value == 12.5);
+        /* An error answer has null entries. */
+        struct cn_describe_client_quotas_response err = {
+            .error_code = 42, .error_message = cn_bytes_str("no"),
+            .entries_len = -1}, err2;
+        ROUNDTRIP(cn_dcq_response_encode, cn_dcq_response_decode,
+                  struct cn_describe_client_quotas_response, v, &err, &err2);
+        CHECK_EQ(err2.entries_len, -1);
+        CHECK(bytes_eq(err2.error_message, "no"));
+    }
+    cn_arena_fini(&arena);
+}
+
+UNIT_TEST(codec_alter_roundtrip)
+{
+    struct cn_arena arena;
+    cn_arena_init(&arena);
+    for (int16_t v = 0; v <= 1; v++) {
+        struct cn_cq_entity ents[1] = {{cn_bytes_str("client-id"),
+                                        cn_bytes_str("app")}};
+        struct cn_acq_op ops[2] = {{cn_bytes_str("producer_byte_rate"), 1024, false},
+                                   {cn_bytes_str("consumer_byte_rate"), 0, true}};
+        struct cn_acq_entry e = {ents, 1, ops, 2};
+        struct cn_alter_client_quotas_request rq = {&e, 1, true}, rq2;
+        ROUNDTRIP(cn_acq_request_encode, cn_acq_request_decode,
+                  struct cn_alter_client_quotas_request, v, &rq, &rq2);
+        CHECK(rq2.validate_only);
+        CHECK_EQ(rq2.entries[0].ops_len, 2);
+        CHECK(rq2.entries[0].ops[1].remove);
+        CHECK(rq2.entries[0].ops[0].value == 1024);
+
+        struct cn_acq_result r = {35, cn_bytes_str("bad"), ents, 1};
+        struct cn_alter_client_quotas_response rs = {3, &r, 1}, rs2;
+        ROUNDTRIP(cn_acq_response_encode, cn_acq_response_decode,
+                  struct cn_alter_client_quotas_response, v, &rs, &rs2);
+        CHECK_EQ(rs2.entries[0].error_code, 35);
+        CHECK(bytes_eq(rs2.entries[0].entity[0].name, "app"));
+    }
+    cn_arena_fini(&arena);
+}
+
+/* Kafka's v0 layout by hand: classic strings and arrays, no tags. */
+UNIT_TEST(codec_wire_layout)
+{
+    static const uint8_t v0[] = {
+        0, 0, 0, 1,                                 /* 1 component */
+        0, 4, 'u', 's', 'e', 'r', 0, 0xff, 0xff,    /* user, EXACT, null */
+        1};                                         /* strict */
+    static const uint8_t v1[] = {
+        2, 5, 'u', 's', 'e', 'r', 1, 0, 0, /* compact: 1 comp, DEFAULT, null, tags */
+        0, 0};                             /* strict false, tags */
+    struct cn_arena arena;
+    cn_arena_init(&arena);
+    struct cn_describe_client_quotas_request rq;
+    struct cn_rd rd;
+    cn_rd_init(&rd, v0, sizeof v0);
+    CHECK_EQ(cn_dcq_request_decode(&rd, &arena, 0, &rq), 0);
+    CHECK_EQ(cn_rd_left(&rd), 0);
+    CHECK(rq.strict && rq.components_len == 1);
+    CHECK(bytes_eq(rq.components[0].entity_type, "user"));
+    CHECK(bytes_eq(rq.components[0].match, NULL));
+    cn_rd_init(&rd, v1, sizeof v1);
+    CHECK_EQ(cn_dcq_request_decode(&rd, &arena, 1, &rq), 0);
+    CHECK_EQ(cn_rd_left(&rd), 0);
+    CHECK(!rq.strict);
+    CHECK_EQ(rq.components[0].match_type, CN_CQ_MATCH_DEFAULT);
+    /* A null entity type is malformed. */
+    static const uint8_t bad[] = {2, 0, 1, 0, 0, 0, 0};
+    cn_rd_init(&rd, bad, sizeof bad);
+    CHECK(cn_dcq_request_decode(&rd, &arena, 1, &rq) != 0);
+    CHECK_EQ(cn_dcq_request_decode(&rd, &arena, 2, &rq), CN_EUNSUPPORTED);
+    cn_arena_fini(&arena);
+}
+
+UNIT_TEST(codec_record_roundtrip)
+{
+    struct cn_arena arena;
+    cn_arena_init(&arena);
+    struct cn_cq_entity ents[2] = {{cn_bytes_str("user"), cn_bytes_str("alice")},
+                                   {cn_bytes_str("client-id"), CN_BYTES_NULL}};
+    struct cn_client_quota_record r = {ents, 2, cn_bytes_str("consumer_byte_rate"),
+                                       2048, false}, r2;
+    struct cn_wr w;
+    cn_wr_init(&w, 0);
+    cn_client_quota_record_encode(&w, &r);
+    struct cn_rd rd;
+    cn_rd_init(&rd, w.buf, w.len);
+    CHECK_EQ(cn_client_quota_record_decode(&rd, &arena, &r2), 0);
+    CHECK_EQ(cn_rd_left(&rd), 0);
+    CHECK_EQ(r2.entity_len, 2);
+    CHECK(bytes_eq(r2.entity[1].name, NULL));
+    CHECK(bytes_eq(r2.key, "consumer_byte_rate"));
+    CHECK(r2.value == 2048 && !r2.remove);
+    cn_wr_fini(&w);
+    cn_arena_fini(&arena);
+}
+
+UNIT_TEST(store_roundtrip_and_damage)
+{
+    struct cn_quota *q = mk();
+    struct cn_quota_entity a = ent(N, "alice", N, "app");
+    struct cn_quota_entity b = ent(D, NULL, O, NULL);
+    struct cn_quota_entity c = ent(O, NULL, D, NULL);
+    CHECK_EQ(cn_quota_set(q, &a, CN_QK_PRODUCE, 1024, false), 0);
+    CHECK_EQ(cn_quota_set(q, &a, CN_QK_REQUEST, 12.5, false), 0);
+    CHECK_EQ(cn_quota_set(q, &b, CN_QK_FETCH, 2048, false), 0);
+    CHECK_EQ(cn_quota_set(q, &c, CN_QK_MUTATION, 3, false), 0);
+    uint8_t *img = NULL;
+    size_t len = 0;
+    CHECK_EQ(cn_quota_store_encode(q, &img, &len), 0);
+    struct cn_quota *q2 = mk();
+    CHECK_EQ(cn_quota_store_decode(img, len, q2), 0);
+    CHECK_EQ(cn_quota_count(q2), 3);
+    double v = 0;
+    CHECK(cn_quota_get(q2, &a, CN_QK_REQUEST, &v) && v == 12.5);
+    CHECK(cn_quota_get(q2, &b, CN_QK_FETCH, &v) && v == 2048);
+    CHECK(cn_quota_get(q2, &c, CN_QK_MUTATION, &v) && v == 3);
+    CHECK(!cn_quota_get(q2, &b, CN_QK_PRODUCE, &v));
+    /* Every flipped byte and every truncation is refused. */
+    cn_corrupt_hush();
+    for (size_t i = 0; i < len; i++) {
+        struct cn_quota *q3 = mk();
+        img[i] ^= 0x40;
+        CHECK_EQ(cn_quota_store_decode(img, len, q3), CN_ECORRUPT);
+        img[i] ^= 0x40;
+        CHECK_EQ(cn_quota_store_decode(img, i, q3), CN_ECORRUPT);
+        cn_quota_free(q3);
+    }
+    cn_corrupt_unhush();
+    free(img);
+    cn_quota_free(q);
+    cn_quota_free(q2);
+}
+
 UNIT_MAIN(precedence_every_level, precedence_others_and_keys, key_names,
           rate_windows, throttle_formula, shared_and_separate_rates,
-          sensors_bounded)
+          sensors_bounded, codec_describe_roundtrip, codec_alter_roundtrip,
+          codec_wire_layout, codec_record_roundtrip, store_roundtrip_and_damage)
