@@ -18,6 +18,7 @@
 #include "base/err.h"
 #include "base/say.h"
 #include "handlers.h"
+#include "quotas.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 
@@ -141,6 +142,11 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
     size_t total_max = rq->max_bytes > 0 ? (size_t)rq->max_bytes : 0;
     if (v < 3)
         total_max = SIZE_MAX;
+    /* Never more than consumer_byte_rate allows in its window (Kafka's
+     * getMaxValueInQuotaWindow caps fetch.max.bytes). */
+    int64_t quota_max = cn_quota_fetch_max_bytes(b, req, &fs->h);
+    if (quota_max >= 0 && (uint64_t)quota_max < total_max)
+        total_max = (size_t)quota_max;
     /* At least one batch still goes out (first_data below), as Kafka
      * answers whatever max_bytes says. */
     size_t conn_room = cn_req_conn_room(req);
@@ -279,6 +285,13 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
         cn_wr_fini(dp);
         sent = false;
         goto out;
+    }
+    /* KIP-219: a throttled fetch is answered at once, with the time and
+     * no partitions; the connection then waits it out. */
+    rs.throttle_time_ms = cn_quota_fetch_answer(b, req, &fs->h, total);
+    if (rs.throttle_time_ms > 0) {
+        rs.responses_len = 0;
+        goto encode;
     }
     k = 0;
     for (int32_t i = 0; i < nt; i++)

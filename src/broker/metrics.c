@@ -379,6 +379,25 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
     counter(w, "cairn_net_mutes_total",
             "Times a connection stopped being read because of a limit.",
             st.mutes_total);
+    gauge(w, "cairn_net_throttled_connections",
+          "Connections not being read while a client quota throttle runs.",
+          (double)st.throttled);
+    /* Client quotas: by key only, so the cardinality stays four. */
+    family(w, "cairn_quota_throttled_total", "counter",
+           "Answers throttled by a client quota, by quota key.");
+    for (int k = 0; k < CN_QK_COUNT; k++)
+        out(w, "cairn_quota_throttled_total{quota=\"%s\"} %llu\n",
+            cn_quota_key_name(k), (unsigned long long)b->quota_throttled[k]);
+    family(w, "cairn_quota_throttle_ms_total", "counter",
+           "Throttle time given to clients, ms, by quota key.");
+    for (int k = 0; k < CN_QK_COUNT; k++)
+        out(w, "cairn_quota_throttle_ms_total{quota=\"%s\"} %llu\n",
+            cn_quota_key_name(k), (unsigned long long)b->quota_throttle_ms[k]);
+    gauge(w, "cairn_quota_entities", "Entities with a client quota set.",
+          b->quota ? (double)cn_quota_count(b->quota) : 0);
+    gauge(w, "cairn_quota_rate_trackers",
+          "Rates measured for client quotas (one per key and entity).",
+          b->quota ? (double)cn_quota_sensor_count(b->quota) : 0);
 }
 
 static double resident_bytes(void)
