@@ -357,6 +357,8 @@ static bool part_matches(const struct filt *f, enum cn_quota_part part,
 static void dcq_answer(struct cn_req *req, const struct cn_req_header *h,
                        struct cn_describe_client_quotas_response *rs)
 {
+    if (!rs->error_code && !rs->error_message.ptr)
+        rs->error_message = CN_BYTES_NULL;
     cn_resp_begin(req, h);
     cn_dcq_response_encode(&req->resp, h->api_version, rs);
     cn_req_done(req);
