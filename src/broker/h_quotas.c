@@ -275,13 +275,8 @@ static int16_t entity_from_wire(const struct cn_cq_entity *ents, int32_t n,
                      p->type.len > 0 ? (const char *)p->type.ptr : "");
             return KAFKA_INVALID_REQUEST;
         }
-        if (*part != CN_QP_NONE) {
-            snprintf(msg, msg_len,
-                     "Invalid empty client quota entity, duplicate entity "
-                     "entry %.*s",
-                     (int)p->type.len, (const char *)p->type.ptr);
-            return KAFKA_INVALID_REQUEST;
-        }
+        /* A type given twice: the last one counts (Kafka reads the
+         * entity into a map). */
         if (p->name.len < 0) {
             *part = CN_QP_DEFAULT;
             continue;
@@ -451,7 +446,7 @@ void cn_h_describe_client_quotas(struct cn_broker *b, struct cn_req *req,
             break;
         default:
             snprintf(msg, sizeof msg, "Unknown match type %d", c->match_type);
-            dcq_error(req, h, KAFKA_UNSUPPORTED_VERSION, msg);
+            dcq_error(req, h, KAFKA_INVALID_REQUEST, msg);
             return;
         }
         if (ip) {
@@ -523,6 +518,9 @@ static int16_t op_check(const struct cn_acq_op *op, int *key, char *msg,
 {
     int k = cn_quota_key_find((const char *)op->key.ptr,
                               op->key.len > 0 ? (size_t)op->key.len : 0);
+    *key = k;
+    if (k < 0 && op->remove)
+        return 0; /* removing what cannot be set: nothing to do (Kafka) */
     if (k < 0) {
         snprintf(msg, msg_len, "Invalid configuration key %.*s",
                  op->key.len > 0 ? (int)op->key.len : 0,
@@ -546,14 +544,14 @@ static int16_t op_check(const struct cn_acq_op *op, int *key, char *msg,
     if (cn_quota_key_is_long((enum cn_quota_key)k)) {
         if (op->value > 9.2233720368547758e18) {
             snprintf(msg, msg_len,
-                     "Proposed value for %s is too large for a LONG",
+                     "Proposed value for %s is too large for a LONG.",
                      cn_quota_key_name(k));
             return KAFKA_INVALID_REQUEST;
         }
         double eps = 1e-6;
         int64_t lv = (int64_t)(op->value + eps);
         if (fabs((double)lv - op->value) > eps) {
-            snprintf(msg, msg_len, "Configuration %s must be a Long value",
+            snprintf(msg, msg_len, "%s cannot be a fractional value.",
                      cn_quota_key_name(k));
             return KAFKA_INVALID_REQUEST;
         }
@@ -601,6 +599,12 @@ void cn_h_alter_client_quotas(struct cn_broker *b, struct cn_req *req,
         struct cn_quota_entity e;
         int16_t code = entity_from_wire(en->entity, en->entity_len, &e, msg,
                                         sizeof msg);
+        /* Answered with the entity as read (a repeated type once). */
+        if (!code && entity_to_wire(req, &e, &r->entity, &r->entity_len)) {
+            cn_req_bad(req, h, CN_ENOMEM);
+            free(before);
+            return;
+        }
         int keys[64];
         for (int32_t j = 0; !code && j < en->ops_len; j++) {
             if (j >= 64) {
@@ -623,8 +627,9 @@ void cn_h_alter_client_quotas(struct cn_broker *b, struct cn_req *req,
             continue;
         }
         for (int32_t j = 0; j < en->ops_len; j++)
-            cn_quota_set(b->quota, &e, (enum cn_quota_key)keys[j],
-                         en->ops[j].value, en->ops[j].remove);
+            if (keys[j] >= 0)
+                cn_quota_set(b->quota, &e, (enum cn_quota_key)keys[j],
+                             en->ops[j].value, en->ops[j].remove);
         changed = true;
     }
     if (changed) {

@@ -190,8 +190,14 @@ VALIDATION = [
     ([(CLIENT, "a")], [("request_percentage", 12.5, False)], NONE),
     ([], [("producer_byte_rate", 1.0, False)], INVALID_REQUEST),
     ([(CLIENT, "")], [("producer_byte_rate", 1.0, False)], INVALID_REQUEST),
+    # A type given twice: the last one counts (Kafka reads a map).
     ([(CLIENT, "a"), (CLIENT, "b")], [("producer_byte_rate", 1.0, False)],
-     INVALID_REQUEST),
+     NONE),
+    ([(CLIENT, "a")], [("no_such_key", 0.0, True)], NONE),
+    ([(CLIENT, "a")], [("producer_byte_rate", 1e20, False)], INVALID_REQUEST),
+    ([(CLIENT, "a")], [("request_percentage", -0.5, False)], INVALID_REQUEST),
+    ([(CLIENT, "a")], [("producer_byte_rate", 10.0, False),
+                       ("nope", 1.0, False)], INVALID_REQUEST),
     ([("bogus", "a")], [("producer_byte_rate", 1.0, False)], None),
     ([(USER, None), (CLIENT, None)], [("consumer_byte_rate", 4096.0, False)],
      NONE),
@@ -366,3 +372,39 @@ def test_throttled_connection_is_muted(broker_factory):
     with pytest.raises(OSError):
         kw.recv_frame(s)
     s.close()
+
+
+# Describe filters whose answers are compared with Kafka's too.
+DESCRIBE_CASES = [
+    [(CLIENT, EXACT, None)],
+    [(CLIENT, DEFAULT, "x")],
+    [(CLIENT, ANY, "x")],
+    [("bogus", ANY, None)],
+    [(CLIENT, ANY, None), (CLIENT, ANY, None)],
+    [("", ANY, None)],
+    [("ip", ANY, None), (USER, ANY, None)],
+    [(CLIENT, 7, None)],
+]
+
+
+@pytest.mark.skipif(SANITIZED, reason="the reference Kafka is a JVM: "
+                    "release build only")
+def test_quota_validation_matches_kafka(broker, kafka):
+    """The same AlterClientQuotas (validate_only) and DescribeClientQuotas
+    requests to Cairn and to Apache Kafka 4.4.0: the same error codes and
+    messages, entity by entity."""
+    ours, theirs = Wire(broker.port), Wire(kafka.port)
+    diffs = []
+    for entity, ops, _ in VALIDATION:
+        a = ours.alter([(entity, ops)], validate_only=True)
+        k = theirs.alter([(entity, ops)], validate_only=True)
+        if [(c, m) for _, c, m in a] != [(c, m) for _, c, m in k]:
+            diffs.append(("alter", entity, ops, a, k))
+    for comps in DESCRIBE_CASES:
+        a = ours.describe(comps)
+        k = theirs.describe(comps)
+        if a[:2] != k[:2]:
+            diffs.append(("describe", comps, a, k))
+    ours.close()
+    theirs.close()
+    assert not diffs, "\n".join(repr(d) for d in diffs)
