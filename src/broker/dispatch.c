@@ -124,7 +124,7 @@ void cn_resp_begin(struct cn_req *req, const struct cn_req_header *h)
 void cn_req_bad(struct cn_req *req, const struct cn_req_header *h, int err)
 {
     CN_WARN("closing %s: malformed %s v%d request (%s)", cn_req_peer(req),
-            cn_api_info_get(h->api_key) ? cn_api_info_get(h->api_key)->name
+            cn_api_find(h->api_key) ? cn_api_find(h->api_key)->name
                                         : "?",
             h->api_version, cn_strerror(err));
     cn_req_close_conn(req);
@@ -275,7 +275,7 @@ void cn_dispatch(struct cn_req *req, void *opaque)
     }
     if (cn_authz_enabled(b) && !authz_checked(h.api_key) &&
         !cn_acl_is_super(&b->authz, cn_req_principal(req))) {
-        const struct cn_api_info *ai = cn_api_info_get(h.api_key);
+        const struct cn_api_info *ai = cn_api_find(h.api_key);
         CN_WARN("authorization: DENIED principal=%s peer=%s api=%s (served "
                 "to super.users only while the authorizer is on); closing",
                 cn_req_principal(req), cn_req_peer(req), ai ? ai->name : "?");

@@ -323,7 +323,7 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
     family(w, "cairn_requests_total", "counter",
            "Kafka requests finished, by API.");
     for (int k = 0; k <= CN_API_KEY_MAX; k++) {
-        const struct cn_api_info *ai = cn_api_info_get((int16_t)k);
+        const struct cn_api_info *ai = cn_api_find((int16_t)k);
         if (ai && m->requests[k])
             out(w, "cairn_requests_total{api=\"%s\"} %llu\n", ai->name,
                 (unsigned long long)m->requests[k]);
@@ -332,7 +332,7 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
            "Kafka requests finished, by API and the version its header "
            "names: which versions the clients send.");
     for (int k = 0; k <= CN_API_KEY_MAX; k++) {
-        const struct cn_api_info *ai = cn_api_info_get((int16_t)k);
+        const struct cn_api_info *ai = cn_api_find((int16_t)k);
         for (int v = 0; ai && m->requests[k] && v < VERSION_SLOTS; v++)
             if (m->by_version[k][v])
                 out(w, "cairn_requests_by_version_total{api=\"%s\","
@@ -343,7 +343,7 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
            "Time from a request's complete frame to its response being "
            "queued, by API (parked fetches and produce syncs included).");
     for (int k = 0; k <= CN_API_KEY_MAX; k++) {
-        const struct cn_api_info *ai = cn_api_info_get((int16_t)k);
+        const struct cn_api_info *ai = cn_api_find((int16_t)k);
         if (!ai || !m->requests[k])
             continue;
         char labels[96];

@@ -5,24 +5,33 @@
 #include "gen/api.h"
 #include "quotas.h"
 
-/* APIs whose codecs are hand-written (no schema for protogen): their
- * versions and first flexible version, so headers are read right. */
-static const struct {
-    int16_t key, min, max, flex_min;
-} hand_apis[] = {
-    {CN_API_DESCRIBE_CLIENT_QUOTAS, 0, CN_CLIENT_QUOTAS_MAX_VERSION, 1},
-    {CN_API_ALTER_CLIENT_QUOTAS, 0, CN_CLIENT_QUOTAS_MAX_VERSION, 1},
-};
+const struct cn_api_info *cn_api_find(int16_t api_key)
+{
+    const struct cn_api_info *a = cn_api_info_get(api_key);
+    if (a)
+        return a;
+    for (size_t i = 0; i < sizeof cn_quota_api_infos /
+                               sizeof cn_quota_api_infos[0]; i++)
+        if (cn_quota_api_infos[i].api_key == api_key)
+            return &cn_quota_api_infos[i];
+    return NULL;
+}
 
 /* 1 flexible, 0 not, -1 not a hand-written API version. */
 static int hand_flexible(int16_t key, int16_t version)
 {
-    for (size_t i = 0; i < sizeof hand_apis / sizeof hand_apis[0]; i++)
-        if (hand_apis[i].key == key)
-            return version < hand_apis[i].min || version > hand_apis[i].max
-                       ? -1
-                       : version >= hand_apis[i].flex_min;
-    return -1;
+    if (cn_api_info_get(key))
+        return -1;
+    const struct cn_api_info *a = cn_api_find(key);
+    if (!a || version < a->min_version || version > a->max_version)
+        return -1;
+    return a->flexible_min >= 0 && version >= a->flexible_min;
+}
+
+int cn_resp_header_version(int16_t api_key, int16_t api_version)
+{
+    int hf = hand_flexible(api_key, api_version);
+    return hf >= 0 ? hf : cn_api_response_header_version(api_key, api_version);
 }
 
 int cn_req_header_decode(struct cn_rd *rd, struct cn_req_header *out)
@@ -63,8 +72,6 @@ void cn_resp_header_encode(struct cn_wr *wr, int16_t api_key,
                            int16_t api_version, int32_t correlation_id)
 {
     cn_wr_i32(wr, correlation_id);
-    int hf = hand_flexible(api_key, api_version);
-    if (hf > 0 ||
-        (hf < 0 && cn_api_response_header_version(api_key, api_version) >= 1))
+    if (cn_resp_header_version(api_key, api_version) >= 1)
         cn_wr_empty_tags(wr);
 }

@@ -298,3 +298,38 @@ void cn_client_quota_record_encode(struct cn_wr *wr,
     cn_wr_bool(wr, in->remove);
     wr_tags(wr, true);
 }
+
+/* ---- the API table rows (same shape as the generated cn_api_infos) ------- */
+
+#define HAND_ADAPTERS(n, type)                                              \
+    static void init_##n(void *m) { memset(m, 0, sizeof(type)); }           \
+    static int decode_##n(struct cn_rd *rd, struct cn_arena *arena,         \
+                          int16_t version, void *out)                       \
+    {                                                                       \
+        return cn_##n##_decode(rd, arena, version, out);                    \
+    }                                                                       \
+    static void encode_##n(struct cn_wr *wr, int16_t version,               \
+                           const void *in)                                  \
+    {                                                                       \
+        cn_##n##_encode(wr, version, in);                                   \
+    }
+
+HAND_ADAPTERS(dcq_request, struct cn_describe_client_quotas_request)
+HAND_ADAPTERS(dcq_response, struct cn_describe_client_quotas_response)
+HAND_ADAPTERS(acq_request, struct cn_alter_client_quotas_request)
+HAND_ADAPTERS(acq_response, struct cn_alter_client_quotas_response)
+
+const struct cn_api_info cn_quota_api_infos[2] = {
+    {CN_API_DESCRIBE_CLIENT_QUOTAS, "DescribeClientQuotas", 0,
+     CN_CLIENT_QUOTAS_MAX_VERSION, 1, false,
+     sizeof(struct cn_describe_client_quotas_request),
+     sizeof(struct cn_describe_client_quotas_response), init_dcq_request,
+     decode_dcq_request, encode_dcq_request, init_dcq_response,
+     decode_dcq_response, encode_dcq_response},
+    {CN_API_ALTER_CLIENT_QUOTAS, "AlterClientQuotas", 0,
+     CN_CLIENT_QUOTAS_MAX_VERSION, 1, false,
+     sizeof(struct cn_alter_client_quotas_request),
+     sizeof(struct cn_alter_client_quotas_response), init_acq_request,
+     decode_acq_request, encode_acq_request, init_acq_response,
+     decode_acq_response, encode_acq_response},
+};

@@ -21,6 +21,7 @@
 #include "base/bytes.h"
 #include "base/rd.h"
 #include "base/wr.h"
+#include "gen/api.h"
 
 #define CN_API_DESCRIBE_CLIENT_QUOTAS 48
 #define CN_API_ALTER_CLIENT_QUOTAS 49
@@ -136,5 +137,10 @@ int cn_client_quota_record_decode(struct cn_rd *rd, struct cn_arena *arena,
                                   struct cn_client_quota_record *out);
 void cn_client_quota_record_encode(struct cn_wr *wr,
                                    const struct cn_client_quota_record *in);
+
+/* Rows for these APIs shaped as the generated table's, so code that walks
+ * APIs generically (headers, cairnctl's client, fuzzers) finds them
+ * through cn_api_find() (header.h). */
+extern const struct cn_api_info cn_quota_api_infos[2];
 
 #endif

@@ -408,3 +408,119 @@ def test_quota_validation_matches_kafka(broker, kafka):
     ours.close()
     theirs.close()
     assert not diffs, "\n".join(repr(d) for d in diffs)
+
+
+# Short windows (still Kafka's measure: 2 samples of 1 s) so a throttle is
+# about a second and the rate recovers in two: the clients' tests finish
+# quickly while the throttle they must see stays certain.
+SHORT_WINDOWS = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
+
+
+def test_clients_are_throttled_and_data_complete(broker_factory):
+    """confluent-kafka (librdkafka) under producer_byte_rate and
+    consumer_byte_rate quotas on their client ids: both report a throttle
+    through throttle_cb, and every record arrives exactly once."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    b = broker_factory(**SHORT_WINDOWS)
+    b.create_topic("q-clients")
+    w = Wire(b.port)
+    # 40 x 500 B = 20 kB against 10 kB/s over a 1 s window: over twice.
+    set_quota(w, [(CLIENT, "qp")], producer_byte_rate=10000)
+    set_quota(w, [(CLIENT, "qc")], consumer_byte_rate=10000)
+    w.close()
+    n = 40
+    throttles = {"p": [], "c": []}
+    p = Producer({"bootstrap.servers": b.bootstrap, "client.id": "qp",
+                  "enable.idempotence": True, "linger.ms": 0,
+                  "batch.num.messages": 5,
+                  "throttle_cb": lambda ev: throttles["p"].append(
+                      ev.throttle_time)})
+    for i in range(n):
+        p.produce("q-clients", value=b"%04d" % i + b"." * 496)
+        p.poll(0)
+    assert p.flush(60 * SLOW) == 0
+    p.poll(0)
+    assert any(t > 0 for t in throttles["p"]), throttles
+
+    c = Consumer({"bootstrap.servers": b.bootstrap, "client.id": "qc",
+                  "group.id": "q-clients-g", "enable.auto.commit": False,
+                  "fetch.wait.max.ms": 100,
+                  "throttle_cb": lambda ev: throttles["c"].append(
+                      ev.throttle_time)})
+    c.assign([TopicPartition("q-clients", 0, 0)])
+    seen = []
+    deadline = time.monotonic() + 60 * SLOW
+    while len(seen) < n and time.monotonic() < deadline:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            seen.append(m.value()[:4])
+    c.poll(0.1)
+    c.close()
+    assert sorted(seen) == [b"%04d" % i for i in range(n)], seen
+    assert any(t > 0 for t in throttles["c"]), throttles
+    m = metrics(b)
+    assert m['cairn_quota_throttled_total{quota="producer_byte_rate"}'] >= 1
+    assert m['cairn_quota_throttled_total{quota="consumer_byte_rate"}'] >= 1
+
+
+@pytest.mark.skipif(SANITIZED, reason="Kafka's tools (one JVM per command) "
+                    "run against the release broker")
+def test_kafka_configs_and_cairnctl_agree(broker):
+    """kafka-configs.sh (Kafka's ConfigCommand) sets and describes client
+    quotas; cairnctl quotas shows and changes the same values that
+    DescribeClientQuotas returns."""
+    import java_harness
+    from test_kafka_cli import CONFIGS, Cli
+    kc = Cli(java_harness.classpath(), broker.data_dir + "/..", broker,
+             CONFIGS)
+    kc.tmp = __import__("pathlib").Path(broker.data_dir).parent
+    app = ("--entity-type", "clients", "--entity-name", "app")
+    out = kc.ok("--alter", *app, "--add-config",
+                "producer_byte_rate=1024,request_percentage=25.5")
+    assert "Completed updating config for client-id app." in out, out
+    out = kc.ok("--alter", "--entity-type", "clients", "--entity-default",
+                "--add-config", "consumer_byte_rate=2048")
+    out = kc.ok("--alter", "--entity-type", "users", "--entity-name",
+                "ANONYMOUS", "--entity-type", "clients", "--entity-name",
+                "app", "--add-config", "producer_byte_rate=4096")
+    out = kc.ok("--describe", *app)
+    assert "Quota configs for client-id 'app' are" in out, out
+    assert "producer_byte_rate=1024.0" in out and \
+        "request_percentage=25.5" in out, out
+    out = kc.fails("--alter", *app, "--add-config", "producer_byte_rate=-1")
+    assert "must be greater than 0" in out, out[-2000:]
+
+    w = Wire(broker.port)
+    want = {
+        ent((CLIENT, "app")): {"producer_byte_rate": 1024.0,
+                               "request_percentage": 25.5},
+        ent((CLIENT, None)): {"consumer_byte_rate": 2048.0},
+        ent((USER, "ANONYMOUS"), (CLIENT, "app")): {
+            "producer_byte_rate": 4096.0},
+    }
+    assert w.describe() == (NONE, None, want)
+
+    ctl = tool("cairnctl")
+    res = run([ctl, "-b", broker.bootstrap, "quotas", "list"], 30 * SLOW)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert "client-id=app producer_byte_rate=1024 request_percentage=25.5" \
+        in lines, res.stdout
+    assert "client-id=<default> consumer_byte_rate=2048" in lines, res.stdout
+    assert "user=ANONYMOUS,client-id=app producer_byte_rate=4096" in lines, \
+        res.stdout
+    res = run([ctl, "-b", broker.bootstrap, "quotas", "set",
+               "--user", "<default>", "consumer_byte_rate=1000"], 30 * SLOW)
+    assert res.returncode == 0, res.stderr
+    res = run([ctl, "-b", broker.bootstrap, "quotas", "delete",
+               "--client-id", "app", "request_percentage"], 30 * SLOW)
+    assert res.returncode == 0, res.stderr
+    res = run([ctl, "-b", broker.bootstrap, "quotas", "set",
+               "--client-id", "app", "bogus_key=1"], 30 * SLOW)
+    assert res.returncode != 0 and "Invalid configuration key bogus_key" \
+        in res.stderr, (res.stdout, res.stderr)
+    want[ent((USER, None))] = {"consumer_byte_rate": 1000.0}
+    del want[ent((CLIENT, "app"))]["request_percentage"]
+    assert w.describe() == (NONE, None, want)
+    out = kc.ok("--describe", "--entity-type", "users", "--entity-default")
+    w.close()
