@@ -103,6 +103,16 @@ static struct cn_topic *resolve_topic(struct cn_broker *b, int16_t version,
  * bytes, an error, no waiting asked for, or `final`.  On true, req->resp
  * holds the encoded response.
  */
+/* min_bytes, at least 1, and (Kafka) no more than the quota lets the
+ * answer carry, or the fetch would wait out max_wait_ms for nothing. */
+static size_t fetch_min_bytes(int32_t min_bytes, int64_t quota_max)
+{
+    size_t m = min_bytes > 0 ? (size_t)min_bytes : 1;
+    if (quota_max >= 0 && (uint64_t)quota_max < m)
+        m = quota_max > 0 ? (size_t)quota_max : 1;
+    return m;
+}
+
 static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
 {
     struct cn_req *req = fs->wait.req;
@@ -279,7 +289,7 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
      * until the client reads: what fits goes now. */
     if (!final && !urgent && rq->max_wait_ms > 0 &&
         !(room_capped && total > 0) &&
-        total < (size_t)(rq->min_bytes > 0 ? rq->min_bytes : 1)) {
+        total < fetch_min_bytes(rq->min_bytes, quota_max)) {
         /* It waits: what it read is given back rather than held for the
          * whole wait (up to min_bytes per parked fetch). */
         cn_wr_fini(dp);
