@@ -325,6 +325,9 @@ static int entity_to_wire(struct cn_req *req, const struct cn_quota_entity *e,
 
 /* ---- DescribeClientQuotas ---------------------------------------------- */
 
+/* A filter name longer than any stored one: the part matches nothing. */
+#define MATCH_NOTHING (-1)
+
 /* One filter part: how an entity's user or client-id part must look. */
 struct filt {
     bool used;
@@ -340,6 +343,8 @@ static bool part_matches(const struct filt *f, enum cn_quota_part part,
     if (part == CN_QP_NONE)
         return false;
     switch (f->match_type) {
+    case MATCH_NOTHING:
+        return false;
     case CN_CQ_MATCH_EXACT:
         return part == CN_QP_NAME && strcmp(name, f->name) == 0;
     case CN_CQ_MATCH_DEFAULT:
@@ -459,7 +464,7 @@ void cn_h_describe_client_quotas(struct cn_broker *b, struct cn_req *req,
             !cn_wire_cstr(c->match, f->name, sizeof f->name)) {
             /* Longer than any name stored: matches nothing. */
             f->name[0] = '\0';
-            f->match_type = 99;
+            f->match_type = MATCH_NOTHING;
         }
     }
     if (ip_used && (fu.used || fc.used)) {

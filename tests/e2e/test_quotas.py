@@ -260,6 +260,8 @@ def test_alter_describe_validate_and_restart(broker_factory):
     assert set(w.describe([(USER, EXACT, "ANONYMOUS"), (CLIENT, DEFAULT,
                                                          None)])[2]) == {
         ent((USER, "ANONYMOUS"), (CLIENT, None))}
+    # A name longer than any stored one matches nothing (not everything).
+    assert w.describe([(CLIENT, EXACT, "x" * 300)])[2] == {}
     code, msg, entries = w.describe([(CLIENT, EXACT, None)])
     assert code == INVALID_REQUEST and entries is None and msg, (code, msg)
     code, msg, _ = w.describe([("bogus", ANY, None)])
