@@ -98,6 +98,7 @@ run_fuzz fuzz_offsets offsets
 run_fuzz fuzz_acl_store acl_store
 run_fuzz fuzz_sasl sasl
 run_fuzz fuzz_clean_ckpt clean_ckpt
+run_fuzz fuzz_quotas quotas
 
 stage "end-to-end with real clients (release build)"
 run_e2e build release

@@ -180,6 +180,8 @@ struct cn_config {
     int64_t connections_max_idle_ms;
     int32_t queued_max_requests;       /* broker-wide */
     int64_t queued_max_request_bytes;  /* broker-wide; -1 no limit */
+    int32_t quota_window_num;          /* client quotas (src/quota) */
+    int32_t quota_window_size_seconds;
     int32_t cairn_connection_max_inflight_requests;
     int64_t cairn_connection_max_queued_bytes;
     int32_t fetch_max_bytes;

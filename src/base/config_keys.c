@@ -273,6 +273,10 @@ static const struct cn_config_key broker_keys[] = {
       queued_max_requests,
       "Requests read and not yet handled, all connections, before no more "
       "are read (parked long-poll fetches and rebalances excepted)"),
+    B("quota.window.num", CN_CFG_INT32, "11", 1, I32_MAX, NULL,
+      quota_window_num, "Samples the client quota rates are measured over"),
+    B("quota.window.size.seconds", CN_CFG_INT32, "1", 1, I32_MAX, NULL,
+      quota_window_size_seconds, "Length of each client quota sample"),
     BX("share.coordinator.state.topic.min.isr", CN_CFG_INT16, "2", 1,
        INT16_MAX, NULL, "Informational"),
     BX("share.coordinator.state.topic.replication.factor", CN_CFG_INT16, "3",

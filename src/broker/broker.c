@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "authz.h"
+#include "quotas.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/say.h"
@@ -307,6 +308,8 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         goto out_free;
     if (cn_authz_open(b, err, err_len) != 0)
         goto out_free;
+    if (cn_quotas_open(b, err, err_len) != 0)
+        goto out_free;
     cn_broker_warn_config(cfg);
     rc = cn_pidalloc_open(&b->pids, b->data_dir);
     if (rc) {
@@ -400,6 +403,7 @@ out_topics:
     cn_txn_coord_free(b);
     cn_topics_close_all(b);
 out_free:
+    cn_quotas_close(b);
     cn_authz_close(b);
     cn_metrics_free(b);
     if (bp->lock_fd >= 0)
@@ -499,6 +503,7 @@ void cn_broker_free(struct cn_broker *b)
     cn_topics_close_all(b);
     cn_txn_coord_free(b);
     cn_group_coord_free(b);
+    cn_quotas_close(b);
     cn_authz_close(b);
     cn_metrics_free(b);
     if (bp->lock_fd >= 0)

@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "acl/acl.h"
+#include "quota/quota.h"
 #include "base/arena.h"
 #include "base/bytes.h"
 #include "base/config.h"
@@ -108,6 +109,9 @@ struct cn_broker {
     int64_t authz_log_ms;           /* window of the audit rate limit */
     int authz_log_n;                /* refusal lines in that window */
     long authz_log_hushed;          /* refusals not logged since */
+    struct cn_quota *quota;         /* client quotas (h_quotas.c) */
+    uint64_t quota_throttled[CN_QK_COUNT];  /* throttled answers, by key */
+    uint64_t quota_throttle_ms[CN_QK_COUNT]; /* their throttle time */
 
     uv_timer_t retention_timer;
     uv_timer_t expiry_timer;

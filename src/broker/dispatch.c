@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "authz.h"
+#include "base/clock.h"
+#include "quotas.h"
 #include "base/say.h"
 #include "group_coord.h"
 #include "handlers.h"
@@ -59,6 +61,9 @@ const struct cn_handler cn_handlers[] = {
     {42, 0, 2, 0, cn_h_delete_groups},
     {44, 0, 1, 0, cn_h_incremental_alter_configs},
     {47, 0, 0, 0, cn_h_offset_delete},
+    /* Hand-written codecs (src/proto/quotas.c). */
+    {48, 0, 1, 0, cn_h_describe_client_quotas},
+    {49, 0, 1, 0, cn_h_alter_client_quotas},
     {60, 0, 1, 0, cn_h_describe_cluster},
     {61, 0, 0, 0, cn_h_describe_producers},
     {65, 0, 0, 0, cn_h_describe_transactions},
@@ -77,7 +82,7 @@ static bool authz_checked(int16_t key)
     static const int16_t keys[] = {0,  1,  2,  3,  8,  9,  10, 11, 12, 13,
                                    14, 15, 16, 18, 19, 20, 21, 22, 23, 24,
                                    25, 26, 27, 28, 29, 30, 31, 32, 33, 37,
-                                   42, 44, 47, 60, 61, 65, 66};
+                                   42, 44, 47, 48, 49, 60, 61, 65, 66};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (keys[i] == key)
             return true;
@@ -119,7 +124,7 @@ void cn_resp_begin(struct cn_req *req, const struct cn_req_header *h)
 void cn_req_bad(struct cn_req *req, const struct cn_req_header *h, int err)
 {
     CN_WARN("closing %s: malformed %s v%d request (%s)", cn_req_peer(req),
-            cn_api_info_get(h->api_key) ? cn_api_info_get(h->api_key)->name
+            cn_api_find(h->api_key) ? cn_api_find(h->api_key)->name
                                         : "?",
             h->api_version, cn_strerror(err));
     cn_req_close_conn(req);
@@ -270,7 +275,7 @@ void cn_dispatch(struct cn_req *req, void *opaque)
     }
     if (cn_authz_enabled(b) && !authz_checked(h.api_key) &&
         !cn_acl_is_super(&b->authz, cn_req_principal(req))) {
-        const struct cn_api_info *ai = cn_api_info_get(h.api_key);
+        const struct cn_api_info *ai = cn_api_find(h.api_key);
         CN_WARN("authorization: DENIED principal=%s peer=%s api=%s (served "
                 "to super.users only while the authorizer is on); closing",
                 cn_req_principal(req), cn_req_peer(req), ai ? ai->name : "?");
@@ -279,5 +284,25 @@ void cn_dispatch(struct cn_req *req, void *opaque)
         cn_req_done(req);
         return;
     }
+    /* request_percentage (Kafka's request-thread time): what handlers
+     * spend on the loop thread, the one request thread here, measured
+     * around the handler call (a parked request's later work, a long-poll
+     * fetch answered on data, is not counted; its first pass is).  The
+     * handler may free req before it returns, so the time is recorded
+     * after with copied names, and the throttle it leads to is applied as
+     * the next request arrives: that request is answered, then the
+     * connection is held back (Produce and Fetch also carry the time in
+     * throttle_time_ms, h_produce.c and h_fetch.c). */
+    struct cn_quota_ids qid;
+    bool quotas = cn_quota_ids_get(b, req, &h, &qid);
+    int64_t t0 = 0;
+    if (quotas) {
+        int32_t ms = cn_quota_request_throttle(b, &qid);
+        if (ms > 0)
+            cn_req_throttle(req, ms);
+        t0 = cn_clock_mono_us();
+    }
     hd->fn(b, req, &h, &rd);
+    if (quotas)
+        cn_quota_request_time(b, &qid, cn_clock_mono_us() - t0);
 }

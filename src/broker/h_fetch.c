@@ -18,6 +18,7 @@
 #include "base/err.h"
 #include "base/say.h"
 #include "handlers.h"
+#include "quotas.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 
@@ -102,6 +103,16 @@ static struct cn_topic *resolve_topic(struct cn_broker *b, int16_t version,
  * bytes, an error, no waiting asked for, or `final`.  On true, req->resp
  * holds the encoded response.
  */
+/* min_bytes, at least 1, and (Kafka) no more than the quota lets the
+ * answer carry, or the fetch would wait out max_wait_ms for nothing. */
+static size_t fetch_min_bytes(int32_t min_bytes, int64_t quota_max)
+{
+    size_t m = min_bytes > 0 ? (size_t)min_bytes : 1;
+    if (quota_max >= 0 && (uint64_t)quota_max < m)
+        m = quota_max > 0 ? (size_t)quota_max : 1;
+    return m;
+}
+
 static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
 {
     struct cn_req *req = fs->wait.req;
@@ -141,6 +152,11 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
     size_t total_max = rq->max_bytes > 0 ? (size_t)rq->max_bytes : 0;
     if (v < 3)
         total_max = SIZE_MAX;
+    /* Never more than consumer_byte_rate allows in its window (Kafka's
+     * getMaxValueInQuotaWindow caps fetch.max.bytes). */
+    int64_t quota_max = cn_quota_fetch_max_bytes(b, req, &fs->h);
+    if (quota_max >= 0 && (uint64_t)quota_max < total_max)
+        total_max = (size_t)quota_max;
     /* At least one batch still goes out (first_data below), as Kafka
      * answers whatever max_bytes says. */
     size_t conn_room = cn_req_conn_room(req);
@@ -273,12 +289,19 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
      * until the client reads: what fits goes now. */
     if (!final && !urgent && rq->max_wait_ms > 0 &&
         !(room_capped && total > 0) &&
-        total < (size_t)(rq->min_bytes > 0 ? rq->min_bytes : 1)) {
+        total < fetch_min_bytes(rq->min_bytes, quota_max)) {
         /* It waits: what it read is given back rather than held for the
          * whole wait (up to min_bytes per parked fetch). */
         cn_wr_fini(dp);
         sent = false;
         goto out;
+    }
+    /* KIP-219: a throttled fetch is answered at once, with the time and
+     * no partitions; the connection then waits it out. */
+    rs.throttle_time_ms = cn_quota_fetch_answer(b, req, &fs->h, total);
+    if (rs.throttle_time_ms > 0) {
+        rs.responses_len = 0;
+        goto encode;
     }
     k = 0;
     for (int32_t i = 0; i < nt; i++)

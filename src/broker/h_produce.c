@@ -16,6 +16,7 @@
 #include "base/failpoint.h"
 #include "base/say.h"
 #include "handlers.h"
+#include "quotas.h"
 #include "proto/batch.h"
 #include "proto/compress.h"
 #include "proto/gen/msgs.h"
@@ -375,6 +376,9 @@ static void produce_finish(struct cn_broker *b, struct cn_sync_waiter *w)
      * "produce.drop_response=error/N" by the history checker's tests. */
     if (ps->appended && CN_FAILPOINT("produce.drop_response"))
         cn_req_close_conn(req);
+    /* KIP-219: the answer goes now with the time, the connection waits. */
+    ps->rs.throttle_time_ms =
+        cn_quota_produce_answer(b, req, &ps->h, req->frame_len, false);
     cn_resp_begin(req, &ps->h);
     cn_produce_response_encode(&req->resp, ps->h.api_version, &ps->rs);
     cn_req_done(req);
@@ -545,6 +549,7 @@ void cn_h_produce(struct cn_broker *b, struct cn_req *req,
     }
     cn_wr_fini(&scratch);
     if (rq.acks == 0) {
+        cn_quota_produce_answer(b, req, h, req->frame_len, true);
         req->no_response = true;
         cn_req_done(req);
         return;

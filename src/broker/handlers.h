@@ -90,6 +90,14 @@ void cn_h_describe_acls(struct cn_broker *b, struct cn_req *req,
 void cn_h_delete_acls(struct cn_broker *b, struct cn_req *req,
                       const struct cn_req_header *h, struct cn_rd *body);
 
+/* The client quota APIs (h_quotas.c). */
+void cn_h_describe_client_quotas(struct cn_broker *b, struct cn_req *req,
+                                 const struct cn_req_header *h,
+                                 struct cn_rd *body);
+void cn_h_alter_client_quotas(struct cn_broker *b, struct cn_req *req,
+                              const struct cn_req_header *h,
+                              struct cn_rd *body);
+
 /* Topic auto-creation for Metadata and Produce: returns the topic, or NULL
  * with *kerr set. */
 struct cn_topic *cn_topic_autocreate(struct cn_broker *b,

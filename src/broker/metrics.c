@@ -323,7 +323,7 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
     family(w, "cairn_requests_total", "counter",
            "Kafka requests finished, by API.");
     for (int k = 0; k <= CN_API_KEY_MAX; k++) {
-        const struct cn_api_info *ai = cn_api_info_get((int16_t)k);
+        const struct cn_api_info *ai = cn_api_find((int16_t)k);
         if (ai && m->requests[k])
             out(w, "cairn_requests_total{api=\"%s\"} %llu\n", ai->name,
                 (unsigned long long)m->requests[k]);
@@ -332,7 +332,7 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
            "Kafka requests finished, by API and the version its header "
            "names: which versions the clients send.");
     for (int k = 0; k <= CN_API_KEY_MAX; k++) {
-        const struct cn_api_info *ai = cn_api_info_get((int16_t)k);
+        const struct cn_api_info *ai = cn_api_find((int16_t)k);
         for (int v = 0; ai && m->requests[k] && v < VERSION_SLOTS; v++)
             if (m->by_version[k][v])
                 out(w, "cairn_requests_by_version_total{api=\"%s\","
@@ -343,7 +343,7 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
            "Time from a request's complete frame to its response being "
            "queued, by API (parked fetches and produce syncs included).");
     for (int k = 0; k <= CN_API_KEY_MAX; k++) {
-        const struct cn_api_info *ai = cn_api_info_get((int16_t)k);
+        const struct cn_api_info *ai = cn_api_find((int16_t)k);
         if (!ai || !m->requests[k])
             continue;
         char labels[96];
@@ -379,6 +379,25 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
     counter(w, "cairn_net_mutes_total",
             "Times a connection stopped being read because of a limit.",
             st.mutes_total);
+    gauge(w, "cairn_net_throttled_connections",
+          "Connections not being read while a client quota throttle runs.",
+          (double)st.throttled);
+    /* Client quotas: by key only, so the cardinality stays four. */
+    family(w, "cairn_quota_throttled_total", "counter",
+           "Answers throttled by a client quota, by quota key.");
+    for (int k = 0; k < CN_QK_COUNT; k++)
+        out(w, "cairn_quota_throttled_total{quota=\"%s\"} %llu\n",
+            cn_quota_key_name(k), (unsigned long long)b->quota_throttled[k]);
+    family(w, "cairn_quota_throttle_ms_total", "counter",
+           "Throttle time given to clients, ms, by quota key.");
+    for (int k = 0; k < CN_QK_COUNT; k++)
+        out(w, "cairn_quota_throttle_ms_total{quota=\"%s\"} %llu\n",
+            cn_quota_key_name(k), (unsigned long long)b->quota_throttle_ms[k]);
+    gauge(w, "cairn_quota_entities", "Entities with a client quota set.",
+          b->quota ? (double)cn_quota_count(b->quota) : 0);
+    gauge(w, "cairn_quota_rate_trackers",
+          "Rates measured for client quotas (one per key and entity).",
+          b->quota ? (double)cn_quota_sensor_count(b->quota) : 0);
 }
 
 static double resident_bytes(void)

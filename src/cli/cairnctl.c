@@ -57,6 +57,12 @@ static const char usage_text[] =
     "  acls remove --resource TYPE[:NAME] [--pattern-type P] [--principal P]\n"
     "              [--host H] [--operation OP] [--deny]\n"
     "    TYPE: topic, group, transactional_id, cluster (Kafka's names)\n"
+    "  quotas list [--user U] [--client-id C]\n"
+    "  quotas set (--user U | --client-id C | both) --set KEY=VALUE ...\n"
+    "             [--delete KEY ...]\n"
+    "  quotas delete (--user U | --client-id C | both) [--delete KEY ...]\n"
+    "    U, C: a name or <default>; KEY: producer_byte_rate,\n"
+    "    consumer_byte_rate, request_percentage (Kafka's quota keys)\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --bootstrap-server HOST:PORT  broker to talk to (default "
@@ -118,7 +124,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         "--max-transaction-timeout", "--start-offset", "--producer-epoch",
         "--coordinator-epoch", "--group", "--to-offset", "--shift-by",
         "--resource", "--pattern-type", "--principal", "--host",
-        "--operation",
+        "--operation", "--user", "--client-id",
     };
 
     o->bootstrap = "127.0.0.1:9092";
@@ -289,6 +295,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 return usage_error("empty --group");
             o->groups[o->ngroups++] = val;
             o->seen |= OPT_GROUP;
+        } else if (strcmp(name, "--user") == 0) {
+            if (!*val)
+                return usage_error("empty --user");
+            o->quota_user = val;
+        } else if (strcmp(name, "--client-id") == 0) {
+            if (!*val)
+                return usage_error("empty --client-id");
+            o->quota_client = val;
         } else if (strcmp(name, "--all-groups") == 0) {
             o->seen |= OPT_ALL_GROUPS;
         } else if (strcmp(name, "--all-topics") == 0) {
@@ -393,6 +407,9 @@ static const struct command commands[] = {
      OPT_RESOURCE | OPT_PATTERN | OPT_PRINCIPAL | OPT_HOST | OPT_OPERATION |
          OPT_DENY,
      OPT_RESOURCE, cmd_acls_remove},
+    {"quotas", "list", 0, 0, cmd_quotas_list},
+    {"quotas", "set", OPT_SET | OPT_DELETE, 0, cmd_quotas_set},
+    {"quotas", "delete", OPT_DELETE, 0, cmd_quotas_delete},
     /* One word: the action is NULL. */
     {"lso-gap", NULL, OPT_TOPIC, 0, cmd_lso_gap},
 };
@@ -530,6 +547,17 @@ static int run(int argc, char **argv, struct opts *o)
             return EXIT_USAGE;
         }
     }
+    bool quotas = cmd->run == cmd_quotas_list || cmd->run == cmd_quotas_set ||
+                  cmd->run == cmd_quotas_delete;
+    if (!quotas && (o->quota_user || o->quota_client))
+        return usage_error("--user and --client-id are for 'quotas'");
+    if (quotas && cmd->run != cmd_quotas_list && !o->quota_user &&
+        !o->quota_client)
+        return usage_error("'quotas %s' needs --user and/or --client-id",
+                           cmd->action);
+    if (cmd->run == cmd_quotas_set && o->nsets + o->ndeletes == 0)
+        return usage_error("'quotas set' needs --set KEY=VALUE or "
+                           "--delete KEY");
     if (cmd->run == cmd_configs_alter && o->nsets + o->ndeletes == 0)
         return usage_error("'configs alter' needs --set or --delete");
     if (cmd->run == cmd_txn_find_hanging && (o->seen & OPT_BROKER) &&

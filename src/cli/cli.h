@@ -121,6 +121,8 @@ struct opts {
     const char *principal; /* --principal User:NAME */
     const char *host;      /* --host IP or * */
     const char *operation; /* --operation READ|WRITE|... */
+    const char *quota_user;   /* --user NAME|<default> (quotas) */
+    const char *quota_client; /* --client-id ID|<default> (quotas) */
 };
 
 /* One command's connections and the arena its responses live in. */
@@ -195,6 +197,9 @@ int cli_find_coordinator(struct ctx *x, int8_t key_type, const char *id,
                          int16_t *code, struct cn_bytes *msg);
 
 /* ---- commands (cmd_topics.c, cmd_txn.c, cmd_groups.c) ---- */
+int cmd_quotas_list(struct ctx *x);
+int cmd_quotas_set(struct ctx *x);
+int cmd_quotas_delete(struct ctx *x);
 int cmd_groups_list(struct ctx *x);
 int cmd_groups_describe(struct ctx *x);
 int cmd_groups_reset_offsets(struct ctx *x);

@@ -222,7 +222,7 @@ static int exchange(struct cn_kclient *c, int16_t api_key, int16_t version,
                     const void *request, struct cn_arena *arena,
                     struct cn_rd *body)
 {
-    const struct cn_api_info *api = cn_api_info_get(api_key);
+    const struct cn_api_info *api = cn_api_find(api_key);
     struct cn_req_header h;
     struct cn_wr wr;
     uint8_t sz[4];
@@ -297,7 +297,7 @@ static int exchange(struct cn_kclient *c, int16_t api_key, int16_t version,
         cn_kclient_close(c);
         return CN_ECORRUPT;
     }
-    if (cn_api_response_header_version(api_key, version) >= 1)
+    if (cn_resp_header_version(api_key, version) >= 1)
         cn_rd_skip_tags(body);
     if (body->err) {
         snprintf(c->err, sizeof c->err, "bad %s response header from %s:%d",
@@ -311,7 +311,7 @@ static int decode_body(struct cn_kclient *c, int16_t api_key, int16_t version,
                        struct cn_rd *body, void *response,
                        struct cn_arena *arena)
 {
-    const struct cn_api_info *api = cn_api_info_get(api_key);
+    const struct cn_api_info *api = cn_api_find(api_key);
     int err;
 
     api->init_response(response);
@@ -455,7 +455,7 @@ int cn_kclient_bootstrap(struct cn_kclient *c, const char *addr, int timeout_ms)
 
 int16_t cn_kclient_version(const struct cn_kclient *c, int16_t api_key)
 {
-    const struct cn_api_info *api = cn_api_info_get(api_key);
+    const struct cn_api_info *api = cn_api_find(api_key);
     int16_t ours_max, hi, lo;
 
     if (!api || api_key < 0 || api_key > CN_API_KEY_MAX)

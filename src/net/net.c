@@ -47,6 +47,7 @@ struct cn_server {
     uv_tcp_t listener;
     uv_timer_t idle_timer;
     uv_idle_t resume_idle;  /* runs the lists below; on only when needed */
+    uv_timer_t throttle_timer; /* fires when the first throttle ends */
     bool resume_on;
     struct cn_server_config cfg;
     cn_req_cb cb;
@@ -62,6 +63,7 @@ struct cn_server {
     uint64_t mutes_total;
     struct conn_list resume;    /* muted by own limits, maybe under now */
     struct conn_list wait;      /* muted by the budget, in mute order */
+    struct conn_list throttled; /* muted by a quota until throttle_until */
     struct conn_list abandoned; /* closed with requests in handlers; each
                                    holds a reference */
 };
@@ -93,6 +95,7 @@ struct cn_conn {
     int refs;                    /* 1 for the handle + 1 per live request
                                     + 1 while on the abandoned list */
     int64_t last_active_ms;      /* monotonic, for the idle check */
+    int64_t throttle_until_ms;   /* monotonic: not read before (quotas) */
     int64_t last_write_ms;       /* monotonic: a write last completed, or
                                     the first of the pending ones began */
     struct conn_list *list;      /* the server list c is on, or NULL */
@@ -113,6 +116,7 @@ static void conn_flush(struct cn_conn *c);
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void on_resume_idle(uv_idle_t *h);
+static void on_throttle_end(uv_timer_t *t);
 
 /* ---- lists and the budget --------------------------------------------- */
 
@@ -198,11 +202,17 @@ static size_t resp_bytes(const struct cn_req *req)
            req->resp.refs_cap * sizeof *req->resp.refs + req->arena.total;
 }
 
-enum gate { GATE_OPEN, GATE_CONN, GATE_BUDGET };
+enum gate { GATE_OPEN, GATE_CONN, GATE_BUDGET, GATE_THROTTLE };
+
+static void throttle_arm(struct cn_server *srv);
 
 static enum gate conn_gate(const struct cn_conn *c)
 {
     const struct cn_server *srv = c->srv;
+    /* A throttle first: its end is known, the other gates are re-checked
+     * when it passes. */
+    if (c->throttle_until_ms && cn_clock_mono_ms() < c->throttle_until_ms)
+        return GATE_THROTTLE;
     if (c->live >= srv->cfg.max_inflight || c->held >= srv->cfg.max_conn_bytes)
         return GATE_CONN;
     /* Connections already waiting for the budget go first. */
@@ -227,7 +237,67 @@ static void conn_mute(struct cn_conn *c, enum gate g)
         list_remove(c);
         list_push(&srv->wait, c);
     }
+    if (g == GATE_THROTTLE && c->list != &srv->throttled) {
+        list_remove(c);
+        list_push(&srv->throttled, c);
+        throttle_arm(srv);
+    }
     kick(srv);
+}
+
+/* Arms the timer for the earliest throttle end among the throttled. */
+static void throttle_arm(struct cn_server *srv)
+{
+    if (srv->stopping)
+        return;
+    int64_t first = INT64_MAX;
+    for (struct cn_conn *c = srv->throttled.head; c; c = c->lnext)
+        if (c->throttle_until_ms < first)
+            first = c->throttle_until_ms;
+    if (first == INT64_MAX) {
+        uv_timer_stop(&srv->throttle_timer);
+        return;
+    }
+    int64_t now = cn_clock_mono_ms();
+    uv_timer_start(&srv->throttle_timer, on_throttle_end,
+                   first > now ? (uint64_t)(first - now) : 0, 0);
+}
+
+/* Throttles that have ended go to the resume list, where the other gates
+ * are checked again. */
+static void on_throttle_end(uv_timer_t *t)
+{
+    struct cn_server *srv = t->data;
+    int64_t now = cn_clock_mono_ms();
+    struct cn_conn *c = srv->throttled.head;
+    while (c) {
+        struct cn_conn *next = c->lnext;
+        if (c->throttle_until_ms <= now) {
+            c->throttle_until_ms = 0;
+            list_remove(c);
+            list_push(&srv->resume, c);
+        }
+        c = next;
+    }
+    kick(srv);
+    throttle_arm(srv);
+}
+
+void cn_req_throttle(struct cn_req *req, int64_t ms)
+{
+    struct cn_conn *c = req->conn;
+    if (c->closed || ms <= 0)
+        return;
+    int64_t until = cn_clock_mono_ms() + ms;
+    if (until > c->throttle_until_ms)
+        c->throttle_until_ms = until;
+    /* Muted now rather than at the next frame, so bytes the client
+     * already sent wait too; a connection muted for another reason is
+     * moved to the throttled list (its other gate is checked after). */
+    if (c->list != &c->srv->throttled)
+        conn_mute(c, GATE_THROTTLE);
+    else
+        throttle_arm(c->srv);
 }
 
 /* Called before each new frame: true if c may read one now; else c is
@@ -839,6 +909,8 @@ int cn_server_start(uv_loop_t *loop, const struct cn_server_config *cfg,
     uv_timer_start(&srv->idle_timer, idle_check, every, every);
     uv_idle_init(loop, &srv->resume_idle);
     srv->resume_idle.data = srv;
+    uv_timer_init(loop, &srv->throttle_timer);
+    srv->throttle_timer.data = srv;
     *out = srv;
     return 0;
 }
@@ -866,6 +938,7 @@ void cn_server_get_stats(const struct cn_server *srv,
     out->queued_bytes = srv->queued_bytes;
     out->held_bytes = srv->held_bytes;
     out->muted = srv->muted;
+    out->throttled = srv->throttled.n;
     out->mutes_total = srv->mutes_total;
 }
 
@@ -885,8 +958,10 @@ void cn_server_stop(struct cn_server *srv)
     struct cn_conn *c;
     while ((c = list_pop(&srv->abandoned)))
         conn_unref(c);
-    srv->pending_closes += 3;
+    srv->pending_closes += 4;
     uv_timer_stop(&srv->idle_timer);
+    uv_timer_stop(&srv->throttle_timer);
+    uv_close((uv_handle_t *)&srv->throttle_timer, on_server_handle_closed);
     uv_idle_stop(&srv->resume_idle);
     uv_close((uv_handle_t *)&srv->idle_timer, on_server_handle_closed);
     uv_close((uv_handle_t *)&srv->resume_idle, on_server_handle_closed);

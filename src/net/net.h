@@ -109,6 +109,7 @@ struct cn_server_stats {
     size_t held_bytes;      /* request and response bytes held, all
                                connections */
     size_t muted;           /* connections not being read by a limit */
+    size_t throttled;       /* of those, waiting out a quota throttle */
     uint64_t mutes_total;   /* times a connection was muted */
 };
 
@@ -143,6 +144,13 @@ bool cn_req_conn_closed(const struct cn_req *req);
  * (a parked fetch) sizes it by this, so requests a client pipelined while
  * they were cheap cannot all come back at full size. */
 size_t cn_req_conn_room(const struct cn_req *req);
+/* Client quotas (KIP-219): the answer goes out at once, carrying the
+ * throttle time, and the connection is then not read for ms (from now),
+ * so a client that ignores the field is held back all the same.  Composes
+ * with the back-pressure mutes: the connection is read again only when
+ * every reason to mute it has passed.  A later call extends, never
+ * shortens, the time. */
+void cn_req_throttle(struct cn_req *req, int64_t ms);
 /* Closes the request's connection (protocol violation).  The request must
  * still be finished with cn_req_done(). */
 void cn_req_close_conn(struct cn_req *req);

@@ -3,6 +3,36 @@
 
 #include "base/err.h"
 #include "gen/api.h"
+#include "quotas.h"
+
+const struct cn_api_info *cn_api_find(int16_t api_key)
+{
+    const struct cn_api_info *a = cn_api_info_get(api_key);
+    if (a)
+        return a;
+    for (size_t i = 0; i < sizeof cn_quota_api_infos /
+                               sizeof cn_quota_api_infos[0]; i++)
+        if (cn_quota_api_infos[i].api_key == api_key)
+            return &cn_quota_api_infos[i];
+    return NULL;
+}
+
+/* 1 flexible, 0 not, -1 not a hand-written API version. */
+static int hand_flexible(int16_t key, int16_t version)
+{
+    if (cn_api_info_get(key))
+        return -1;
+    const struct cn_api_info *a = cn_api_find(key);
+    if (!a || version < a->min_version || version > a->max_version)
+        return -1;
+    return a->flexible_min >= 0 && version >= a->flexible_min;
+}
+
+int cn_resp_header_version(int16_t api_key, int16_t api_version)
+{
+    int hf = hand_flexible(api_key, api_version);
+    return hf >= 0 ? hf : cn_api_response_header_version(api_key, api_version);
+}
 
 int cn_req_header_decode(struct cn_rd *rd, struct cn_req_header *out)
 {
@@ -17,9 +47,11 @@ int cn_req_header_decode(struct cn_rd *rd, struct cn_req_header *out)
     out->client_id = cn_rd_str(rd, false);
     if (rd->err)
         return rd->err;
-    if (!cn_api_version_ok(out->api_key, out->api_version))
+    int hf = hand_flexible(out->api_key, out->api_version);
+    if (hf < 0 && !cn_api_version_ok(out->api_key, out->api_version))
         return CN_REQ_HDR_UNKNOWN;
-    if (cn_api_request_header_version(out->api_key, out->api_version) >= 2)
+    if (hf > 0 || (hf < 0 && cn_api_request_header_version(
+                                 out->api_key, out->api_version) >= 2))
         cn_rd_skip_tags(rd);
     return rd->err;
 }
@@ -30,7 +62,9 @@ void cn_req_header_encode(struct cn_wr *wr, const struct cn_req_header *h)
     cn_wr_i16(wr, h->api_version);
     cn_wr_i32(wr, h->correlation_id);
     cn_wr_str(wr, false, h->client_id);
-    if (cn_api_request_header_version(h->api_key, h->api_version) >= 2)
+    int hf = hand_flexible(h->api_key, h->api_version);
+    if (hf > 0 || (hf < 0 && cn_api_request_header_version(
+                                 h->api_key, h->api_version) >= 2))
         cn_wr_empty_tags(wr);
 }
 
@@ -38,6 +72,6 @@ void cn_resp_header_encode(struct cn_wr *wr, int16_t api_key,
                            int16_t api_version, int32_t correlation_id)
 {
     cn_wr_i32(wr, correlation_id);
-    if (cn_api_response_header_version(api_key, api_version) >= 1)
+    if (cn_resp_header_version(api_key, api_version) >= 1)
         cn_wr_empty_tags(wr);
 }

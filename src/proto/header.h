@@ -50,6 +50,14 @@ int cn_req_header_decode(struct cn_rd *rd, struct cn_req_header *out);
  * tests. */
 void cn_req_header_encode(struct cn_wr *wr, const struct cn_req_header *h);
 
+/* The API's table row: the generated table's, else a hand-written
+ * codec's (DescribeClientQuotas, AlterClientQuotas: proto/quotas.h).
+ * NULL when Cairn has no codec for the key. */
+struct cn_api_info;
+const struct cn_api_info *cn_api_find(int16_t api_key);
+/* Response header version (0 or 1) for any API cn_api_find() knows. */
+int cn_resp_header_version(int16_t api_key, int16_t api_version);
+
 /* Writes the response header for a reply to api_key/api_version. */
 void cn_resp_header_encode(struct cn_wr *wr, int16_t api_key,
                            int16_t api_version, int32_t correlation_id);

@@ -263,7 +263,7 @@ static int decode_frame(const uint8_t *p, size_t len, struct cn_arena *a,
     int rc = cn_req_header_decode(&rd, h);
     if (rc != 0)
         return rc;
-    const struct cn_api_info *api = cn_api_info_get(h->api_key);
+    const struct cn_api_info *api = cn_api_find(h->api_key);
     *body = cn_arena_alloc(a, api->request_size);
     rc = api->decode_request(&rd, a, h->api_version, *body);
     if (rc == 0 && cn_rd_left(&rd) != 0)
@@ -573,7 +573,7 @@ static void replay_frame(const uint8_t *p, size_t len)
     void *body = NULL;
     cn_arena_init(&a);
     if (decode_frame(p, len, &a, &h, &body) == 0) {
-        const struct cn_api_info *api = cn_api_info_get(h.api_key);
+        const struct cn_api_info *api = cn_api_find(h.api_key);
         struct cn_wr wr;
         cn_wr_init(&wr, 0);
         api->encode_request(&wr, h.api_version, body);

@@ -1,0 +1,58 @@
+/*
+ * quotas.h - client quotas in the broker (h_quotas.c): the store, the
+ * two APIs, and the measuring calls the handlers make.  Each measuring
+ * call returns the throttle time in ms (0: within the quota, or none set);
+ * the caller puts it in throttle_time_ms and passes it to
+ * cn_req_throttle(), as Kafka does since KIP-219.
+ *
+ * Quota user: the principal's name ("User:alice" is user "alice"; a
+ * PLAINTEXT connection is "ANONYMOUS").  Client id: the request header's
+ * (null is "").
+ */
+#ifndef CN_BROKER_QUOTAS_H
+#define CN_BROKER_QUOTAS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker_int.h"
+#include "proto/header.h"
+
+/* Reads <data>/client-quotas; a damaged file fails naming it.  Runs on:
+ * loop, at start. */
+int cn_quotas_open(struct cn_broker *b, char *err, size_t err_len);
+void cn_quotas_close(struct cn_broker *b);
+
+/* As a Produce answer is made: producer_byte_rate counts the request's
+ * bytes, request_percentage (not for acks=0) the rate so far.  Returns
+ * the longer throttle, already applied to the connection. */
+int32_t cn_quota_produce_answer(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h, size_t bytes,
+                                bool acks0);
+/* As a Fetch answer is made: consumer_byte_rate counts its record bytes.
+ * When either quota throttles, the caller sends the answer without
+ * partitions (Kafka's getThrottledResponse) and the bytes are taken back.
+ * Returns the throttle, already applied to the connection. */
+int32_t cn_quota_fetch_answer(struct cn_broker *b, struct cn_req *req,
+                              const struct cn_req_header *h, size_t bytes);
+/* The most a fetch answer may carry under consumer_byte_rate (limit *
+ * (quota.window.num - 1) windows), or -1 for no limit. */
+int64_t cn_quota_fetch_max_bytes(struct cn_broker *b, struct cn_req *req,
+                                 const struct cn_req_header *h);
+/* request_percentage.  The names a request is measured under, copied
+ * (the handler may free the request); false when no quota is set. */
+struct cn_quota_ids {
+    char user[CN_QUOTA_NAME_MAX];
+    char client[CN_QUOTA_NAME_MAX];
+};
+bool cn_quota_ids_get(struct cn_broker *b, struct cn_req *req,
+                      const struct cn_req_header *h, struct cn_quota_ids *out);
+/* The throttle the request rate asks for now (nothing recorded). */
+int32_t cn_quota_request_throttle(struct cn_broker *b,
+                                  const struct cn_quota_ids *id);
+/* Records time a handler ran on the loop thread. */
+void cn_quota_request_time(struct cn_broker *b, const struct cn_quota_ids *id,
+                           int64_t handler_us);
+
+#endif
