@@ -100,6 +100,22 @@ struct cn_server_config {
      * free the request early.  It may finish req (cn_req_done) now or
      * later. */
     void (*abandon_cb)(struct cn_req *req, void *opaque);
+    /* The caller's number for this listener, for cn_req_listener(). */
+    int listener;
+    /* NULL: plaintext.  Else every connection is TLS with this OpenSSL
+     * SSL_CTX (not owned; it must outlive the server), driven through
+     * memory BIOs so the handshake never blocks the loop.  Frames inside
+     * are the same; response bytes, payload runs included, are copied
+     * through SSL_write (no writing in place). */
+    struct ssl_ctx_st *tls;
+    int64_t tls_handshake_ms;  /* close a TLS connection whose handshake
+                                  is not done this long after accept;
+                                  <=0: 10 s */
+    /* With tls, NULL or maps a client certificate's subject DN (RFC 2253,
+     * "CN=alice,O=acme") to the principal name after "User:"; nonzero
+     * closes the connection.  NULL takes the DN as it is. */
+    int (*tls_principal)(const char *dn, char *out, size_t out_len,
+                         void *opaque);
 };
 
 /* Back-pressure state, for metrics and memory policy. */
@@ -148,6 +164,11 @@ size_t cn_req_conn_room(const struct cn_req *req);
 void cn_req_close_conn(struct cn_req *req);
 /* Peer address as text, for log lines. */
 const char *cn_req_peer(const struct cn_req *req);
+/* cn_server_config.listener of the server the request came in on (which
+ * advertised address to answer with). */
+int cn_req_listener(const struct cn_req *req);
+/* True if the request came over TLS. */
+bool cn_req_tls(const struct cn_req *req);
 
 /* The authenticated principal of the request's connection, as Kafka
  * writes it ("User:alice").  A connection starts as "User:ANONYMOUS", what

@@ -1,0 +1,144 @@
+/*
+ * listeners.c - one server per entry of `listeners`, TLS contexts for the
+ * SSL ones, and the advertised address per listener.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/say.h"
+#include "broker_int.h"
+#include "sec/tls.h"
+
+static const char *key(const struct cn_config *cfg, const char *name)
+{
+    const char *v = NULL;
+    if (cn_config_get(cfg, name, &v, NULL) != 0)
+        return NULL;
+    return v;
+}
+
+/* ssl.principal.mapping.rules over the certificate's subject. */
+static int map_principal(const char *dn, char *out, size_t out_len,
+                         void *opaque)
+{
+    struct cn_broker *b = opaque;
+    const char *rules = key(b->cfg, "ssl.principal.mapping.rules");
+    return cn_tls_map_principal(rules ? rules : "DEFAULT", dn, out, out_len);
+}
+
+static int tls_context(struct cn_broker *b, const struct cn_listener *l,
+                       struct ssl_ctx_st **out, char *err, size_t err_len)
+{
+    const struct cn_config *cfg = b->cfg;
+    struct cn_tls_opts o = {
+        .keystore_location = key(cfg, "ssl.keystore.location"),
+        .keystore_type = key(cfg, "ssl.keystore.type"),
+        .keystore_password = key(cfg, "ssl.keystore.password"),
+        .key_password = key(cfg, "ssl.key.password"),
+        .truststore_location = key(cfg, "ssl.truststore.location"),
+        .truststore_type = key(cfg, "ssl.truststore.type"),
+        .client_auth = key(cfg, "ssl.client.auth"),
+        .enabled_protocols = key(cfg, "ssl.enabled.protocols"),
+        .protocol = key(cfg, "ssl.protocol"),
+        .cipher_suites = key(cfg, "ssl.cipher.suites"),
+    };
+    char why[512];
+    if (cn_tls_ctx_new(&o, out, why, sizeof why)) {
+        snprintf(err, err_len, "listener %s: %s", l->name, why);
+        return CN_EINVAL;
+    }
+    return 0;
+}
+
+int cn_broker_listen(struct cn_broker *b, const struct cn_server_config *tmpl,
+                     char *err, size_t err_len)
+{
+    const struct cn_config *cfg = b->cfg;
+    if (cfg->nlisteners == 0) {
+        snprintf(err, err_len, "listeners: no listener to bind");
+        return CN_EINVAL;
+    }
+    const char *rules = key(cfg, "ssl.principal.mapping.rules");
+    char why[256];
+    if (rules && cn_tls_rules_check(rules, why, sizeof why)) {
+        snprintf(err, err_len, "ssl.principal.mapping.rules: %s", why);
+        return CN_EINVAL;
+    }
+    for (int i = 0; i < cfg->nlisteners; i++) {
+        const struct cn_listener *l = &cfg->listener[i];
+        /* Serving SASL_* without the SASL gate would let anyone in. */
+        if (l->proto == CN_SEC_SASL_PLAINTEXT || l->proto == CN_SEC_SASL_SSL) {
+            snprintf(err, err_len,
+                     "listeners: listener %s uses %s, which this build does "
+                     "not serve yet (SASL)",
+                     l->name, cn_sec_proto_name(l->proto));
+            goto fail;
+        }
+        struct cn_server_config sc = *tmpl;
+        sc.host = l->host;
+        sc.port = l->port;
+        sc.listener = i;
+        if (l->proto == CN_SEC_SSL) {
+            if (tls_context(b, l, &b->tls_ctx[i], err, err_len))
+                goto fail;
+            sc.tls = b->tls_ctx[i];
+            sc.tls_handshake_ms = cfg->cairn_ssl_handshake_timeout_ms;
+            sc.tls_principal = map_principal;
+        }
+        int rc = cn_server_start(b->loop, &sc, cn_dispatch, b,
+                                 &b->servers[i]);
+        if (rc) {
+            snprintf(err, err_len, "listeners: cannot listen on %s:%d (%s): %s",
+                     l->host[0] ? l->host : "*", l->port, l->name,
+                     uv_strerror(rc));
+            goto fail;
+        }
+        b->nservers = i + 1;
+        snprintf(b->adv_hosts[i], sizeof b->adv_hosts[i], "%s",
+                 l->adv_host[0] ? l->adv_host
+                 : l->host[0]   ? l->host
+                                : "127.0.0.1");
+        b->adv_ports[i] = l->adv_port ? l->adv_port
+                                      : cn_server_port(b->servers[i]);
+        CN_INFO("listener %s (%s) on %s:%d, advertised as %s:%d", l->name,
+                cn_sec_proto_name(l->proto), l->host[0] ? l->host : "*",
+                cn_server_port(b->servers[i]), b->adv_hosts[i],
+                b->adv_ports[i]);
+    }
+    b->server = b->servers[0];
+    return 0;
+fail:
+    cn_broker_unlisten(b);
+    b->nservers = 0;
+    cn_broker_listeners_free(b);
+    return CN_EINVAL;
+}
+
+void cn_broker_unlisten(struct cn_broker *b)
+{
+    for (int i = 0; i < b->nservers; i++)
+        if (b->servers[i])
+            cn_server_stop(b->servers[i]);
+}
+
+void cn_broker_listeners_free(struct cn_broker *b)
+{
+    /* Connections hold their own references to a context. */
+    for (int i = 0; i < CN_LISTENERS_MAX; i++) {
+        cn_tls_ctx_free(b->tls_ctx[i]);
+        b->tls_ctx[i] = NULL;
+    }
+}
+
+void cn_broker_advertised(const struct cn_broker *b, const struct cn_req *req,
+                          const char **host, int *port)
+{
+    int i = cn_req_listener(req);
+    if (i < 0 || i >= b->nservers) {
+        *host = b->adv_host;
+        *port = b->adv_port;
+        return;
+    }
+    *host = b->adv_hosts[i];
+    *port = b->adv_ports[i];
+}
