@@ -346,3 +346,63 @@ def test_custom_names_encrypted_key_and_pkcs12(tmp_path, certs):
             assert isinstance(tls_api_versions(b, certs), bytes)
         finally:
             assert b.stop() == 0
+
+
+@pytest.mark.skipif(SANITIZED, reason="client matrix: release build only")
+def test_kafkajs_over_ssl_with_client_certificate(tls_broker, certs):
+    """The second client library's TLS stack (Node's) with mTLS."""
+    from test_read_committed import JS_DIR, npm_ready
+    why = npm_ready()
+    if why:
+        pytest.skip(why)
+    b = tls_broker(**{"ssl.client.auth": "required",
+                      "group.initial.rebalance.delay.ms": "0"})
+    topic = "js-tls-" + uuid.uuid4().hex[:8]
+    b.create_topic(topic)
+    res = subprocess.run(
+        ["node", str(JS_DIR / "tls_roundtrip.js"), b.ssl_bootstrap, topic,
+         str(certs / "ca.pem"), str(certs / "alice.crt"),
+         str(certs / "alice.key")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, timeout=120 * SLOW,
+        cwd=str(JS_DIR))
+    assert res.returncode == 0, res.stderr[-3000:]
+    import json
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["values"] == ["js%d" % i for i in range(20)], out
+
+
+@pytest.mark.skipif(SANITIZED, reason="Java client: release build only")
+def test_java_client_over_ssl_with_pem_keystore(tls_broker, certs,
+                                                tmp_path):
+    """Kafka's own producer (kafka-producer-perf-test, acks=all) over SSL
+    with ssl.client.auth=required, its keystore and truststore PEM files
+    as Kafka reads them."""
+    import re
+    import java_harness
+    cp = java_harness.classpath()
+    b = tls_broker(**{"ssl.client.auth": "required"})
+    topic = "java-tls-" + uuid.uuid4().hex[:8]
+    b.create_topic(topic)
+    n = 5000
+    props = tmp_path / "client.properties"
+    props.write_text("\n".join([
+        "security.protocol=SSL",
+        "ssl.truststore.type=PEM",
+        "ssl.truststore.location=%s" % (certs / "ca.pem"),
+        "ssl.keystore.type=PEM",
+        "ssl.keystore.location=%s" % (certs / "alice.pem"),
+        "acks=all", ""]))
+    err = tmp_path / "perf.stderr"
+    res = java_harness.run_java(
+        cp, "org.apache.kafka.tools.ProducerPerformance",
+        ["--bootstrap-server", b.ssl_bootstrap, "--topic", topic,
+         "--num-records", str(n), "--record-size", "100",
+         "--throughput", "-1", "--producer.config", str(props)],
+        120 * SLOW, err, jvm_args=java_harness.FAST_START)
+    assert res.returncode == 0, (res.stdout[-2000:], err.read_text()[-3000:])
+    m = re.search(r"^(\d+) records sent", res.stdout, re.M)
+    assert m and int(m.group(1)) == n, res.stdout[-2000:]
+    r = kcat("-b", b.bootstrap, "-C", "-t", topic, "-o", "beginning", "-e",
+             "-q", "-f", "x\n")
+    assert r.stdout.count("x\n") == n, r.stderr
