@@ -406,3 +406,22 @@ def test_java_client_over_ssl_with_pem_keystore(tls_broker, certs,
     r = kcat("-b", b.bootstrap, "-C", "-t", topic, "-o", "beginning", "-e",
              "-q", "-f", "x\n")
     assert r.stdout.count("x\n") == n, r.stderr
+
+
+def test_pipelined_requests_muted_and_resumed_over_tls(tls_broker, certs):
+    """Back-pressure on a TLS connection: 2000 requests (several TLS
+    records) sent at once with at most 2 in flight mute the connection
+    with undecrypted bytes left in OpenSSL's buffer; resuming must decrypt
+    them (no socket read will come), and every answer arrives, in order."""
+    b = tls_broker(**{"cairn.connection.max.inflight.requests": "2"})
+    raw = socket.create_connection(("127.0.0.1", b.ssl_port), timeout=5)
+    s = client_ctx(certs).wrap_socket(raw, server_hostname="localhost")
+    s.settimeout(20 * SLOW)
+    n = 2000
+    s.sendall(b"".join(kw.api_versions_request(i) for i in range(1, n + 1)))
+    import struct
+    for i in range(1, n + 1):
+        body = kw.recv_frame(s)
+        assert body is not None, "closed after %d answers" % (i - 1)
+        assert struct.unpack_from(">i", body)[0] == i
+    s.close()
