@@ -285,9 +285,10 @@ static const struct cn_config_key broker_keys[] = {
       queued_max_requests,
       "Requests read and not yet handled, all connections, before no more "
       "are read (parked long-poll fetches and rebalances excepted)"),
-    BX("security.inter.broker.protocol", CN_CFG_STRING, NULL, 0, 0, NULL,
-       "Checked against listeners (single node: no inter-broker traffic); "
-       "default PLAINTEXT"),
+    BX("security.inter.broker.protocol", CN_CFG_STRING, "PLAINTEXT", 0, 0,
+       NULL,
+       "Checked against listeners when set (single node: no inter-broker "
+       "traffic)"),
     BX("share.coordinator.state.topic.min.isr", CN_CFG_INT16, "2", 1,
        INT16_MAX, NULL, "Informational"),
     BX("share.coordinator.state.topic.replication.factor", CN_CFG_INT16, "3",
