@@ -1028,12 +1028,86 @@ static int check_dir(const char *key, const char *value, char *why,
     return 0;
 }
 
+/* Kafka's listener.name.<name>.ssl.*: only the ssl.* keys, which are
+ * what a listener's channel reads with its prefix. */
+static int set_listener_key(struct cn_config *cfg, const char *key,
+                            const char *value, char *err, size_t err_len)
+{
+    const char *name = key + 14, *dot = strchr(name, '.');
+    size_t nl = dot ? (size_t)(dot - name) : 0;
+    int i = dot ? cfg_key_index(dot + 1) : -1;
+    if (!nl || nl >= CN_LISTENER_NAME_MAX || i < 0 ||
+        strncmp(dot + 1, "ssl.", 4)) {
+        cfg_seterr(err, err_len,
+                   "unknown config key \"%s\" (listener.name.<listener>. "
+                   "takes the ssl.* keys)",
+                   key);
+        return CN_EINVAL;
+    }
+    if (!value) {
+        cfg_seterr(err, err_len, "missing value for %s", key);
+        return CN_EINVAL;
+    }
+    char why[WHY_MAX];
+    char *t = cfg_dup_trim(value, strlen(value));
+    if (!t) {
+        cfg_seterr(err, err_len, "out of memory setting %s", key);
+        return CN_ENOMEM;
+    }
+    int rc = CN_EINVAL;
+    if (cfg_check_value(cn_config_key_at((size_t)i), t, NULL, why,
+                        sizeof why)) {
+        cfg_seterr(err, err_len, "invalid value \"%s\" for %s: %s", t, key,
+                   why);
+        goto out;
+    }
+    if (strlen(t) >= CN_CONFIG_PATH_MAX) {
+        cfg_seterr(err, err_len, "invalid value for %s: too long", key);
+        goto out;
+    }
+    char up[CN_LISTENER_NAME_MAX];
+    for (size_t j = 0; j < nl; j++)
+        up[j] = (char)toupper((unsigned char)name[j]);
+    up[nl] = '\0';
+    int k = 0;
+    while (k < cfg->nlkeys &&
+           (cfg->lkeys[k].key != i || strcmp(cfg->lkeys[k].listener, up)))
+        k++;
+    if (k == CN_LISTENER_KEYS_MAX) {
+        cfg_seterr(err, err_len, "%s: more than %d listener.name. keys", key,
+                   CN_LISTENER_KEYS_MAX);
+        goto out;
+    }
+    strcpy(cfg->lkeys[k].listener, up);
+    cfg->lkeys[k].key = i;
+    strcpy(cfg->lkeys[k].value, t);
+    if (k == cfg->nlkeys)
+        cfg->nlkeys++;
+    rc = 0;
+out:
+    free(t);
+    return rc;
+}
+
+const char *cn_config_listener_value(const struct cn_config *cfg,
+                                     const char *listener, const char *key)
+{
+    int i = cfg_key_index(key);
+    for (int k = 0; i >= 0 && k < cfg->nlkeys; k++)
+        if (cfg->lkeys[k].key == i &&
+            !strcasecmp(cfg->lkeys[k].listener, listener))
+            return cfg->lkeys[k].value;
+    return cur_text(cfg, i);
+}
+
 int cn_config_set(struct cn_config *cfg, const char *key, const char *value,
                   char *err, size_t err_len)
 {
     char why[WHY_MAX];
     union val v;
     int i = cfg_key_index(key);
+    if (i < 0 && !strncmp(key, "listener.name.", 14))
+        return set_listener_key(cfg, key, value, err, err_len);
     if (i < 0) {
         cfg_seterr(err, err_len, "unknown config key \"%s\"", key);
         return CN_EINVAL;

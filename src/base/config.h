@@ -147,6 +147,16 @@ struct cn_listener {
     int adv_port;                    /* 0 = the port bound */
 };
 
+/* A listener-prefixed ssl.* key, Kafka's listener.name.<name>.<key>: the
+ * value wins over the plain key for that listener.  Held inline so the
+ * struct copies by value. */
+#define CN_LISTENER_KEYS_MAX 16
+struct cn_listener_key {
+    char listener[CN_LISTENER_NAME_MAX]; /* upper case */
+    int key;                             /* index in the broker key table */
+    char value[CN_CONFIG_PATH_MAX];
+};
+
 struct cn_config {
     /* Listeners.  Every entry of `listeners` is bound except those named
      * in controller.listener.names (Cairn has no controller).
@@ -157,6 +167,8 @@ struct cn_config {
     struct cn_listener listener[CN_LISTENERS_MAX]; /* to bind, in order */
     int nlisteners;                 /* 0 while the keys disagree (see
                                        cn_config_check) */
+    struct cn_listener_key lkeys[CN_LISTENER_KEYS_MAX];
+    int nlkeys;
     const char *advertised_listeners; /* effective (defaults to listeners) */
     char advertised_host[CN_CONFIG_HOST_MAX];
     int advertised_port;
@@ -466,6 +478,10 @@ int cn_config_resolve_listeners(const char *listeners, const char *map,
                                 const char *controller_names,
                                 struct cn_listener *out, int max, int *n,
                                 char *err, size_t err_len);
+/* The value of an ssl.* key for one listener: listener.name.<name>.<key>
+ * if set, else the key's own value (NULL when unset). */
+const char *cn_config_listener_value(const struct cn_config *cfg,
+                                     const char *listener, const char *key);
 /* "PLAINTEXT", "SSL", ... for enum cn_sec_proto. */
 const char *cn_sec_proto_name(int proto);
 

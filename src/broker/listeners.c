@@ -9,20 +9,13 @@
 #include "broker_int.h"
 #include "sec/tls.h"
 
-static const char *key(const struct cn_config *cfg, const char *name)
-{
-    const char *v = NULL;
-    if (cn_config_get(cfg, name, &v, NULL) != 0)
-        return NULL;
-    return v;
-}
-
 /* ssl.principal.mapping.rules over the certificate's subject. */
-static int map_principal(const char *dn, char *out, size_t out_len,
-                         void *opaque)
+static int map_principal(int listener, const char *dn, char *out,
+                         size_t out_len, void *opaque)
 {
     struct cn_broker *b = opaque;
-    const char *rules = key(b->cfg, "ssl.principal.mapping.rules");
+    const char *rules = cn_config_listener_value(
+        b->cfg, b->cfg->listener[listener].name, "ssl.principal.mapping.rules");
     return cn_tls_map_principal(rules ? rules : "DEFAULT", dn, out, out_len);
 }
 
@@ -30,18 +23,20 @@ static int tls_context(struct cn_broker *b, const struct cn_listener *l,
                        struct ssl_ctx_st **out, char *err, size_t err_len)
 {
     const struct cn_config *cfg = b->cfg;
+#define LKEY(k) cn_config_listener_value(cfg, l->name, k)
     struct cn_tls_opts o = {
-        .keystore_location = key(cfg, "ssl.keystore.location"),
-        .keystore_type = key(cfg, "ssl.keystore.type"),
-        .keystore_password = key(cfg, "ssl.keystore.password"),
-        .key_password = key(cfg, "ssl.key.password"),
-        .truststore_location = key(cfg, "ssl.truststore.location"),
-        .truststore_type = key(cfg, "ssl.truststore.type"),
-        .client_auth = key(cfg, "ssl.client.auth"),
-        .enabled_protocols = key(cfg, "ssl.enabled.protocols"),
-        .protocol = key(cfg, "ssl.protocol"),
-        .cipher_suites = key(cfg, "ssl.cipher.suites"),
+        .keystore_location = LKEY("ssl.keystore.location"),
+        .keystore_type = LKEY("ssl.keystore.type"),
+        .keystore_password = LKEY("ssl.keystore.password"),
+        .key_password = LKEY("ssl.key.password"),
+        .truststore_location = LKEY("ssl.truststore.location"),
+        .truststore_type = LKEY("ssl.truststore.type"),
+        .client_auth = LKEY("ssl.client.auth"),
+        .enabled_protocols = LKEY("ssl.enabled.protocols"),
+        .protocol = LKEY("ssl.protocol"),
+        .cipher_suites = LKEY("ssl.cipher.suites"),
     };
+#undef LKEY
     char why[512];
     if (cn_tls_ctx_new(&o, out, why, sizeof why)) {
         snprintf(err, err_len, "listener %s: %s", l->name, why);
@@ -58,14 +53,16 @@ int cn_broker_listen(struct cn_broker *b, const struct cn_server_config *tmpl,
         snprintf(err, err_len, "listeners: no listener to bind");
         return CN_EINVAL;
     }
-    const char *rules = key(cfg, "ssl.principal.mapping.rules");
-    char why[256];
-    if (rules && cn_tls_rules_check(rules, why, sizeof why)) {
-        snprintf(err, err_len, "ssl.principal.mapping.rules: %s", why);
-        return CN_EINVAL;
-    }
     for (int i = 0; i < cfg->nlisteners; i++) {
         const struct cn_listener *l = &cfg->listener[i];
+        const char *rules = cn_config_listener_value(
+            cfg, l->name, "ssl.principal.mapping.rules");
+        char why[256];
+        if (l->proto == CN_SEC_SSL && rules &&
+            cn_tls_rules_check(rules, why, sizeof why)) {
+            snprintf(err, err_len, "ssl.principal.mapping.rules: %s", why);
+            goto fail;
+        }
         /* Serving SASL_* without the SASL gate would let anyone in. */
         if (l->proto == CN_SEC_SASL_PLAINTEXT || l->proto == CN_SEC_SASL_SSL) {
             snprintf(err, err_len,

@@ -886,7 +886,8 @@ static int tls_auth(struct cn_conn *c)
     struct cn_server *srv = c->srv;
     int rc = 0;
     if (srv->cfg.tls_principal)
-        rc = srv->cfg.tls_principal(dn, name, sizeof name, srv->opaque);
+        rc = srv->cfg.tls_principal(srv->cfg.listener, dn, name, sizeof name,
+                                    srv->opaque);
     else
         snprintf(name, sizeof name, "%s", dn);
     if (rc) {

@@ -112,10 +112,11 @@ struct cn_server_config {
                                   is not done this long after accept;
                                   <=0: 10 s */
     /* With tls, NULL or maps a client certificate's subject DN (RFC 2253,
-     * "CN=alice,O=acme") to the principal name after "User:"; nonzero
-     * closes the connection.  NULL takes the DN as it is. */
-    int (*tls_principal)(const char *dn, char *out, size_t out_len,
-                         void *opaque);
+     * "CN=alice,O=acme") to the principal name after "User:" for this
+     * server's `listener`; nonzero closes the connection.  NULL takes the
+     * DN as it is. */
+    int (*tls_principal)(int listener, const char *dn, char *out,
+                         size_t out_len, void *opaque);
 };
 
 /* Back-pressure state, for metrics and memory policy. */

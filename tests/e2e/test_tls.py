@@ -320,10 +320,14 @@ def test_listener_config_errors(tmp_path):
 @pytest.mark.skipif(SANITIZED, reason="one more broker: release build only")
 def test_custom_names_encrypted_key_and_pkcs12(tmp_path, certs):
     """A custom listener name mapped to SSL, an encrypted PEM key with its
-    password, then a PKCS12 keystore: both serve TLS."""
+    password given by listener-prefixed keys (a plain ssl.keystore.location
+    naming a missing file shows the prefixed one wins), then a PKCS12
+    keystore: both serve TLS."""
     for i, extra in enumerate([
-            ["ssl.keystore.location=%s" % (certs / "server-enc.pem"),
-             "ssl.key.password=secret"],
+            ["ssl.keystore.location=/nonexistent.pem",
+             "listener.name.client.ssl.keystore.location=%s"
+             % (certs / "server-enc.pem"),
+             "listener.name.client.ssl.key.password=secret"],
             ["ssl.keystore.type=PKCS12",
              "ssl.keystore.location=%s" % (certs / "server.p12"),
              "ssl.keystore.password=secret"]]):

@@ -627,6 +627,55 @@ UNIT_TEST(listener_resolve)
     cn_config_fini(&cfg);
 }
 
+UNIT_TEST(listener_prefixed_ssl_keys)
+{
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_set(&cfg, "ssl.keystore.location", "/all.pem", err,
+                           sizeof err),
+             0);
+    CHECK_EQ(cn_config_set(&cfg, "listener.name.client.ssl.keystore.location",
+                           " /client.pem ", err, sizeof err),
+             0);
+    CHECK_EQ(cn_config_set(&cfg, "listener.name.client.ssl.client.auth",
+                           "required", err, sizeof err),
+             0);
+    /* Set again: replaced, not added. */
+    CHECK_EQ(cn_config_set(&cfg, "listener.name.CLIENT.ssl.client.auth",
+                           "requested", err, sizeof err),
+             0);
+    CHECK_EQ(cfg.nlkeys, 2);
+    CHECK(!strcmp(cn_config_listener_value(&cfg, "CLIENT",
+                                           "ssl.keystore.location"),
+                  "/client.pem"));
+    CHECK(!strcmp(cn_config_listener_value(&cfg, "client", "ssl.client.auth"),
+                  "requested"));
+    CHECK(!strcmp(cn_config_listener_value(&cfg, "SSL",
+                                           "ssl.keystore.location"),
+                  "/all.pem"));
+    CHECK(!strcmp(cn_config_listener_value(&cfg, "SSL", "ssl.client.auth"),
+                  "none"));
+    /* The copy (dynamic config) keeps them. */
+    struct cn_config copy;
+    CHECK_EQ(cn_config_copy(&copy, &cfg), 0);
+    CHECK(!strcmp(cn_config_listener_value(&copy, "CLIENT",
+                                           "ssl.keystore.location"),
+                  "/client.pem"));
+    cn_config_fini(&copy);
+    CHECK_EQ(cn_config_set(&cfg, "listener.name.client.ssl.client.auth",
+                           "maybe", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("listener.name.client.ssl.client.auth", "maybe"));
+    CHECK_EQ(cn_config_set(&cfg, "listener.name.client.log.dirs", "/x", err,
+                           sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("unknown config key", "ssl.*"));
+    CHECK_EQ(cn_config_set(&cfg, "listener.name.client", "/x", err,
+                           sizeof err),
+             CN_EINVAL);
+    cn_config_fini(&cfg);
+}
+
 UNIT_TEST(topic_defaults_follow_broker)
 {
     struct cn_config cfg;
@@ -1079,6 +1128,7 @@ UNIT_MAIN(defaults_match_kafka, table_defaults_all_parse, file_parsing,
           set_overrides_file, unknown_key_named, bad_ints, enum_values,
           retention_precedence, aliases, kraft_server_properties_loads,
           listener_variants, listener_errors, listener_resolve,
+          listener_prefixed_ssl_keys,
           topic_defaults_follow_broker,
           topic_validation, topic_serialize_round_trip, properties_escapes,
           help_lists_keys, unworkable_values_refused,
