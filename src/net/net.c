@@ -301,6 +301,15 @@ static void req_free(struct cn_req *req)
 
 /* ---- writing ---------------------------------------------------------- */
 
+/* Frees a write and its TLS chunks (not its request). */
+static void cw_free(struct conn_write *cw)
+{
+    for (size_t i = 0; i < cw->ntls; i++)
+        free(cw->tls[i].base);
+    free(cw->tls);
+    free(cw);
+}
+
 static void on_write(uv_write_t *w, int status)
 {
     struct conn_write *cw = (struct conn_write *)w;
@@ -310,10 +319,7 @@ static void on_write(uv_write_t *w, int status)
     c->last_write_ms = cn_clock_mono_ms();
     if (cw->req)
         req_free(cw->req);
-    for (size_t i = 0; i < cw->ntls; i++)
-        free(cw->tls[i].base);
-    free(cw->tls);
-    free(cw);
+    cw_free(cw);
     if (status < 0 && !c->closed) {
         CN_DEBUG("write to %s failed: %s", c->peer, uv_strerror(status));
         conn_close(c);
@@ -353,23 +359,15 @@ static int tls_take(struct cn_conn *c, struct conn_write *cw)
  * there are none).  On failure everything is freed and c closed. */
 static void tls_submit(struct cn_conn *c, struct conn_write *cw)
 {
-    if (cw->ntls == 0) {
+    int rc = cw->ntls == 0 ? 0
+             : uv_write(&cw->w, (uv_stream_t *)&c->tcp, cw->tls,
+                        (unsigned)cw->ntls, on_write);
+    if (cw->ntls == 0 || rc < 0) {
         if (cw->req)
             req_free(cw->req);
-        free(cw->tls);
-        free(cw);
-        return;
-    }
-    int rc = uv_write(&cw->w, (uv_stream_t *)&c->tcp, cw->tls,
-                      (unsigned)cw->ntls, on_write);
-    if (rc < 0) {
-        if (cw->req)
-            req_free(cw->req);
-        for (size_t i = 0; i < cw->ntls; i++)
-            free(cw->tls[i].base);
-        free(cw->tls);
-        free(cw);
-        conn_close(c);
+        cw_free(cw);
+        if (rc < 0)
+            conn_close(c);
         return;
     }
     if (c->writes_pending++ == 0)
@@ -383,12 +381,8 @@ static void tls_flush_out(struct cn_conn *c)
         return;
     struct conn_write *cw = calloc(1, sizeof *cw);
     if (!cw || tls_take(c, cw)) {
-        if (cw) {
-            for (size_t i = 0; i < cw->ntls; i++)
-                free(cw->tls[i].base);
-            free(cw->tls);
-            free(cw);
-        }
+        if (cw)
+            cw_free(cw);
         conn_close(c);
         return;
     }
@@ -516,11 +510,7 @@ static void conn_flush(struct cn_conn *c)
         if (c->ssl) {
             if (tls_encode_resp(c, cw)) {
                 CN_WARN("closing %s: TLS write failed", c->peer);
-                cw->req = NULL;
-                for (size_t i = 0; i < cw->ntls; i++)
-                    free(cw->tls[i].base);
-                free(cw->tls);
-                free(cw);
+                cw_free(cw);
                 req_free(req);
                 conn_close(c);
                 continue;
