@@ -838,6 +838,12 @@ static void tls_why(struct cn_conn *c, char *out, size_t len)
     out[0] = '\0';
     if (e)
         ERR_error_string_n(e, out, len);
+    /* The usual cause: a client configured for PLAINTEXT. */
+    if (e && ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER) {
+        size_t n = strlen(out);
+        snprintf(out + n, len - n,
+                 " (not TLS: a client using PLAINTEXT on a TLS listener?)");
+    }
     long v = SSL_get_verify_result(c->ssl);
     if (v != X509_V_OK) {
         size_t n = strlen(out);

@@ -242,7 +242,8 @@ def test_plaintext_bytes_and_stalled_handshake(tls_broker, certs):
     s.sendall(kw.api_versions_request(1))
     assert kw.wait_closed(s, timeout=10 * SLOW)
     s.close()
-    assert wait_log(b, "TLS handshake failed"), b.log_tail()
+    assert wait_log(b, "a client using PLAINTEXT on a TLS listener"), \
+        b.log_tail()
 
     stall = kw.connect("127.0.0.1", b.ssl_port)
     # A TLS record header announcing a 512-byte handshake, then nothing.
