@@ -10,13 +10,21 @@
 #include "sec/tls.h"
 
 /* ssl.principal.mapping.rules over the certificate's subject. */
-static int map_principal(int listener, const char *dn, char *out,
+static int map_principal(int listener, struct x509_st *cert, char *out,
                          size_t out_len, void *opaque)
 {
     struct cn_broker *b = opaque;
     const char *rules = cn_config_listener_value(
         b->cfg, b->cfg->listener[listener].name, "ssl.principal.mapping.rules");
-    return cn_tls_map_principal(rules ? rules : "DEFAULT", dn, out, out_len);
+    char dn[CN_PRINCIPAL_MAX];
+    int rc = cn_tls_cert_principal(cert, rules ? rules : "DEFAULT", dn,
+                                   sizeof dn, out, out_len);
+    if (rc == CN_ENOTFOUND)
+        CN_WARN("no ssl.principal.mapping.rules rule applies to \"%s\"", dn);
+    else if (rc)
+        CN_WARN("client certificate subject \"%.200s\": %s", dn,
+                cn_strerror(rc));
+    return rc;
 }
 
 static int tls_context(struct cn_broker *b, const struct cn_listener *l,

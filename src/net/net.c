@@ -861,40 +861,20 @@ static int tls_auth(struct cn_conn *c)
     X509 *cert = SSL_get0_peer_certificate(c->ssl);
     if (!cert)
         return 0; /* ssl.client.auth none/requested: User:ANONYMOUS */
-    BIO *b = BIO_new(BIO_s_mem());
-    if (!b)
-        return CN_ENOMEM;
-    /* RFC 2253 as Java's X500Principal writes it: most specific first,
-     * UTF-8 left as it is. */
-    X509_NAME_print_ex(b, X509_get_subject_name(cert), 0,
-                       XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
-    char dn[CN_PRINCIPAL_MAX];
-    int n = BIO_read(b, dn, sizeof dn - 1);
-    BIO_free(b);
-    if (n < 0)
-        n = 0;
-    if (n >= (int)sizeof dn - 1) {
-        CN_WARN("closing %s: client certificate subject too long", c->peer);
-        return CN_ETOOBIG;
-    }
-    dn[n] = '\0';
-    char name[CN_PRINCIPAL_MAX];
     struct cn_server *srv = c->srv;
-    int rc = 0;
-    if (srv->cfg.tls_principal)
-        rc = srv->cfg.tls_principal(srv->cfg.listener, dn, name, sizeof name,
-                                    srv->opaque);
-    else
-        snprintf(name, sizeof name, "%s", dn);
+    char name[CN_PRINCIPAL_MAX];
+    int rc = srv->cfg.tls_principal
+                 ? srv->cfg.tls_principal(srv->cfg.listener, cert, name,
+                                          sizeof name, srv->opaque)
+                 : CN_EINVAL;
     if (rc) {
-        CN_WARN("closing %s: no principal for client certificate \"%s\" "
-                "(ssl.principal.mapping.rules)",
-                c->peer, dn);
+        CN_WARN("closing %s: no principal for its client certificate",
+                c->peer);
         return rc;
     }
     if ((size_t)snprintf(c->principal, sizeof c->principal, "User:%s",
                          name) >= sizeof c->principal) {
-        CN_WARN("closing %s: principal for \"%s\" too long", c->peer, dn);
+        CN_WARN("closing %s: principal of its certificate too long", c->peer);
         return CN_ETOOBIG;
     }
     CN_DEBUG("%s authenticated by certificate as %s", c->peer, c->principal);

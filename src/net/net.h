@@ -48,6 +48,8 @@
 
 struct cn_server;
 struct cn_conn;
+struct ssl_ctx_st;
+struct x509_st;
 
 /* One request frame and, once the handler is done, its response. */
 struct cn_req {
@@ -111,11 +113,10 @@ struct cn_server_config {
     int64_t tls_handshake_ms;  /* close a TLS connection whose handshake
                                   is not done this long after accept;
                                   <=0: 10 s */
-    /* With tls, NULL or maps a client certificate's subject DN (RFC 2253,
-     * "CN=alice,O=acme") to the principal name after "User:" for this
-     * server's `listener`; nonzero closes the connection.  NULL takes the
-     * DN as it is. */
-    int (*tls_principal)(int listener, const char *dn, char *out,
+    /* With tls: the principal name after "User:" of a client certificate
+     * (an OpenSSL X509) on this server's `listener`; nonzero closes the
+     * connection.  Required when tls is set. */
+    int (*tls_principal)(int listener, struct x509_st *cert, char *out,
                          size_t out_len, void *opaque);
 };
 

@@ -17,6 +17,7 @@
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "base/err.h"
 
@@ -229,6 +230,145 @@ int cn_tls_map_principal(const char *rules, const char *dn, char *out,
             return rc;
     }
     return rc == 1 ? CN_ENOTFOUND : rc;
+}
+
+/* ---- subject DN ------------------------------------------------------- */
+
+/* Java's RFC 2253 keywords (AVAKeyword with rfc2253Compliant). */
+static const char *dn_keyword(int nid)
+{
+    switch (nid) {
+    case NID_commonName: return "CN";
+    case NID_countryName: return "C";
+    case NID_localityName: return "L";
+    case NID_stateOrProvinceName: return "ST";
+    case NID_organizationName: return "O";
+    case NID_organizationalUnitName: return "OU";
+    case NID_streetAddress: return "STREET";
+    case NID_domainComponent: return "DC";
+    case NID_userId: return "UID";
+    default: return NULL;
+    }
+}
+
+struct dn_out {
+    char *p;
+    size_t len, at;
+    bool full;
+};
+
+static void dn_put(struct dn_out *o, const char *s, size_t n)
+{
+    if (o->full || o->at + n >= o->len) {
+        o->full = true;
+        return;
+    }
+    memcpy(o->p + o->at, s, n);
+    o->at += n;
+    o->p[o->at] = '\0';
+}
+
+static void dn_value(struct dn_out *o, const ASN1_STRING *v)
+{
+    unsigned char *u = NULL;
+    int n = ASN1_STRING_to_UTF8(&u, v);
+    if (n < 0) {
+        o->full = true;
+        return;
+    }
+    int lead = 0, trail = n - 1;
+    while (lead < n && (u[lead] == ' ' || u[lead] == '\r'))
+        lead++;
+    while (trail >= 0 && (u[trail] == ' ' || u[trail] == '\r'))
+        trail--;
+    for (int i = 0; i < n; i++) {
+        char c = (char)u[i];
+        if (c == '\0') {
+            dn_put(o, "\\00", 3);
+            continue;
+        }
+        if (strchr(",=+<>#;\"\\", c) || i < lead || i > trail)
+            dn_put(o, "\\", 1);
+        dn_put(o, &c, 1);
+    }
+    OPENSSL_free(u);
+}
+
+/* "#" and the DER of the value in hex, as Java writes an attribute it has
+ * no RFC 2253 keyword for. */
+static void dn_hex(struct dn_out *o, const ASN1_STRING *v)
+{
+    static const char hex[] = "0123456789abcdef";
+    int n = ASN1_STRING_length(v);
+    const unsigned char *d = ASN1_STRING_get0_data(v);
+    unsigned char head[6];
+    size_t h = 0;
+    head[h++] = (unsigned char)ASN1_STRING_type(v);
+    if (n < 0x80) {
+        head[h++] = (unsigned char)n;
+    } else {
+        int bytes = n > 0xffffff ? 4 : n > 0xffff ? 3 : n > 0xff ? 2 : 1;
+        head[h++] = (unsigned char)(0x80 | bytes);
+        for (int i = bytes - 1; i >= 0; i--)
+            head[h++] = (unsigned char)(n >> (8 * i));
+    }
+    dn_put(o, "#", 1);
+    for (size_t i = 0; i < h + (size_t)n; i++) {
+        unsigned char b = i < h ? head[i] : d[i - h];
+        char two[2] = {hex[b >> 4], hex[b & 15]};
+        dn_put(o, two, 2);
+    }
+}
+
+int cn_tls_dn_rfc2253(const struct X509_name_st *name, char *out,
+                      size_t out_len)
+{
+    struct dn_out o = {out, out_len, 0, out_len == 0};
+    if (out_len)
+        out[0] = '\0';
+    int n = X509_NAME_entry_count(name);
+    /* Last RDN first; one RDN is the run of entries sharing a set. */
+    for (int end = n; end > 0;) {
+        int set = X509_NAME_ENTRY_set(X509_NAME_get_entry(name, end - 1));
+        int start = end - 1;
+        while (start > 0 &&
+               X509_NAME_ENTRY_set(X509_NAME_get_entry(name, start - 1)) ==
+                   set)
+            start--;
+        if (end != n)
+            dn_put(&o, ",", 1);
+        for (int i = start; i < end; i++) {
+            const X509_NAME_ENTRY *e = X509_NAME_get_entry(name, i);
+            const ASN1_OBJECT *obj = X509_NAME_ENTRY_get_object(e);
+            const ASN1_STRING *v = X509_NAME_ENTRY_get_data(e);
+            const char *kw = dn_keyword(OBJ_obj2nid(obj));
+            if (i > start)
+                dn_put(&o, "+", 1);
+            if (kw) {
+                dn_put(&o, kw, strlen(kw));
+                dn_put(&o, "=", 1);
+                dn_value(&o, v);
+            } else {
+                char oid[128];
+                OBJ_obj2txt(oid, sizeof oid, obj, 1);
+                dn_put(&o, oid, strlen(oid));
+                dn_put(&o, "=", 1);
+                dn_hex(&o, v);
+            }
+        }
+        end = start;
+    }
+    return o.full ? CN_ETOOBIG : 0;
+}
+
+int cn_tls_cert_principal(const struct x509_st *cert, const char *rules,
+                          char *dn, size_t dn_len, char *out,
+                          size_t out_len)
+{
+    int rc = cn_tls_dn_rfc2253(X509_get_subject_name(cert), dn, dn_len);
+    if (rc)
+        return rc;
+    return cn_tls_map_principal(rules, dn, out, out_len);
 }
 
 /* ---- the context ------------------------------------------------------ */

@@ -22,6 +22,8 @@
 #include <stddef.h>
 
 struct ssl_ctx_st;
+struct X509_name_st;
+struct x509_st;
 
 /* The ssl.* values of one listener; NULL means unset. */
 struct cn_tls_opts {
@@ -42,6 +44,23 @@ struct cn_tls_opts {
 int cn_tls_ctx_new(const struct cn_tls_opts *o, struct ssl_ctx_st **out,
                    char *err, size_t err_len);
 void cn_tls_ctx_free(struct ssl_ctx_st *ctx);
+
+/*
+ * Writes a DN as Kafka sees it: Java's X500Principal.getName(RFC2253).
+ * Last RDN first, the values of a multi-valued RDN in encoded order joined
+ * by '+', the keywords CN C L ST O OU STREET DC UID and the dotted OID
+ * with "#" and the hex DER value for any other attribute (emailAddress
+ * too), UTF-8 unescaped, and ,=+<>#;"\ escaped with a backslash, as are
+ * leading and trailing spaces.  CN_ETOOBIG when it does not fit.
+ */
+int cn_tls_dn_rfc2253(const struct X509_name_st *name, char *out,
+                      size_t out_len);
+/* The principal name of a client certificate: its subject by
+ * cn_tls_dn_rfc2253, mapped by rules (cn_tls_map_principal's returns);
+ * dn gets the subject for log lines. */
+int cn_tls_cert_principal(const struct x509_st *cert, const char *rules,
+                          char *dn, size_t dn_len, char *out,
+                          size_t out_len);
 
 /* Validates ssl.principal.mapping.rules; CN_EINVAL and a reason. */
 int cn_tls_rules_check(const char *rules, char *err, size_t err_len);

@@ -4,9 +4,13 @@
  */
 #include <string.h>
 
+#include <openssl/x509.h>
+
 #include "base/err.h"
 #include "sec/tls.h"
 #include "unit.h"
+
+#include <stdbool.h>
 
 static char out[256];
 
@@ -87,5 +91,65 @@ UNIT_TEST(bad_rules_are_refused)
              CN_EINVAL);
 }
 
-UNIT_MAIN(default_rule_keeps_the_dn, rules_in_order_first_match_wins,
+/* Adds one attribute; multi adds it to the last RDN instead of a new one. */
+static void add(X509_NAME *n, const char *field, const char *value, bool multi)
+{
+    X509_NAME_add_entry_by_txt(n, field, MBSTRING_UTF8,
+                               (const unsigned char *)value, -1, -1,
+                               multi ? -1 : 0);
+}
+
+static const char *dn(X509_NAME *n)
+{
+    int rc = cn_tls_dn_rfc2253(n, out, sizeof out);
+    X509_NAME_free(n);
+    return rc ? "<error>" : out;
+}
+
+/* Expected strings are what Java 17's X500Principal.getName(RFC2253)
+ * printed for certificates with these subjects. */
+UNIT_TEST(subject_dn_as_java_writes_it)
+{
+    X509_NAME *n = X509_NAME_new();
+    add(n, "O", "acme", false);
+    add(n, "OU", "eng", false);
+    add(n, "CN", "alice", false);
+    CHECK(!strcmp(dn(n), "CN=alice,OU=eng,O=acme"));
+
+    n = X509_NAME_new();
+    add(n, "C", "US", false);
+    add(n, "O", "Acme, Inc.", false);
+    add(n, "CN", "bob", false);
+    add(n, "UID", "42", true);
+    CHECK(!strcmp(dn(n), "CN=bob+UID=42,O=Acme\\, Inc.,C=US"));
+
+    n = X509_NAME_new();
+    add(n, "O", "acme", false);
+    add(n, "CN", "carol", false);
+    X509_NAME_add_entry_by_txt(n, "emailAddress", MBSTRING_ASC,
+                               (const unsigned char *)"c@acme.io", -1, -1, 0);
+    CHECK(!strcmp(dn(n), "1.2.840.113549.1.9.1=#1609634061636d652e696f,"
+                         "CN=carol,O=acme"));
+
+    n = X509_NAME_new();
+    add(n, "O", "\xc3\x84rger", false);
+    add(n, "CN", "d\xc3\xb6rte", false);
+    CHECK(!strcmp(dn(n), "CN=d\xc3\xb6rte,O=\xc3\x84rger"));
+
+    n = X509_NAME_new();
+    add(n, "CN", "a=b;c <d>", false);
+    CHECK(!strcmp(dn(n), "CN=a\\=b\\;c \\<d\\>"));
+
+    n = X509_NAME_new();
+    add(n, "CN", " #x ", false);
+    CHECK(!strcmp(dn(n), "CN=\\ \\#x\\ "));
+
+    char tiny[8];
+    n = X509_NAME_new();
+    add(n, "CN", "alice", false);
+    CHECK_EQ(cn_tls_dn_rfc2253(n, tiny, sizeof tiny), CN_ETOOBIG);
+    X509_NAME_free(n);
+}
+
+UNIT_MAIN(subject_dn_as_java_writes_it, default_rule_keeps_the_dn, rules_in_order_first_match_wins,
           replacement_escapes_and_replace_all, bad_rules_are_refused)
