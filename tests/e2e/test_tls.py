@@ -183,9 +183,14 @@ def test_transactional_produce_over_ssl(tls_broker, certs):
     assert got == [b"c%d" % i for i in range(10)]
 
 
-def test_mtls_principal_from_certificate_checked_by_acl(tls_broker, certs):
-    """The principal is User: + the subject DN (RFC 2253); an ACL for
-    alice's DN lets alice write and not bob."""
+@pytest.mark.parametrize("rules,principal", [
+    ("DEFAULT", CN_ALICE),
+    ("RULE:^CN=([^,]*),OU=eng,.*$/$1/U,DEFAULT", "User:ALICE")])
+def test_mtls_principal_from_certificate_checked_by_acl(tls_broker, certs,
+                                                        rules, principal):
+    """The principal is User: + the subject DN (RFC 2253), or what
+    ssl.principal.mapping.rules makes of it; an ACL for alice's principal
+    lets alice write and not bob."""
     from confluent_kafka import KafkaError, Producer
     from test_acl import ALLOW, LITERAL, TOPIC, WRITE, create_acls_request, \
         parse_create_acls
@@ -193,12 +198,13 @@ def test_mtls_principal_from_certificate_checked_by_acl(tls_broker, certs):
         "authorizer.class.name":
             "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:ANONYMOUS",
+        "ssl.principal.mapping.rules": rules,
         "ssl.client.auth": "required"})
     topic = "mtls-" + uuid.uuid4().hex[:8]
     b.create_topic(topic)
     admin = kw.Client(b.port)
     res = parse_create_acls(admin.call(create_acls_request, [
-        (TOPIC, topic, LITERAL, CN_ALICE, "*", WRITE, ALLOW)]))
+        (TOPIC, topic, LITERAL, principal, "*", WRITE, ALLOW)]))
     admin.close()
     assert res == [(0, None)] or all(e == 0 for e, _ in res), res
 
@@ -215,7 +221,8 @@ def test_mtls_principal_from_certificate_checked_by_acl(tls_broker, certs):
     errs = produce("bob")
     assert len(errs) == 1 and errs[0] is not None
     assert errs[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, errs
-    assert wait_log(b, "User:CN=bob,OU=eng,O=acme"), b.log_tail()
+    bob = "User:CN=bob,OU=eng,O=acme" if rules == "DEFAULT" else "User:BOB"
+    assert wait_log(b, bob), b.log_tail()
 
 
 def test_client_auth_required_refuses_missing_expired_and_foreign(
