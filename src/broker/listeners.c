@@ -83,6 +83,8 @@ int cn_broker_listen(struct cn_broker *b, const struct cn_server_config *tmpl,
         sc.host = l->host;
         sc.port = l->port;
         sc.listener = i;
+        /* queued.max.requests is broker-wide, not per listener. */
+        sc.share_budget = i > 0 ? b->servers[0] : NULL;
         if (l->proto == CN_SEC_SSL) {
             if (tls_context(b, l, &b->tls_ctx[i], err, err_len))
                 goto fail;

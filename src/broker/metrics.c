@@ -358,8 +358,9 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
         struct cn_server_stats one;
         conns += cn_server_conn_count(b->servers[i]);
         cn_server_get_stats(b->servers[i], &one);
-        st.queued += one.queued;
-        st.queued_bytes += one.queued_bytes;
+        /* The listeners share one budget. */
+        st.queued = one.queued;
+        st.queued_bytes = one.queued_bytes;
         st.held_bytes += one.held_bytes;
         st.muted += one.muted;
         st.mutes_total += one.mutes_total;

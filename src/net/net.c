@@ -71,8 +71,14 @@ struct cn_server {
     size_t conn_count;
     bool stopping;
     int pending_closes; /* handles whose close callback has not run */
-    size_t queued;       /* requests read, not finished, not parked */
-    size_t queued_bytes; /* their frame bytes */
+    /* The broker-wide budget lives in bud (this server, or the one named
+     * by cfg.share_budget); from bud, peer_next lists the servers sharing
+     * it. */
+    struct cn_server *bud;
+    struct cn_server *peer_next;
+    size_t queued;       /* bud only: requests read, not finished, not
+                            parked */
+    size_t queued_bytes; /* bud only: their frame bytes */
     size_t held_bytes;   /* sum of open connections' held bytes */
     size_t muted;        /* open connections muted */
     uint64_t mutes_total;
@@ -182,10 +188,11 @@ static struct cn_conn *list_pop(struct conn_list *l)
 
 static bool budget_full(const struct cn_server *srv)
 {
-    if (srv->queued >= (size_t)srv->cfg.max_queued)
+    const struct cn_server *b = srv->bud;
+    if (b->queued >= (size_t)b->cfg.max_queued)
         return true;
-    return srv->cfg.max_queued_bytes > 0 &&
-           srv->queued_bytes >= (uint64_t)srv->cfg.max_queued_bytes;
+    return b->cfg.max_queued_bytes > 0 &&
+           b->queued_bytes >= (uint64_t)b->cfg.max_queued_bytes;
 }
 
 static bool resume_needed(const struct cn_server *srv)
@@ -203,6 +210,13 @@ static void kick(struct cn_server *srv)
     uv_idle_start(&srv->resume_idle, on_resume_idle);
 }
 
+/* The budget freed: connections of every server sharing it may go on. */
+static void kick_budget(struct cn_server *srv)
+{
+    for (struct cn_server *s = srv->bud; s; s = s->peer_next)
+        kick(s);
+}
+
 /* Takes req out of the broker-wide budget (finished, parked or dropped). */
 static void uncount(struct cn_req *req)
 {
@@ -210,9 +224,9 @@ static void uncount(struct cn_req *req)
     if (!req->queued)
         return;
     req->queued = false;
-    srv->queued--;
-    srv->queued_bytes -= req->frame_len;
-    kick(srv);
+    srv->bud->queued--;
+    srv->bud->queued_bytes -= req->frame_len;
+    kick_budget(srv);
 }
 
 /* What a finished request still holds until it is freed: response bytes,
@@ -695,8 +709,8 @@ static void conn_close(struct cn_conn *c)
         } else {
             if (r->queued) {
                 r->queued = false;
-                srv->queued--;
-                srv->queued_bytes -= r->frame_len;
+                srv->bud->queued--;
+                srv->bud->queued_bytes -= r->frame_len;
             }
             unfinished = true;
             c->tail = r;
@@ -707,7 +721,7 @@ static void conn_close(struct cn_conn *c)
         c->refs++;
         list_push(&srv->abandoned, c);
     }
-    kick(srv);
+    kick_budget(srv);
     srv->pending_closes++;
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
@@ -767,8 +781,8 @@ static void frame_complete(struct cn_conn *c)
     c->held += req->frame_len;
     srv->held_bytes += req->frame_len;
     req->queued = true;
-    srv->queued++;
-    srv->queued_bytes += req->frame_len;
+    srv->bud->queued++;
+    srv->bud->queued_bytes += req->frame_len;
     if (c->tail)
         c->tail->next = req;
     else
@@ -1168,6 +1182,11 @@ int cn_server_start(uv_loop_t *loop, const struct cn_server_config *cfg,
         srv->cfg.tls_handshake_ms = DEFAULT_TLS_HANDSHAKE_MS;
     srv->cb = cb;
     srv->opaque = opaque;
+    srv->bud = srv;
+    if (cfg->share_budget) {
+        srv->bud = cfg->share_budget->bud;
+        srv->peer_next = srv->bud->peer_next;
+    }
     struct sockaddr_storage addr;
     const char *host = cfg->host && cfg->host[0] ? cfg->host : "0.0.0.0";
     int rc = uv_ip4_addr(host, cfg->port, (struct sockaddr_in *)&addr);
@@ -1197,6 +1216,8 @@ int cn_server_start(uv_loop_t *loop, const struct cn_server_config *cfg,
     uv_timer_start(&srv->idle_timer, idle_check, every, every);
     uv_idle_init(loop, &srv->resume_idle);
     srv->resume_idle.data = srv;
+    if (srv->bud != srv)
+        srv->bud->peer_next = srv;
     *out = srv;
     return 0;
 }
@@ -1220,8 +1241,8 @@ size_t cn_server_conn_count(const struct cn_server *srv)
 void cn_server_get_stats(const struct cn_server *srv,
                          struct cn_server_stats *out)
 {
-    out->queued = srv->queued;
-    out->queued_bytes = srv->queued_bytes;
+    out->queued = srv->bud->queued;
+    out->queued_bytes = srv->bud->queued_bytes;
     out->held_bytes = srv->held_bytes;
     out->muted = srv->muted;
     out->mutes_total = srv->mutes_total;

@@ -104,6 +104,11 @@ struct cn_server_config {
     void (*abandon_cb)(struct cn_req *req, void *opaque);
     /* The caller's number for this listener, for cn_req_listener(). */
     int listener;
+    /* NULL, or a running server whose broker-wide budget (max_queued,
+     * max_queued_bytes: its values, not these) this one shares, so the
+     * limits hold for all listeners together.  Each server keeps its own
+     * wait FIFO.  Servers sharing a budget are stopped together. */
+    struct cn_server *share_budget;
     /* NULL: plaintext.  Else every connection is TLS with this OpenSSL
      * SSL_CTX (not owned; it must outlive the server), driven through
      * memory BIOs so the handshake never blocks the loop.  Frames inside
@@ -122,7 +127,8 @@ struct cn_server_config {
 
 /* Back-pressure state, for metrics and memory policy. */
 struct cn_server_stats {
-    size_t queued;          /* requests counted against queued.max.requests */
+    size_t queued;          /* requests counted against queued.max.requests
+                               (the shared budget's, with share_budget) */
     size_t queued_bytes;    /* their frame bytes */
     size_t held_bytes;      /* request and response bytes held, all
                                connections */
