@@ -22,6 +22,8 @@
  * start, to see when a long run reaches its steady state.  --rate R holds
  * production to R records per second (an offered load, for latency at the
  * same load on every broker) instead of as fast as the client can.
+ * -X key=value (repeatable) sets a producer property, e.g.
+ * -X security.protocol=ssl -X ssl.ca.location=ca.pem for a TLS listener.
  */
 #include <librdkafka/rdkafka.h>
 #include <stdint.h>
@@ -197,6 +199,8 @@ int main(int argc, char **argv)
     rd_kafka_t *rk;
     char *buf;
     double t0, t;
+    const char *xprops[32];
+    int nx = 0;
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -218,7 +222,9 @@ int main(int argc, char **argv)
             continue;
         }
         i++;
-        if (!strcmp(a, "--brokers"))
+        if (!strcmp(a, "-X") && nx < 32)
+            xprops[nx++] = v;
+        else if (!strcmp(a, "--brokers"))
             brokers = v;
         else if (!strcmp(a, "--topic"))
             topic = v;
@@ -261,7 +267,7 @@ int main(int argc, char **argv)
                 "[--acks A] [--codec C] [--create] [--consume-only] "
                 "[--produce-only] [--idempotent] [--linger-ms MS] "
                 "[--max-in-flight N] [--seconds S [--warmup-seconds W]] "
-                "[--rate R] "
+                "[--rate R] [-X key=value] "
                 "[--consumer batch|poll] [--fetch-max-bytes B] "
                 "[--partition-max-bytes B]\n");
         return 2;
@@ -289,6 +295,17 @@ int main(int argc, char **argv)
     conf_set(conf, "queue.buffering.max.kbytes",
              seconds > 0 ? "65536" : "1048576");
     conf_set(conf, "message.timeout.ms", "120000");
+    for (int x = 0; x < nx; x++) {
+        char kv[512];
+        snprintf(kv, sizeof kv, "%s", xprops[x]);
+        char *eq = strchr(kv, '=');
+        if (!eq) {
+            fprintf(stderr, "-X %s: expected key=value\n", xprops[x]);
+            return 2;
+        }
+        *eq = '\0';
+        conf_set(conf, kv, eq + 1);
+    }
     rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!rk) {

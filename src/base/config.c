@@ -128,10 +128,11 @@ static void enum_choices(const char *const *enums, char *buf, size_t len)
 /* ---- Listeners ---- */
 
 /* Parses one trimmed listener of n bytes; writes a bare reason on error.
- * *plain says whether it is PLAINTEXT or scheme-less. */
+ * *plain says whether it is PLAINTEXT or scheme-less; name (NULL: not
+ * wanted) gets the listener name in upper case, "" when scheme-less. */
 static int parse_one_listener(const char *s, size_t n, char *host,
                               size_t host_len, int *port, bool *plain,
-                              char *why, size_t why_len)
+                              char *name, char *why, size_t why_len)
 {
     const char *end = s + n, *hs, *he, *ps;
     const char *sep = NULL;
@@ -142,12 +143,16 @@ static int parse_one_listener(const char *s, size_t n, char *host,
             break;
         }
     *plain = true;
+    if (name)
+        name[0] = '\0';
     if (sep) {
         size_t sl = (size_t)(sep - s);
-        static const char *const secure[] = {"SSL", "SASL_PLAINTEXT",
-                                             "SASL_SSL", NULL};
         if (sl == 0) {
             cfg_seterr(why, why_len, "empty listener name");
+            return CN_EINVAL;
+        }
+        if (sl >= CN_LISTENER_NAME_MAX) {
+            cfg_seterr(why, why_len, "listener name too long");
             return CN_EINVAL;
         }
         for (size_t i = 0; i < sl; i++)
@@ -156,17 +161,11 @@ static int parse_one_listener(const char *s, size_t n, char *host,
                 cfg_seterr(why, why_len, "bad listener name");
                 return CN_EINVAL;
             }
-        for (int i = 0; secure[i]; i++)
-            if (strlen(secure[i]) == sl && !strncasecmp(s, secure[i], sl)) {
-                cfg_seterr(why, why_len,
-                       "security protocol %s is not supported (only "
-                       "PLAINTEXT)%s",
-                       secure[i],
-                       strstr(secure[i], "SSL") ? ": TLS is not implemented "
-                                                  "yet"
-                                                : "");
-                return CN_EINVAL;
-            }
+        if (name) {
+            for (size_t i = 0; i < sl; i++)
+                name[i] = (char)toupper((unsigned char)s[i]);
+            name[sl] = '\0';
+        }
         *plain = sl == 9 && !strncasecmp(s, "PLAINTEXT", 9);
         s = sep + 3;
     }
@@ -234,15 +233,14 @@ static int parse_one_listener(const char *s, size_t n, char *host,
     return 0;
 }
 
-/* Comma list; picks the first plaintext entry, else the first.  A bare
- * reason on error. */
-static int parse_listener_list(const char *text, char *host, size_t host_len,
-                               int *port, char *why, size_t why_len)
+/* Calls fn for each trimmed entry of a comma list; a bare reason on
+ * error (an empty entry, or what fn says). */
+typedef int (*entry_fn)(const char *s, size_t n, void *ctx, char *why,
+                        size_t why_len);
+static int each_entry(const char *text, entry_fn fn, void *ctx, char *why,
+                      size_t why_len)
 {
-    char h[CN_CONFIG_HOST_MAX];
-    bool found = false, any = false;
     const char *p = text;
-
     for (;;) {
         const char *comma = strchr(p, ',');
         const char *e = comma ? comma : p + strlen(p);
@@ -255,29 +253,255 @@ static int parse_listener_list(const char *text, char *host, size_t host_len,
             cfg_seterr(why, why_len, "empty listener");
             return CN_EINVAL;
         }
-        int pt;
-        bool plain;
-        char w[WHY_MAX];
-        if (parse_one_listener(s, (size_t)(e - s), h, sizeof h, &pt, &plain,
-                               w, sizeof w)) {
-            cfg_seterr(why, why_len, "\"%.*s\": %s", (int)(e - s), s, w);
+        int rc = fn(s, (size_t)(e - s), ctx, why, why_len);
+        if (rc)
+            return rc;
+        if (!comma)
+            return 0;
+        p = comma + 1;
+    }
+}
+
+struct list_ctx {
+    struct cn_listener l[CN_LISTENERS_MAX];
+    int n;
+    int pick;        /* first plaintext entry, else 0 */
+    bool found;
+    bool same_port_ok; /* advertised.listeners may repeat a port */
+};
+
+static int list_entry(const char *s, size_t n, void *ctx, char *why,
+                      size_t why_len)
+{
+    struct list_ctx *lc = ctx;
+    struct cn_listener *l;
+    bool plain;
+    char w[WHY_MAX];
+    if (lc->n == CN_LISTENERS_MAX) {
+        cfg_seterr(why, why_len, "more than %d listeners", CN_LISTENERS_MAX);
+        return CN_EINVAL;
+    }
+    l = &lc->l[lc->n];
+    memset(l, 0, sizeof *l);
+    if (parse_one_listener(s, n, l->host, sizeof l->host, &l->port, &plain,
+                           l->name, w, sizeof w)) {
+        cfg_seterr(why, why_len, "\"%.*s\": %s", (int)n, s, w);
+        return CN_EINVAL;
+    }
+    /* Kafka: a scheme-less entry is PLAINTEXT. */
+    if (!l->name[0])
+        strcpy(l->name, "PLAINTEXT");
+    for (int i = 0; i < lc->n; i++) {
+        if (!strcmp(lc->l[i].name, l->name)) {
+            cfg_seterr(why, why_len, "listener name %s is used twice",
+                       l->name);
             return CN_EINVAL;
         }
-        if ((plain && !found) || !any) {
-            if (strlen(h) >= host_len) {
-                cfg_seterr(why, why_len, "host name too long");
-                return CN_EINVAL;
-            }
-            strcpy(host, h);
-            *port = pt;
-            found = found || plain;
-            any = true;
+        if (l->port && lc->l[i].port == l->port && !lc->same_port_ok) {
+            cfg_seterr(why, why_len, "port %d is used by %s and %s",
+                       l->port, lc->l[i].name, l->name);
+            return CN_EINVAL;
+        }
+    }
+    if (plain && !lc->found) {
+        lc->pick = lc->n;
+        lc->found = true;
+    }
+    lc->n++;
+    return 0;
+}
+
+static int parse_list(const char *text, struct list_ctx *lc,
+                      bool same_port_ok, char *why, size_t why_len)
+{
+    memset(lc, 0, sizeof *lc);
+    lc->same_port_ok = same_port_ok;
+    return each_entry(text, list_entry, lc, why, why_len);
+}
+
+/* Comma list; picks the first plaintext entry, else the first.  A bare
+ * reason on error. */
+static int parse_listener_list_p(const char *text, bool same_port_ok,
+                                 char *host, size_t host_len, int *port,
+                                 char *why, size_t why_len)
+{
+    struct list_ctx *lc = malloc(sizeof *lc);
+    if (!lc) {
+        cfg_seterr(why, why_len, "out of memory");
+        return CN_ENOMEM;
+    }
+    int rc = parse_list(text, lc, same_port_ok, why, why_len);
+    if (rc == 0) {
+        const struct cn_listener *l = &lc->l[lc->pick];
+        if (strlen(l->host) >= host_len) {
+            cfg_seterr(why, why_len, "host name too long");
+            rc = CN_EINVAL;
+        } else {
+            strcpy(host, l->host);
+            *port = l->port;
+        }
+    }
+    free(lc);
+    return rc;
+}
+
+static int parse_listener_list(const char *text, char *host, size_t host_len,
+                               int *port, char *why, size_t why_len)
+{
+    return parse_listener_list_p(text, false, host, host_len, port, why,
+                                 why_len);
+}
+
+static const char *const proto_names[] = {"PLAINTEXT", "SSL",
+                                          "SASL_PLAINTEXT", "SASL_SSL", NULL};
+
+const char *cn_sec_proto_name(int proto)
+{
+    return proto >= 0 && proto < 4 ? proto_names[proto] : "?";
+}
+
+/* Protocol of listener `name` in a NAME:PROTOCOL comma list; a bare
+ * reason when the map is malformed or does not name it. */
+static int map_lookup(const char *map, const char *name, int *proto,
+                      char *why, size_t why_len)
+{
+    const char *p = map;
+    bool found = false;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        const char *e = comma ? comma : p + strlen(p);
+        const char *s = p;
+        while (s < e && isspace((unsigned char)*s))
+            s++;
+        while (e > s && isspace((unsigned char)e[-1]))
+            e--;
+        const char *colon = memchr(s, ':', (size_t)(e - s));
+        if (s == e || !colon || colon == s || colon + 1 == e) {
+            cfg_seterr(why, why_len,
+                       "\"%.*s\" is not NAME:PROTOCOL", (int)(e - s), s);
+            return CN_EINVAL;
+        }
+        size_t nl = (size_t)(colon - s), pl = (size_t)(e - colon - 1);
+        int pr = -1;
+        for (int i = 0; proto_names[i]; i++)
+            if (strlen(proto_names[i]) == pl &&
+                !strncasecmp(colon + 1, proto_names[i], pl))
+                pr = i;
+        if (pr < 0) {
+            cfg_seterr(why, why_len,
+                       "unknown security protocol \"%.*s\" (one of "
+                       "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)",
+                       (int)pl, colon + 1);
+            return CN_EINVAL;
+        }
+        if (!found && strlen(name) == nl && !strncasecmp(s, name, nl)) {
+            *proto = pr;
+            found = true;
         }
         if (!comma)
             break;
         p = comma + 1;
     }
+    if (!found) {
+        cfg_seterr(why, why_len, "listener name %s is not mapped", name);
+        return CN_ENOTFOUND;
+    }
     return 0;
+}
+
+/* True if name is an entry of the comma list (case-insensitive). */
+static bool in_list(const char *list, const char *name)
+{
+    size_t nl = strlen(name);
+    const char *p = list;
+    while (p && *p) {
+        const char *comma = strchr(p, ',');
+        const char *e = comma ? comma : p + strlen(p);
+        while (p < e && isspace((unsigned char)*p))
+            p++;
+        while (e > p && isspace((unsigned char)e[-1]))
+            e--;
+        if ((size_t)(e - p) == nl && !strncasecmp(p, name, nl))
+            return true;
+        p = comma ? comma + 1 : NULL;
+    }
+    return false;
+}
+
+int cn_config_resolve_listeners(const char *listeners, const char *map,
+                                const char *advertised,
+                                const char *controller_names,
+                                struct cn_listener *out, int max, int *n,
+                                char *err, size_t err_len)
+{
+    char why[WHY_MAX];
+    int rc = CN_EINVAL;
+    struct list_ctx *lc = malloc(2 * sizeof *lc), *ac = lc + 1;
+    if (!lc)
+        return CN_ENOMEM;
+    *n = 0;
+    if (parse_list(listeners, lc, false, why, sizeof why)) {
+        cfg_seterr(err, err_len, "invalid listeners \"%s\": %s", listeners,
+                   why);
+        goto out;
+    }
+    if (advertised && parse_list(advertised, ac, true, why, sizeof why)) {
+        cfg_seterr(err, err_len, "invalid advertised.listeners \"%s\": %s",
+                   advertised, why);
+        goto out;
+    }
+    for (int i = 0; i < lc->n; i++) {
+        struct cn_listener *l = &lc->l[i];
+        /* Not bound, so their protocol does not matter here (Kafka maps
+         * an unmapped controller listener to PLAINTEXT). */
+        if (controller_names && in_list(controller_names, l->name))
+            continue;
+        if (map_lookup(map, l->name, &l->proto, why, sizeof why)) {
+            cfg_seterr(err, err_len,
+                       "invalid listener.security.protocol.map \"%s\": %s%s",
+                       map, why,
+                       strstr(why, "not mapped") ? " (listeners uses it)" : "");
+            goto out;
+        }
+    }
+    if (advertised)
+        for (int j = 0; j < ac->n; j++) {
+            int i = 0;
+            while (i < lc->n && strcmp(lc->l[i].name, ac->l[j].name))
+                i++;
+            if (i == lc->n) {
+                cfg_seterr(err, err_len,
+                           "invalid advertised.listeners \"%s\": listener "
+                           "name %s is not in listeners",
+                           advertised, ac->l[j].name);
+                goto out;
+            }
+            strcpy(lc->l[i].adv_host, ac->l[j].host);
+            lc->l[i].adv_port = ac->l[j].port;
+        }
+    int k = 0;
+    for (int i = 0; i < lc->n; i++) {
+        if (controller_names && in_list(controller_names, lc->l[i].name))
+            continue;
+        if (k == max) {
+            cfg_seterr(err, err_len, "invalid listeners: more than %d", max);
+            goto out;
+        }
+        out[k++] = lc->l[i];
+    }
+    if (k == 0) {
+        cfg_seterr(err, err_len,
+                   "invalid listeners \"%s\": every listener is a "
+                   "controller listener (controller.listener.names); Cairn "
+                   "serves only broker listeners",
+                   listeners);
+        goto out;
+    }
+    *n = k;
+    rc = 0;
+out:
+    free(lc);
+    return rc;
 }
 
 int cn_config_parse_listener(const char *text, char *host, size_t host_len,
@@ -295,7 +519,7 @@ int cn_config_parse_listener(const char *text, char *host, size_t host_len,
         return CN_EINVAL;
     }
     if (parse_one_listener(s, (size_t)(e - s), host, host_len, port, &plain,
-                           why, sizeof why)) {
+                           NULL, why, sizeof why)) {
         cfg_seterr(err, err_len, "invalid listener \"%s\": %s", text, why);
         return CN_EINVAL;
     }
@@ -417,7 +641,8 @@ int cfg_check_value(const struct cn_config_key *k, const char *v,
             cfg_seterr(why, why_len, "must not be empty");
             return CN_EINVAL;
         }
-        return parse_listener_list(v, h, sizeof h, &port, why, why_len);
+        return parse_listener_list_p(v, strcmp(k->name, "listeners") != 0,
+                                     h, sizeof h, &port, why, why_len);
     }
     case CN_CFG_STRING:
     case CN_CFG_LIST:
@@ -668,6 +893,11 @@ void cfg_recompute(struct cn_config *cfg)
     parse_listener_list(cfg->listeners, cfg->listen_host,
                         sizeof cfg->listen_host, &cfg->listen_port, NULL, 0);
     cfg->advertised_listeners = cur(cfg, "advertised.listeners");
+    if (cn_config_resolve_listeners(
+            cfg->listeners, cur(cfg, "listener.security.protocol.map"),
+            cfg->advertised_listeners, cur(cfg, "controller.listener.names"),
+            cfg->listener, CN_LISTENERS_MAX, &cfg->nlisteners, NULL, 0))
+        cfg->nlisteners = 0;
     if (!cfg->advertised_listeners)
         cfg->advertised_listeners = cfg->listeners;
     parse_listener_list(cfg->advertised_listeners, cfg->advertised_host,
@@ -798,12 +1028,86 @@ static int check_dir(const char *key, const char *value, char *why,
     return 0;
 }
 
+/* Kafka's listener.name.<name>.ssl.*: only the ssl.* keys, which are
+ * what a listener's channel reads with its prefix. */
+static int set_listener_key(struct cn_config *cfg, const char *key,
+                            const char *value, char *err, size_t err_len)
+{
+    const char *name = key + 14, *dot = strchr(name, '.');
+    size_t nl = dot ? (size_t)(dot - name) : 0;
+    int i = dot ? cfg_key_index(dot + 1) : -1;
+    if (!nl || nl >= CN_LISTENER_NAME_MAX || i < 0 ||
+        strncmp(dot + 1, "ssl.", 4)) {
+        cfg_seterr(err, err_len,
+                   "unknown config key \"%s\" (listener.name.<listener>. "
+                   "takes the ssl.* keys)",
+                   key);
+        return CN_EINVAL;
+    }
+    if (!value) {
+        cfg_seterr(err, err_len, "missing value for %s", key);
+        return CN_EINVAL;
+    }
+    char why[WHY_MAX];
+    char *t = cfg_dup_trim(value, strlen(value));
+    if (!t) {
+        cfg_seterr(err, err_len, "out of memory setting %s", key);
+        return CN_ENOMEM;
+    }
+    int rc = CN_EINVAL;
+    if (cfg_check_value(cn_config_key_at((size_t)i), t, NULL, why,
+                        sizeof why)) {
+        cfg_seterr(err, err_len, "invalid value \"%s\" for %s: %s", t, key,
+                   why);
+        goto out;
+    }
+    if (strlen(t) >= CN_CONFIG_PATH_MAX) {
+        cfg_seterr(err, err_len, "invalid value for %s: too long", key);
+        goto out;
+    }
+    char up[CN_LISTENER_NAME_MAX];
+    for (size_t j = 0; j < nl; j++)
+        up[j] = (char)toupper((unsigned char)name[j]);
+    up[nl] = '\0';
+    int k = 0;
+    while (k < cfg->nlkeys &&
+           (cfg->lkeys[k].key != i || strcmp(cfg->lkeys[k].listener, up)))
+        k++;
+    if (k == CN_LISTENER_KEYS_MAX) {
+        cfg_seterr(err, err_len, "%s: more than %d listener.name. keys", key,
+                   CN_LISTENER_KEYS_MAX);
+        goto out;
+    }
+    strcpy(cfg->lkeys[k].listener, up);
+    cfg->lkeys[k].key = i;
+    strcpy(cfg->lkeys[k].value, t);
+    if (k == cfg->nlkeys)
+        cfg->nlkeys++;
+    rc = 0;
+out:
+    free(t);
+    return rc;
+}
+
+const char *cn_config_listener_value(const struct cn_config *cfg,
+                                     const char *listener, const char *key)
+{
+    int i = cfg_key_index(key);
+    for (int k = 0; i >= 0 && k < cfg->nlkeys; k++)
+        if (cfg->lkeys[k].key == i &&
+            !strcasecmp(cfg->lkeys[k].listener, listener))
+            return cfg->lkeys[k].value;
+    return cur_text(cfg, i);
+}
+
 int cn_config_set(struct cn_config *cfg, const char *key, const char *value,
                   char *err, size_t err_len)
 {
     char why[WHY_MAX];
     union val v;
     int i = cfg_key_index(key);
+    if (i < 0 && !strncmp(key, "listener.name.", 14))
+        return set_listener_key(cfg, key, value, err, err_len);
     if (i < 0) {
         cfg_seterr(err, err_len, "unknown config key \"%s\"", key);
         return CN_EINVAL;
@@ -918,8 +1222,60 @@ int cn_config_describe_key(const struct cn_config *cfg, const char *name,
     return 0;
 }
 
+/* Kafka's KafkaConfig listener checks, for what one node can check: the
+ * inter-broker keys name a listener that exists. */
+static int check_listeners(const struct cn_config *cfg, char *err,
+                           size_t err_len)
+{
+    struct cn_listener l[CN_LISTENERS_MAX];
+    int n;
+    int rc = cn_config_resolve_listeners(
+        cfg->listeners, cur(cfg, "listener.security.protocol.map"),
+        cur(cfg, "advertised.listeners"), cur(cfg, "controller.listener.names"),
+        l, CN_LISTENERS_MAX, &n, err, err_len);
+    if (rc)
+        return rc;
+    bool by_name = cfg_is_set(cfg, "inter.broker.listener.name");
+    bool by_proto = cfg_is_set(cfg, "security.inter.broker.protocol");
+    if (by_name && by_proto) {
+        cfg_seterr(err, err_len,
+                   "inter.broker.listener.name and "
+                   "security.inter.broker.protocol are both set; only one "
+                   "of them may be, as in Kafka");
+        return CN_EINVAL;
+    }
+    if (!by_name && !by_proto)
+        return 0;
+    const char *key = by_name ? "inter.broker.listener.name"
+                              : "security.inter.broker.protocol";
+    const char *want = cur(cfg, key);
+    if (by_proto) {
+        int i = 0;
+        while (proto_names[i] && strcasecmp(proto_names[i], want))
+            i++;
+        if (!proto_names[i]) {
+            cfg_seterr(err, err_len,
+                       "invalid value \"%s\" for %s: not one of PLAINTEXT, "
+                       "SSL, SASL_PLAINTEXT, SASL_SSL",
+                       want, key);
+            return CN_EINVAL;
+        }
+    }
+    /* Kafka: the listener named like the protocol, for the protocol key. */
+    for (int i = 0; i < n; i++)
+        if (!strcasecmp(l[i].name, want))
+            return 0;
+    cfg_seterr(err, err_len,
+               "invalid value \"%s\" for %s: no listener of that name in "
+               "listeners (%s)",
+               want, key, cfg->listeners);
+    return CN_EINVAL;
+}
+
 int cn_config_check(const struct cn_config *cfg, char *err, size_t err_len)
 {
+    if (check_listeners(cfg, err, err_len))
+        return CN_EINVAL;
     /* Kafka's KafkaConfig.validateValues: the retention that wins by
      * precedence must be -1 or at least 1 ms; 0 would delete every
      * segment as soon as it rolled. */

@@ -125,11 +125,50 @@ struct cn_config_key {
  * precedence already applied); strings point into text owned by the struct
  * and stay valid until that key is set again or cn_config_fini().
  */
+/* Kafka's security protocols (SecurityProtocol ids). */
+enum cn_sec_proto {
+    CN_SEC_PLAINTEXT = 0,
+    CN_SEC_SSL = 1,
+    CN_SEC_SASL_PLAINTEXT = 2,
+    CN_SEC_SASL_SSL = 3,
+};
+
+#define CN_LISTENERS_MAX 8
+#define CN_LISTENER_NAME_MAX 64
+
+/* One entry of `listeners`, with its protocol (through
+ * listener.security.protocol.map) and its advertised address. */
+struct cn_listener {
+    char name[CN_LISTENER_NAME_MAX]; /* upper case, as Kafka normalises */
+    char host[CN_CONFIG_HOST_MAX];   /* "" = all interfaces */
+    int port;                        /* 0 picks a free port */
+    int proto;                       /* enum cn_sec_proto */
+    char adv_host[CN_CONFIG_HOST_MAX]; /* "" = host, or 127.0.0.1 */
+    int adv_port;                    /* 0 = the port bound */
+};
+
+/* A listener-prefixed ssl.* key, Kafka's listener.name.<name>.<key>: the
+ * value wins over the plain key for that listener.  Held inline so the
+ * struct copies by value. */
+#define CN_LISTENER_KEYS_MAX 16
+struct cn_listener_key {
+    char listener[CN_LISTENER_NAME_MAX]; /* upper case */
+    int key;                             /* index in the broker key table */
+    char value[CN_CONFIG_PATH_MAX];
+};
+
 struct cn_config {
-    /* Listeners.  Only the first entry of `listeners` is bound. */
+    /* Listeners.  Every entry of `listeners` is bound except those named
+     * in controller.listener.names (Cairn has no controller).
+     * listen_host/port are the first PLAINTEXT one, else the first. */
     const char *listeners;          /* text as configured */
     char listen_host[CN_CONFIG_HOST_MAX]; /* "" = all interfaces */
     int listen_port;
+    struct cn_listener listener[CN_LISTENERS_MAX]; /* to bind, in order */
+    int nlisteners;                 /* 0 while the keys disagree (see
+                                       cn_config_check) */
+    struct cn_listener_key lkeys[CN_LISTENER_KEYS_MAX];
+    int nlkeys;
     const char *advertised_listeners; /* effective (defaults to listeners) */
     char advertised_host[CN_CONFIG_HOST_MAX];
     int advertised_port;
@@ -220,6 +259,7 @@ struct cn_config {
     bool cairn_fsync_group_commit;
     int32_t cairn_internal_compact_slack_records;
     int cairn_log_level;            /* enum cn_cfg_log_level */
+    int64_t cairn_ssl_handshake_timeout_ms;
     int32_t cairn_transaction_hanging_check_interval_ms; /* ms */
     int64_t cairn_transaction_hanging_margin_ms; /* beyond transaction.max.
                                                     timeout.ms; ms */
@@ -414,20 +454,38 @@ void cn_config_print_help(FILE *f);
 /*
  * Parses one listener: "PLAINTEXT://host:port", "host:port", "[::1]:port";
  * an empty host (":9092", "PLAINTEXT://:9092") means all interfaces and
- * gives host "".  SSL and SASL_* are rejected as unsupported; any other
- * listener name (CONTROLLER, ...) is taken as plaintext.  Brackets are
- * removed from IPv6 hosts.  Port 0 (ephemeral) is allowed.  For a comma
- * list use cn_config_parse_listeners.
+ * gives host "".  The name is not checked against a protocol map here
+ * (cn_config_resolve_listeners does that).  Brackets are removed from IPv6
+ * hosts.  Port 0 (ephemeral) is allowed.  For a comma list use
+ * cn_config_parse_listeners.
  */
 int cn_config_parse_listener(const char *text, char *host, size_t host_len,
                              int *port, char *err, size_t err_len);
-/* Validates every entry of a comma list and returns the one Cairn binds:
- * the first PLAINTEXT (or scheme-less) entry, else the first entry, so
- * Kafka's "PLAINTEXT://:9092,CONTROLLER://:9093" binds 9092.  Listener
- * names other than PLAINTEXT (CONTROLLER, ...) are accepted as plaintext;
- * SSL and SASL_* are rejected. */
+/* Validates every entry of a comma list (names unique, non-zero ports
+ * unique) and returns the first PLAINTEXT (or scheme-less) entry, else the
+ * first entry. */
 int cn_config_parse_listeners(const char *text, char *host, size_t host_len,
                               int *port, char *err, size_t err_len);
+/*
+ * Kafka's listener keys together: `listeners` (scheme-less entries are
+ * PLAINTEXT), `listener.security.protocol.map` (NAME:PROTOCOL, every name
+ * must be mapped), `advertised.listeners` (NULL: the listeners; matched by
+ * name, a listener absent from it advertises its own address) and
+ * `controller.listener.names` (NULL or a comma list; those listeners are
+ * not bound: Cairn has no controller).  Fills out[0..*n) in listener
+ * order.  The error names the key and the reason.
+ */
+int cn_config_resolve_listeners(const char *listeners, const char *map,
+                                const char *advertised,
+                                const char *controller_names,
+                                struct cn_listener *out, int max, int *n,
+                                char *err, size_t err_len);
+/* The value of an ssl.* key for one listener: listener.name.<name>.<key>
+ * if set, else the key's own value (NULL when unset). */
+const char *cn_config_listener_value(const struct cn_config *cfg,
+                                     const char *listener, const char *key);
+/* "PLAINTEXT", "SSL", ... for enum cn_sec_proto. */
+const char *cn_sec_proto_name(int proto);
 
 /* ---- Topic settings ---- */
 

@@ -30,6 +30,9 @@
 /* A broker key without its own typed field (derived or informational). */
 #define BX(name, type, def, lo, hi, en, doc)                                \
     {name, type, def, lo, hi, en, doc, true, false, NONE, NULL, NONE, NULL}
+/* BX for a secret: DescribeConfigs shows it as null. */
+#define BXS(name, type, def, doc)                                           \
+    {name, type, def, 0, 0, NULL, doc, true, true, NONE, NULL, NONE, NULL}
 /* BX with the reason for its range. */
 #define BXR(name, type, def, lo, hi, en, doc, why)                          \
     {name, type, def, lo, hi, en, doc, true, false, NONE, NULL, NONE, why}
@@ -52,6 +55,9 @@ static const char *const compression_enums[] = {
 static const char *const level_enums[] = {"error", "warn", "info", "debug",
                                           NULL};
 static const char *const roles_enums[] = {"broker", "controller", NULL};
+static const char *const client_auth_enums[] = {"none", "requested",
+                                                "required", NULL};
+static const char *const store_type_enums[] = {"PEM", "PKCS12", NULL};
 
 /* Keep sorted by name: DescribeConfigs lists them in this order. */
 static const struct cn_config_key broker_keys[] = {
@@ -93,6 +99,11 @@ static const struct cn_config_key broker_keys[] = {
       "per id before it is compacted"),
     B("cairn.log.level", CN_CFG_ENUM, "info", 0, 0, level_enums,
       cairn_log_level, "Cairn: broker log verbosity: error|warn|info|debug"),
+    B("cairn.ssl.handshake.timeout.ms", CN_CFG_INT64, "10000", 1, I64_MAX,
+      NULL, cairn_ssl_handshake_timeout_ms,
+      "Cairn: close a TLS connection whose handshake has not finished "
+      "this long after it was accepted (Kafka waits for "
+      "connections.max.idle.ms)"),
     B("cairn.transaction.hanging.check.interval.ms", CN_CFG_INT32, "60000",
       10, I32_MAX, NULL, cairn_transaction_hanging_check_interval_ms,
       "Cairn: how often partitions are checked for hanging transactions"),
@@ -149,11 +160,12 @@ static const struct cn_config_key broker_keys[] = {
     BX("listener.security.protocol.map", CN_CFG_STRING,
        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
        "SASL_SSL:SASL_SSL",
-       0, 0, NULL, "Informational (only PLAINTEXT is served)"),
+       0, 0, NULL, "Listener name to security protocol, NAME:PROTOCOL,..."),
     BX("listeners", CN_CFG_LISTENERS, "PLAINTEXT://127.0.0.1:9092", 1, 0,
        NULL,
-       "Address to bind (Cairn: loopback by default). One is bound: the "
-       "first PLAINTEXT entry, else the first; no SSL/SASL"),
+       "Addresses to bind, NAME://host:port,... (Cairn: loopback by "
+       "default); names unique, mapped by listener.security.protocol.map; "
+       "controller.listener.names are not bound"),
     B("log.cleaner.delete.retention.ms", CN_CFG_INT64, "86400000", 0, I64_MAX,
       NULL, log_cleaner_delete_retention_ms,
       "Keep delete tombstones this long in compacted topics"),
@@ -277,6 +289,10 @@ static const struct cn_config_key broker_keys[] = {
       quota_window_num, "Samples the client quota rates are measured over"),
     B("quota.window.size.seconds", CN_CFG_INT32, "1", 1, I32_MAX, NULL,
       quota_window_size_seconds, "Length of each client quota sample"),
+    BX("security.inter.broker.protocol", CN_CFG_STRING, "PLAINTEXT", 0, 0,
+       NULL,
+       "Checked against listeners when set (single node: no inter-broker "
+       "traffic)"),
     BX("share.coordinator.state.topic.min.isr", CN_CFG_INT16, "2", 1,
        INT16_MAX, NULL, "Informational"),
     BX("share.coordinator.state.topic.replication.factor", CN_CFG_INT16, "3",
@@ -291,6 +307,37 @@ static const struct cn_config_key broker_keys[] = {
        "such a broker"),
     B("socket.send.buffer.bytes", CN_CFG_INT32, "102400", -1, I32_MAX, NULL,
       socket_send_buffer_bytes, "SO_SNDBUF; -1 OS default"),
+    BX("ssl.cipher.suites", CN_CFG_LIST, "", 0, 0, NULL,
+       "TLS cipher suites by their standard (IANA) names, as Kafka takes "
+       "them; empty: OpenSSL's defaults"),
+    BX("ssl.client.auth", CN_CFG_ENUM, "none", 0, 0, client_auth_enums,
+       "Client certificates on SSL listeners: none|requested|required"),
+    BX("ssl.enabled.protocols", CN_CFG_LIST, "TLSv1.2,TLSv1.3", 0, 0, NULL,
+       "TLS versions served: TLSv1.2 and/or TLSv1.3"),
+    BX("ssl.endpoint.identification.algorithm", CN_CFG_STRING, "https", 0,
+       0, NULL, "Informational (a client-side setting)"),
+    BXS("ssl.key.password", CN_CFG_STRING, NULL,
+        "Password of the encrypted private key in ssl.keystore.location"),
+    BX("ssl.keystore.location", CN_CFG_STRING, NULL, 0, 0, NULL,
+       "PEM file with the private key and certificate chain (or a PKCS12 "
+       "file, ssl.keystore.type=PKCS12); required by SSL listeners"),
+    BXS("ssl.keystore.password", CN_CFG_STRING, NULL,
+        "Password of a PKCS12 keystore"),
+    BX("ssl.keystore.type", CN_CFG_ENUM, "PEM", 0, 0, store_type_enums,
+       "PEM|PKCS12 (Cairn: PEM by default; Kafka's JKS cannot be read)"),
+    BX("ssl.principal.mapping.rules", CN_CFG_STRING, "DEFAULT", 0, 0, NULL,
+       "Client certificate subject DN to principal name: DEFAULT, "
+       "RULE:pattern/replacement/[LU], comma-separated, first match wins"),
+    BX("ssl.protocol", CN_CFG_STRING, "TLSv1.3", 0, 0, NULL,
+       "TLS, TLSv1.2 or TLSv1.3; ssl.enabled.protocols decides what is "
+       "served"),
+    BX("ssl.truststore.location", CN_CFG_STRING, NULL, 0, 0, NULL,
+       "PEM file of CA certificates client certificates are checked "
+       "against"),
+    BXS("ssl.truststore.password", CN_CFG_STRING, NULL,
+        "Informational (PEM truststores have no password)"),
+    BX("ssl.truststore.type", CN_CFG_ENUM, "PEM", 0, 0, store_type_enums,
+       "PEM (PKCS12 truststores: Cairn reads only PEM)"),
     BX("super.users", CN_CFG_STRING, "", 0, 0, NULL,
       "Principals allowed everything by the authorizer, ';'-separated "
       "(User:admin;User:ops)"),

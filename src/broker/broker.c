@@ -342,8 +342,6 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         goto out_topics;
     }
     struct cn_server_config sc = {
-        .host = cfg->listen_host,
-        .port = cfg->listen_port,
         .max_request_bytes = (size_t)cfg->socket_request_max_bytes,
         .idle_ms = cfg->connections_max_idle_ms,
         .max_inflight = cfg->cairn_connection_max_inflight_requests,
@@ -353,15 +351,11 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         .done_cb = cn_metrics_request_done,
         .abandon_cb = on_req_abandoned,
     };
-    rc = cn_server_start(loop, &sc, cn_dispatch, b, &b->server);
-    if (rc) {
-        snprintf(err, err_len, "listeners: cannot listen on %s:%d: %s",
-                 cfg->listen_host[0] ? cfg->listen_host : "*",
-                 cfg->listen_port, uv_strerror(rc));
+    if (cn_broker_listen(b, &sc, err, err_len) != 0)
         goto out_topics;
-    }
-    if (b->adv_port == 0)
-        b->adv_port = cn_server_port(b->server);
+    /* The first listener's, for what has no request to go by. */
+    snprintf(b->adv_host, sizeof b->adv_host, "%s", b->adv_hosts[0]);
+    b->adv_port = b->adv_ports[0];
     cn_metrics_start_http(b);
 
     uv_timer_init(loop, &b->retention_timer);
@@ -478,7 +472,7 @@ void cn_broker_stop(struct cn_broker *b)
     ((struct cn_broker_priv *)b)->hanging = NULL;
     cn_txn_coord_stop(b);
     cn_group_coord_stop(b);
-    cn_server_stop(b->server);
+    cn_broker_unlisten(b);
     uv_timer_stop(&b->retention_timer);
     uv_timer_stop(&b->flush_timer);
     uv_timer_stop(&b->expiry_timer);
@@ -506,6 +500,7 @@ void cn_broker_free(struct cn_broker *b)
     cn_quotas_close(b);
     cn_authz_close(b);
     cn_metrics_free(b);
+    cn_broker_listeners_free(b);
     if (bp->lock_fd >= 0)
         close(bp->lock_fd);
     cn_config_fini(b->cfg);

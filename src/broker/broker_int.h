@@ -75,7 +75,14 @@ struct cn_broker {
     char cluster_id[32];            /* persisted in meta.properties */
     char data_dir[4096];            /* first of log.dirs */
     char adv_host[256];             /* what Metadata tells clients */
-    int adv_port;
+    int adv_port;                   /* (first listener; see cn_broker_
+                                       advertised for a request's own) */
+    /* One server per listener (listeners.c); server is servers[0]. */
+    struct cn_server *servers[CN_LISTENERS_MAX];
+    struct ssl_ctx_st *tls_ctx[CN_LISTENERS_MAX]; /* SSL listeners */
+    char adv_hosts[CN_LISTENERS_MAX][CN_CONFIG_HOST_MAX];
+    int adv_ports[CN_LISTENERS_MAX];
+    int nservers;
     int32_t node_id;
     bool stopping;
     bool log_dir_offline;           /* a write or sync failed: see below */
@@ -258,6 +265,18 @@ int cn_batch_marker(const uint8_t *batch, size_t len, int *type,
 
 /* dispatch.c */
 void cn_dispatch(struct cn_req *req, void *opaque);
+
+/* listeners.c: starts one server per configured listener from tmpl (the
+ * settings they share), with a TLS context for SSL ones.  The error names
+ * the key and the reason. */
+int cn_broker_listen(struct cn_broker *b, const struct cn_server_config *tmpl,
+                     char *err, size_t err_len);
+void cn_broker_unlisten(struct cn_broker *b);
+void cn_broker_listeners_free(struct cn_broker *b);
+/* The advertised address of the listener req came in on, as Kafka answers
+ * Metadata, FindCoordinator and DescribeCluster. */
+void cn_broker_advertised(const struct cn_broker *b, const struct cn_req *req,
+                          const char **host, int *port);
 /* Writes the response header for req's API and version into req->resp. */
 void cn_resp_begin(struct cn_req *req, const struct cn_req_header *h);
 

@@ -109,8 +109,9 @@ void cn_h_metadata(struct cn_broker *b, struct cn_req *req,
         goto nomem;
     cn_metadata_response_metadata_response_broker_init(rs.brokers);
     rs.brokers[0].node_id = b->node_id;
-    rs.brokers[0].host = cn_bytes_str(b->adv_host);
-    rs.brokers[0].port = b->adv_port;
+    const char *adv;
+    cn_broker_advertised(b, req, &adv, &rs.brokers[0].port);
+    rs.brokers[0].host = cn_bytes_str(adv);
     rs.brokers_len = 1;
     rs.cluster_id = cn_bytes_str(b->cluster_id);
     rs.controller_id = b->node_id;
@@ -246,8 +247,9 @@ void cn_h_describe_cluster(struct cn_broker *b, struct cn_req *req,
         }
         cn_describe_cluster_response_describe_cluster_broker_init(rs.brokers);
         rs.brokers[0].broker_id = b->node_id;
-        rs.brokers[0].host = cn_bytes_str(b->adv_host);
-        rs.brokers[0].port = b->adv_port;
+        const char *adv;
+        cn_broker_advertised(b, req, &adv, &rs.brokers[0].port);
+        rs.brokers[0].host = cn_bytes_str(adv);
         rs.brokers_len = 1;
     }
     cn_resp_begin(req, h);

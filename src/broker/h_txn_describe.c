@@ -53,8 +53,9 @@ static void fill_coordinator(struct cn_broker *b, struct cn_req *req,
     }
     *err = KAFKA_NONE;
     *node = b->node_id;
-    *host = cn_bytes_str(b->adv_host);
-    *port = b->adv_port;
+    const char *adv;
+    cn_broker_advertised(b, req, &adv, port);
+    *host = cn_bytes_str(adv);
 }
 
 void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,

@@ -351,18 +351,28 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
         histogram(w, "cairn_request_latency_seconds", labels,
                   &m->latency[k]);
     }
+    /* Every listener's servers, summed. */
+    size_t conns = 0;
+    struct cn_server_stats st = {0};
+    for (int i = 0; i < b->nservers && !b->stopping; i++) {
+        struct cn_server_stats one;
+        conns += cn_server_conn_count(b->servers[i]);
+        cn_server_get_stats(b->servers[i], &one);
+        /* The listeners share one budget. */
+        st.queued = one.queued;
+        st.queued_bytes = one.queued_bytes;
+        st.held_bytes += one.held_bytes;
+        st.muted += one.muted;
+        st.mutes_total += one.mutes_total;
+    }
     gauge(w, "cairn_connections", "Open Kafka client connections.",
-          b->server && !b->stopping ? (double)cn_server_conn_count(b->server)
-                                    : 0);
+          (double)conns);
     size_t fetch_waits = 0;
     for (const struct cn_fetch_wait *fw = b->fetch_waits; fw; fw = fw->next)
         fetch_waits++;
     gauge(w, "cairn_fetch_parked_requests",
           "Long-poll fetches waiting for data or their max_wait_ms.",
           (double)fetch_waits);
-    struct cn_server_stats st = {0};
-    if (b->server && !b->stopping)
-        cn_server_get_stats(b->server, &st);
     gauge(w, "cairn_net_queued_requests",
           "Requests read and not yet handled, parked ones excepted "
           "(against queued.max.requests).",

@@ -16,6 +16,14 @@
  * broker-wide budget goes on the wait FIFO.  The idle handle resumes them
  * (resume list first, then the FIFO in order while the budget allows)
  * outside every handler, and stops itself when there is nothing to do.
+ *
+ * TLS (cfg.tls): OpenSSL with two memory BIOs per connection.  Bytes read
+ * from the socket go into rbio; SSL_read takes plaintext out into rbuf (or
+ * straight into a large frame's buffer) and the framing above is the same.
+ * What OpenSSL writes to wbio (handshake, records) is taken out in chunks
+ * of at most TLS_CHUNK and handed to uv_write, so a large response never
+ * sits whole in the BIO.  A muted TLS connection keeps undecrypted bytes
+ * in rbio; resuming decrypts them before reading the socket again.
  */
 #include "net.h"
 
@@ -26,7 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 #include "base/clock.h"
+#include "base/err.h"
 #include "base/say.h"
 
 #define READ_BUF_BYTES (64 * 1024)
@@ -34,6 +47,9 @@
 #define DEFAULT_MAX_INFLIGHT 100
 #define DEFAULT_MAX_CONN_BYTES (8u << 20)
 #define DEFAULT_MAX_QUEUED 500
+#define DEFAULT_TLS_HANDSHAKE_MS 10000
+#define TLS_CHUNK (64 * 1024) /* plaintext per wbio drain */
+#define TLS_STAGE (16 * 1024) /* small pieces gathered into one record */
 
 /* An intrusive list of connections (through cn_conn.lprev/lnext); a
  * connection is on at most one at a time, named by cn_conn.list. */
@@ -56,8 +72,14 @@ struct cn_server {
     size_t conn_count;
     bool stopping;
     int pending_closes; /* handles whose close callback has not run */
-    size_t queued;       /* requests read, not finished, not parked */
-    size_t queued_bytes; /* their frame bytes */
+    /* The broker-wide budget lives in bud (this server, or the one named
+     * by cfg.share_budget); from bud, peer_next lists the servers sharing
+     * it. */
+    struct cn_server *bud;
+    struct cn_server *peer_next;
+    size_t queued;       /* bud only: requests read, not finished, not
+                            parked */
+    size_t queued_bytes; /* bud only: their frame bytes */
     size_t held_bytes;   /* sum of open connections' held bytes */
     size_t muted;        /* open connections muted */
     uint64_t mutes_total;
@@ -102,13 +124,21 @@ struct cn_conn {
     struct cn_conn *lprev, *lnext;
     char peer[64];
     char principal[CN_PRINCIPAL_MAX]; /* see cn_req_principal */
+    SSL *ssl;                    /* TLS connections only */
+    BIO *rbio, *wbio;            /* network side of ssl: in, out */
+    bool tls_ready;              /* handshake done */
+    int64_t accepted_ms;         /* monotonic, for the handshake timeout */
 };
 
+/* One uv_write: a plaintext response (bufs built on the fly), or TLS
+ * records in malloc'd chunks (tls[0..ntls)). */
 struct conn_write {
     uv_write_t w;
     struct cn_conn *conn;
-    struct cn_req *req;
+    struct cn_req *req;          /* NULL for handshake records */
     uint8_t size[4];
+    uv_buf_t *tls;
+    size_t ntls, tls_cap;
 };
 
 static void conn_close(struct cn_conn *c);
@@ -117,6 +147,7 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void on_resume_idle(uv_idle_t *h);
 static void on_throttle_end(uv_timer_t *t);
+static void tls_pump(struct cn_conn *c);
 
 /* ---- lists and the budget --------------------------------------------- */
 
@@ -161,10 +192,11 @@ static struct cn_conn *list_pop(struct conn_list *l)
 
 static bool budget_full(const struct cn_server *srv)
 {
-    if (srv->queued >= (size_t)srv->cfg.max_queued)
+    const struct cn_server *b = srv->bud;
+    if (b->queued >= (size_t)b->cfg.max_queued)
         return true;
-    return srv->cfg.max_queued_bytes > 0 &&
-           srv->queued_bytes >= (uint64_t)srv->cfg.max_queued_bytes;
+    return b->cfg.max_queued_bytes > 0 &&
+           b->queued_bytes >= (uint64_t)b->cfg.max_queued_bytes;
 }
 
 static bool resume_needed(const struct cn_server *srv)
@@ -182,6 +214,13 @@ static void kick(struct cn_server *srv)
     uv_idle_start(&srv->resume_idle, on_resume_idle);
 }
 
+/* The budget freed: connections of every server sharing it may go on. */
+static void kick_budget(struct cn_server *srv)
+{
+    for (struct cn_server *s = srv->bud; s; s = s->peer_next)
+        kick(s);
+}
+
 /* Takes req out of the broker-wide budget (finished, parked or dropped). */
 static void uncount(struct cn_req *req)
 {
@@ -189,9 +228,9 @@ static void uncount(struct cn_req *req)
     if (!req->queued)
         return;
     req->queued = false;
-    srv->queued--;
-    srv->queued_bytes -= req->frame_len;
-    kick(srv);
+    srv->bud->queued--;
+    srv->bud->queued_bytes -= req->frame_len;
+    kick_budget(srv);
 }
 
 /* What a finished request still holds until it is freed: response bytes,
@@ -315,6 +354,7 @@ static void conn_unref(struct cn_conn *c)
 {
     if (--c->refs > 0)
         return;
+    SSL_free(c->ssl); /* frees the BIOs too */
     free(c->rbuf);
     free(c->frame);
     free(c);
@@ -345,6 +385,15 @@ static void req_free(struct cn_req *req)
 
 /* ---- writing ---------------------------------------------------------- */
 
+/* Frees a write and its TLS chunks (not its request). */
+static void cw_free(struct conn_write *cw)
+{
+    for (size_t i = 0; i < cw->ntls; i++)
+        free(cw->tls[i].base);
+    free(cw->tls);
+    free(cw);
+}
+
 static void on_write(uv_write_t *w, int status)
 {
     struct conn_write *cw = (struct conn_write *)w;
@@ -352,13 +401,161 @@ static void on_write(uv_write_t *w, int status)
     c->refs++;
     c->writes_pending--;
     c->last_write_ms = cn_clock_mono_ms();
-    req_free(cw->req);
-    free(cw);
+    if (cw->req)
+        req_free(cw->req);
+    cw_free(cw);
     if (status < 0 && !c->closed) {
         CN_DEBUG("write to %s failed: %s", c->peer, uv_strerror(status));
         conn_close(c);
     }
     conn_unref(c);
+}
+
+/* ---- TLS output ------------------------------------------------------- */
+
+/* Moves what OpenSSL wrote to wbio into cw's chunks. */
+static int tls_take(struct cn_conn *c, struct conn_write *cw)
+{
+    size_t n;
+    while ((n = BIO_ctrl_pending(c->wbio)) > 0) {
+        if (cw->ntls == cw->tls_cap) {
+            size_t cap = cw->tls_cap ? cw->tls_cap * 2 : 4;
+            uv_buf_t *nb = realloc(cw->tls, cap * sizeof *nb);
+            if (!nb)
+                return CN_ENOMEM;
+            cw->tls = nb;
+            cw->tls_cap = cap;
+        }
+        char *buf = malloc(n);
+        if (!buf)
+            return CN_ENOMEM;
+        int got = BIO_read(c->wbio, buf, (int)n);
+        if (got <= 0) {
+            free(buf);
+            return CN_EINVAL;
+        }
+        cw->tls[cw->ntls++] = uv_buf_init(buf, (unsigned)got);
+    }
+    return 0;
+}
+
+/* Writes cw's chunks to the socket (or frees cw, and req with it, when
+ * there are none).  On failure everything is freed and c closed. */
+static void tls_submit(struct cn_conn *c, struct conn_write *cw)
+{
+    int rc = cw->ntls == 0 ? 0
+             : uv_write(&cw->w, (uv_stream_t *)&c->tcp, cw->tls,
+                        (unsigned)cw->ntls, on_write);
+    if (cw->ntls == 0 || rc < 0) {
+        if (cw->req)
+            req_free(cw->req);
+        cw_free(cw);
+        if (rc < 0)
+            conn_close(c);
+        return;
+    }
+    if (c->writes_pending++ == 0)
+        c->last_write_ms = cn_clock_mono_ms();
+}
+
+/* Sends whatever OpenSSL has for the peer (handshake, alerts, tickets). */
+static void tls_flush_out(struct cn_conn *c)
+{
+    if (c->closed || BIO_ctrl_pending(c->wbio) == 0)
+        return;
+    struct conn_write *cw = calloc(1, sizeof *cw);
+    if (!cw || tls_take(c, cw)) {
+        if (cw)
+            cw_free(cw);
+        conn_close(c);
+        return;
+    }
+    cw->conn = c;
+    tls_submit(c, cw);
+}
+
+/* Plaintext gathered for SSL_write: the loop thread is the only user. */
+struct tls_out {
+    struct cn_conn *c;
+    struct conn_write *cw;
+    uint8_t stage[TLS_STAGE];
+    size_t staged;
+    size_t since_take; /* plaintext written since wbio was last drained */
+};
+static struct tls_out tls_out;
+
+static int tls_write_raw(struct tls_out *o, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        size_t k = n > TLS_CHUNK ? TLS_CHUNK : n;
+        int w = SSL_write(o->c->ssl, p, (int)k);
+        if (w <= 0)
+            return CN_EINVAL;
+        p += w;
+        n -= (size_t)w;
+        o->since_take += (size_t)w;
+        if (o->since_take >= TLS_CHUNK) {
+            if (tls_take(o->c, o->cw))
+                return CN_ENOMEM;
+            o->since_take = 0;
+        }
+    }
+    return 0;
+}
+
+static int tls_stage_flush(struct tls_out *o)
+{
+    int rc = o->staged ? tls_write_raw(o, o->stage, o->staged) : 0;
+    o->staged = 0;
+    return rc;
+}
+
+/* Small pieces (size field, headers between payload runs) share records;
+ * large ones go to SSL_write without another copy. */
+static int tls_put(struct tls_out *o, const uint8_t *p, size_t n)
+{
+    if (o->staged + n <= TLS_STAGE) {
+        memcpy(o->stage + o->staged, p, n);
+        o->staged += n;
+        return 0;
+    }
+    int rc = tls_stage_flush(o);
+    if (rc)
+        return rc;
+    if (n >= TLS_STAGE)
+        return tls_write_raw(o, p, n);
+    memcpy(o->stage, p, n);
+    o->staged = n;
+    return 0;
+}
+
+/* Encrypts req's response (size field, bytes and payload runs in order)
+ * into cw's chunks. */
+static int tls_encode_resp(struct cn_conn *c, struct conn_write *cw)
+{
+    const struct cn_wr *r = &cw->req->resp;
+    struct tls_out *o = &tls_out;
+    o->c = c;
+    o->cw = cw;
+    o->staged = o->since_take = 0;
+    int rc = tls_put(o, cw->size, 4);
+    size_t at = 0;
+    for (size_t i = 0; i < r->nrefs && !rc; i++) {
+        if (r->refs[i].pos > at)
+            rc = tls_put(o, r->buf + at, r->refs[i].pos - at);
+        if (!rc)
+            rc = tls_put(o, r->refs[i].ptr, r->refs[i].len);
+        at = r->refs[i].pos;
+    }
+    if (!rc && r->len > at)
+        rc = tls_put(o, r->buf + at, r->len - at);
+    if (!rc)
+        rc = tls_stage_flush(o);
+    if (!rc)
+        rc = tls_take(c, cw);
+    o->c = NULL;
+    o->cw = NULL;
+    return rc;
 }
 
 /* Sends every finished request at the head of the queue, in order.  A
@@ -380,7 +577,7 @@ static void conn_flush(struct cn_conn *c)
             req_free(req);
             continue;
         }
-        struct conn_write *cw = malloc(sizeof *cw);
+        struct conn_write *cw = calloc(1, sizeof *cw);
         if (!cw) {
             req_free(req);
             conn_close(c);
@@ -394,6 +591,17 @@ static void conn_flush(struct cn_conn *c)
         cw->size[1] = (uint8_t)(n >> 16);
         cw->size[2] = (uint8_t)(n >> 8);
         cw->size[3] = (uint8_t)n;
+        if (c->ssl) {
+            if (tls_encode_resp(c, cw)) {
+                CN_WARN("closing %s: TLS write failed", c->peer);
+                cw_free(cw);
+                req_free(req);
+                conn_close(c);
+                continue;
+            }
+            tls_submit(c, cw);
+            continue;
+        }
         /* The response's own bytes interleaved with the runs it refers to
          * (record data sent without another copy); libuv copies this
          * array, so it can live on the stack when small. */
@@ -499,6 +707,16 @@ const char *cn_req_peer(const struct cn_req *req)
     return req->conn->peer;
 }
 
+int cn_req_listener(const struct cn_req *req)
+{
+    return req->conn->srv->cfg.listener;
+}
+
+bool cn_req_tls(const struct cn_req *req)
+{
+    return req->conn->ssl != NULL;
+}
+
 const char *cn_req_principal(const struct cn_req *req)
 {
     return req->conn->principal;
@@ -561,8 +779,8 @@ static void conn_close(struct cn_conn *c)
         } else {
             if (r->queued) {
                 r->queued = false;
-                srv->queued--;
-                srv->queued_bytes -= r->frame_len;
+                srv->bud->queued--;
+                srv->bud->queued_bytes -= r->frame_len;
             }
             unfinished = true;
             c->tail = r;
@@ -573,7 +791,7 @@ static void conn_close(struct cn_conn *c)
         c->refs++;
         list_push(&srv->abandoned, c);
     }
-    kick(srv);
+    kick_budget(srv);
     srv->pending_closes++;
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
@@ -597,7 +815,8 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     struct cn_conn *c = h->data;
-    if (c->frame && c->frame_len - c->frame_have >= DIRECT_READ_MIN) {
+    if (!c->ssl && c->frame &&
+        c->frame_len - c->frame_have >= DIRECT_READ_MIN) {
         c->direct = true;
         *buf = uv_buf_init((char *)c->frame + c->frame_have,
                            (unsigned)(c->frame_len - c->frame_have));
@@ -632,8 +851,8 @@ static void frame_complete(struct cn_conn *c)
     c->held += req->frame_len;
     srv->held_bytes += req->frame_len;
     req->queued = true;
-    srv->queued++;
-    srv->queued_bytes += req->frame_len;
+    srv->bud->queued++;
+    srv->bud->queued_bytes += req->frame_len;
     if (c->tail)
         c->tail->next = req;
     else
@@ -694,6 +913,117 @@ static void consume(struct cn_conn *c, const uint8_t *p, size_t n)
     }
 }
 
+/* ---- TLS input -------------------------------------------------------- */
+
+/* OpenSSL's reasons for a failed handshake, for the log line. */
+static void tls_why(struct cn_conn *c, char *out, size_t len)
+{
+    unsigned long e = ERR_get_error();
+    out[0] = '\0';
+    if (e)
+        ERR_error_string_n(e, out, len);
+    /* The usual cause: a client configured for PLAINTEXT. */
+    if (e && ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER) {
+        size_t n = strlen(out);
+        snprintf(out + n, len - n,
+                 " (not TLS: a client using PLAINTEXT on a TLS listener?)");
+    }
+    long v = SSL_get_verify_result(c->ssl);
+    if (v != X509_V_OK) {
+        size_t n = strlen(out);
+        snprintf(out + n, len - n, "%sclient certificate: %s",
+                 n ? "; " : "", X509_verify_cert_error_string(v));
+    }
+    if (!out[0])
+        snprintf(out, len, "the peer closed or sent no TLS");
+    ERR_clear_error();
+}
+
+/* After the handshake: the principal from a client certificate. */
+static int tls_auth(struct cn_conn *c)
+{
+    X509 *cert = SSL_get0_peer_certificate(c->ssl);
+    if (!cert)
+        return 0; /* ssl.client.auth none/requested: User:ANONYMOUS */
+    struct cn_server *srv = c->srv;
+    char name[CN_PRINCIPAL_MAX];
+    int rc = srv->cfg.tls_principal
+                 ? srv->cfg.tls_principal(srv->cfg.listener, cert, name,
+                                          sizeof name, srv->opaque)
+                 : CN_EINVAL;
+    if (rc) {
+        CN_WARN("closing %s: no principal for its client certificate",
+                c->peer);
+        return rc;
+    }
+    if ((size_t)snprintf(c->principal, sizeof c->principal, "User:%s",
+                         name) >= sizeof c->principal) {
+        CN_WARN("closing %s: principal of its certificate too long", c->peer);
+        return CN_ETOOBIG;
+    }
+    CN_DEBUG("%s authenticated by certificate as %s", c->peer, c->principal);
+    return 0;
+}
+
+/* Runs the handshake, then decrypts into the framing until OpenSSL wants
+ * more bytes or the connection is muted or closed. */
+static void tls_pump(struct cn_conn *c)
+{
+    if (!c->tls_ready) {
+        int r = SSL_do_handshake(c->ssl);
+        if (r != 1) {
+            int e = SSL_get_error(c->ssl, r);
+            tls_flush_out(c); /* our flight, or the alert */
+            if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+                return;
+            char why[256];
+            tls_why(c, why, sizeof why);
+            CN_WARN("closing %s: TLS handshake failed: %s", c->peer, why);
+            conn_close(c);
+            return;
+        }
+        c->tls_ready = true;
+        tls_flush_out(c);
+        if (tls_auth(c)) {
+            conn_close(c);
+            return;
+        }
+    }
+    while (!c->closed && !c->muted) {
+        bool direct = c->frame &&
+                      c->frame_len - c->frame_have >= DIRECT_READ_MIN;
+        uint8_t *dst = direct ? c->frame + c->frame_have : c->rbuf;
+        size_t cap = direct ? c->frame_len - c->frame_have : READ_BUF_BYTES;
+        if (cap > INT32_MAX)
+            cap = INT32_MAX;
+        int n = SSL_read(c->ssl, dst, (int)cap);
+        if (n <= 0) {
+            int e = SSL_get_error(c->ssl, n);
+            if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+                break;
+            if (e == SSL_ERROR_ZERO_RETURN) {
+                CN_DEBUG("%s sent TLS close_notify", c->peer);
+            } else {
+                char why[256];
+                tls_why(c, why, sizeof why);
+                CN_INFO("closing %s: TLS error: %s", c->peer, why);
+            }
+            tls_flush_out(c);
+            conn_close(c);
+            return;
+        }
+        if (direct) {
+            c->frame_have += (size_t)n;
+            if (c->frame_have == c->frame_len)
+                frame_complete(c);
+        } else {
+            consume(c, c->rbuf, (size_t)n);
+        }
+    }
+    /* Post-handshake messages (TLS 1.3 tickets, key updates). */
+    tls_flush_out(c);
+}
+
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct cn_conn *c = s->data;
@@ -707,6 +1037,14 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0)
         return;
     c->last_active_ms = cn_clock_mono_ms();
+    if (c->ssl) {
+        if (BIO_write(c->rbio, c->rbuf, (int)nread) != (int)nread) {
+            conn_close(c);
+            return;
+        }
+        tls_pump(c);
+        return;
+    }
     if (c->direct) {
         c->frame_have += (size_t)nread;
         if (c->frame_have == c->frame_len)
@@ -732,6 +1070,8 @@ static void conn_resume(struct cn_conn *c, bool from_wait)
         c->srv->muted--;
         if (c->rlen > c->rpos)
             consume(c, c->rbuf + c->rpos, c->rlen - c->rpos);
+        if (c->ssl && !c->closed && !c->muted)
+            tls_pump(c);
         if (!c->closed && !c->muted) {
             c->reading = true;
             uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
@@ -793,6 +1133,27 @@ static void on_connection(uv_stream_t *ls, int status)
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    c->accepted_ms = cn_clock_mono_ms();
+    if (srv->cfg.tls) {
+        c->ssl = SSL_new(srv->cfg.tls);
+        c->rbio = BIO_new(BIO_s_mem());
+        c->wbio = BIO_new(BIO_s_mem());
+        if (!c->ssl || !c->rbio || !c->wbio) {
+            BIO_free(c->rbio);
+            BIO_free(c->wbio);
+            SSL_free(c->ssl);
+            c->ssl = NULL;
+            srv->pending_closes++;
+            c->closed = true;
+            uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+            return;
+        }
+        /* Empty means "wait for more", not end of stream. */
+        BIO_set_mem_eof_return(c->rbio, -1);
+        BIO_set_mem_eof_return(c->wbio, -1);
+        SSL_set_bio(c->ssl, c->rbio, c->wbio);
+        SSL_set_accept_state(c->ssl);
+    }
     struct sockaddr_storage ss;
     int len = sizeof ss;
     snprintf(c->peer, sizeof c->peer, "?");
@@ -852,6 +1213,12 @@ static void idle_check(uv_timer_t *t)
             CN_DEBUG("closing %s: the peer closed while it was not read",
                      c->peer);
             conn_close(c);
+        } else if (c->ssl && !c->tls_ready &&
+                   now - c->accepted_ms > srv->cfg.tls_handshake_ms) {
+            CN_WARN("closing %s: TLS handshake not done after %lld ms "
+                    "(cairn.ssl.handshake.timeout.ms)",
+                    c->peer, (long long)(now - c->accepted_ms));
+            conn_close(c);
         } else if (srv->cfg.idle_ms < 0) {
             /* never idle */
         } else if (!c->head && now - c->last_active_ms > srv->cfg.idle_ms) {
@@ -881,8 +1248,15 @@ int cn_server_start(uv_loop_t *loop, const struct cn_server_config *cfg,
         srv->cfg.max_conn_bytes = DEFAULT_MAX_CONN_BYTES;
     if (srv->cfg.max_queued <= 0)
         srv->cfg.max_queued = DEFAULT_MAX_QUEUED;
+    if (srv->cfg.tls_handshake_ms <= 0)
+        srv->cfg.tls_handshake_ms = DEFAULT_TLS_HANDSHAKE_MS;
     srv->cb = cb;
     srv->opaque = opaque;
+    srv->bud = srv;
+    if (cfg->share_budget) {
+        srv->bud = cfg->share_budget->bud;
+        srv->peer_next = srv->bud->peer_next;
+    }
     struct sockaddr_storage addr;
     const char *host = cfg->host && cfg->host[0] ? cfg->host : "0.0.0.0";
     int rc = uv_ip4_addr(host, cfg->port, (struct sockaddr_in *)&addr);
@@ -905,12 +1279,17 @@ int cn_server_start(uv_loop_t *loop, const struct cn_server_config *cfg,
     }
     uv_timer_init(loop, &srv->idle_timer);
     srv->idle_timer.data = srv;
-    uint64_t every = cfg->idle_ms >= 0 && cfg->idle_ms <= 10000 ? 100 : 1000;
+    uint64_t every = (cfg->idle_ms >= 0 && cfg->idle_ms <= 10000) ||
+                             (cfg->tls && srv->cfg.tls_handshake_ms <= 10000)
+                         ? 100
+                         : 1000;
     uv_timer_start(&srv->idle_timer, idle_check, every, every);
     uv_idle_init(loop, &srv->resume_idle);
     srv->resume_idle.data = srv;
     uv_timer_init(loop, &srv->throttle_timer);
     srv->throttle_timer.data = srv;
+    if (srv->bud != srv)
+        srv->bud->peer_next = srv;
     *out = srv;
     return 0;
 }
@@ -934,8 +1313,8 @@ size_t cn_server_conn_count(const struct cn_server *srv)
 void cn_server_get_stats(const struct cn_server *srv,
                          struct cn_server_stats *out)
 {
-    out->queued = srv->queued;
-    out->queued_bytes = srv->queued_bytes;
+    out->queued = srv->bud->queued;
+    out->queued_bytes = srv->bud->queued_bytes;
     out->held_bytes = srv->held_bytes;
     out->muted = srv->muted;
     out->throttled = srv->throttled.n;

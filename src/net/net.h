@@ -48,6 +48,8 @@
 
 struct cn_server;
 struct cn_conn;
+struct ssl_ctx_st;
+struct x509_st;
 
 /* One request frame and, once the handler is done, its response. */
 struct cn_req {
@@ -100,11 +102,33 @@ struct cn_server_config {
      * free the request early.  It may finish req (cn_req_done) now or
      * later. */
     void (*abandon_cb)(struct cn_req *req, void *opaque);
+    /* The caller's number for this listener, for cn_req_listener(). */
+    int listener;
+    /* NULL, or a running server whose broker-wide budget (max_queued,
+     * max_queued_bytes: its values, not these) this one shares, so the
+     * limits hold for all listeners together.  Each server keeps its own
+     * wait FIFO.  Servers sharing a budget are stopped together. */
+    struct cn_server *share_budget;
+    /* NULL: plaintext.  Else every connection is TLS with this OpenSSL
+     * SSL_CTX (not owned; it must outlive the server), driven through
+     * memory BIOs so the handshake never blocks the loop.  Frames inside
+     * are the same; response bytes, payload runs included, are copied
+     * through SSL_write (no writing in place). */
+    struct ssl_ctx_st *tls;
+    int64_t tls_handshake_ms;  /* close a TLS connection whose handshake
+                                  is not done this long after accept;
+                                  <=0: 10 s */
+    /* With tls: the principal name after "User:" of a client certificate
+     * (an OpenSSL X509) on this server's `listener`; nonzero closes the
+     * connection.  Required when tls is set. */
+    int (*tls_principal)(int listener, struct x509_st *cert, char *out,
+                         size_t out_len, void *opaque);
 };
 
 /* Back-pressure state, for metrics and memory policy. */
 struct cn_server_stats {
-    size_t queued;          /* requests counted against queued.max.requests */
+    size_t queued;          /* requests counted against queued.max.requests
+                               (the shared budget's, with share_budget) */
     size_t queued_bytes;    /* their frame bytes */
     size_t held_bytes;      /* request and response bytes held, all
                                connections */
@@ -156,6 +180,11 @@ void cn_req_throttle(struct cn_req *req, int64_t ms);
 void cn_req_close_conn(struct cn_req *req);
 /* Peer address as text, for log lines. */
 const char *cn_req_peer(const struct cn_req *req);
+/* cn_server_config.listener of the server the request came in on (which
+ * advertised address to answer with). */
+int cn_req_listener(const struct cn_req *req);
+/* True if the request came over TLS. */
+bool cn_req_tls(const struct cn_req *req);
 
 /* The authenticated principal of the request's connection, as Kafka
  * writes it ("User:alice").  A connection starts as "User:ANONYMOUS", what

@@ -471,19 +471,19 @@ UNIT_TEST(listener_errors)
     char host[CN_CONFIG_HOST_MAX];
     char tiny[4];
     int port;
+    /* SSL and SASL_* are served now: the parser takes any name. */
     CHECK_EQ(cn_config_parse_listener("SSL://host:9093", host, sizeof host,
                                       &port, err, sizeof err),
+             0);
+    CHECK_EQ(port, 9093);
+    CHECK_EQ(cn_config_parse_listeners("PLAINTEXT://:1,SSL://:1", host,
+                                       sizeof host, &port, err, sizeof err),
              CN_EINVAL);
-    CHECK(err_has("SSL", "not supported"));
-    CHECK(err_has("SSL", "TLS is not implemented yet"));
-    CHECK_EQ(cn_config_parse_listener("SASL_SSL://host:9093", host,
-                                      sizeof host, &port, err, sizeof err),
+    CHECK(err_has("port 1", "used by PLAINTEXT and SSL"));
+    CHECK_EQ(cn_config_parse_listeners("ssl://:1,SSL://:2", host,
+                                       sizeof host, &port, err, sizeof err),
              CN_EINVAL);
-    CHECK(err_has("SASL_SSL", "TLS is not implemented yet"));
-    CHECK_EQ(cn_config_parse_listener("SASL_PLAINTEXT://h:1", host,
-                                      sizeof host, &port, err, sizeof err),
-             CN_EINVAL);
-    CHECK(err_has("SASL_PLAINTEXT", "not supported"));
+    CHECK(err_has("SSL", "used twice"));
     CHECK_EQ(cn_config_parse_listener("host", host, sizeof host, &port, err,
                                       sizeof err),
              CN_EINVAL);
@@ -524,10 +524,155 @@ UNIT_TEST(listener_errors)
     struct cn_config cfg;
     CHECK_EQ(cn_config_init(&cfg), 0);
     CHECK_EQ(cn_config_set(&cfg, "listeners",
-                           "PLAINTEXT://:9092,SSL://:9093", err, sizeof err),
+                           "PLAINTEXT://:9092,SSL://:9092", err, sizeof err),
              CN_EINVAL);
-    CHECK(err_has("listeners", "SSL"));
+    CHECK(err_has("listeners", "port 9092"));
     CHECK_EQ(cfg.listen_port, 9092);
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(listener_resolve)
+{
+    struct cn_listener l[CN_LISTENERS_MAX];
+    int n;
+    const char *kmap = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:"
+                       "SASL_PLAINTEXT,SASL_SSL:SASL_SSL";
+    CHECK_EQ(cn_config_resolve_listeners(
+                 "PLAINTEXT://127.0.0.1:9092, ssl://:9093,SASL_SSL://h:9094",
+                 kmap, "SSL://public.example:443", NULL, l, CN_LISTENERS_MAX,
+                 &n, err, sizeof err),
+             0);
+    CHECK_EQ(n, 3);
+    CHECK(!strcmp(l[0].name, "PLAINTEXT"));
+    CHECK_EQ(l[0].proto, CN_SEC_PLAINTEXT);
+    CHECK(!strcmp(l[0].host, "127.0.0.1"));
+    CHECK(!strcmp(l[0].adv_host, ""));
+    CHECK(!strcmp(l[1].name, "SSL"));
+    CHECK_EQ(l[1].proto, CN_SEC_SSL);
+    CHECK_EQ(l[1].port, 9093);
+    CHECK(!strcmp(l[1].adv_host, "public.example"));
+    CHECK_EQ(l[1].adv_port, 443);
+    CHECK_EQ(l[2].proto, CN_SEC_SASL_SSL);
+    /* A custom name must be mapped; the message names the key. */
+    CHECK_EQ(cn_config_resolve_listeners("CLIENT://:1", kmap, NULL, NULL, l,
+                                         CN_LISTENERS_MAX, &n, err,
+                                         sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("listener.security.protocol.map", "CLIENT is not mapped"));
+    CHECK_EQ(cn_config_resolve_listeners("CLIENT://:1,INTERNAL://:2",
+                                         "CLIENT:SSL,INTERNAL:PLAINTEXT",
+                                         NULL, NULL, l, CN_LISTENERS_MAX, &n,
+                                         err, sizeof err),
+             0);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(l[0].proto, CN_SEC_SSL);
+    CHECK_EQ(l[1].proto, CN_SEC_PLAINTEXT);
+    CHECK_EQ(cn_config_resolve_listeners("CLIENT://:1", "CLIENT:TLS", NULL,
+                                         NULL, l, CN_LISTENERS_MAX, &n, err,
+                                         sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("unknown security protocol", "TLS"));
+    CHECK_EQ(cn_config_resolve_listeners("CLIENT://:1", "CLIENT", NULL, NULL,
+                                         l, CN_LISTENERS_MAX, &n, err,
+                                         sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("NAME:PROTOCOL", NULL));
+    /* Advertised names must be listeners. */
+    CHECK_EQ(cn_config_resolve_listeners("PLAINTEXT://:1", kmap, "SSL://h:2",
+                                         NULL, l, CN_LISTENERS_MAX, &n, err,
+                                         sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("advertised.listeners", "SSL is not in listeners"));
+    /* Controller listeners are not bound, mapped or not. */
+    CHECK_EQ(cn_config_resolve_listeners("PLAINTEXT://:1,CONTROLLER://:2",
+                                         kmap, NULL, "CONTROLLER", l,
+                                         CN_LISTENERS_MAX, &n, err,
+                                         sizeof err),
+             0);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(cn_config_resolve_listeners("CONTROLLER://:2", kmap, NULL,
+                                         "CONTROLLER", l, CN_LISTENERS_MAX,
+                                         &n, err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("controller listener", NULL));
+
+    /* Start-up check: the inter-broker keys name a listener. */
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_set(&cfg, "listeners",
+                           "PLAINTEXT://:9092,SSL://:9093", err, sizeof err),
+             0);
+    CHECK_EQ(cfg.nlisteners, 2);
+    CHECK_EQ(cn_config_check(&cfg, err, sizeof err), 0);
+    CHECK_EQ(cn_config_set(&cfg, "inter.broker.listener.name", "INTERNAL",
+                           err, sizeof err),
+             0);
+    CHECK_EQ(cn_config_check(&cfg, err, sizeof err), CN_EINVAL);
+    CHECK(err_has("inter.broker.listener.name", "no listener"));
+    CHECK_EQ(cn_config_set(&cfg, "inter.broker.listener.name", "ssl", err,
+                           sizeof err),
+             0);
+    CHECK_EQ(cn_config_check(&cfg, err, sizeof err), 0);
+    CHECK_EQ(cn_config_set(&cfg, "security.inter.broker.protocol", "SSL",
+                           err, sizeof err),
+             0);
+    CHECK_EQ(cn_config_check(&cfg, err, sizeof err), CN_EINVAL);
+    CHECK(err_has("both set", NULL));
+    CHECK_EQ(cn_config_set(&cfg, "listeners", "CLIENT://:9092", err,
+                           sizeof err),
+             0);
+    CHECK_EQ(cfg.nlisteners, 0);
+    CHECK_EQ(cn_config_check(&cfg, err, sizeof err), CN_EINVAL);
+    CHECK(err_has("CLIENT is not mapped", NULL));
+    cn_config_fini(&cfg);
+}
+
+UNIT_TEST(listener_prefixed_ssl_keys)
+{
+    struct cn_config cfg;
+    CHECK_EQ(cn_config_init(&cfg), 0);
+    CHECK_EQ(cn_config_set(&cfg, "ssl.keystore.location", "/all.pem", err,
+                           sizeof err),
+             0);
+    CHECK_EQ(cn_config_set(&cfg, "listener.name.client.ssl.keystore.location",
+                           " /client.pem ", err, sizeof err),
+             0);
+    CHECK_EQ(cn_config_set(&cfg, "listener.name.client.ssl.client.auth",
+                           "required", err, sizeof err),
+             0);
+    /* Set again: replaced, not added. */
+    CHECK_EQ(cn_config_set(&cfg, "listener.name.CLIENT.ssl.client.auth",
+                           "requested", err, sizeof err),
+             0);
+    CHECK_EQ(cfg.nlkeys, 2);
+    CHECK(!strcmp(cn_config_listener_value(&cfg, "CLIENT",
+                                           "ssl.keystore.location"),
+                  "/client.pem"));
+    CHECK(!strcmp(cn_config_listener_value(&cfg, "client", "ssl.client.auth"),
+                  "requested"));
+    CHECK(!strcmp(cn_config_listener_value(&cfg, "SSL",
+                                           "ssl.keystore.location"),
+                  "/all.pem"));
+    CHECK(!strcmp(cn_config_listener_value(&cfg, "SSL", "ssl.client.auth"),
+                  "none"));
+    /* The copy (dynamic config) keeps them. */
+    struct cn_config copy;
+    CHECK_EQ(cn_config_copy(&copy, &cfg), 0);
+    CHECK(!strcmp(cn_config_listener_value(&copy, "CLIENT",
+                                           "ssl.keystore.location"),
+                  "/client.pem"));
+    cn_config_fini(&copy);
+    CHECK_EQ(cn_config_set(&cfg, "listener.name.client.ssl.client.auth",
+                           "maybe", err, sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("listener.name.client.ssl.client.auth", "maybe"));
+    CHECK_EQ(cn_config_set(&cfg, "listener.name.client.log.dirs", "/x", err,
+                           sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("unknown config key", "ssl.*"));
+    CHECK_EQ(cn_config_set(&cfg, "listener.name.client", "/x", err,
+                           sizeof err),
+             CN_EINVAL);
     cn_config_fini(&cfg);
 }
 
@@ -982,7 +1127,9 @@ UNIT_MAIN(defaults_match_kafka, table_defaults_all_parse, file_parsing,
           file_error_names_file_and_line, load_file_and_missing_file,
           set_overrides_file, unknown_key_named, bad_ints, enum_values,
           retention_precedence, aliases, kraft_server_properties_loads,
-          listener_variants, listener_errors, topic_defaults_follow_broker,
+          listener_variants, listener_errors, listener_resolve,
+          listener_prefixed_ssl_keys,
+          topic_defaults_follow_broker,
           topic_validation, topic_serialize_round_trip, properties_escapes,
           help_lists_keys, unworkable_values_refused,
           dynamic_layers_and_synonyms, dynamic_refusals,

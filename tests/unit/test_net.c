@@ -321,6 +321,53 @@ UNIT_TEST(budget_is_shared_in_turn)
     fixture_stop(&f);
 }
 
+/* Two listeners' servers, one budget: queued.max.requests is broker-wide. */
+UNIT_TEST(budget_shared_by_servers)
+{
+    static struct fixture f;
+    fixture_start(&f, (struct cn_server_config){.max_queued = 3});
+    struct cn_server *first = f.srv, *second;
+    struct cn_server_config cfg = {.host = "127.0.0.1",
+                                   .max_request_bytes = 1 << 20,
+                                   .idle_ms = -1,
+                                   .max_queued = 100, /* first's counts */
+                                   .abandon_cb = on_abandon,
+                                   .listener = 1,
+                                   .share_budget = first};
+    CHECK_EQ(cn_server_start(&f.loop, &cfg, on_request, &f, &second), 0);
+    int pa, pb;
+    int a = client_connect(&f, 0, &pa);
+    send_frames(a, 0, 10);
+    turns(&f, 50);
+    CHECK_EQ(f.handled, 3);
+    f.srv = second;
+    int b = client_connect(&f, 0, &pb);
+    f.srv = first;
+    send_frames(b, 100, 10);
+    turns(&f, 50);
+    /* Without sharing, the second server would take 3 more. */
+    CHECK_EQ(f.handled, 3);
+    struct cn_server_stats st;
+    cn_server_get_stats(second, &st);
+    CHECK_EQ(st.queued, 3);
+    CHECK_EQ(st.muted, 1);
+    /* Each finished request lets one more in, from either server. */
+    for (int k = 0; k < 6; k++) {
+        int before = f.handled;
+        finish_oldest(&f);
+        turns(&f, 20);
+        CHECK_EQ(f.handled, before + 1);
+    }
+    bool from_b = false;
+    for (int i = 0; i < f.handled; i++)
+        from_b = from_b || f.from[i] == pb;
+    CHECK(from_b);
+    close(a);
+    close(b);
+    cn_server_stop(second);
+    fixture_stop(&f);
+}
+
 UNIT_TEST(request_bytes_budget)
 {
     static struct fixture f;
@@ -429,7 +476,8 @@ UNIT_TEST(stop_with_pending_writes)
 UNIT_MAIN(inflight_limit_counts_until_written,
           unread_responses_mute_the_connection,
           one_answer_larger_than_the_limit_still_goes,
-          budget_is_shared_in_turn, request_bytes_budget,
+          budget_is_shared_in_turn, budget_shared_by_servers,
+          request_bytes_budget,
           parked_requests_leave_the_budget,
           closed_connection_abandons_waits, muted_connection_closed_by_peer,
           stop_with_pending_writes)
