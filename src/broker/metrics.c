@@ -364,6 +364,7 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
         st.held_bytes += one.held_bytes;
         st.muted += one.muted;
         st.mutes_total += one.mutes_total;
+        st.throttled += one.throttled;
     }
     gauge(w, "cairn_connections", "Open Kafka client connections.",
           (double)conns);
