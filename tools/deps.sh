@@ -12,7 +12,7 @@ build_pkgs=(build-essential cmake pkg-config libuv1-dev zlib1g-dev
             liblz4-dev libzstd-dev libsnappy-dev librdkafka-dev
             libssl-dev)
 test_pkgs=(clang libclang-rt-14-dev kcat python3 python3-pytest
-           python3-confluent-kafka python3-venv)
+           python3-confluent-kafka python3-venv openssl)
 # pytest: bench/peers.py imports the e2e harness (tests/e2e/kafka_ref.py).
 bench_pkgs=(python3-confluent-kafka python3-matplotlib python3-pytest)
 
