@@ -185,8 +185,18 @@ static void tls_reason(struct cn_kclient *c)
                  X509_verify_cert_error_string(
                      SSL_get_verify_result(c->ssl)));
     } else if (e) {
+        int r = ERR_GET_REASON(e);
+        /* TLS 1.3 servers refuse a missing client certificate only after
+         * the handshake, so this shows on the first read: say what the
+         * alert means. */
+        bool want_cert = (r == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+                          r == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED) &&
+                         c->sec && !c->sec->cert_file;
         ERR_error_string_n(e, buf, sizeof buf);
-        snprintf(c->err, sizeof c->err, "%s", buf);
+        snprintf(c->err, sizeof c->err, "%s%s", buf,
+                 want_cert ? " (the broker wants a client certificate: set "
+                             "ssl.keystore.location)"
+                           : "");
     }
     ERR_clear_error();
 }
@@ -385,9 +395,15 @@ static int exchange(struct cn_kclient *c, int16_t api_key, int16_t version,
     len = (int32_t)((uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 |
                     (uint32_t)sz[2] << 8 | sz[3]);
     if (len < 4 || len > CN_KCLIENT_FRAME_MAX) {
+        /* A TLS record (alert 0x15 or handshake 0x16, version 3.x): a TLS
+         * listener answering plaintext. */
+        bool tls = !c->ssl && (sz[0] == 0x15 || sz[0] == 0x16) && sz[1] == 3;
         snprintf(c->err, sizeof c->err,
-                 "%s:%d sent a response frame of %d bytes (not Kafka?)",
-                 c->host, c->port, len);
+                 "%s:%d sent a response frame of %d bytes (%s)", c->host,
+                 c->port, len,
+                 tls ? "a TLS listener: set security.protocol=SSL or "
+                       "SASL_SSL in --command-config"
+                     : "not Kafka?");
         cn_kclient_close(c);
         return CN_EBADLEN;
     }

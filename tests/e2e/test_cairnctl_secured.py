@@ -240,13 +240,22 @@ def test_host_name_checked_unless_disabled(target, tmp_path):
           "certificate verify failed: IP address mismatch")
     with open(cfg, "a") as f:
         f.write("ssl.endpoint.identification.algorithm=\n")
-    assert TOPIC in ok(ctl(target, "SSL", cfg, "topics", "list",
-                           host="127.0.0.1"))
+    # txn list also dials the broker by its advertised name (localhost),
+    # a second connection that must be secured the same way.
+    assert TXN_ID in ok(ctl(target, "SSL", cfg, "txn", "list",
+                            host="127.0.0.1"))
 
 
 def test_mtls_needs_client_certificate(target, tmp_path):
     cfg = client_config(target, tmp_path, "SSL", keystore=False)
-    fails(ctl(target, "SSL", cfg, "topics", "list"), 1, "TLS")
+    fails(ctl(target, "SSL", cfg, "topics", "list"), 1, "TLS error",
+          "the broker wants a client certificate")
+
+
+def test_plaintext_client_on_tls_listener(target):
+    fails(run([tool("cairnctl"), "--bootstrap-server",
+               "localhost:%d" % target.ports["SSL"], "topics", "list"],
+              timeout=TIMEOUT), 1, "a TLS listener: set security.protocol")
 
 
 def test_bad_command_config(tmp_path):
