@@ -146,7 +146,7 @@ int cli_ctx_open(struct ctx *x, const struct opts *o)
     cn_kclient_init(&x->ctl);
     cn_arena_init(&x->arena);
     if (o->command_config) {
-        x->props = malloc(sizeof *x->props);
+        x->props = calloc(1, sizeof *x->props);
         if (!x->props) {
             fprintf(stderr, "cairnctl: out of memory\n");
             return EXIT_FAIL;

@@ -349,6 +349,8 @@ int cli_props_load(struct cli_props *p, const char *path, FILE *warn,
     size_t len = 0, cap = 8192;
     int rc;
 
+    /* Defined even when the file cannot be read: the caller finis it. */
+    memset(p, 0, sizeof *p);
     if (!f)
         return seterr(err, err_len, "cannot read %s: %s", path,
                       strerror(errno));

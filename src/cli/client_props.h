@@ -57,7 +57,8 @@ struct cli_props {
 int cli_props_parse(struct cli_props *p, const char *text,
                     const char *origin, FILE *warn, char *err,
                     size_t err_len);
-/* Reads FILE and parses it as above; "cannot read FILE: reason". */
+/* Reads FILE and parses it as above; "cannot read FILE: reason".  p is
+ * initialised (and may be given to cn_kclient_sec_fini) even then. */
 int cli_props_load(struct cli_props *p, const char *path, FILE *warn,
                    char *err, size_t err_len);
 

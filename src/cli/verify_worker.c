@@ -129,6 +129,20 @@ int cli_verify_apply_sec(struct rd_kafka_conf_s *c, const char *path)
         fprintf(stderr, "cairnctl verify: --command-config %s\n", err);
     else
         rc = cli_props_each_rdkafka(p, rk_set, c);
+    /* librdkafka before 2.6.1 repeats the client nonce in client-final
+     * (librdkafka#4895); Kafka 4 and Cairn compare it strictly, as RFC
+     * 5802 says, and refuse the login. */
+    static bool warned;
+    if (!rc && !warned && rd_kafka_version() < 0x020601ff &&
+        (p->sec.sasl == CN_KCLIENT_SASL_SCRAM_SHA256 ||
+         p->sec.sasl == CN_KCLIENT_SASL_SCRAM_SHA512)) {
+        fprintf(stderr,
+                "cairnctl verify: warning: librdkafka %s sends a SCRAM nonce "
+                "that Kafka 4 brokers refuse (fixed in librdkafka 2.6.1); "
+                "use PLAIN or a newer librdkafka\n",
+                rd_kafka_version_str());
+        warned = true;
+    }
     free(p);
     return rc ? -1 : 0;
 }
