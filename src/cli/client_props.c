@@ -201,7 +201,6 @@ static int parse_jaas(struct cli_props *p, const char *key, const char *val,
         return seterr(err, err_len, "%s: needs username=\"...\" and "
                                     "password=\"...\"",
                       key);
-    p->jaas_set = 1;
     return 0;
 }
 
@@ -230,7 +229,6 @@ static int props_kv(void *ctx, const char *key, const char *val, char *err,
                           "SASL_PLAINTEXT, SASL_SSL",
                           key, val);
         }
-        p->protocol_set = 1;
         return 0;
     }
     if (!strcmp(key, "ssl.truststore.location") ||

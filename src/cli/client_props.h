@@ -43,9 +43,7 @@ struct cli_props {
     char user[CLI_PROPS_VAL_MAX];
     char password[CLI_PROPS_VAL_MAX];
     /* internal: what the file said, checked together at the end */
-    int protocol_set;   /* security.protocol given */
-    int mech_set;       /* sasl.mechanism given */
-    int jaas_set;       /* sasl.jaas.config given */
+    int mech_set;       /* sasl.mechanism given: enum cn_kclient_sasl */
     FILE *warn;         /* where warnings go (stderr), NULL: nowhere */
 };
 

@@ -390,6 +390,17 @@ static int exchange(struct cn_kclient *c, int16_t api_key, int16_t version,
 
     int64_t deadline = now_ms() + c->timeout_ms;
     err = recv_all(c, sz, 4, deadline);
+    /* A SASL listener answers ApiVersions, then hangs up on anything but
+     * SaslHandshake: the likeliest cause when the first request dies. */
+    if (err == CN_ETRUNC && corr == c->first_corr &&
+        !(c->sec && c->sec->sasl)) {
+        io_fail(c, "reading from", err);
+        size_t n = strlen(c->err);
+        snprintf(c->err + n, sizeof c->err - n,
+                 " (a SASL listener does that to a client that does not log "
+                 "in: check security.protocol in --command-config)");
+        return err;
+    }
     if (err)
         return io_fail(c, "reading from", err);
     len = (int32_t)((uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 |
@@ -752,6 +763,14 @@ static int sasl_login(struct cn_kclient *c)
     err = cn_kclient_call(c, SASL_HANDSHAKE_KEY, hv, &hq, &hs, &arena);
     if (err)
         goto out;
+    if (hs.error_code && hs.mechanisms_len <= 0) {
+        snprintf(c->err, sizeof c->err,
+                 "SASL handshake failed: %s: the listener does not take "
+                 "SASL (security.protocol PLAINTEXT or SSL?)",
+                 cn_kerr_name(hs.error_code));
+        err = -EACCES;
+        goto out;
+    }
     if (hs.error_code) {
         size_t o = 0;
         char list[200] = "";
@@ -850,6 +869,7 @@ int cn_kclient_connect(struct cn_kclient *c, const char *host, int port,
         err = negotiate(c);
     if (!err && c->sec && c->sec->sasl)
         err = sasl_login(c);
+    c->first_corr = c->next_correlation_id;
     if (err) {
         char why[sizeof c->err];
         snprintf(why, sizeof why, "%s", c->err);

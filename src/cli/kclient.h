@@ -90,6 +90,7 @@ struct cn_kclient {
     int port;                       /* TCP port */
     int timeout_ms;                 /* limit for connect, send, recv each */
     int32_t next_correlation_id;    /* next request's correlation id */
+    int32_t first_corr;             /* first request after the login */
     int16_t api_min[CN_API_KEY_MAX + 1]; /* broker's min version per key */
     int16_t api_max[CN_API_KEY_MAX + 1]; /* broker's max, -1 unsupported */
     char err[512];                       /* last failure in words, for humans */

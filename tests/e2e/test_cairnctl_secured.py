@@ -270,10 +270,19 @@ def test_verify_over_sasl_ssl(target, tmp_path):
     assert rep["ok"] and rep["operations"]["txn_committed"] > 0, rep
 
 
-def test_plaintext_client_on_tls_listener(target):
-    fails(run([tool("cairnctl"), "--bootstrap-server",
-               "localhost:%d" % target.ports["SSL"], "topics", "list"],
-              timeout=TIMEOUT), 1, "a TLS listener: set security.protocol")
+def test_wrong_security_protocol_says_so(target, tmp_path):
+    def plain(port):
+        return run([tool("cairnctl"), "--bootstrap-server",
+                    "localhost:%d" % port, "topics", "list"],
+                   timeout=TIMEOUT)
+    fails(plain(target.ports["SSL"]), 1,
+          "a TLS listener: set security.protocol")
+    fails(plain(target.ports["SASL_PLAINTEXT"]), 1,
+          "a SASL listener does that to a client that does not log in")
+    cfg = client_config(target, tmp_path, "SASL_PLAINTEXT", "PLAIN")
+    fails(run([tool("cairnctl"), "--bootstrap-server", target.plain,
+               "--command-config", cfg, "topics", "list"], timeout=TIMEOUT),
+          1, "the listener does not take SASL")
 
 
 def test_bad_command_config(tmp_path):
