@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -580,6 +581,9 @@ int main(int argc, char **argv)
     struct opts o;
     int rc;
 
+    /* OpenSSL writes to the socket without MSG_NOSIGNAL: a broker that
+     * hangs up mid-request must give EPIPE, not kill us. */
+    signal(SIGPIPE, SIG_IGN);
     /* verify parses its own options (and its workers are a hidden
      * command); the global ones may come before it. */
     for (int i = 1; i < argc; i++) {

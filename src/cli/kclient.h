@@ -27,6 +27,9 @@
  * timeout_ms like the rest, so a broker that rejects a login and hangs up
  * gives an error, not a wait.
  *
+ * OpenSSL writes without MSG_NOSIGNAL, so a process that uses TLS here
+ * ignores SIGPIPE (cairnctl's main does).
+ *
  * Not thread-safe; one request in flight at a time.
  */
 #ifndef CN_CLI_KCLIENT_H
