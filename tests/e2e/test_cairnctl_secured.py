@@ -75,6 +75,11 @@ def make_certs(d):
         (d / (name + "-keystore.pem")).write_text(
             (d / (name + ".key")).read_text()
             + (d / (name + ".crt")).read_text())
+    # The client key again, encrypted (ssl.key.password "kp").
+    openssl("pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", "client.key",
+            "-out", "client-enc.key", "-passout", "pass:kp", cwd=d)
+    (d / "client-enc-keystore.pem").write_text(
+        (d / "client-enc.key").read_text() + (d / "client.crt").read_text())
     return d
 
 
@@ -280,6 +285,18 @@ def test_host_name_checked_unless_disabled(target, tmp_path):
     # a second connection that must be secured the same way.
     assert TXN_ID in ok(ctl(target, "SSL", cfg, "txn", "list",
                             host="127.0.0.1"))
+
+
+def test_encrypted_client_key(target, tmp_path):
+    base = ["security.protocol=SSL",
+            "ssl.truststore.location=%s" % (target.certs / "ca.pem"),
+            "ssl.keystore.location=%s" % (target.certs /
+                                          "client-enc-keystore.pem")]
+    cfg = config(tmp_path, "enc", base + ["ssl.key.password=kp"])
+    assert TOPIC in ok(ctl(target, "SSL", cfg, "topics", "list"))
+    cfg = config(tmp_path, "badpw", base + ["ssl.key.password=nope"])
+    fails(ctl(target, "SSL", cfg, "topics", "list"), 2,
+          "cannot load the private key (wrong ssl.key.password?)")
 
 
 def test_mtls_needs_client_certificate(target, tmp_path):
