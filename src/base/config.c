@@ -1474,6 +1474,12 @@ out_free:
     return rc;
 }
 
+int cn_props_parse(const char *text, const char *origin, cn_props_fn fn,
+                   void *ctx, char *err, size_t err_len)
+{
+    return cfg_parse_props(text, origin, fn, ctx, err, err_len);
+}
+
 static int broker_kv(void *ctx, const char *key, const char *value,
                      char *err, size_t err_len)
 {

@@ -356,6 +356,13 @@ typedef int (*cn_config_parse_fn)(struct cn_config *cfg, const char *text,
 int cn_config_load_file_with(struct cn_config *cfg, const char *path,
                              cn_config_parse_fn parse, char *err,
                              size_t err_len);
+/* The properties-text parser alone, for other Kafka-style files
+ * (cairnctl's --command-config): fn gets each key and value, its error
+ * comes back prefixed "origin:LINE: ". */
+typedef int (*cn_props_fn)(void *ctx, const char *key, const char *value,
+                           char *err, size_t err_len);
+int cn_props_parse(const char *text, const char *origin, cn_props_fn fn,
+                   void *ctx, char *err, size_t err_len);
 /*
  * Checks what no single key can: settings that each parse but together
  * leave a broker that cannot work (log.retention.* resolving to 0, which

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@
 
 static const char usage_text[] =
     "Usage: cairnctl [--bootstrap-server HOST:PORT] [--json] [--timeout MS]\n"
-    "                <command> [options]\n"
+    "                [--command-config FILE] <command> [options]\n"
     "\n"
     "Commands:\n"
     "  topics list\n"
@@ -70,6 +71,9 @@ static const char usage_text[] =
     "                                IPv6 as [ADDR]:PORT)\n"
     "  --json                        machine-readable output on stdout\n"
     "  --timeout MS                  network timeout (default 10000)\n"
+    "  --command-config FILE         Kafka client properties for secured\n"
+    "                                listeners: security.protocol, ssl.*,\n"
+    "                                sasl.mechanism, sasl.jaas.config\n"
     "  --help                        this text\n";
 
 /* Prints a usage error (printf-style) and returns the usage exit code. */
@@ -125,6 +129,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         "--coordinator-epoch", "--group", "--to-offset", "--shift-by",
         "--resource", "--pattern-type", "--principal", "--host",
         "--operation", "--user", "--client-id",
+        "--command-config",
     };
 
     o->bootstrap = "127.0.0.1:9092";
@@ -191,6 +196,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->seen |= OPT_ALL;
         } else if (strcmp(name, "--bootstrap-server") == 0) {
             o->bootstrap = val;
+        } else if (strcmp(name, "--command-config") == 0) {
+            if (!*val)
+                return usage_error("empty --command-config");
+            o->command_config = val;
         } else if (strcmp(name, "--timeout") == 0) {
             int32_t t;
             if (!parse_int32(val, 1, &t))
@@ -601,6 +610,9 @@ int main(int argc, char **argv)
     struct opts o;
     int rc;
 
+    /* OpenSSL writes to the socket without MSG_NOSIGNAL: a broker that
+     * hangs up mid-request must give EPIPE, not kill us. */
+    signal(SIGPIPE, SIG_IGN);
     /* verify parses its own options (and its workers are a hidden
      * command); the global ones may come before it. */
     for (int i = 1; i < argc; i++) {
@@ -609,7 +621,8 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "verify-worker"))
             return cmd_verify_worker(argc, argv);
         if (!strcmp(argv[i], "--bootstrap-server") ||
-            !strcmp(argv[i], "--timeout"))
+            !strcmp(argv[i], "--timeout") ||
+            !strcmp(argv[i], "--command-config"))
             i++;
         else if (argv[i][0] != '-')
             break;

@@ -14,6 +14,7 @@
 
 #include "base/arena.h"
 #include "base/bytes.h"
+#include "cli/client_props.h"
 #include "cli/kclient.h"
 #include "proto/gen/msgs.h"
 
@@ -83,6 +84,7 @@ enum {
 
 struct opts {
     const char *bootstrap; /* HOST:PORT */
+    const char *command_config; /* --command-config FILE, NULL none */
     int timeout_ms;        /* per socket step and per admin request */
     bool json;             /* machine output */
     bool help;             /* --help given */
@@ -131,6 +133,7 @@ struct ctx {
     struct cn_kclient boot; /* bootstrap broker */
     struct cn_kclient ctl;  /* controller, when it is another broker */
     struct cn_arena arena;  /* response frames and decoded replies */
+    struct cli_props *props; /* --command-config, NULL without */
 };
 
 /*
@@ -218,6 +221,10 @@ int cmd_txn_describe_producers(struct ctx *x);
 /* ---- cmd_verify.c, verify_worker.c: own argument parsing ---- */
 int cmd_verify(int argc, char **argv);
 int cmd_verify_worker(int argc, char **argv);
+/* Applies --command-config FILE (NULL: nothing) to a librdkafka
+ * configuration; 0, or -1 after printing why. */
+struct rd_kafka_conf_s;
+int cli_verify_apply_sec(struct rd_kafka_conf_s *c, const char *path);
 int cmd_txn_find_hanging(struct ctx *x);
 int cmd_txn_abort(struct ctx *x);
 int cmd_lso_gap(struct ctx *x);

@@ -138,10 +138,30 @@ int cli_topic_error(const struct opts *o, const char *what,
 
 int cli_ctx_open(struct ctx *x, const struct opts *o)
 {
+    char err[1024];
+
     x->o = o;
+    x->props = NULL;
     cn_kclient_init(&x->boot);
     cn_kclient_init(&x->ctl);
     cn_arena_init(&x->arena);
+    if (o->command_config) {
+        x->props = calloc(1, sizeof *x->props);
+        if (!x->props) {
+            fprintf(stderr, "cairnctl: out of memory\n");
+            return EXIT_FAIL;
+        }
+        /* A file that cannot be used is a usage error, like a bad
+         * option: nothing was tried on the network. */
+        if (cli_props_load(x->props, o->command_config, stderr, err,
+                           sizeof err) ||
+            cn_kclient_sec_load(&x->props->sec, err, sizeof err)) {
+            fprintf(stderr, "cairnctl: --command-config %s\n", err);
+            return EXIT_USAGE;
+        }
+        x->boot.sec = &x->props->sec;
+        x->ctl.sec = &x->props->sec;
+    }
     if (cn_kclient_bootstrap(&x->boot, o->bootstrap, o->timeout_ms)) {
         fprintf(stderr, "cairnctl: %s\n", x->boot.err);
         return EXIT_FAIL;
@@ -154,6 +174,10 @@ void cli_ctx_close(struct ctx *x)
     cn_kclient_close(&x->boot);
     cn_kclient_close(&x->ctl);
     cn_arena_fini(&x->arena);
+    if (x->props)
+        cn_kclient_sec_fini(&x->props->sec);
+    free(x->props);
+    x->props = NULL;
 }
 
 /* The negotiated version of api on c, or -1 after saying why not. */

@@ -59,6 +59,7 @@ struct child {
 
 struct run {
     const char *bootstrap;  /* HOST:PORT */
+    const char *command_config; /* --command-config FILE or NULL */
     const char *broker_cmd; /* NULL: we do not own the broker */
     bool json;              /* --json */
     int64_t duration_ms;    /* of the fault phase */
@@ -108,7 +109,8 @@ static int spawn(struct run *r, struct child *c)
               "--bootstrap-server", r->bootstrap, "--in", r->in, "--out",
               r->out, "--group", r->group, "--id", id, "--inc", inc,
               "--partitions", parts, "--txn-timeout-ms", tmo, "--history",
-              hist, (char *)NULL);
+              hist, r->command_config ? "--command-config" : (char *)NULL,
+              r->command_config, (char *)NULL);
         _exit(127);
     }
     c->pid = pid;
@@ -255,6 +257,10 @@ static rd_kafka_t *client(const struct run *r, rd_kafka_type_t type,
 
     rd_kafka_conf_set(c, "bootstrap.servers", r->bootstrap, err, sizeof err);
     rd_kafka_conf_set(c, "log_level", "3", err, sizeof err);
+    if (cli_verify_apply_sec(c, r->command_config)) {
+        rd_kafka_conf_destroy(c);
+        return NULL;
+    }
     if (type == RD_KAFKA_CONSUMER) {
         rd_kafka_conf_set(c, "group.id", group, err, sizeof err);
         rd_kafka_conf_set(c, "isolation.level", isolation, err, sizeof err);
@@ -728,7 +734,9 @@ static const char verify_usage[] =
     "                                 crash-mid-commit]\n"
     "         [--broker-cmd CMD] [--seed N] [--writers N] [--rpw N]\n"
     "         [--partitions N] [--txn-timeout-ms MS] [--fault-every-ms MS]\n"
-    "         [--stall-bound-ms MS] [--dir DIR]\n"
+    "         [--stall-bound-ms MS] [--dir DIR] [--command-config FILE]\n"
+    "--command-config FILE: Kafka client properties (security.protocol,\n"
+    "ssl.*, sasl.*) for the librdkafka clients, as for other commands.\n"
     "kill-broker needs --broker-cmd, which starts the broker (via /bin/sh)\n"
     "at the start and after each kill; it listens on --bootstrap-server.\n"
     "crash-mid-commit (Cairn only) restarts it with CAIRN_FAILPOINTS set to\n"
@@ -782,6 +790,13 @@ static int parse(struct run *r, int argc, char **argv)
             r->bootstrap = val;
         } else if (!strcmp(k, "--faults")) {
             faults = val;
+        } else if (!strcmp(k, "--command-config")) {
+            rd_kafka_conf_t *c = rd_kafka_conf_new();
+            int bad = cli_verify_apply_sec(c, val);
+            rd_kafka_conf_destroy(c);
+            if (bad)
+                return EXIT_USAGE;
+            r->command_config = val;
         } else if (!strcmp(k, "--broker-cmd")) {
             r->broker_cmd = val;
         } else if (!strcmp(k, "--dir")) {

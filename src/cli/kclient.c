@@ -1,9 +1,11 @@
 /*
  * kclient.c - blocking Kafka protocol client: sockets with poll timeouts,
- * framing, ApiVersions negotiation and controller lookup.
+ * TLS (OpenSSL) and SASL, framing, ApiVersions negotiation and controller
+ * lookup.
  */
 #include "cli/kclient.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -17,15 +19,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include "base/err.h"
 #include "base/rd.h"
 #include "base/wr.h"
 #include "proto/gen/msgs.h"
 #include "proto/header.h"
 #include "proto/kerr.h"
+#include "sec/sasl_client.h"
 
 #define API_VERSIONS_KEY 18
 #define METADATA_KEY 3
+#define SASL_HANDSHAKE_KEY 17
+#define SASL_AUTHENTICATE_KEY 36
 
 static const char client_id[] = "cairnctl";
 
@@ -96,6 +105,10 @@ void cn_kclient_init(struct cn_kclient *c)
 
 void cn_kclient_close(struct cn_kclient *c)
 {
+    /* No close_notify: it could block, and Kafka does not wait for it. */
+    if (c->ssl)
+        SSL_free(c->ssl);
+    c->ssl = NULL;
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
@@ -157,11 +170,101 @@ out_close:
     return err;
 }
 
+/*
+ * OpenSSL's queue of errors in words, into c->err; "" when it is empty.
+ * The verify result says more than "certificate verify failed" alone.
+ */
+static void tls_reason(struct cn_kclient *c)
+{
+    unsigned long e = ERR_get_error();
+    char buf[256];
+
+    c->err[0] = '\0';
+    if (c->ssl && SSL_get_verify_result(c->ssl) != X509_V_OK) {
+        snprintf(c->err, sizeof c->err, "certificate verify failed: %s",
+                 X509_verify_cert_error_string(
+                     SSL_get_verify_result(c->ssl)));
+    } else if (e) {
+        int r = ERR_GET_REASON(e);
+        /* TLS 1.3 servers refuse a missing client certificate only after
+         * the handshake, so this shows on the first read: say what the
+         * alert means. */
+        bool want_cert = (r == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+                          r == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED) &&
+                         c->sec && !c->sec->cert_file;
+        ERR_error_string_n(e, buf, sizeof buf);
+        snprintf(c->err, sizeof c->err, "%s%s", buf,
+                 want_cert ? " (the broker wants a client certificate: set "
+                             "ssl.keystore.location)"
+                           : "");
+    }
+    ERR_clear_error();
+}
+
+/*
+ * After a failed SSL_read/SSL_write/SSL_connect returning ret: the poll
+ * event to wait for in *ev and 0, or CN_ETRUNC for a closed connection,
+ * or -EPROTO with the reason in c->err.
+ */
+static int tls_want(struct cn_kclient *c, int ret, short *ev)
+{
+    int e = SSL_get_error(c->ssl, ret);
+
+    switch (e) {
+    case SSL_ERROR_WANT_READ:
+        *ev = POLLIN;
+        return 0;
+    case SSL_ERROR_WANT_WRITE:
+        *ev = POLLOUT;
+        return 0;
+    case SSL_ERROR_ZERO_RETURN:
+        return CN_ETRUNC;
+    case SSL_ERROR_SSL:
+#ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
+        if (ERR_GET_REASON(ERR_peek_error()) ==
+            SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+            ERR_clear_error();
+            return CN_ETRUNC;
+        }
+#endif
+        break;
+    case SSL_ERROR_SYSCALL:
+        if (ERR_peek_error() == 0) {
+            int err = errno;
+            return err && err != EPIPE && err != ECONNRESET ? -err
+                                                             : CN_ETRUNC;
+        }
+        break;
+    default:
+        break;
+    }
+    tls_reason(c);
+    if (!c->err[0])
+        return CN_ETRUNC;
+    return -EPROTO;
+}
+
 static int send_all(struct cn_kclient *c, const uint8_t *p, size_t n)
 {
     int64_t deadline = now_ms() + c->timeout_ms;
 
     while (n > 0) {
+        if (c->ssl) {
+            short ev = POLLOUT;
+            ERR_clear_error();
+            int w = SSL_write(c->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+            if (w > 0) {
+                p += w;
+                n -= (size_t)w;
+                continue;
+            }
+            int err = tls_want(c, w, &ev);
+            if (!err)
+                err = wait_fd(c->fd, ev, deadline);
+            if (err)
+                return err;
+            continue;
+        }
         ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
         if (w > 0) {
             p += w;
@@ -183,6 +286,22 @@ static int recv_all(struct cn_kclient *c, uint8_t *p, size_t n,
                     int64_t deadline)
 {
     while (n > 0) {
+        if (c->ssl) {
+            short ev = POLLIN;
+            ERR_clear_error();
+            int r = SSL_read(c->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+            if (r > 0) {
+                p += r;
+                n -= (size_t)r;
+                continue;
+            }
+            int err = tls_want(c, r, &ev);
+            if (!err)
+                err = wait_fd(c->fd, ev, deadline);
+            if (err)
+                return err;
+            continue;
+        }
         ssize_t r = recv(c->fd, p, n, 0);
         if (r > 0) {
             p += r;
@@ -205,10 +324,14 @@ static int recv_all(struct cn_kclient *c, uint8_t *p, size_t n,
 /* Records a socket failure and closes, since framing is lost after it. */
 static int io_fail(struct cn_kclient *c, const char *what, int err)
 {
-    snprintf(c->err, sizeof c->err, "%s %s:%d failed: %s", what, c->host,
+    char tls[256];
+
+    snprintf(tls, sizeof tls, "TLS error: %.200s", c->err);
+    snprintf(c->err, sizeof c->err, "%s %.200s:%d failed: %s", what, c->host,
              c->port,
              err == CN_ETRUNC    ? "connection closed by broker"
              : err == -ETIMEDOUT ? "timed out"
+             : err == -EPROTO    ? tls
                                  : describe_err(err));
     cn_kclient_close(c);
     return err;
@@ -267,14 +390,31 @@ static int exchange(struct cn_kclient *c, int16_t api_key, int16_t version,
 
     int64_t deadline = now_ms() + c->timeout_ms;
     err = recv_all(c, sz, 4, deadline);
+    /* A SASL listener answers ApiVersions, then hangs up on anything but
+     * SaslHandshake: the likeliest cause when the first request dies. */
+    if (err == CN_ETRUNC && corr == c->first_corr &&
+        !(c->sec && c->sec->sasl)) {
+        io_fail(c, "reading from", err);
+        size_t n = strlen(c->err);
+        snprintf(c->err + n, sizeof c->err - n,
+                 " (a SASL listener does that to a client that does not log "
+                 "in: check security.protocol in --command-config)");
+        return err;
+    }
     if (err)
         return io_fail(c, "reading from", err);
     len = (int32_t)((uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 |
                     (uint32_t)sz[2] << 8 | sz[3]);
     if (len < 4 || len > CN_KCLIENT_FRAME_MAX) {
+        /* A TLS record (alert 0x15 or handshake 0x16, version 3.x): a TLS
+         * listener answering plaintext. */
+        bool tls = !c->ssl && (sz[0] == 0x15 || sz[0] == 0x16) && sz[1] == 3;
         snprintf(c->err, sizeof c->err,
-                 "%s:%d sent a response frame of %d bytes (not Kafka?)",
-                 c->host, c->port, len);
+                 "%s:%d sent a response frame of %d bytes (%s)", c->host,
+                 c->port, len,
+                 tls ? "a TLS listener: set security.protocol=SSL or "
+                       "SASL_SSL in --command-config"
+                     : "not Kafka?");
         cn_kclient_close(c);
         return CN_EBADLEN;
     }
@@ -392,6 +532,301 @@ out:
     return err;
 }
 
+/* ---- security: TLS context, handshake, SASL login ---------------------- */
+
+const char *cn_kclient_sec_protocol(const struct cn_kclient_sec *sec)
+{
+    if (!sec)
+        return "PLAINTEXT";
+    if (sec->sasl)
+        return sec->tls ? "SASL_SSL" : "SASL_PLAINTEXT";
+    return sec->tls ? "SSL" : "PLAINTEXT";
+}
+
+/* OpenSSL asks for the key's password through this. */
+static int key_password_cb(char *buf, int size, int rwflag, void *u)
+{
+    const char *pw = u;
+    size_t n = pw ? strlen(pw) : 0;
+
+    (void)rwflag;
+    if (n >= (size_t)size)
+        return 0;
+    memcpy(buf, pw, n);
+    return (int)n;
+}
+
+static int sec_fail(char *err, size_t err_len, const char *what,
+                    const char *file)
+{
+    unsigned long e = ERR_get_error();
+    char buf[256] = "unknown error";
+
+    if (e)
+        ERR_error_string_n(e, buf, sizeof buf);
+    ERR_clear_error();
+    snprintf(err, err_len, "%s %s: %s", what, file, buf);
+    return CN_EINVAL;
+}
+
+int cn_kclient_sec_load(struct cn_kclient_sec *sec, char *err, size_t err_len)
+{
+    SSL_CTX *ctx;
+    const char *key;
+
+    if (!sec->tls || sec->ssl_ctx)
+        return 0;
+    ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx)
+        return sec_fail(err, err_len, "cannot set up TLS", "");
+    /* Kafka 4's ssl.enabled.protocols: TLSv1.2 and TLSv1.3. */
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    if (sec->ca_file) {
+        if (SSL_CTX_load_verify_locations(ctx, sec->ca_file, NULL) != 1) {
+            SSL_CTX_free(ctx);
+            return sec_fail(err, err_len, "cannot load CA certificates from",
+                            sec->ca_file);
+        }
+    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        SSL_CTX_free(ctx);
+        return sec_fail(err, err_len, "cannot load the system's CA",
+                        "certificates");
+    }
+    if (sec->cert_file) {
+        key = sec->key_file ? sec->key_file : sec->cert_file;
+        SSL_CTX_set_default_passwd_cb(ctx, key_password_cb);
+        SSL_CTX_set_default_passwd_cb_userdata(ctx,
+                                               (void *)sec->key_password);
+        if (SSL_CTX_use_certificate_chain_file(ctx, sec->cert_file) != 1) {
+            SSL_CTX_free(ctx);
+            return sec_fail(err, err_len, "cannot load the certificate from",
+                            sec->cert_file);
+        }
+        if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+            SSL_CTX_free(ctx);
+            return sec_fail(err, err_len,
+                            "cannot load the private key (wrong "
+                            "ssl.key.password?) from",
+                            key);
+        }
+        if (SSL_CTX_check_private_key(ctx) != 1) {
+            SSL_CTX_free(ctx);
+            return sec_fail(err, err_len,
+                            "the private key does not match the certificate "
+                            "in",
+                            key);
+        }
+    }
+    sec->ssl_ctx = ctx;
+    return 0;
+}
+
+void cn_kclient_sec_fini(struct cn_kclient_sec *sec)
+{
+    if (sec->ssl_ctx)
+        SSL_CTX_free(sec->ssl_ctx);
+    sec->ssl_ctx = NULL;
+}
+
+/* TLS client handshake on c->fd, checking the certificate chain and,
+ * unless disabled, that it names the host we dialled (DNS name or IP, as
+ * Kafka's "https" endpoint identification). */
+static int tls_handshake(struct cn_kclient *c, int64_t deadline)
+{
+    struct cn_kclient_sec *sec = c->sec;
+    unsigned char ip[16];
+    bool is_ip = inet_pton(AF_INET, c->host, ip) == 1 ||
+                 inet_pton(AF_INET6, c->host, ip) == 1;
+    int err;
+
+    if (!sec->ssl_ctx) {
+        err = cn_kclient_sec_load(sec, c->err, sizeof c->err);
+        if (err)
+            return err;
+    }
+    ERR_clear_error();
+    c->ssl = SSL_new(sec->ssl_ctx);
+    if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
+        tls_reason(c);
+        return -EPROTO;
+    }
+    if (!is_ip)
+        SSL_set_tlsext_host_name(c->ssl, c->host);
+    if (!sec->no_verify_host) {
+        int ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl),
+                                                       c->host)
+                       : SSL_set1_host(c->ssl, c->host);
+        if (ok != 1) {
+            tls_reason(c);
+            return -EPROTO;
+        }
+    }
+    for (;;) {
+        short ev = POLLIN;
+        ERR_clear_error();
+        int r = SSL_connect(c->ssl);
+        if (r == 1)
+            return 0;
+        err = tls_want(c, r, &ev);
+        if (err == CN_ETRUNC) {
+            snprintf(c->err, sizeof c->err,
+                     "TLS handshake failed: connection closed by broker (is "
+                     "the listener TLS?)");
+            return -EPROTO;
+        }
+        if (err == -EPROTO) {
+            char why[sizeof c->err];
+            snprintf(why, sizeof why, "%s", c->err);
+            snprintf(c->err, sizeof c->err, "TLS handshake failed: %.400s",
+                     why);
+            return err;
+        }
+        if (!err)
+            err = wait_fd(c->fd, ev, deadline);
+        if (err == -ETIMEDOUT) {
+            snprintf(c->err, sizeof c->err, "TLS handshake timed out");
+            return err;
+        }
+        if (err) {
+            snprintf(c->err, sizeof c->err, "TLS handshake failed: %s",
+                     describe_err(err));
+            return err;
+        }
+    }
+}
+
+/* One SaslAuthenticate round: sends in, returns the server's bytes in
+ * *out (in arena).  A refusal is -EACCES with Kafka's message in c->err. */
+static int sasl_round(struct cn_kclient *c, int16_t v, const uint8_t *in,
+                      size_t in_len, struct cn_bytes *out,
+                      struct cn_arena *arena)
+{
+    struct cn_sasl_authenticate_request rq;
+    struct cn_sasl_authenticate_response rs;
+    int err;
+
+    cn_sasl_authenticate_request_init(&rq);
+    rq.auth_bytes.ptr = in;
+    rq.auth_bytes.len = (int32_t)in_len;
+    err = cn_kclient_call(c, SASL_AUTHENTICATE_KEY, v, &rq, &rs, arena);
+    if (err)
+        return err;
+    if (rs.error_code) {
+        snprintf(c->err, sizeof c->err, "SASL authentication failed: %s%s%.*s",
+                 cn_kerr_name(rs.error_code),
+                 rs.error_message.len > 0 ? ": " : "",
+                 rs.error_message.len > 0 ? (int)rs.error_message.len : 0,
+                 rs.error_message.len > 0 ? (const char *)rs.error_message.ptr
+                                          : "");
+        return -EACCES;
+    }
+    *out = rs.auth_bytes;
+    return 0;
+}
+
+static const char *sasl_mech_name(int m)
+{
+    switch (m) {
+    case CN_KCLIENT_SASL_PLAIN: return "PLAIN";
+    case CN_KCLIENT_SASL_SCRAM_SHA256: return "SCRAM-SHA-256";
+    case CN_KCLIENT_SASL_SCRAM_SHA512: return "SCRAM-SHA-512";
+    default: return "?";
+    }
+}
+
+/* SaslHandshake v1 then SaslAuthenticate (KIP-152), after ApiVersions. */
+static int sasl_login(struct cn_kclient *c)
+{
+    struct cn_kclient_sec *sec = c->sec;
+    const char *mech = sasl_mech_name(sec->sasl);
+    struct cn_sasl_handshake_request hq;
+    struct cn_sasl_handshake_response hs;
+    struct cn_arena arena;
+    struct cn_bytes got;
+    uint8_t msg[CN_SCRAM_MSG_MAX + 256];
+    size_t n = 0;
+    char why[256] = "";
+    int16_t hv = cn_kclient_version(c, SASL_HANDSHAKE_KEY);
+    int16_t av = cn_kclient_version(c, SASL_AUTHENTICATE_KEY);
+    int err;
+
+    if (hv < 1 || av < 0) {
+        snprintf(c->err, sizeof c->err,
+                 "broker does not offer SaslHandshake v1 and "
+                 "SaslAuthenticate (is the listener SASL?)");
+        return CN_EUNSUPPORTED;
+    }
+    cn_arena_init(&arena);
+    cn_sasl_handshake_request_init(&hq);
+    hq.mechanism = cn_bytes_str(mech);
+    err = cn_kclient_call(c, SASL_HANDSHAKE_KEY, hv, &hq, &hs, &arena);
+    if (err)
+        goto out;
+    if (hs.error_code && hs.mechanisms_len <= 0) {
+        snprintf(c->err, sizeof c->err,
+                 "SASL handshake failed: %s: the listener does not take "
+                 "SASL (security.protocol PLAINTEXT or SSL?)",
+                 cn_kerr_name(hs.error_code));
+        err = -EACCES;
+        goto out;
+    }
+    if (hs.error_code) {
+        size_t o = 0;
+        char list[200] = "";
+        for (int32_t i = 0; i < hs.mechanisms_len && o < sizeof list; i++)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s%.*s",
+                                  i ? ", " : "", (int)hs.mechanisms[i].len,
+                                  (const char *)hs.mechanisms[i].ptr);
+        snprintf(c->err, sizeof c->err,
+                 "SASL handshake failed: %s: the broker enables [%s], not "
+                 "%s",
+                 cn_kerr_name(hs.error_code), list, mech);
+        err = -EACCES;
+        goto out;
+    }
+    if (sec->sasl == CN_KCLIENT_SASL_PLAIN) {
+        if (!sec->user || !sec->password ||
+            cn_sasl_plain_build(sec->user, sec->password, msg, sizeof msg,
+                                &n)) {
+            snprintf(c->err, sizeof c->err,
+                     "SASL/PLAIN needs a user name and a password");
+            err = CN_EINVAL;
+            goto out;
+        }
+        err = sasl_round(c, av, msg, n, &got, &arena);
+        goto out;
+    }
+
+    struct cn_scram_client sc;
+    cn_scram_client_init(&sc,
+                         sec->sasl == CN_KCLIENT_SASL_SCRAM_SHA256
+                             ? CN_SCRAM_SHA256
+                             : CN_SCRAM_SHA512,
+                         sec->user ? sec->user : "",
+                         sec->password ? sec->password : "");
+    err = cn_scram_client_first(&sc, msg, sizeof msg, &n, why, sizeof why);
+    if (!err) {
+        err = sasl_round(c, av, msg, n, &got, &arena);
+        if (err)
+            goto out;
+        err = cn_scram_client_final(&sc, got.ptr, (size_t)got.len, msg,
+                                    sizeof msg, &n, why, sizeof why);
+    }
+    if (!err) {
+        err = sasl_round(c, av, msg, n, &got, &arena);
+        if (err)
+            goto out;
+        err = cn_scram_client_verify(&sc, got.ptr, (size_t)got.len, why,
+                                     sizeof why);
+    }
+    if (err)
+        snprintf(c->err, sizeof c->err, "%s: %s", mech, why);
+out:
+    cn_arena_fini(&arena);
+    return err;
+}
+
 int cn_kclient_connect(struct cn_kclient *c, const char *host, int port,
                        int timeout_ms)
 {
@@ -429,7 +864,12 @@ int cn_kclient_connect(struct cn_kclient *c, const char *host, int port,
         return err;
     }
     c->fd = fd;
-    err = negotiate(c);
+    err = c->sec && c->sec->tls ? tls_handshake(c, deadline) : 0;
+    if (!err)
+        err = negotiate(c);
+    if (!err && c->sec && c->sec->sasl)
+        err = sasl_login(c);
+    c->first_corr = c->next_correlation_id;
     if (err) {
         char why[sizeof c->err];
         snprintf(why, sizeof why, "%s", c->err);

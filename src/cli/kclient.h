@@ -17,6 +17,19 @@
  * UNSUPPORTED_VERSION) and keeps each API's version range, so callers can
  * ask cn_kclient_version() for the highest version both sides speak.
  *
+ * With c->sec set (cn_kclient_sec), each connection is secured as Kafka's
+ * security.protocol says, every connection alike (bootstrap, controller,
+ * coordinators, partition leaders): TLS right after TCP connect (the
+ * server certificate checked against the CA file and, unless disabled,
+ * the host name; a client certificate for mutual TLS), then ApiVersions,
+ * then SASL: SaslHandshake v1 and SaslAuthenticate (PLAIN, or the SCRAM
+ * exchange of src/sec/sasl_client.h).  Each step is bounded by
+ * timeout_ms like the rest, so a broker that rejects a login and hangs up
+ * gives an error, not a wait.
+ *
+ * OpenSSL writes without MSG_NOSIGNAL, so a process that uses TLS here
+ * ignores SIGPIPE (cairnctl's main does).
+ *
  * Not thread-safe; one request in flight at a time.
  */
 #ifndef CN_CLI_KCLIENT_H
@@ -34,12 +47,53 @@
 /* Largest response frame accepted; larger sizes mean a confused peer. */
 #define CN_KCLIENT_FRAME_MAX (256 * 1024 * 1024)
 
+struct ssl_ctx_st;
+struct ssl_st;
+
+enum cn_kclient_sasl {
+    CN_KCLIENT_SASL_NONE,
+    CN_KCLIENT_SASL_PLAIN,
+    CN_KCLIENT_SASL_SCRAM_SHA256,
+    CN_KCLIENT_SASL_SCRAM_SHA512,
+};
+
+/*
+ * How to secure connections: security.protocol is PLAINTEXT (tls false,
+ * sasl NONE), SSL, SASL_PLAINTEXT or SASL_SSL.  Strings are the caller's
+ * and must outlive every connection.  One per process, shared by every
+ * cn_kclient that points at it; cn_kclient_sec_fini() when done.
+ */
+struct cn_kclient_sec {
+    bool tls;                 /* TLS on the TCP connection */
+    const char *ca_file;      /* PEM CA certificates; NULL: system's */
+    const char *cert_file;    /* PEM with our key and certificate chain,
+                                 for mutual TLS; NULL: none */
+    const char *key_file;     /* the key when not in cert_file; NULL */
+    const char *key_password; /* for an encrypted key; NULL: none */
+    bool no_verify_host;      /* ssl.endpoint.identification.algorithm="" */
+    int sasl;                 /* enum cn_kclient_sasl */
+    const char *user;         /* SASL user and password */
+    const char *password;
+    struct ssl_ctx_st *ssl_ctx; /* built by cn_kclient_sec_load */
+};
+
+/* Loads the CA, certificate and key files into sec->ssl_ctx (when tls).
+ * 0, or CN_EINVAL with the file and OpenSSL's reason in err. */
+int cn_kclient_sec_load(struct cn_kclient_sec *sec, char *err,
+                        size_t err_len);
+void cn_kclient_sec_fini(struct cn_kclient_sec *sec);
+/* "SSL", "SASL_SSL", ... for sec (PLAINTEXT for NULL). */
+const char *cn_kclient_sec_protocol(const struct cn_kclient_sec *sec);
+
 struct cn_kclient {
     int fd;                         /* connected socket, -1 when closed */
+    struct cn_kclient_sec *sec;     /* NULL: plaintext, no SASL */
+    struct ssl_st *ssl;             /* TLS session on fd, NULL without */
     char host[CN_KCLIENT_HOST_MAX]; /* as given to connect, no brackets */
     int port;                       /* TCP port */
     int timeout_ms;                 /* limit for connect, send, recv each */
     int32_t next_correlation_id;    /* next request's correlation id */
+    int32_t first_corr;             /* first request after the login */
     int16_t api_min[CN_API_KEY_MAX + 1]; /* broker's min version per key */
     int16_t api_max[CN_API_KEY_MAX + 1]; /* broker's max, -1 unsupported */
     char err[512];                       /* last failure in words, for humans */
@@ -52,13 +106,17 @@ struct cn_kclient {
 int cn_kclient_parse_addr(const char *addr, char *host, size_t host_size,
                           int *port);
 
-/* Sets up c unconnected (fd -1) with the default timeout. */
+/* Sets up c unconnected (fd -1) with the default timeout, no security
+ * (set c->sec after this). */
 void cn_kclient_init(struct cn_kclient *c);
 
 /*
  * Connects to host:port within timeout_ms (<= 0 means the default) and
- * negotiates API versions.  On failure returns a negative code, leaves c
- * closed and explains in c->err ("cannot connect to HOST:PORT: reason").
+ * negotiates API versions, with TLS and SASL as c->sec says (loaded with
+ * cn_kclient_sec_load first, or here on first use).  On failure returns a
+ * negative code (-EPROTO for TLS failures, -EACCES for a refused login),
+ * leaves c closed and explains in c->err ("cannot connect to HOST:PORT:
+ * reason").
  */
 int cn_kclient_connect(struct cn_kclient *c, const char *host, int port,
                        int timeout_ms);

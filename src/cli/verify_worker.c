@@ -41,6 +41,7 @@
 struct worker {
     const char *role;      /* writer, rpw, tail */
     const char *bootstrap; /* HOST:PORT */
+    const char *command_config; /* --command-config FILE or NULL */
     const char *in;        /* input topic */
     const char *out;       /* output topic */
     const char *group;     /* rpw consumer group */
@@ -101,6 +102,51 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
          v);
 }
 
+static int rk_set(void *ctx, const char *key, const char *value)
+{
+    char err[256];
+
+    if (rd_kafka_conf_set(ctx, key, value, err, sizeof err) ==
+        RD_KAFKA_CONF_OK)
+        return 0;
+    fprintf(stderr, "cairnctl verify: %s: %s\n", key, err);
+    return -1;
+}
+
+int cli_verify_apply_sec(struct rd_kafka_conf_s *c, const char *path)
+{
+    struct cli_props *p;
+    char err[1024];
+    int rc;
+
+    if (!path)
+        return 0;
+    p = malloc(sizeof *p);
+    if (!p)
+        return -1;
+    rc = cli_props_load(p, path, NULL, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "cairnctl verify: --command-config %s\n", err);
+    else
+        rc = cli_props_each_rdkafka(p, rk_set, c);
+    /* librdkafka before 2.6.1 repeats the client nonce in client-final
+     * (librdkafka#4895); Kafka 4 and Cairn compare it strictly, as RFC
+     * 5802 says, and refuse the login. */
+    static bool warned;
+    if (!rc && !warned && rd_kafka_version() < 0x020601ff &&
+        (p->sec.sasl == CN_KCLIENT_SASL_SCRAM_SHA256 ||
+         p->sec.sasl == CN_KCLIENT_SASL_SCRAM_SHA512)) {
+        fprintf(stderr,
+                "cairnctl verify: warning: librdkafka %s sends a SCRAM nonce "
+                "that Kafka 4 brokers refuse (fixed in librdkafka 2.6.1); "
+                "use PLAIN or a newer librdkafka\n",
+                rd_kafka_version_str());
+        warned = true;
+    }
+    free(p);
+    return rc ? -1 : 0;
+}
+
 static rd_kafka_conf_t *base_conf(const struct worker *w)
 {
     rd_kafka_conf_t *c = rd_kafka_conf_new();
@@ -111,6 +157,8 @@ static rd_kafka_conf_t *base_conf(const struct worker *w)
     rd_kafka_conf_set(c, "reconnect.backoff.max.ms", "1000", err,
                       sizeof err);
     rd_kafka_conf_set(c, "log_level", "3", err, sizeof err);
+    /* Checked by `cairnctl verify` before it started us. */
+    cli_verify_apply_sec(c, w->command_config);
     return c;
 }
 
@@ -459,6 +507,8 @@ int cmd_verify_worker(int argc, char **argv)
             w.role = v;
         else if (!strcmp(k, "--bootstrap-server"))
             w.bootstrap = v;
+        else if (!strcmp(k, "--command-config"))
+            w.command_config = v;
         else if (!strcmp(k, "--in"))
             w.in = v;
         else if (!strcmp(k, "--out"))

@@ -14,6 +14,7 @@
  * delegation tokens, which Cairn does not have.
  */
 #include "sasl.h"
+#include "scram_prim.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -366,11 +367,8 @@ static int client_first(struct cn_scram_server *s, const char *m, size_t n,
     char snonce[64];
     if (s->fixed_nonce) {
         snprintf(snonce, sizeof snonce, "%s", s->fixed_nonce);
-    } else {
-        uint8_t rnd[18];
-        if (RAND_bytes(rnd, sizeof rnd) != 1)
-            return fail(s, CN_ENOMEM, why, why_len, "no randomness");
-        b64_enc(rnd, sizeof rnd, snonce, sizeof snonce);
+    } else if (cn_scram_nonce(snonce, sizeof snonce)) {
+        return fail(s, CN_ENOMEM, why, why_len, "no randomness");
     }
     size_t cnl = (size_t)(end - rn);
     if (cnl + strlen(snonce) >= sizeof s->nonce)
@@ -568,4 +566,71 @@ int cn_scram_store_decode(const uint8_t *p, size_t len,
     if (rd.err || cn_rd_left(&rd) != 0)
         return cn_corrupt("SCRAM credential store: bad length");
     return 0;
+}
+
+/* ---- primitives shared with the client (scram_prim.h) ----------------- */
+
+int cn_scram_hmac(int mech, const uint8_t *key, size_t key_len,
+                  const void *msg, size_t len, uint8_t *out)
+{
+    if (!mech_md(mech))
+        return CN_EINVAL;
+    return hmac(mech, key, key_len, msg, len, out);
+}
+
+int cn_scram_hash(int mech, const uint8_t *p, size_t len, uint8_t *out)
+{
+    if (!mech_md(mech))
+        return CN_EINVAL;
+    return digest(mech, p, len, out);
+}
+
+int cn_scram_salted_password(int mech, const char *pw, size_t pw_len,
+                             const uint8_t *salt, size_t salt_len,
+                             int32_t iterations, uint8_t *out)
+{
+    if (!mech_md(mech) || pw_len > INT32_MAX || salt_len > INT32_MAX ||
+        iterations < 1)
+        return CN_EINVAL;
+    return salted_password(mech, pw, pw_len, salt, salt_len, iterations, out);
+}
+
+int cn_scram_b64_enc(const uint8_t *p, size_t n, char *out, size_t cap)
+{
+    return b64_enc(p, n, out, cap);
+}
+
+int cn_scram_b64_dec(const char *s, size_t n, uint8_t *out, size_t cap)
+{
+    return b64_dec(s, n, out, cap);
+}
+
+int cn_scram_nonce(char *out, size_t cap)
+{
+    uint8_t rnd[18];
+    if (RAND_bytes(rnd, sizeof rnd) != 1)
+        return CN_ENOMEM;
+    return b64_enc(rnd, sizeof rnd, out, cap);
+}
+
+int cn_scram_escape_name(const char *name, char *out, size_t cap)
+{
+    size_t o = 0;
+    if (!*name)
+        return CN_EINVAL;
+    for (const char *p = name; *p; p++) {
+        const char *rep = *p == ',' ? "=2C" : *p == '=' ? "=3D" : NULL;
+        size_t n = rep ? 3 : 1;
+        if (o + n + 1 > cap)
+            return CN_ETOOBIG;
+        memcpy(out + o, rep ? rep : p, n);
+        o += n;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+int cn_scram_unescape_name(const char *s, size_t n, char *out, size_t cap)
+{
+    return unescape_name(s, n, out, cap);
 }

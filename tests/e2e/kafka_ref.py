@@ -6,6 +6,13 @@ kafka.tools.StorageTool, warnings only on its log, killed by pid.
 RefKafka(..., nodes=3) starts a three-node cluster instead: each node
 broker and controller (combined mode), a static quorum of the three,
 internal topics replicated three times (min.insync.replicas 2).
+
+Secured listeners (one node only): listeners={"SSL": "SSL", ...} adds a
+listener of that name and security protocol on its own port
+(self.listener_ports[name]), advertised as advertised_host;
+server_props adds lines to server.properties (ssl.*, sasl.*, ...), and
+format_args goes to kafka-storage format (e.g. --add-scram ...).  The
+PLAINTEXT listener stays for readiness and inter-broker traffic.
 """
 
 import base64
@@ -23,10 +30,10 @@ PROPERTIES = """\
 process.roles=broker,controller
 node.id={node}
 {quorum}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}{xl}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}{xa}
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{xm}
 inter.broker.listener.name=PLAINTEXT
 log.dirs={data}
 num.partitions=1
@@ -39,10 +46,18 @@ transaction.abort.timed.out.transaction.cleanup.interval.ms=200
 
 
 class RefKafka:
-    def __init__(self, workdir, classpath, nodes=1):
+    def __init__(self, workdir, classpath, nodes=1, listeners=None,
+                 server_props=None, format_args=(),
+                 advertised_host="127.0.0.1"):
         self.dir = Path(workdir)
         self.cp = classpath
         self.nodes = nodes
+        self.listeners = dict(listeners or {})
+        assert nodes == 1 or not self.listeners
+        self.listener_ports = {n: free_port() for n in self.listeners}
+        self.advertised_host = advertised_host
+        self.server_props = dict(server_props or {})
+        self.format_args = list(format_args)
         self.ports = [free_port() for _ in range(nodes)]
         self.cports = [free_port() for _ in range(nodes)]
         self.port = self.ports[0]
@@ -68,10 +83,17 @@ class RefKafka:
                 "%d@127.0.0.1:%d" % (n + 1, c)
                 for n, c in enumerate(self.cports))
         props = self.dir / ("server-%d.properties" % (i + 1))
-        props.write_text(PROPERTIES.format(
+        lp = self.listener_ports
+        text = PROPERTIES.format(
             node=i + 1, quorum=quorum, port=self.ports[i],
             cport=self.cports[i], data=self.dir / ("data-%d" % (i + 1)),
-            rf=min(self.nodes, 3), isr=2 if self.nodes >= 3 else 1))
+            rf=min(self.nodes, 3), isr=2 if self.nodes >= 3 else 1,
+            xl="".join(",%s://127.0.0.1:%d" % (n, lp[n]) for n in lp),
+            xa="".join(",%s://%s:%d" % (n, self.advertised_host, lp[n])
+                       for n in lp),
+            xm="".join(",%s:%s" % (n, p) for n, p in self.listeners.items()))
+        text += "".join("%s=%s\n" % kv for kv in self.server_props.items())
+        props.write_text(text)
         return props
 
     def start(self, timeout=90):
@@ -88,7 +110,7 @@ class RefKafka:
             # the static controller.quorum.voters above.
             extra = ["--standalone"] if self.nodes == 1 else []
             res = self._java("kafka.tools.StorageTool", "format", "-t", cid,
-                             "-c", str(props), *extra)
+                             "-c", str(props), *extra, *self.format_args)
             if res.returncode != 0:
                 raise RuntimeError("kafka-storage format failed:\n"
                                    + res.stdout)

@@ -1,7 +1,9 @@
 /*
  * test_kclient.c - cairnctl's blocking Kafka client against a scripted
  * fake broker on 127.0.0.1 (a thread), for what a real broker will not do:
- * refuse ApiVersions v3, lie about correlation ids, hang, hang up.
+ * refuse ApiVersions v3, lie about correlation ids, hang, hang up; and a
+ * SASL listener whose SaslAuthenticate runs the server state machine
+ * (src/sec), for the client's login steps and their errors.
  *
  * kclient.c belongs to the cairnctl executable, not cairn_core, so it is
  * compiled into this test directly.
@@ -10,6 +12,7 @@
 #include <pthread.h>
 
 #include "cli/kclient.c"
+#include "sec/sasl.h"
 #include "unit.h"
 
 /* ---- fake broker ------------------------------------------------------ */
@@ -213,6 +216,163 @@ static void script_hang_up(int fd)
     (void)fd;
 }
 
+/* A SASL listener: ApiVersions (v3 refused, v0), SaslHandshake v1
+ * offering sasl_offer, then SaslAuthenticate v2 rounds through
+ * cn_scram_server with sasl_cred for "alice"; a refusal is answered with
+ * SASL_AUTHENTICATION_FAILED and a hang-up, as Kafka does. */
+static const char *sasl_offer;
+static struct cn_scram_cred sasl_cred;
+
+static int sasl_lookup(void *opaque, const char *user, int mech,
+                       struct cn_scram_cred *out)
+{
+    (void)opaque;
+    if (strcmp(user, "alice") || mech != sasl_cred.mech)
+        return -1;
+    *out = sasl_cred;
+    return 0;
+}
+
+static void script_sasl(int fd)
+{
+    struct cn_req_header h;
+    struct cn_rd body;
+    struct cn_wr wr;
+    struct cn_arena a;
+    uint8_t *buf;
+    struct cn_api_versions_response av;
+    struct cn_api_versions_response_api_version keys[4] = {
+        {3, 0, 9}, {17, 0, 1}, {18, 0, 3}, {36, 0, 2}};
+
+    for (int16_t code = KAFKA_UNSUPPORTED_VERSION;; code = 0) {
+        if (!srv_read(fd, &h, &buf, &body))
+            return;
+        free(buf);
+        cn_api_versions_response_init(&av);
+        av.error_code = code;
+        av.api_keys = keys;
+        av.api_keys_len = 4;
+        cn_wr_init(&wr, 64);
+        cn_api_versions_response_encode(&wr, 0, &av);
+        srv_reply(fd, h.correlation_id, false, &wr);
+        cn_wr_fini(&wr);
+        if (!code)
+            break;
+    }
+
+    struct cn_sasl_handshake_request hq;
+    struct cn_sasl_handshake_response hs;
+    struct cn_bytes offer = cn_bytes_str(sasl_offer);
+    cn_arena_init(&a);
+    if (!srv_read(fd, &h, &buf, &body))
+        goto out;
+    CHECK_EQ(h.api_key, 17);
+    CHECK_EQ(h.api_version, 1);
+    CHECK_EQ(cn_sasl_handshake_request_decode(&body, &a, 1, &hq), 0);
+    cn_sasl_handshake_response_init(&hs);
+    hs.mechanisms = &offer;
+    hs.mechanisms_len = 1;
+    if (!cn_bytes_eq(hq.mechanism, offer))
+        hs.error_code = KAFKA_UNSUPPORTED_SASL_MECHANISM;
+    free(buf); /* hq points into it */
+    cn_wr_init(&wr, 64);
+    cn_sasl_handshake_response_encode(&wr, 1, &hs);
+    srv_reply(fd, h.correlation_id, false, &wr);
+    cn_wr_fini(&wr);
+    if (hs.error_code)
+        goto out;
+
+    struct cn_scram_server ss;
+    cn_scram_server_init(&ss, sasl_cred.mech);
+    while (ss.state != CN_SCRAM_DONE) {
+        struct cn_sasl_authenticate_request aq;
+        struct cn_sasl_authenticate_response as;
+        uint8_t ans[1024];
+        size_t n = 0;
+        char why[256] = "";
+        if (!srv_read(fd, &h, &buf, &body))
+            goto out;
+        CHECK_EQ(h.api_key, 36);
+        CHECK_EQ(h.api_version, 2);
+        CHECK_EQ(cn_sasl_authenticate_request_decode(&body, &a, 2, &aq), 0);
+        int rc = cn_scram_server_step(&ss, aq.auth_bytes.ptr,
+                                      (size_t)aq.auth_bytes.len, sasl_lookup,
+                                      NULL, ans, sizeof ans, &n, why,
+                                      sizeof why);
+        free(buf);
+        cn_sasl_authenticate_response_init(&as);
+        if (rc) {
+            as.error_code = KAFKA_SASL_AUTHENTICATION_FAILED;
+            as.error_message = cn_bytes_str(why);
+        } else {
+            as.auth_bytes.ptr = ans;
+            as.auth_bytes.len = (int32_t)n;
+        }
+        cn_wr_init(&wr, 64);
+        cn_sasl_authenticate_response_encode(&wr, 2, &as);
+        srv_reply(fd, h.correlation_id, true, &wr);
+        cn_wr_fini(&wr);
+        if (rc)
+            goto out;
+    }
+out:
+    cn_arena_fini(&a);
+}
+
+static int sasl_connect(int mech, const char *offer, const char *pw,
+                        bool bad_server_key, char *err, size_t err_len)
+{
+    struct fake f;
+    struct cn_kclient c;
+    struct cn_kclient_sec sec;
+    int rc;
+
+    CHECK_EQ(cn_scram_cred_from_password(CN_SCRAM_SHA256, "alice-secret",
+                                         12, NULL, 0, 4096, &sasl_cred),
+             0);
+    if (bad_server_key)
+        sasl_cred.server_key[3] ^= 0x10;
+    sasl_offer = offer;
+    memset(&sec, 0, sizeof sec);
+    sec.sasl = mech;
+    sec.user = "alice";
+    sec.password = pw;
+    fake_start(&f, script_sasl);
+    cn_kclient_init(&c);
+    c.sec = &sec;
+    rc = cn_kclient_connect(&c, "127.0.0.1", f.port, 5000);
+    snprintf(err, err_len, "%s", c.err);
+    cn_kclient_close(&c);
+    fake_stop(&f);
+    return rc;
+}
+
+UNIT_TEST(sasl_scram_login_and_refusals)
+{
+    char err[512];
+
+    CHECK_EQ(sasl_connect(CN_KCLIENT_SASL_SCRAM_SHA256, "SCRAM-SHA-256",
+                          "alice-secret", false, err, sizeof err),
+             0);
+    CHECK_EQ(sasl_connect(CN_KCLIENT_SASL_SCRAM_SHA256, "SCRAM-SHA-256",
+                          "wrong", false, err, sizeof err),
+             -EACCES);
+    CHECK(strstr(err, "SASL authentication failed: "
+                      "SASL_AUTHENTICATION_FAILED: Authentication failed"));
+    /* A server that does not know the credential is caught by us. */
+    CHECK_EQ(sasl_connect(CN_KCLIENT_SASL_SCRAM_SHA256, "SCRAM-SHA-256",
+                          "alice-secret", true, err, sizeof err),
+             CN_EINVAL);
+    CHECK(strstr(err, "SCRAM-SHA-256: SCRAM server signature does not "
+                      "match"));
+    CHECK_EQ(sasl_connect(CN_KCLIENT_SASL_SCRAM_SHA512, "SCRAM-SHA-256",
+                          "alice-secret", false, err, sizeof err),
+             -EACCES);
+    CHECK(strstr(err, "UNSUPPORTED_SASL_MECHANISM: the broker enables "
+                      "[SCRAM-SHA-256], not SCRAM-SHA-512"));
+    CHECK(strstr(err, "cannot connect to 127.0.0.1:"));
+}
+
 /* ---- tests ------------------------------------------------------------ */
 
 UNIT_TEST(parse_addr)
@@ -356,4 +516,5 @@ UNIT_TEST(connection_refused)
 }
 
 UNIT_MAIN(parse_addr, version_fallback_call_and_bad_correlation,
-          silent_broker_times_out, broker_hangs_up, connection_refused)
+          silent_broker_times_out, broker_hangs_up, connection_refused,
+          sasl_scram_login_and_refusals)
