@@ -965,6 +965,31 @@ static int tls_auth(struct cn_conn *c)
     return 0;
 }
 
+/* The alert of a failed handshake (a few bytes) is written now, not
+ * queued: closing cancels queued writes, and the alert is how the peer
+ * learns why (a PLAINTEXT client gets a TLS record back, as from Kafka,
+ * and can say "this is a TLS listener").  Best effort. */
+static void tls_send_alert_now(struct cn_conn *c)
+{
+    char buf[512];
+    int n;
+    /* OpenSSL sends no alert when the very first record is not TLS; Java's
+     * SSLEngine (Kafka) does: a fatal unexpected_message, made here. */
+    if (BIO_ctrl_pending(c->wbio) == 0 &&
+        ERR_GET_REASON(ERR_peek_error()) == SSL_R_WRONG_VERSION_NUMBER) {
+        static const char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02,
+                                     0x0a};
+        uv_buf_t b = uv_buf_init((char *)alert, sizeof alert);
+        (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        return;
+    }
+    while ((n = BIO_read(c->wbio, buf, (int)sizeof buf)) > 0) {
+        uv_buf_t b = uv_buf_init(buf, (unsigned)n);
+        if (uv_try_write((uv_stream_t *)&c->tcp, &b, 1) != n)
+            break;
+    }
+}
+
 /* Runs the handshake, then decrypts into the framing until OpenSSL wants
  * more bytes or the connection is muted or closed. */
 static void tls_pump(struct cn_conn *c)
@@ -973,9 +998,11 @@ static void tls_pump(struct cn_conn *c)
         int r = SSL_do_handshake(c->ssl);
         if (r != 1) {
             int e = SSL_get_error(c->ssl, r);
-            tls_flush_out(c); /* our flight, or the alert */
-            if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+            if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+                tls_flush_out(c); /* our flight */
                 return;
+            }
+            tls_send_alert_now(c);
             char why[256];
             tls_why(c, why, sizeof why);
             CN_WARN("closing %s: TLS handshake failed: %s", c->peer, why);
