@@ -128,10 +128,11 @@ static void enum_choices(const char *const *enums, char *buf, size_t len)
 /* ---- Listeners ---- */
 
 /* Parses one trimmed listener of n bytes; writes a bare reason on error.
- * *plain says whether it is PLAINTEXT or scheme-less. */
+ * *plain says whether it is PLAINTEXT or scheme-less, *sasl whether it is
+ * SASL_PLAINTEXT (clients must authenticate). */
 static int parse_one_listener(const char *s, size_t n, char *host,
                               size_t host_len, int *port, bool *plain,
-                              char *why, size_t why_len)
+                              bool *sasl, char *why, size_t why_len)
 {
     const char *end = s + n, *hs, *he, *ps;
     const char *sep = NULL;
@@ -142,10 +143,10 @@ static int parse_one_listener(const char *s, size_t n, char *host,
             break;
         }
     *plain = true;
+    *sasl = false;
     if (sep) {
         size_t sl = (size_t)(sep - s);
-        static const char *const secure[] = {"SSL", "SASL_PLAINTEXT",
-                                             "SASL_SSL", NULL};
+        static const char *const secure[] = {"SSL", "SASL_SSL", NULL};
         if (sl == 0) {
             cfg_seterr(why, why_len, "empty listener name");
             return CN_EINVAL;
@@ -160,14 +161,13 @@ static int parse_one_listener(const char *s, size_t n, char *host,
             if (strlen(secure[i]) == sl && !strncasecmp(s, secure[i], sl)) {
                 cfg_seterr(why, why_len,
                        "security protocol %s is not supported (only "
-                       "PLAINTEXT)%s",
-                       secure[i],
-                       strstr(secure[i], "SSL") ? ": TLS is not implemented "
-                                                  "yet"
-                                                : "");
+                       "PLAINTEXT and SASL_PLAINTEXT): TLS is not "
+                       "implemented yet",
+                       secure[i]);
                 return CN_EINVAL;
             }
         *plain = sl == 9 && !strncasecmp(s, "PLAINTEXT", 9);
+        *sasl = sl == 14 && !strncasecmp(s, "SASL_PLAINTEXT", 14);
         s = sep + 3;
     }
     if (s < end && *s == '[') {
@@ -237,7 +237,8 @@ static int parse_one_listener(const char *s, size_t n, char *host,
 /* Comma list; picks the first plaintext entry, else the first.  A bare
  * reason on error. */
 static int parse_listener_list(const char *text, char *host, size_t host_len,
-                               int *port, char *why, size_t why_len)
+                               int *port, bool *sasl_out, char *why,
+                               size_t why_len)
 {
     char h[CN_CONFIG_HOST_MAX];
     bool found = false, any = false;
@@ -256,10 +257,10 @@ static int parse_listener_list(const char *text, char *host, size_t host_len,
             return CN_EINVAL;
         }
         int pt;
-        bool plain;
+        bool plain, sasl;
         char w[WHY_MAX];
         if (parse_one_listener(s, (size_t)(e - s), h, sizeof h, &pt, &plain,
-                               w, sizeof w)) {
+                               &sasl, w, sizeof w)) {
             cfg_seterr(why, why_len, "\"%.*s\": %s", (int)(e - s), s, w);
             return CN_EINVAL;
         }
@@ -270,6 +271,8 @@ static int parse_listener_list(const char *text, char *host, size_t host_len,
             }
             strcpy(host, h);
             *port = pt;
+            if (sasl_out)
+                *sasl_out = sasl;
             found = found || plain;
             any = true;
         }
@@ -284,7 +287,7 @@ int cn_config_parse_listener(const char *text, char *host, size_t host_len,
                              int *port, char *err, size_t err_len)
 {
     char why[WHY_MAX];
-    bool plain;
+    bool plain, sasl;
     const char *s = text, *e = text + strlen(text);
     while (s < e && isspace((unsigned char)*s))
         s++;
@@ -295,7 +298,7 @@ int cn_config_parse_listener(const char *text, char *host, size_t host_len,
         return CN_EINVAL;
     }
     if (parse_one_listener(s, (size_t)(e - s), host, host_len, port, &plain,
-                           why, sizeof why)) {
+                           &sasl, why, sizeof why)) {
         cfg_seterr(err, err_len, "invalid listener \"%s\": %s", text, why);
         return CN_EINVAL;
     }
@@ -306,7 +309,8 @@ int cn_config_parse_listeners(const char *text, char *host, size_t host_len,
                               int *port, char *err, size_t err_len)
 {
     char why[WHY_MAX];
-    if (parse_listener_list(text, host, host_len, port, why, sizeof why)) {
+    if (parse_listener_list(text, host, host_len, port, NULL, why,
+                            sizeof why)) {
         cfg_seterr(err, err_len, "invalid listeners \"%s\": %s", text, why);
         return CN_EINVAL;
     }
@@ -417,7 +421,8 @@ int cfg_check_value(const struct cn_config_key *k, const char *v,
             cfg_seterr(why, why_len, "must not be empty");
             return CN_EINVAL;
         }
-        return parse_listener_list(v, h, sizeof h, &port, why, why_len);
+        return parse_listener_list(v, h, sizeof h, &port, NULL, why,
+                                   why_len);
     }
     case CN_CFG_STRING:
     case CN_CFG_LIST:
@@ -665,20 +670,22 @@ static int first_entry(const char *s, char *out, size_t len)
 void cfg_recompute(struct cn_config *cfg)
 {
     cfg->listeners = cur(cfg, "listeners");
+    cfg->listen_sasl = false;
     parse_listener_list(cfg->listeners, cfg->listen_host,
-                        sizeof cfg->listen_host, &cfg->listen_port, NULL, 0);
+                        sizeof cfg->listen_host, &cfg->listen_port,
+                        &cfg->listen_sasl, NULL, 0);
     cfg->advertised_listeners = cur(cfg, "advertised.listeners");
     if (!cfg->advertised_listeners)
         cfg->advertised_listeners = cfg->listeners;
     parse_listener_list(cfg->advertised_listeners, cfg->advertised_host,
                         sizeof cfg->advertised_host, &cfg->advertised_port,
-                        NULL, 0);
+                        NULL, NULL, 0);
     cfg->http_listener = cur(cfg, "http.listener");
     cfg->http_host[0] = '\0';
     cfg->http_port = 0;
     if (cfg->http_listener[0])
         parse_listener_list(cfg->http_listener, cfg->http_host,
-                            sizeof cfg->http_host, &cfg->http_port, NULL, 0);
+                            sizeof cfg->http_host, &cfg->http_port, NULL, NULL, 0);
 
     cfg->log_dirs = cur(cfg, "log.dirs");
     if (!cfg->log_dirs)

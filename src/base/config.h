@@ -130,6 +130,7 @@ struct cn_config {
     const char *listeners;          /* text as configured */
     char listen_host[CN_CONFIG_HOST_MAX]; /* "" = all interfaces */
     int listen_port;
+    bool listen_sasl;               /* the bound one is SASL_PLAINTEXT */
     const char *advertised_listeners; /* effective (defaults to listeners) */
     char advertised_host[CN_CONFIG_HOST_MAX];
     int advertised_port;
@@ -412,7 +413,8 @@ void cn_config_print_help(FILE *f);
 /*
  * Parses one listener: "PLAINTEXT://host:port", "host:port", "[::1]:port";
  * an empty host (":9092", "PLAINTEXT://:9092") means all interfaces and
- * gives host "".  SSL and SASL_* are rejected as unsupported; any other
+ * gives host "".  SSL and SASL_SSL are rejected as unsupported
+ * (SASL_PLAINTEXT is served); any other
  * listener name (CONTROLLER, ...) is taken as plaintext.  Brackets are
  * removed from IPv6 hosts.  Port 0 (ephemeral) is allowed.  For a comma
  * list use cn_config_parse_listeners.
@@ -423,7 +425,7 @@ int cn_config_parse_listener(const char *text, char *host, size_t host_len,
  * the first PLAINTEXT (or scheme-less) entry, else the first entry, so
  * Kafka's "PLAINTEXT://:9092,CONTROLLER://:9093" binds 9092.  Listener
  * names other than PLAINTEXT (CONTROLLER, ...) are accepted as plaintext;
- * SSL and SASL_* are rejected. */
+ * SSL and SASL_SSL are rejected. */
 int cn_config_parse_listeners(const char *text, char *host, size_t host_len,
                               int *port, char *err, size_t err_len);
 

@@ -115,6 +115,10 @@ static const struct cn_config_key broker_keys[] = {
     B("connections.max.idle.ms", CN_CFG_INT64, "600000", -1, I64_MAX, NULL,
       connections_max_idle_ms,
       "Close connections idle this long; -1 never"),
+    BX("connections.max.reauth.ms", CN_CFG_INT64, "0", 0, I64_MAX, NULL,
+       "KIP-368: a SASL session lasts this long; the client must "
+       "re-authenticate before, or its next request closes the "
+       "connection; 0: sessions never expire"),
     BX("controller.listener.names", CN_CFG_STRING, NULL, 0, 0, NULL,
        "Informational (KRaft; Cairn has no controller listener)"),
     BX("controller.quorum.bootstrap.servers", CN_CFG_LIST, "", 0, 0, NULL,
@@ -153,7 +157,8 @@ static const struct cn_config_key broker_keys[] = {
     BX("listeners", CN_CFG_LISTENERS, "PLAINTEXT://127.0.0.1:9092", 1, 0,
        NULL,
        "Address to bind (Cairn: loopback by default). One is bound: the "
-       "first PLAINTEXT entry, else the first; no SSL/SASL"),
+       "first PLAINTEXT entry, else the first; SASL_PLAINTEXT served, no "
+       "SSL yet"),
     B("log.cleaner.delete.retention.ms", CN_CFG_INT64, "86400000", 0, I64_MAX,
       NULL, log_cleaner_delete_retention_ms,
       "Keep delete tombstones this long in compacted topics"),
@@ -273,6 +278,11 @@ static const struct cn_config_key broker_keys[] = {
       queued_max_requests,
       "Requests read and not yet handled, all connections, before no more "
       "are read (parked long-poll fetches and rebalances excepted)"),
+    BX("sasl.enabled.mechanisms", CN_CFG_LIST,
+       "SCRAM-SHA-512,SCRAM-SHA-256", 0, 0, NULL,
+       "Mechanisms a SASL_PLAINTEXT listener offers: SCRAM-SHA-512, "
+       "SCRAM-SHA-256, PLAIN (Cairn's default is the SCRAM pair; Kafka's "
+       "is GSSAPI, which Cairn does not have)"),
     BX("share.coordinator.state.topic.min.isr", CN_CFG_INT16, "2", 1,
        INT16_MAX, NULL, "Informational"),
     BX("share.coordinator.state.topic.replication.factor", CN_CFG_INT16, "3",

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "authz.h"
+#include "handlers.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/say.h"
@@ -307,6 +308,8 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         goto out_free;
     if (cn_authz_open(b, err, err_len) != 0)
         goto out_free;
+    if (cn_sasl_open(b, err, err_len) != 0)
+        goto out_free;
     cn_broker_warn_config(cfg);
     rc = cn_pidalloc_open(&b->pids, b->data_dir);
     if (rc) {
@@ -349,6 +352,7 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         .max_queued_bytes = cfg->queued_max_request_bytes,
         .done_cb = cn_metrics_request_done,
         .abandon_cb = on_req_abandoned,
+        .sasl = cfg->listen_sasl,
     };
     rc = cn_server_start(loop, &sc, cn_dispatch, b, &b->server);
     if (rc) {
@@ -400,6 +404,7 @@ out_topics:
     cn_txn_coord_free(b);
     cn_topics_close_all(b);
 out_free:
+    cn_sasl_close(b);
     cn_authz_close(b);
     cn_metrics_free(b);
     if (bp->lock_fd >= 0)
@@ -499,6 +504,7 @@ void cn_broker_free(struct cn_broker *b)
     cn_topics_close_all(b);
     cn_txn_coord_free(b);
     cn_group_coord_free(b);
+    cn_sasl_close(b);
     cn_authz_close(b);
     cn_metrics_free(b);
     if (bp->lock_fd >= 0)

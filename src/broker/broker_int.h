@@ -108,6 +108,8 @@ struct cn_broker {
     int64_t authz_log_ms;           /* window of the audit rate limit */
     int authz_log_n;                /* refusal lines in that window */
     long authz_log_hushed;          /* refusals not logged since */
+    struct cn_sasl_srv *sasl;       /* SASL settings, SCRAM credentials
+                                       (h_sasl.c) */
 
     uv_timer_t retention_timer;
     uv_timer_t expiry_timer;

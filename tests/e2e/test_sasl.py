@@ -1,0 +1,401 @@
+"""SASL on a SASL_PLAINTEXT listener: SCRAM-SHA-256/512 and PLAIN with real
+clients, and on the raw wire what no client sends (requests before
+authentication, garbage SCRAM, the v0 bare-token form, re-authentication
+and session expiry, KIP-368).
+
+Credentials are bootstrapped with `cairn --add-scram` before the broker
+starts, as an operator would.
+"""
+
+import base64
+import hashlib
+import hmac
+import os
+import struct
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import kafka_wire as kw
+from conftest import CAIRN_BIN, SLOW, Broker
+
+API_SASL_HANDSHAKE = 17
+API_SASL_AUTHENTICATE = 36
+UNSUPPORTED_SASL_MECHANISM = 33
+ILLEGAL_SASL_STATE = 34
+SASL_AUTHENTICATION_FAILED = 58
+
+USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+
+
+def add_scram(data_dir, *specs):
+    argv = [str(CAIRN_BIN), "--set", "log.dirs=%s" % data_dir]
+    for s in specs:
+        argv += ["--add-scram", s]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def sasl_broker(tmp_path):
+    """Make SASL_PLAINTEXT brokers with admin and alice as SCRAM users."""
+    made = []
+
+    def make(users=USERS, **sets):
+        b = Broker(tmp_path / ("b%d" % len(made)), sets)
+        b.sets.setdefault("sasl.enabled.mechanisms",
+                          "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN")
+        b.sets["listeners"] = "SASL_PLAINTEXT://127.0.0.1:%d" % b.port
+        specs = []
+        for u, p in users.items():
+            for m in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
+                specs.append("%s=[name=%s,password=%s]" % (m, u, p))
+        if specs:
+            r = add_scram(b.data_dir, *specs)
+            assert r.returncode == 0, r.stderr
+        made.append(b)
+        b.start()
+        return b
+
+    yield make
+    for b in made:
+        b._check_alive()
+        assert b.unexpected_exit is None, b.unexpected_exit
+        assert b.stop() in (None, 0), b.log_tail()
+
+
+def client_conf(b, mech, user="alice", pw=None):
+    return {"bootstrap.servers": b.bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mech, "sasl.username": user,
+            "sasl.password": USERS.get(user, "x") if pw is None else pw}
+
+
+# ---- a raw-wire SASL client ---------------------------------------------
+
+def handshake(sock, mech, version=1, corr=1):
+    sock.sendall(kw.request(API_SASL_HANDSHAKE, version, corr,
+                            kw.string(mech)))
+    body = kw.recv_frame(sock)
+    if body is None:
+        return None, []
+    r = kw.Reader(body)
+    assert r.i32() == corr
+    err = r.i16()
+    mechs = [r.string() for _ in range(r.i32())]
+    return err, mechs
+
+
+def authenticate(sock, token, version=1, corr=2):
+    """SaslAuthenticate; (error, message, bytes, lifetime) or None."""
+    flexible = version >= 2
+    body = (kw.uvarint(len(token) + 1) + token + kw.uvarint(0)) if flexible \
+        else struct.pack(">i", len(token)) + token
+    sock.sendall(kw.request(API_SASL_AUTHENTICATE, version, corr, body,
+                            flexible=flexible))
+    resp = kw.recv_frame(sock)
+    if resp is None:
+        return None
+    r = kw.Reader(resp)
+    assert r.i32() == corr
+    if flexible:
+        r.skip_tags()
+    err = r.i16()
+    msg = r.compact_string() if flexible else r.string()
+    n = r.uvarint() - 1 if flexible else r.i32()
+    data = resp[r.pos:r.pos + max(n, 0)]
+    r.pos += max(n, 0)
+    life = r.i64() if version >= 1 else None
+    return err, msg, data, life
+
+
+def _h(mech):
+    return hashlib.sha512 if mech.endswith("512") else hashlib.sha256
+
+
+class Scram:
+    """The client side of RFC 5802, enough to drive the broker."""
+
+    def __init__(self, mech, user, pw):
+        self.mech, self.user, self.pw = mech, user, pw
+        self.nonce = base64.b64encode(os.urandom(18)).decode()
+        self.bare = "n=%s,r=%s" % (user, self.nonce)
+
+    def first(self):
+        return ("n,," + self.bare).encode()
+
+    def final(self, server_first):
+        sf = server_first.decode()
+        attrs = dict(kv.split("=", 1) for kv in sf.split(","))
+        h = _h(self.mech)
+        salted = hashlib.pbkdf2_hmac(h().name, self.pw.encode(),
+                                     base64.b64decode(attrs["s"]),
+                                     int(attrs["i"]))
+        ck = hmac.new(salted, b"Client Key", h).digest()
+        sk = h(ck).digest()
+        without = "c=biws,r=%s" % attrs["r"]
+        auth = ",".join([self.bare, sf, without]).encode()
+        sig = hmac.new(sk, auth, h).digest()
+        proof = bytes(a ^ b for a, b in zip(ck, sig))
+        server_key = hmac.new(salted, b"Server Key", h).digest()
+        self.expect = base64.b64encode(
+            hmac.new(server_key, auth, h).digest()).decode()
+        return (without + ",p=" + base64.b64encode(proof).decode()).encode()
+
+
+def scram_login(sock, mech="SCRAM-SHA-512", user="alice", pw=None,
+                version=1):
+    """Handshake v1 + two SaslAuthenticate; the last answer."""
+    err, _ = handshake(sock, mech)
+    assert err == 0
+    c = Scram(mech, user, USERS.get(user, "x") if pw is None else pw)
+    a = authenticate(sock, c.first(), version, corr=2)
+    assert a is not None and a[0] == 0, a
+    a = authenticate(sock, c.final(a[2]), version, corr=3)
+    if a is not None and a[0] == 0:
+        assert a[2].decode() == "v=" + c.expect
+    return a
+
+
+def metadata_ok(sock, corr=9):
+    sock.sendall(kw.metadata_request_v1(corr))
+    body = kw.recv_frame(sock)
+    return body is not None and struct.unpack(">i", body[:4])[0] == corr
+
+
+# ---- real clients ---------------------------------------------------------
+
+@pytest.mark.parametrize("mech", ["SCRAM-SHA-512", "SCRAM-SHA-256",
+                                  "PLAIN"])
+def test_client_produce_consume(sasl_broker, mech):
+    """librdkafka (confluent_kafka) produces and consumes over each
+    mechanism."""
+    from confluent_kafka import Consumer, Producer
+    b = sasl_broker()
+    topic = "t-" + mech.lower()
+    p = Producer(dict(client_conf(b, mech), **{"acks": "all"}))
+    for i in range(5):
+        p.produce(topic, b"v%d" % i)
+    assert p.flush(30 * SLOW) == 0
+    c = Consumer(dict(client_conf(b, mech), **{
+        "group.id": "g", "auto.offset.reset": "earliest"}))
+    c.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + 30 * SLOW
+    while len(got) < 5 and time.monotonic() < deadline:
+        m = c.poll(1.0)
+        if m is not None and not m.error():
+            got.append(m.value())
+    c.close()
+    assert got == [b"v%d" % i for i in range(5)]
+    assert "authentication failed" not in open(b.log_path).read()
+
+
+def test_client_transactions_read_committed(sasl_broker):
+    """A transactional producer over SCRAM-SHA-512, read_committed sees
+    only the committed transaction."""
+    from confluent_kafka import Consumer, Producer
+    b = sasl_broker()
+    conf = client_conf(b, "SCRAM-SHA-512")
+    p = Producer(dict(conf, **{"transactional.id": "tx-sasl"}))
+    p.init_transactions(30 * SLOW)
+    p.begin_transaction()
+    p.produce("tx", b"aborted")
+    p.abort_transaction(30 * SLOW)
+    p.begin_transaction()
+    p.produce("tx", b"committed")
+    p.commit_transaction(30 * SLOW)
+    c = Consumer(dict(conf, **{"group.id": "g", "auto.offset.reset":
+                               "earliest", "isolation.level":
+                               "read_committed"}))
+    c.subscribe(["tx"])
+    got = []
+    deadline = time.monotonic() + 30 * SLOW
+    while not got and time.monotonic() < deadline:
+        m = c.poll(1.0)
+        if m is not None and not m.error():
+            got.append(m.value())
+    c.close()
+    assert got == [b"committed"]
+
+
+@pytest.mark.parametrize("mech,user,pw", [
+    ("SCRAM-SHA-512", "alice", "wrong"),
+    ("SCRAM-SHA-256", "nobody", "x"),
+    ("PLAIN", "alice", "wrong"),
+    ("PLAIN", "nobody", "x"),
+])
+def test_client_bad_credentials(sasl_broker, mech, user, pw):
+    """Wrong password and unknown user fail with an authentication error
+    (no hang, no crash) and leave an audit line without the password."""
+    from confluent_kafka import KafkaError, Producer
+    b = sasl_broker()
+    errors = []
+    p = Producer(dict(client_conf(b, mech, user, pw),
+                      error_cb=lambda e: errors.append(e)))
+    deadline = time.monotonic() + 30 * SLOW
+    while time.monotonic() < deadline and not any(
+            e.code() == KafkaError._AUTHENTICATION for e in errors):
+        p.poll(0.2)
+    assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), \
+        errors
+    log = open(b.log_path).read()
+    assert ("authentication failed: principal=User:%s mechanism=%s"
+            % (user, mech)) in log
+    assert pw not in log.replace("password", "")
+
+
+# ---- raw wire -------------------------------------------------------------
+
+def test_requests_before_authentication_close(sasl_broker):
+    """ApiVersions is served before authentication; Metadata closes the
+    connection; SaslAuthenticate before SaslHandshake is
+    ILLEGAL_SASL_STATE and closes; an unknown mechanism is
+    UNSUPPORTED_SASL_MECHANISM with the enabled list."""
+    b = sasl_broker(**{"sasl.enabled.mechanisms": "SCRAM-SHA-512"})
+    s = kw.connect("127.0.0.1", b.port)
+    s.sendall(kw.api_versions_request(1))
+    _, err, apis = kw.parse_api_versions(kw.recv_frame(s), 3)
+    assert err == 0 and apis[17] == (0, 1) and apis[36] == (0, 2)
+    s.sendall(kw.metadata_request_v1(2))
+    assert kw.wait_closed(s, 10 * SLOW)
+
+    s = kw.connect("127.0.0.1", b.port)
+    a = authenticate(s, b"n,,n=alice,r=abc")
+    assert a is not None and a[0] == ILLEGAL_SASL_STATE
+    assert kw.wait_closed(s, 10 * SLOW)
+
+    s = kw.connect("127.0.0.1", b.port)
+    err, mechs = handshake(s, "PLAIN")
+    assert err == UNSUPPORTED_SASL_MECHANISM and mechs == ["SCRAM-SHA-512"]
+    assert kw.wait_closed(s, 10 * SLOW)
+
+    s = kw.connect("127.0.0.1", b.port)
+    assert scram_login(s)[0] == 0
+    assert metadata_ok(s)
+    # Authenticated: a second SaslAuthenticate is out of order, answered.
+    a = authenticate(s, b"n,,n=alice,r=abc", corr=4)
+    assert a[0] == ILLEGAL_SASL_STATE
+    assert metadata_ok(s, 5)
+
+
+@pytest.mark.parametrize("msgs", [
+    [b"garbage"],
+    [b""],
+    [b"n,,n=alice"],
+    [b"y,,n=alice,r=x" + b"\xff" * 2000],
+    [b"n,,n=alice,r=abc", b"c=biws,r=WRONG,p=AAAA"],
+    [b"n,,n=alice,r=abc", b"\x00" * 50],
+])
+def test_garbage_scram(sasl_broker, msgs):
+    """Malformed SCRAM messages: SASL_AUTHENTICATION_FAILED with a message,
+    the connection closed, the broker still serving."""
+    b = sasl_broker()
+    s = kw.connect("127.0.0.1", b.port)
+    assert handshake(s, "SCRAM-SHA-256")[0] == 0
+    a = None
+    for i, m in enumerate(msgs):
+        a = authenticate(s, m, version=2, corr=10 + i)
+        if a is None or a[0] != 0:
+            break
+    assert a is not None and a[0] == SASL_AUTHENTICATION_FAILED, a
+    assert a[1]
+    assert kw.wait_closed(s, 10 * SLOW)
+    s = kw.connect("127.0.0.1", b.port)
+    assert scram_login(s, "SCRAM-SHA-256", version=2)[0] == 0
+    assert metadata_ok(s)
+
+
+def test_v0_bare_tokens(sasl_broker):
+    """SaslHandshake v0, then bare tokens (no Kafka header, frames under 8
+    bytes allowed): PLAIN succeeds with an empty token; SCRAM runs both
+    rounds bare; a bad bare token closes the connection."""
+    b = sasl_broker()
+    s = kw.connect("127.0.0.1", b.port)
+    assert handshake(s, "PLAIN", version=0)[0] == 0
+    s.sendall(kw.frame(b"\x00alice\x00alice-secret"))
+    assert kw.recv_frame(s) == b""
+    assert metadata_ok(s)
+
+    s = kw.connect("127.0.0.1", b.port)
+    assert handshake(s, "SCRAM-SHA-512", version=0)[0] == 0
+    c = Scram("SCRAM-SHA-512", "admin", "admin-secret")
+    s.sendall(kw.frame(c.first()))
+    sf = kw.recv_frame(s)
+    s.sendall(kw.frame(c.final(sf)))
+    assert kw.recv_frame(s).decode() == "v=" + c.expect
+    assert metadata_ok(s)
+
+    s = kw.connect("127.0.0.1", b.port)
+    assert handshake(s, "PLAIN", version=0)[0] == 0
+    s.sendall(kw.frame(b"\x00a"))  # 6 bytes: a token, not a request
+    assert kw.wait_closed(s, 10 * SLOW)
+    s = kw.connect("127.0.0.1", b.port)
+    assert handshake(s, "PLAIN", version=0)[0] == 0
+    s.sendall(kw.frame(b"\x00alice\x00wrong"))
+    assert kw.wait_closed(s, 10 * SLOW)
+    assert "principal=User:alice mechanism=PLAIN" in open(b.log_path).read()
+
+
+def test_reauthentication_and_expiry(sasl_broker):
+    """connections.max.reauth.ms: SaslAuthenticate v1 tells the lifetime;
+    a client may re-authenticate on the same connection (even after the
+    session ended); a connection whose session ended is closed at its next
+    request; a re-authentication may not change the principal."""
+    life = 3000
+    b = sasl_broker(**{"connections.max.reauth.ms": str(life)})
+    s1 = kw.connect("127.0.0.1", b.port, timeout=10 * SLOW)
+    s2 = kw.connect("127.0.0.1", b.port, timeout=10 * SLOW)
+    s3 = kw.connect("127.0.0.1", b.port, timeout=10 * SLOW)
+    for s in (s1, s2):
+        a = scram_login(s)
+        assert a[0] == 0 and a[3] == life
+    assert scram_login(s3, user="admin")[0] == 0
+    time.sleep(life / 1000.0 + 0.5)
+    # s1 re-authenticates, then is served.
+    a = scram_login(s1)
+    assert a[0] == 0 and a[3] == life
+    # s2 did not: its next request closes it.
+    s2.sendall(kw.metadata_request_v1(7))
+    assert kw.wait_closed(s2, 10 * SLOW)
+    # s3 tries to become alice.
+    a = scram_login(s3, user="alice")
+    assert a is not None and a[0] == SASL_AUTHENTICATION_FAILED
+    assert "Cannot change principals" in a[1]
+    assert kw.wait_closed(s3, 10 * SLOW)
+    assert metadata_ok(s1)
+
+
+def test_no_reauth_when_off(sasl_broker):
+    """With connections.max.reauth.ms=0 the session never expires and a
+    second SaslHandshake is ILLEGAL_SASL_STATE (as Kafka's KafkaApis)."""
+    b = sasl_broker()
+    s = kw.connect("127.0.0.1", b.port)
+    a = scram_login(s)
+    assert a[0] == 0 and a[3] == 0
+    assert handshake(s, "SCRAM-SHA-512", corr=5)[0] == ILLEGAL_SASL_STATE
+    assert metadata_ok(s)
+
+
+def test_add_scram_and_corrupt_store(tmp_path):
+    """--add-scram checks its argument; a damaged credential file stops
+    the broker from starting, naming the file."""
+    d = tmp_path / "data"
+    r = add_scram(d, "SCRAM-SHA-1=[name=a,password=b]")
+    assert r.returncode != 0 and "unknown SCRAM mechanism" in r.stderr
+    r = add_scram(d, "SCRAM-SHA-512=[name=a,password=b,iterations=10]")
+    assert r.returncode != 0 and "iterations" in r.stderr
+    r = add_scram(d, "SCRAM-SHA-256=[name=a,iterations=8192,"
+                     "salt=\"MWx2NHBkbnc0ZndxN25vdGN4bTB5eTFrN3E=\","
+                     "saltedpassword=\"mT0yyUUxnlJaC99HXgRTSYlbuqa4FSGtJCJf"
+                     "TMvjYCE=\"]")
+    assert r.returncode == 0, r.stderr
+    path = d / "scram-credentials"
+    raw = bytearray(path.read_bytes())
+    raw[20] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    r = subprocess.run([str(CAIRN_BIN), "--set", "log.dirs=%s" % d,
+                        "--set", "http.listener="],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and str(path) in r.stderr, r.stderr
