@@ -61,6 +61,8 @@ const struct cn_handler cn_handlers[] = {
     {42, 0, 2, 0, cn_h_delete_groups},
     {44, 0, 1, 0, cn_h_incremental_alter_configs},
     {47, 0, 0, 0, cn_h_offset_delete},
+    {50, 0, 0, 0, cn_h_describe_user_scram_credentials},
+    {51, 0, 0, 0, cn_h_alter_user_scram_credentials},
     {60, 0, 1, 0, cn_h_describe_cluster},
     {61, 0, 0, 0, cn_h_describe_producers},
     {65, 0, 0, 0, cn_h_describe_transactions},
@@ -79,7 +81,8 @@ static bool authz_checked(int16_t key)
     static const int16_t keys[] = {0,  1,  2,  3,  8,  9,  10, 11, 12, 13,
                                    14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
                                    24, 25, 26, 27, 28, 29, 30, 31, 32, 33,
-                                   36, 37, 42, 44, 47, 60, 61, 65, 66};
+                                   36, 37, 42, 44, 47, 50, 51, 60, 61, 65,
+                                   66};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (keys[i] == key)
             return true;

@@ -61,6 +61,15 @@ void cn_h_sasl_handshake(struct cn_broker *b, struct cn_req *req,
 void cn_h_sasl_authenticate(struct cn_broker *b, struct cn_req *req,
                             const struct cn_req_header *h,
                             struct cn_rd *body);
+/* h_scram.c: KIP-554 credential management. */
+void cn_h_describe_user_scram_credentials(struct cn_broker *b,
+                                          struct cn_req *req,
+                                          const struct cn_req_header *h,
+                                          struct cn_rd *body);
+void cn_h_alter_user_scram_credentials(struct cn_broker *b,
+                                       struct cn_req *req,
+                                       const struct cn_req_header *h,
+                                       struct cn_rd *body);
 void cn_h_metadata(struct cn_broker *b, struct cn_req *req,
                    const struct cn_req_header *h, struct cn_rd *body);
 void cn_h_produce(struct cn_broker *b, struct cn_req *req,

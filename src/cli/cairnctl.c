@@ -57,6 +57,11 @@ static const char usage_text[] =
     "  acls remove --resource TYPE[:NAME] [--pattern-type P] [--principal P]\n"
     "              [--host H] [--operation OP] [--deny]\n"
     "    TYPE: topic, group, transactional_id, cluster (Kafka's names)\n"
+    "  users list [--user NAME]\n"
+    "  users set --user NAME [--password P] [--mechanism M] [--iterations N]\n"
+    "    SCRAM credential (M: SCRAM-SHA-512, the default, or SCRAM-SHA-256);\n"
+    "    salted here, the password is read from stdin without --password\n"
+    "  users delete --user NAME [--mechanism M]\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --bootstrap-server HOST:PORT  broker to talk to (default "
@@ -118,7 +123,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         "--max-transaction-timeout", "--start-offset", "--producer-epoch",
         "--coordinator-epoch", "--group", "--to-offset", "--shift-by",
         "--resource", "--pattern-type", "--principal", "--host",
-        "--operation",
+        "--operation", "--user", "--password", "--mechanism", "--iterations",
     };
 
     o->bootstrap = "127.0.0.1:9092";
@@ -330,6 +335,19 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->seen |= OPT_OPERATION;
         } else if (strcmp(name, "--deny") == 0) {
             o->seen |= OPT_DENY;
+        } else if (strcmp(name, "--user") == 0) {
+            o->user = val;
+            o->users_opts = true;
+        } else if (strcmp(name, "--password") == 0) {
+            o->password = val;
+            o->users_opts = true;
+        } else if (strcmp(name, "--mechanism") == 0) {
+            o->mechanism = val;
+            o->users_opts = true;
+        } else if (strcmp(name, "--iterations") == 0) {
+            if (!parse_int32(val, 1, &o->iterations))
+                return usage_error("bad --iterations '%s'", val);
+            o->users_opts = true;
         } else {
             return usage_error("unknown option '%s'", name);
         }
@@ -393,6 +411,9 @@ static const struct command commands[] = {
      OPT_RESOURCE | OPT_PATTERN | OPT_PRINCIPAL | OPT_HOST | OPT_OPERATION |
          OPT_DENY,
      OPT_RESOURCE, cmd_acls_remove},
+    {"users", "list", 0, 0, cmd_users_list},
+    {"users", "set", 0, 0, cmd_users_set},
+    {"users", "delete", 0, 0, cmd_users_delete},
     /* One word: the action is NULL. */
     {"lso-gap", NULL, OPT_TOPIC, 0, cmd_lso_gap},
 };
@@ -530,6 +551,9 @@ static int run(int argc, char **argv, struct opts *o)
             return EXIT_USAGE;
         }
     }
+    if (o->users_opts && strcmp(cmd->group, "users") != 0)
+        return usage_error("--user, --password, --mechanism and --iterations "
+                           "are for 'users' commands");
     if (cmd->run == cmd_configs_alter && o->nsets + o->ndeletes == 0)
         return usage_error("'configs alter' needs --set or --delete");
     if (cmd->run == cmd_txn_find_hanging && (o->seen & OPT_BROKER) &&

@@ -121,6 +121,12 @@ struct opts {
     const char *principal; /* --principal User:NAME */
     const char *host;      /* --host IP or * */
     const char *operation; /* --operation READ|WRITE|... */
+    /* users: no OPT_* bits left, so these are checked by hand (run()). */
+    const char *user;      /* --user NAME */
+    const char *password;  /* --password P (else stdin) */
+    const char *mechanism; /* --mechanism SCRAM-SHA-256|SCRAM-SHA-512 */
+    int32_t iterations;    /* --iterations N, 0: 4096 */
+    bool users_opts;       /* one of the four was given */
 };
 
 /* One command's connections and the arena its responses live in. */
@@ -217,6 +223,9 @@ int cmd_txn_find_hanging(struct ctx *x);
 int cmd_txn_abort(struct ctx *x);
 int cmd_lso_gap(struct ctx *x);
 /* cmd_acls.c */
+int cmd_users_list(struct ctx *x);
+int cmd_users_set(struct ctx *x);
+int cmd_users_delete(struct ctx *x);
 int cmd_acls_list(struct ctx *x);
 int cmd_acls_add(struct ctx *x);
 int cmd_acls_remove(struct ctx *x);
