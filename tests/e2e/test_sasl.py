@@ -491,3 +491,123 @@ def test_cairnctl_users_and_alter_errors(broker_factory):
     assert scram_login(s, "SCRAM-SHA-256", "bob", "bob-pw")[0] == 0
     s = kw.connect("127.0.0.1", b.port)
     assert scram_login(s, "SCRAM-SHA-512", "bob", "bob-pw")[0] == 0
+
+
+# ---- two principals under the authorizer ----------------------------------
+
+class SaslClient(kw.Client):
+    """A raw connection authenticated with SCRAM-SHA-512."""
+
+    def __init__(self, port, user, pw):
+        self.sock = kw.connect("127.0.0.1", port, timeout=10 * SLOW)
+        self.corr = 10
+        a = scram_login(self.sock, "SCRAM-SHA-512", user, pw)
+        assert a is not None and a[0] == 0, (user, a)
+
+
+def test_two_principals_transactional_acls(sasl_broker):
+    """With the authorizer on: User:app holding exactly the ACLs of a
+    transactional read-process-write app commits; User:mallory, without
+    WRITE on the transactional id, cannot fence it (InitProducerId), end
+    or abort its transaction (EndTxn, WriteTxnMarkers) or see it in
+    ListTransactions, and the app's transaction still commits."""
+    import test_acl as ta
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    users = {"admin": "admin-secret", "app": "app-secret",
+             "mallory": "mallory-secret"}
+    USERS.update(users)
+    inp, out, group, tid = "s-in", "s-out", "s-group", "s-tx"
+    b = sasl_broker(users, **{"authorizer.class.name": ta.STANDARD,
+                              "super.users": "User:admin",
+                              "allow.everyone.if.no.acl.found": "false",
+                              "auto.create.topics.enable": "false"})
+    admin_conf = client_conf(b, "SCRAM-SHA-512", "admin")
+    admin = AdminClient(admin_conf)
+    fs = admin.create_topics(
+        [NewTopic(t, 1, 1) for t in (inp, out)], operation_timeout=30)
+    for f in fs.values():
+        f.result(30 * SLOW)
+    p = Producer(admin_conf)
+    for i in range(5):
+        p.produce(inp, b"v%d" % i, partition=0)
+    assert p.flush(30 * SLOW) == 0
+
+    a = SaslClient(b.port, "admin", users["admin"])
+    app_acls = [(ta.TOPIC, inp, ta.LITERAL, "User:app", "*", ta.READ,
+                 ta.ALLOW),
+                (ta.TOPIC, out, ta.LITERAL, "User:app", "*", ta.WRITE,
+                 ta.ALLOW),
+                (ta.GROUP, group, ta.LITERAL, "User:app", "*", ta.READ,
+                 ta.ALLOW),
+                (ta.TXN, tid, ta.LITERAL, "User:app", "*", ta.WRITE,
+                 ta.ALLOW),
+                # mallory may write the topic, just not as the app.
+                (ta.TOPIC, out, ta.LITERAL, "User:mallory", "*", ta.WRITE,
+                 ta.ALLOW)]
+    res = ta.parse_create_acls(a.call(ta.create_acls_request, app_acls))
+    assert all(e == 0 for e, _ in res), res
+
+    conf = client_conf(b, "SCRAM-SHA-512", "app")
+    prod = Producer(dict(conf, **{"transactional.id": tid}))
+    prod.init_transactions(30 * SLOW)
+    cons = Consumer(dict(conf, **{"group.id": group,
+                                  "enable.auto.commit": False,
+                                  "auto.offset.reset": "earliest",
+                                  "isolation.level": "read_committed"}))
+    cons.subscribe([inp])
+    got = []
+    deadline = time.monotonic() + 30 * SLOW
+    while len(got) < 5 and time.monotonic() < deadline:
+        m = cons.poll(1.0)
+        if m is not None and not m.error():
+            got.append(m)
+    assert len(got) == 5
+    prod.begin_transaction()
+    for m in got:
+        prod.produce(out, m.value().upper(), partition=0)
+    assert prod.flush(30 * SLOW) == 0
+
+    # The transaction is open: what the admin sees of it.
+    _, d = kw.parse_describe_transactions(
+        a.call(kw.describe_transactions_request, [tid]))
+    assert d[tid]["error"] == 0 and d[tid]["state"] == "Ongoing", d
+    pid, epoch = d[tid]["producer_id"], d[tid]["producer_epoch"]
+
+    m = SaslClient(b.port, "mallory", users["mallory"])
+    assert m.init_producer_id(version=4, transactional_id=tid)[0] == \
+        ta.TXN_AUTH
+    assert kw.parse_end_txn(m.call(kw.end_txn_request, tid, pid, epoch,
+                                   False), 1)[1] == ta.TXN_AUTH
+    _, marks = kw.parse_write_txn_markers(m.call(
+        kw.write_txn_markers_request, pid, epoch, False, {out: [0]}))
+    assert set(marks.values()) == {ta.CLUSTER_AUTH}, marks
+    _, err, _, listed = kw.parse_list_transactions(
+        m.call(kw.list_transactions_request))
+    assert err == 0 and tid not in listed
+    _, _, _, listed = kw.parse_list_transactions(
+        a.call(kw.list_transactions_request))
+    assert tid in listed
+    # mallory may still produce idempotently to the topic she may write.
+    assert m.init_producer_id(version=4)[0] == 0
+
+    prod.send_offsets_to_transaction(
+        cons.position(cons.assignment()), cons.consumer_group_metadata(),
+        30 * SLOW)
+    prod.commit_transaction(30 * SLOW)
+    cons.close()
+    check = Consumer(dict(admin_conf, **{"group.id": "check",
+                                         "auto.offset.reset": "earliest",
+                                         "isolation.level":
+                                         "read_committed"}))
+    check.subscribe([out])
+    seen = []
+    deadline = time.monotonic() + 30 * SLOW
+    while len(seen) < 5 and time.monotonic() < deadline:
+        msg = check.poll(1.0)
+        if msg is not None and not msg.error():
+            seen.append(msg.value())
+    check.close()
+    assert seen == [b"V%d" % i for i in range(5)]
+    log = open(b.log_path).read()
+    assert "DENIED principal=User:mallory" in log
