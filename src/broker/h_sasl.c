@@ -477,6 +477,8 @@ static void step(struct cn_broker *b, struct cn_req *req,
                  const struct step_ctx *sc, const uint8_t *tok, size_t len)
 {
     struct exch *x = cn_req_auth_state(req);
+    if (!tok)
+        tok = (const uint8_t *)""; /* an empty token has no pointer */
     if (!cn_req_conn_sasl(req) ||
         (cn_req_authenticated(req) && !(x && x->reauth))) {
         /* As Kafka's KafkaApis, the connection stays. */

@@ -632,7 +632,7 @@ int cn_scram_server_step(struct cn_scram_server *s, const uint8_t *in,
     if (!cn_scram_key_len(s->mech))
         return fail(s, CN_EINVAL, why, why_len, "unknown SCRAM mechanism");
     /* Text messages: a NUL inside is malformed, never a terminator. */
-    if (memchr(in, '\0', in_len) || in_len > CN_SCRAM_MSG_MAX)
+    if ((in_len && memchr(in, '\0', in_len)) || in_len > CN_SCRAM_MSG_MAX)
         return fail(s, CN_EINVAL, why, why_len, "Invalid SCRAM message");
     const char *m = (const char *)in;
     switch (s->state) {
