@@ -6,8 +6,9 @@
  * the cluster (CLUSTER_AUTHORIZATION_FAILED otherwise).  Describe of no
  * users (null or empty) lists every user with a credential; a named user
  * without one is RESOURCE_NOT_FOUND, a name given twice DUPLICATE_RESOURCE.
- * Alter answers once per user: a user named twice in one request is
- * DUPLICATE_RESOURCE, an unknown mechanism UNSUPPORTED_SASL_MECHANISM,
+ * Alter answers once per user: a (user, mechanism) named twice in one
+ * request is DUPLICATE_RESOURCE for the user (kafka-configs.sh sends both
+ * mechanisms of a user in one request), an unknown mechanism UNSUPPORTED_SASL_MECHANISM,
  * iterations outside 4096..16384 or a bad salt UNACCEPTABLE_CREDENTIAL,
  * deleting what does not exist RESOURCE_NOT_FOUND.  The accepted changes
  * are written to disk together before they are used.
@@ -143,19 +144,22 @@ struct alter_user {
     struct cn_bytes name;
     int16_t err;
     const char *msg;
-    int changes;
+    unsigned mechs;        /* bit per mechanism named for the user */
+    bool dup;              /* one named twice */
 };
 
 static struct alter_user *alter_user_get(struct alter_user *u, int32_t *n,
-                                         struct cn_bytes name)
+                                         struct cn_bytes name, int mech)
 {
+    unsigned bit = mech >= 0 && mech < 8 ? 1u << mech : 0x100u;
     for (int32_t i = 0; i < *n; i++)
         if (bytes_eq(u[i].name, name)) {
-            u[i].changes++;
+            u[i].dup = u[i].dup || (u[i].mechs & bit);
+            u[i].mechs |= bit;
             return &u[i];
         }
     u[*n].name = name;
-    u[*n].changes = 1;
+    u[*n].mechs = bit;
     return &u[(*n)++];
 }
 
@@ -204,7 +208,7 @@ void cn_h_alter_user_scram_credentials(struct cn_broker *b,
             del ? NULL : &rq.upsertions[i - rq.deletions_len];
         struct cn_bytes name = del ? d->name : up->name;
         int mech = del ? d->mechanism : up->mechanism;
-        struct alter_user *u = alter_user_get(users, &nu, name);
+        struct alter_user *u = alter_user_get(users, &nu, name, mech);
         owner[i] = (int)(u - users);
         if (!allowed) {
             alter_fail(u, KAFKA_CLUSTER_AUTHORIZATION_FAILED, NULL);
@@ -264,7 +268,7 @@ void cn_h_alter_user_scram_credentials(struct cn_broker *b,
         ch[i].cred = c;
     }
     for (int32_t k = 0; k < nu; k++)
-        if (users[k].changes > 1 && allowed) {
+        if (users[k].dup && allowed) {
             users[k].err = KAFKA_DUPLICATE_RESOURCE;
             users[k].msg = "A user credential cannot be altered twice in "
                            "the same request";
