@@ -650,9 +650,9 @@ def test_kafka_configs_and_cairnctl_agree(broker_factory, tmp_path):
     describes."""
     import java_harness
     from conftest import ok
-    from test_kafka_cli import CONFIGS, Cli
+    from test_kafka_cli import CONFIGS
     b = broker_factory()
-    cli = Cli(java_harness.classpath(), tmp_path, b, CONFIGS)
+    cli = fast_cli(java_harness.classpath(), tmp_path, b, CONFIGS)
     cli.ok("--alter", "--entity-type", "users", "--entity-name", "alice",
            "--add-config",
            "SCRAM-SHA-512=[iterations=8192,password=alice-pw],"
@@ -708,3 +708,75 @@ def test_kafkajs(sasl_broker):
     assert lines[3]["event"] == "error", lines[3]
     assert "SASL" in lines[3]["type"] or "SASL" in lines[3]["message"], \
         lines[3]
+
+
+def jaas_props(path, mech, user, pw):
+    module = ("org.apache.kafka.common.security.plain.PlainLoginModule"
+              if mech == "PLAIN" else
+              "org.apache.kafka.common.security.scram.ScramLoginModule")
+    path.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=%s\n"
+        "sasl.jaas.config=%s required username=\"%s\" password=\"%s\";\n"
+        % (mech, module, user, pw))
+    return str(path)
+
+
+def fast_cli(cp, tmp_path, b, main):
+    """test_kafka_cli's Cli with the JVM flags that start it sooner."""
+    import java_harness
+    from test_kafka_cli import TIMEOUT, Cli
+
+    class Fast(Cli):
+        def run(self, *args):
+            self.n += 1
+            err = self.tmp / ("%s.%d.stderr" % (self.main.rsplit(".", 1)[1],
+                                               self.n))
+            res = java_harness.run_java(
+                self.cp, self.main,
+                ["--bootstrap-server", self.broker.bootstrap] + list(args),
+                TIMEOUT, err, jvm_args=java_harness.FAST_START)
+            return res.returncode, res.stdout, err.read_text()
+    return Fast(cp, tmp_path, b, main)
+
+
+@release_only
+def test_java_clients(sasl_broker, tmp_path):
+    """The Java client (Kafka 4.4.0, through Kafka's own tools): a
+    transactional producer over SCRAM-SHA-512, a read_committed consumer
+    over PLAIN, and the admin client over SCRAM-SHA-256 adding a user
+    (AlterUserScramCredentials on an authenticated connection) who can
+    then log in."""
+    import java_harness
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from test_kafka_cli import (CONFIGS, CONSUMER_PERF, PERF_SUMMARY,
+                                PRODUCER_PERF)
+    b = sasl_broker()
+    admin = AdminClient(client_conf(b, "SCRAM-SHA-512", "admin"))
+    admin.create_topics([NewTopic("jt", 1, 1)])["jt"].result(30 * SLOW)
+    cp = java_harness.classpath()
+    n = 500
+    pp = fast_cli(cp, tmp_path, b, PRODUCER_PERF)
+    out = pp.ok("--topic", "jt", "--num-records", str(n), "--record-size",
+                "50", "--throughput", "-1", "--transactional-id", "jt-tx",
+                "--transaction-duration-ms", "200", "--command-config",
+                jaas_props(tmp_path / "p.properties", "SCRAM-SHA-512",
+                           "admin", "admin-secret"))
+    assert [int(x) for x in PERF_SUMMARY.findall(out)] == [n], out
+    cons = fast_cli(cp, tmp_path, b, CONSUMER_PERF)
+    out = cons.ok("--topic", "jt", "--num-records", str(n), "--group", "jg",
+                  "--timeout", str(60000 * SLOW), "--command-property",
+                  "isolation.level=read_committed", "--command-config",
+                  jaas_props(tmp_path / "c.properties", "PLAIN", "alice",
+                             "alice-secret"))
+    lines = [x for x in out.splitlines() if x.strip()]
+    row = dict(zip([x.strip() for x in lines[-2].split(",")],
+                   [x.strip() for x in lines[-1].split(",")]))
+    assert row["data.consumed.in.nMsg"] == str(n), out
+    cfg = fast_cli(cp, tmp_path, b, CONFIGS)
+    cfg.ok("--command-config",
+           jaas_props(tmp_path / "a.properties", "SCRAM-SHA-256", "admin",
+                      "admin-secret"),
+           "--alter", "--entity-type", "users", "--entity-name", "carol",
+           "--add-config", "SCRAM-SHA-512=[password=carol-pw]")
+    s = kw.connect("127.0.0.1", b.port)
+    assert scram_login(s, "SCRAM-SHA-512", "carol", "carol-pw")[0] == 0
