@@ -52,6 +52,9 @@ struct exch {
     bool raw;              /* SaslHandshake v0: bare tokens follow */
     bool reauth;           /* begun on an authenticated connection */
     bool busy;             /* a PLAIN check is on a worker */
+    bool done;             /* authenticated; kept for the mechanism */
+    int prev_mech;         /* re-authentication: the session's mechanism,
+                              which it may not change (as Kafka) */
     struct cn_scram_server scram;
 };
 
@@ -275,6 +278,7 @@ void cn_h_sasl_handshake(struct cn_broker *b, struct cn_req *req,
         handshake_answer(b, req, h, KAFKA_UNSUPPORTED_SASL_MECHANISM, true);
         return;
     }
+    int prev = authed && x && x->done ? x->mech : 0;
     x = calloc(1, sizeof *x);
     if (!x) {
         cn_req_bad(req, h, CN_ENOMEM);
@@ -283,6 +287,7 @@ void cn_h_sasl_handshake(struct cn_broker *b, struct cn_req *req,
     x->mech = m;
     x->raw = h->api_version == 0;
     x->reauth = authed;
+    x->prev_mech = prev;
     if (m != MECH_PLAIN)
         cn_scram_server_init(&x->scram, m == MECH_SCRAM512 ? CN_SCRAM_SHA512
                                                            : CN_SCRAM_SHA256);
@@ -374,14 +379,12 @@ static void auth_ok(struct cn_broker *b, struct cn_req *req,
              mech_names[x->mech], x->reauth ? ", re-authentication" : "");
     if (sc->raw)
         cn_req_set_raw_tokens(req, false);
-    /* Copied before the exchange (which may own tok) is freed. */
-    uint8_t *copy = NULL;
-    if (tok_len) {
-        copy = cn_arena_alloc(&req->arena, tok_len);
-        if (copy)
-            memcpy(copy, tok, tok_len);
-    }
-    cn_req_set_auth_state(req, NULL, NULL);
+    /* The exchange stays, done, for the mechanism a re-authentication
+     * must keep; its SCRAM state is wiped. */
+    OPENSSL_cleanse(&x->scram, sizeof x->scram);
+    x->done = true;
+    x->reauth = false;
+    const uint8_t *copy = tok;
     auth_answer(b, req, sc, KAFKA_NONE, NULL, copy, copy ? tok_len : 0,
                 life > 0 ? life : 0, false);
 }
@@ -499,6 +502,15 @@ static void step(struct cn_broker *b, struct cn_req *req,
                     NULL, 0, 0, true);
         return;
     }
+    if (x->prev_mech && x->prev_mech != x->mech) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "SASL mechanism '%s' requested by client is not supported "
+                 "for re-authentication of mechanism '%s'",
+                 mech_names[x->mech], mech_names[x->prev_mech]);
+        auth_fail(b, req, sc, x, NULL, why);
+        return;
+    }
     if (x->mech == MECH_PLAIN) {
         plain_step(b, req, sc, x, tok, len);
         return;
@@ -552,7 +564,7 @@ void cn_sasl_raw_token(struct cn_broker *b, struct cn_req *req)
 {
     struct exch *x = cn_req_auth_state(req);
     struct step_ctx sc = {.raw = true};
-    if (!x || !x->raw) {
+    if (!x || !x->raw || x->done) {
         CN_WARN("closing %s: bare SASL token outside an exchange",
                 cn_req_peer(req));
         close_now(req);

@@ -366,7 +366,8 @@ def test_reauthentication_and_expiry(sasl_broker):
     """connections.max.reauth.ms: SaslAuthenticate v1 tells the lifetime;
     a client may re-authenticate on the same connection (even after the
     session ended); a connection whose session ended is closed at its next
-    request; a re-authentication may not change the principal."""
+    request; a re-authentication may not change the principal or the
+    mechanism."""
     life = 3000
     b = sasl_broker(**{"connections.max.reauth.ms": str(life)})
     s1 = kw.connect("127.0.0.1", b.port, timeout=10 * SLOW)
@@ -376,6 +377,15 @@ def test_reauthentication_and_expiry(sasl_broker):
         a = scram_login(s)
         assert a[0] == 0 and a[3] == life
     assert scram_login(s3, user="admin")[0] == 0
+    # Re-authentication keeps the mechanism (as Kafka).
+    s4 = kw.connect("127.0.0.1", b.port, timeout=10 * SLOW)
+    assert scram_login(s4)[0] == 0
+    assert handshake(s4, "SCRAM-SHA-256", corr=20)[0] == 0
+    a = authenticate(s4, Scram("SCRAM-SHA-256", "alice",
+                               "alice-secret").first(), corr=21)
+    assert a is not None and a[0] == SASL_AUTHENTICATION_FAILED, a
+    assert "not supported for re-authentication" in a[1]
+    assert kw.wait_closed(s4, 10 * SLOW)
     time.sleep(life / 1000.0 + 0.5)
     # s1 re-authenticates, then is served.
     a = scram_login(s1)
