@@ -211,6 +211,8 @@ bool cn_sasl_gate(struct cn_broker *b, struct cn_req *req,
 
 /* ---- SaslHandshake ---------------------------------------------------- */
 
+/* The enabled mechanisms go with success and UNSUPPORTED_SASL_MECHANISM;
+ * Kafka's ILLEGAL_SASL_STATE answer (KafkaApis) has an empty list. */
 static void handshake_answer(struct cn_broker *b, struct cn_req *req,
                              const struct cn_req_header *h, int16_t err,
                              bool close)
@@ -224,9 +226,10 @@ static void handshake_answer(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
-    for (int i = 0; i < s->n_enabled; i++)
+    int n = err == KAFKA_ILLEGAL_SASL_STATE ? 0 : s->n_enabled;
+    for (int i = 0; i < n; i++)
         resp.mechanisms[i] = cn_bytes_str(mech_names[s->enabled[i]]);
-    resp.mechanisms_len = s->n_enabled;
+    resp.mechanisms_len = n;
     cn_resp_begin(req, h);
     cn_sasl_handshake_response_encode(&req->resp, h->api_version, &resp);
     if (close)

@@ -6,9 +6,11 @@
  * the cluster (CLUSTER_AUTHORIZATION_FAILED otherwise).  Describe of no
  * users (null or empty) lists every user with a credential; a named user
  * without one is RESOURCE_NOT_FOUND, a name given twice DUPLICATE_RESOURCE.
- * Alter answers once per user: a (user, mechanism) named twice in one
- * request is DUPLICATE_RESOURCE for the user (kafka-configs.sh sends both
- * mechanisms of a user in one request), an unknown mechanism UNSUPPORTED_SASL_MECHANISM,
+ * Alter answers once per user, as Kafka's ScramControlManager: deletions
+ * then upsertions are checked in order, a user's first error is its
+ * answer and its later changes are ignored; a user changed twice (any
+ * mechanisms: Kafka 4.4 refuses kafka-configs.sh's two mechanisms in one
+ * --add-config too) is DUPLICATE_RESOURCE, an unknown mechanism UNSUPPORTED_SASL_MECHANISM,
  * iterations outside 4096..16384 or a bad salt UNACCEPTABLE_CREDENTIAL,
  * deleting what does not exist RESOURCE_NOT_FOUND.  The accepted changes
  * are written to disk together before they are used.
@@ -144,22 +146,16 @@ struct alter_user {
     struct cn_bytes name;
     int16_t err;
     const char *msg;
-    unsigned mechs;        /* bit per mechanism named for the user */
-    bool dup;              /* one named twice */
+    bool accepted;         /* a change of the user passed its checks */
 };
 
 static struct alter_user *alter_user_get(struct alter_user *u, int32_t *n,
-                                         struct cn_bytes name, int mech)
+                                         struct cn_bytes name)
 {
-    unsigned bit = mech >= 0 && mech < 8 ? 1u << mech : 0x100u;
     for (int32_t i = 0; i < *n; i++)
-        if (bytes_eq(u[i].name, name)) {
-            u[i].dup = u[i].dup || (u[i].mechs & bit);
-            u[i].mechs |= bit;
+        if (bytes_eq(u[i].name, name))
             return &u[i];
-        }
     u[*n].name = name;
-    u[*n].mechs = bit;
     return &u[(*n)++];
 }
 
@@ -208,10 +204,18 @@ void cn_h_alter_user_scram_credentials(struct cn_broker *b,
             del ? NULL : &rq.upsertions[i - rq.deletions_len];
         struct cn_bytes name = del ? d->name : up->name;
         int mech = del ? d->mechanism : up->mechanism;
-        struct alter_user *u = alter_user_get(users, &nu, name, mech);
+        struct alter_user *u = alter_user_get(users, &nu, name);
         owner[i] = (int)(u - users);
         if (!allowed) {
             alter_fail(u, KAFKA_CLUSTER_AUTHORIZATION_FAILED, NULL);
+            continue;
+        }
+        if (u->err)
+            continue; /* its first error is its answer */
+        if (u->accepted) {
+            alter_fail(u, KAFKA_DUPLICATE_RESOURCE,
+                       "A user credential cannot be altered twice in the "
+                       "same request");
             continue;
         }
         char *cname = cn_arena_alloc(&req->arena, CN_SASL_NAME_MAX);
@@ -242,6 +246,7 @@ void cn_h_alter_user_scram_credentials(struct cn_broker *b,
             ch[i].user = cname;
             ch[i].mech = mech;
             ch[i].cred = NULL;
+            u->accepted = true;
             continue;
         }
         if (up->iterations < CN_SCRAM_ITER_MIN) {
@@ -266,13 +271,8 @@ void cn_h_alter_user_scram_credentials(struct cn_broker *b,
         ch[i].user = cname;
         ch[i].mech = mech;
         ch[i].cred = c;
+        u->accepted = true;
     }
-    for (int32_t k = 0; k < nu; k++)
-        if (users[k].dup && allowed) {
-            users[k].err = KAFKA_DUPLICATE_RESOURCE;
-            users[k].msg = "A user credential cannot be altered twice in "
-                           "the same request";
-        }
     /* Only users whose every change is good are changed. */
     struct cn_scram_change *good =
         cn_arena_calloc(&req->arena, total ? (size_t)total : 1, sizeof *good);
