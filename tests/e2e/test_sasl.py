@@ -638,6 +638,19 @@ def test_two_principals_transactional_acls(sasl_broker):
     assert tid in listed
     # mallory may still produce idempotently to the topic she may write.
     assert m.init_producer_id(version=4)[0] == 0
+    # Credentials: DESCRIBE / ALTER on the cluster, which she lacks.
+    m.sock.sendall(scram_request(50, 40, kw.uvarint(0) + kw.uvarint(0)))
+    r = kw.Reader(kw.recv_frame(m.sock))
+    assert r.i32() == 40
+    r.skip_tags()
+    r.i32()
+    assert r.i16() == ta.CLUSTER_AUTH
+    res = alter_results(m.sock, 41, alter_body(
+        upsertions=[("mallory", 2, 4096, b"salt", b"\x01" * 64)]))
+    assert list(res) == ["mallory"] and res["mallory"][0] == ta.CLUSTER_AUTH
+    assert set(alter_results(a.sock, 42, alter_body(
+        deletions=[("nobody", 2)])).values()) == {
+        (91, "Attempt to delete a user credential that does not exist")}
 
     prod.send_offsets_to_transaction(
         cons.position(cons.assignment()), cons.consumer_group_metadata(),
