@@ -411,6 +411,9 @@ def test_no_reauth_when_off(sasl_broker):
     # As Kafka 4.4.0 (checked with kafka_ref.py): no mechanism list.
     assert handshake(s, "SCRAM-SHA-512", corr=5) == (ILLEGAL_SASL_STATE, [])
     assert metadata_ok(s)
+    # --add-scram while the broker runs would be lost: refused.
+    r = add_scram(b.data_dir, "SCRAM-SHA-512=[name=x,password=y]")
+    assert r.returncode != 0 and "running broker" in r.stderr, r.stderr
 
 
 def test_add_scram_and_corrupt_store(tmp_path):
