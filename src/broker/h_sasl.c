@@ -44,7 +44,14 @@ struct cn_sasl_srv {
     int n_enabled;
     int64_t reauth_ms;     /* connections.max.reauth.ms; 0 off */
     uint64_t ok[4], failed[4]; /* authentications by enum mech */
+    int64_t log_ms;        /* window of the failure-line rate limit */
+    int log_n;             /* failure lines in that window */
+    long log_hushed;       /* failures not logged since */
 };
+
+/* A few failure lines a second, then a count: a password-guessing client
+ * must not flood the log (as authz.c's audit lines). */
+#define FAIL_LINES_PER_S 20
 
 /* One connection's exchange, from SaslHandshake to the end. */
 struct exch {
@@ -343,11 +350,24 @@ static void auth_fail(struct cn_broker *b, struct cn_req *req,
                       const struct step_ctx *sc, struct exch *x,
                       const char *user, const char *why)
 {
-    b->sasl->failed[x->mech]++;
-    CN_WARN("authentication failed: principal=User:%s mechanism=%s "
-            "peer=%s: %s",
-            user && *user ? user : "?", mech_names[x->mech],
-            cn_req_peer(req), why);
+    struct cn_sasl_srv *s = b->sasl;
+    s->failed[x->mech]++;
+    int64_t now = cn_clock_mono_ms();
+    if (now - s->log_ms >= 1000) {
+        if (s->log_hushed)
+            CN_WARN("authentication failed: %ld more failures not logged",
+                    s->log_hushed);
+        s->log_ms = now;
+        s->log_n = 0;
+        s->log_hushed = 0;
+    }
+    if (s->log_n++ < FAIL_LINES_PER_S)
+        CN_WARN("authentication failed: principal=User:%s mechanism=%s "
+                "peer=%s: %s",
+                user && *user ? user : "?", mech_names[x->mech],
+                cn_req_peer(req), why);
+    else
+        s->log_hushed++;
     cn_req_set_authenticated(req, false, 0);
     cn_req_set_raw_tokens(req, false);
     auth_answer(b, req, sc, KAFKA_SASL_AUTHENTICATION_FAILED, why, NULL, 0,
