@@ -817,3 +817,29 @@ def test_java_clients(sasl_broker, tmp_path):
            "--add-config", "SCRAM-SHA-512=[password=carol-pw]")
     s = kw.connect("127.0.0.1", b.port)
     assert scram_login(s, "SCRAM-SHA-512", "carol", "carol-pw")[0] == 0
+
+
+@release_only
+def test_kcat(sasl_broker):
+    """kcat produces and consumes over SCRAM-SHA-512; with a wrong password
+    it fails instead of hanging."""
+    from conftest import run
+
+    def kcat(pw, *args, stdin=None):
+        return run(["kcat", "-b", b.bootstrap, "-X",
+                    "security.protocol=SASL_PLAINTEXT", "-X",
+                    "sasl.mechanisms=SCRAM-SHA-512", "-X",
+                    "sasl.username=alice", "-X", "sasl.password=" + pw]
+                   + list(args), timeout=60 * SLOW, input=stdin)
+
+    b = sasl_broker(**{"auto.create.topics.enable": "true"})
+    res = kcat("alice-secret", "-P", "-t", "kc", stdin="a\nb\nc\n")
+    assert res.returncode == 0, res.stderr
+    res = kcat("alice-secret", "-C", "-t", "kc", "-o", "beginning", "-e",
+               "-c", "3")
+    assert res.returncode == 0 and res.stdout.split() == ["a", "b", "c"], \
+        res.stderr
+    res = kcat("wrong", "-L", "-m", "1")
+    assert res.returncode != 0
+    assert "Authentication" in res.stderr or "SASL" in res.stderr, \
+        res.stderr
