@@ -96,6 +96,7 @@ run_fuzz fuzz_log_recovery log_recovery
 run_fuzz fuzz_txn_log txn_log
 run_fuzz fuzz_offsets offsets
 run_fuzz fuzz_acl_store acl_store
+run_fuzz fuzz_scram_msgs scram_msgs
 run_fuzz fuzz_sasl sasl
 run_fuzz fuzz_clean_ckpt clean_ckpt
 run_fuzz fuzz_quotas quotas

@@ -126,6 +126,10 @@ static const struct cn_config_key broker_keys[] = {
     B("connections.max.idle.ms", CN_CFG_INT64, "600000", -1, I64_MAX, NULL,
       connections_max_idle_ms,
       "Close connections idle this long; -1 never"),
+    BX("connections.max.reauth.ms", CN_CFG_INT64, "0", 0, I64_MAX, NULL,
+       "KIP-368: a SASL session lasts this long; the client must "
+       "re-authenticate before, or its next request closes the "
+       "connection; 0: sessions never expire"),
     BX("controller.listener.names", CN_CFG_STRING, NULL, 0, 0, NULL,
        "Informational (KRaft; Cairn has no controller listener)"),
     BX("controller.quorum.bootstrap.servers", CN_CFG_LIST, "", 0, 0, NULL,
@@ -289,6 +293,11 @@ static const struct cn_config_key broker_keys[] = {
       quota_window_num, "Samples the client quota rates are measured over"),
     B("quota.window.size.seconds", CN_CFG_INT32, "1", 1, I32_MAX, NULL,
       quota_window_size_seconds, "Length of each client quota sample"),
+    BX("sasl.enabled.mechanisms", CN_CFG_LIST,
+       "SCRAM-SHA-512,SCRAM-SHA-256", 0, 0, NULL,
+       "Mechanisms SASL_PLAINTEXT and SASL_SSL listeners offer: SCRAM-SHA-512, "
+       "SCRAM-SHA-256, PLAIN (Cairn's default is the SCRAM pair; Kafka's "
+       "is GSSAPI, which Cairn does not have)"),
     BX("security.inter.broker.protocol", CN_CFG_STRING, "PLAINTEXT", 0, 0,
        NULL,
        "Checked against listeners when set (single node: no inter-broker "

@@ -21,6 +21,7 @@
 
 #include "authz.h"
 #include "quotas.h"
+#include "handlers.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/say.h"
@@ -310,6 +311,8 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         goto out_free;
     if (cn_quotas_open(b, err, err_len) != 0)
         goto out_free;
+    if (cn_sasl_open(b, err, err_len) != 0)
+        goto out_free;
     cn_broker_warn_config(cfg);
     rc = cn_pidalloc_open(&b->pids, b->data_dir);
     if (rc) {
@@ -398,6 +401,7 @@ out_topics:
     cn_topics_close_all(b);
 out_free:
     cn_quotas_close(b);
+    cn_sasl_close(b);
     cn_authz_close(b);
     cn_metrics_free(b);
     if (bp->lock_fd >= 0)
@@ -498,6 +502,7 @@ void cn_broker_free(struct cn_broker *b)
     cn_txn_coord_free(b);
     cn_group_coord_free(b);
     cn_quotas_close(b);
+    cn_sasl_close(b);
     cn_authz_close(b);
     cn_metrics_free(b);
     cn_broker_listeners_free(b);

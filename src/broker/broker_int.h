@@ -119,6 +119,8 @@ struct cn_broker {
     struct cn_quota *quota;         /* client quotas (h_quotas.c) */
     uint64_t quota_throttled[CN_QK_COUNT];  /* throttled answers, by key */
     uint64_t quota_throttle_ms[CN_QK_COUNT]; /* their throttle time */
+    struct cn_sasl_srv *sasl;       /* SASL settings, SCRAM credentials
+                                       (h_sasl.c) */
 
     uv_timer_t retention_timer;
     uv_timer_t expiry_timer;

@@ -35,6 +35,7 @@ const struct cn_handler cn_handlers[] = {
     {14, 0, 5, 0, cn_h_sync_group},
     {15, 0, 5, 0, cn_h_describe_groups},
     {16, 0, 5, 0, cn_h_list_groups},
+    {17, 0, 1, 0, cn_h_sasl_handshake},
     {18, 0, 4, 0, cn_h_api_versions},
     {19, 0, 7, 0, cn_h_create_topics},
     {20, 0, 6, 0, cn_h_delete_topics},
@@ -57,13 +58,16 @@ const struct cn_handler cn_handlers[] = {
     {31, 0, 3, 0, cn_h_delete_acls},
     {32, 0, 4, 0, cn_h_describe_configs},
     {33, 0, 2, 0, cn_h_alter_configs},
+    {36, 0, 2, 0, cn_h_sasl_authenticate},
     {37, 0, 3, 0, cn_h_create_partitions},
     {42, 0, 2, 0, cn_h_delete_groups},
     {44, 0, 1, 0, cn_h_incremental_alter_configs},
     {47, 0, 0, 0, cn_h_offset_delete},
-    /* Hand-written codecs (src/proto/quotas.c). */
+    /* Hand-written codecs (src/proto/quotas.c, scram_msgs.c). */
     {48, 0, 1, 0, cn_h_describe_client_quotas},
     {49, 0, 1, 0, cn_h_alter_client_quotas},
+    {50, 0, 0, 0, cn_h_describe_user_scram_credentials},
+    {51, 0, 0, 0, cn_h_alter_user_scram_credentials},
     {60, 0, 1, 0, cn_h_describe_cluster},
     {61, 0, 0, 0, cn_h_describe_producers},
     {65, 0, 0, 0, cn_h_describe_transactions},
@@ -80,9 +84,10 @@ const size_t cn_handler_count = sizeof cn_handlers / sizeof cn_handlers[0];
 static bool authz_checked(int16_t key)
 {
     static const int16_t keys[] = {0,  1,  2,  3,  8,  9,  10, 11, 12, 13,
-                                   14, 15, 16, 18, 19, 20, 21, 22, 23, 24,
-                                   25, 26, 27, 28, 29, 30, 31, 32, 33, 37,
-                                   42, 44, 47, 48, 49, 60, 61, 65, 66};
+                                   14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+                                   24, 25, 26, 27, 28, 29, 30, 31, 32, 33,
+                                   36, 37, 42, 44, 47, 48, 49, 50, 51, 60,
+                                   61, 65, 66};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (keys[i] == key)
             return true;
@@ -235,6 +240,10 @@ void cn_h_api_versions(struct cn_broker *b, struct cn_req *req,
 void cn_dispatch(struct cn_req *req, void *opaque)
 {
     struct cn_broker *b = opaque;
+    if (req->raw_token) {
+        cn_sasl_raw_token(b, req);
+        return;
+    }
     struct cn_rd rd;
     cn_rd_init(&rd, req->frame, req->frame_len);
     struct cn_req_header h;
@@ -273,6 +282,8 @@ void cn_dispatch(struct cn_req *req, void *opaque)
         cn_req_done(req);
         return;
     }
+    if (!cn_sasl_gate(b, req, &h))
+        return;
     if (cn_authz_enabled(b) && !authz_checked(h.api_key) &&
         !cn_acl_is_super(&b->authz, cn_req_principal(req))) {
         const struct cn_api_info *ai = cn_api_find(h.api_key);

@@ -40,6 +40,36 @@ void cn_req_bad(struct cn_req *req, const struct cn_req_header *h, int err);
 
 void cn_h_api_versions(struct cn_broker *b, struct cn_req *req,
                        const struct cn_req_header *h, struct cn_rd *body);
+
+/* h_sasl.c: SASL served on a SASL_PLAINTEXT listener. */
+int cn_sasl_open(struct cn_broker *b, char *err, size_t err_len);
+void cn_sasl_close(struct cn_broker *b);
+struct cn_scram_store *cn_sasl_store(struct cn_broker *b);
+/* Authentications so far by mechanism (index 1 PLAIN, 2 SCRAM-SHA-256,
+ * 3 SCRAM-SHA-512; cn_sasl_mech_name). */
+void cn_sasl_metrics(struct cn_broker *b, uint64_t ok[4],
+                     uint64_t failed[4]);
+const char *cn_sasl_mech_name(int m);
+/* Before a request is handled: false when the connection may not send it
+ * yet (the request is then finished and the connection closed). */
+bool cn_sasl_gate(struct cn_broker *b, struct cn_req *req,
+                  const struct cn_req_header *h);
+/* A frame read as a bare SASL token (after SaslHandshake v0). */
+void cn_sasl_raw_token(struct cn_broker *b, struct cn_req *req);
+void cn_h_sasl_handshake(struct cn_broker *b, struct cn_req *req,
+                         const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_sasl_authenticate(struct cn_broker *b, struct cn_req *req,
+                            const struct cn_req_header *h,
+                            struct cn_rd *body);
+/* h_scram.c: KIP-554 credential management. */
+void cn_h_describe_user_scram_credentials(struct cn_broker *b,
+                                          struct cn_req *req,
+                                          const struct cn_req_header *h,
+                                          struct cn_rd *body);
+void cn_h_alter_user_scram_credentials(struct cn_broker *b,
+                                       struct cn_req *req,
+                                       const struct cn_req_header *h,
+                                       struct cn_rd *body);
 void cn_h_metadata(struct cn_broker *b, struct cn_req *req,
                    const struct cn_req_header *h, struct cn_rd *body);
 void cn_h_produce(struct cn_broker *b, struct cn_req *req,

@@ -66,17 +66,9 @@ int cn_broker_listen(struct cn_broker *b, const struct cn_server_config *tmpl,
         const char *rules = cn_config_listener_value(
             cfg, l->name, "ssl.principal.mapping.rules");
         char why[256];
-        if (l->proto == CN_SEC_SSL && rules &&
+        if ((l->proto == CN_SEC_SSL || l->proto == CN_SEC_SASL_SSL) && rules &&
             cn_tls_rules_check(rules, why, sizeof why)) {
             snprintf(err, err_len, "ssl.principal.mapping.rules: %s", why);
-            goto fail;
-        }
-        /* Serving SASL_* without the SASL gate would let anyone in. */
-        if (l->proto == CN_SEC_SASL_PLAINTEXT || l->proto == CN_SEC_SASL_SSL) {
-            snprintf(err, err_len,
-                     "listeners: listener %s uses %s, which this build does "
-                     "not serve yet (SASL)",
-                     l->name, cn_sec_proto_name(l->proto));
             goto fail;
         }
         struct cn_server_config sc = *tmpl;
@@ -85,7 +77,11 @@ int cn_broker_listen(struct cn_broker *b, const struct cn_server_config *tmpl,
         sc.listener = i;
         /* queued.max.requests is broker-wide, not per listener. */
         sc.share_budget = i > 0 ? b->servers[0] : NULL;
-        if (l->proto == CN_SEC_SSL) {
+        /* SASL_*: only ApiVersions and SaslHandshake before a login (the
+         * gate is in dispatch); SASL_SSL's principal is the SASL one. */
+        sc.sasl = l->proto == CN_SEC_SASL_PLAINTEXT ||
+                  l->proto == CN_SEC_SASL_SSL;
+        if (l->proto == CN_SEC_SSL || l->proto == CN_SEC_SASL_SSL) {
             if (tls_context(b, l, &b->tls_ctx[i], err, err_len))
                 goto fail;
             sc.tls = b->tls_ctx[i];

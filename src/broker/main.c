@@ -3,10 +3,15 @@
  *
  *     cairn [-c FILE] [--set key=value ...]
  *     cairn --verify-logs [-c FILE] [--set key=value ...]
+ *     cairn --add-scram 'SCRAM-SHA-512=[name=N,password=P]' ... [--set ...]
  *     cairn --help | --help-config | --version
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -20,6 +25,7 @@
 #include "base/failpoint.h"
 #include "base/say.h"
 #include "broker/broker.h"
+#include "broker/scram_store.h"
 #include "log/log.h"
 
 #define CAIRN_VERSION "0.1.0"
@@ -29,6 +35,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: cairn [-c FILE] [--set key=value ...]\n"
             "       cairn --verify-logs [-c FILE] [--set key=value ...]\n"
+            "       cairn --add-scram 'SCRAM-SHA-512=[name=N,password=P]' "
+            "[-c FILE] [--set ...]\n"
             "       cairn --help-config   list every key and its default\n"
             "\n"
             "Runs a Kafka-compatible broker.  With no arguments it listens on\n"
@@ -37,7 +45,12 @@ static void usage(FILE *f)
             "--verify-logs checks the CRC and records of every batch in every\n"
             "partition under log.dirs, reading only, and reports the first\n"
             "bad batch of each segment (file, byte, offset) and offset gaps;\n"
-            "exit 0 when every batch is good, 1 otherwise.\n");
+            "exit 0 when every batch is good, 1 otherwise.\n"
+            "\n"
+            "--add-scram (repeatable, kafka-storage format's syntax; also\n"
+            "iterations=, salt=, saltedpassword= in base64) stores a SCRAM\n"
+            "credential in <log.dirs>/scram-credentials and exits; the broker\n"
+            "must not be running.\n");
 }
 
 static void print_line(void *arg, const char *line)
@@ -155,10 +168,98 @@ static void raise_nofile(void)
                 (unsigned long long)now, budget);
 }
 
+/* cairn --add-scram: the first users, before the broker runs (Kafka's
+ * kafka-storage format --add-scram).  Returns the exit code. */
+static int add_scram(const char *data_dir, char **args, int n)
+{
+    struct cn_scram_user *u = calloc((size_t)n, sizeof *u);
+    struct cn_scram_change *ch = calloc((size_t)n, sizeof *ch);
+    int rc = 2;
+    if (!u || !ch) {
+        fprintf(stderr, "cairn: out of memory\n");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        char why[256];
+        if (cn_scram_parse_add_arg(args[i], u[i].name, sizeof u[i].name,
+                                   &u[i].cred, why, sizeof why) != 0) {
+            fprintf(stderr, "cairn: --add-scram: %s\n", why);
+            goto out;
+        }
+        ch[i].user = u[i].name;
+        ch[i].cred = &u[i].cred;
+    }
+    if (mkdir(data_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "cairn: log.dirs: cannot create %s: %s\n", data_dir,
+                strerror(errno));
+        goto out;
+    }
+    /* The broker holds this lock while it runs; its credentials in
+     * memory would not see the change. */
+    char lock_path[4200];
+    snprintf(lock_path, sizeof lock_path, "%s/.lock", data_dir);
+    int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr,
+                "cairn: --add-scram: '%s' is in use by a running broker; "
+                "use AlterUserScramCredentials (cairnctl users set, "
+                "kafka-configs.sh) instead\n",
+                data_dir);
+        if (fd >= 0)
+            close(fd);
+        goto out;
+    }
+    struct cn_scram_store st;
+    char err[1024] = "";
+    if (cn_scram_store_open(&st, data_dir, err, sizeof err) != 0) {
+        fprintf(stderr, "cairn: %s\n", err);
+        close(fd);
+        goto out;
+    }
+    int e = cn_scram_store_apply(&st, ch, (size_t)n);
+    if (e != 0) {
+        fprintf(stderr, "cairn: cannot write %s/%s: %s\n", data_dir,
+                CN_SCRAM_STORE_FILE, cn_strerror(e));
+    } else {
+        for (int i = 0; i < n; i++)
+            printf("stored %s credential for user '%s' in %s/%s\n",
+                   cn_scram_mech_name(u[i].cred.mech), u[i].name, data_dir,
+                   CN_SCRAM_STORE_FILE);
+        rc = 0;
+    }
+    cn_scram_store_fini(&st);
+    close(fd);
+out:
+    if (u)
+        memset(u, 0, (size_t)n * sizeof *u);
+    free(u);
+    free(ch);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     bool verify = false;
+    char **scram_args = calloc((size_t)argc + 1, sizeof *scram_args);
+    int n_scram = 0;
+    if (!scram_args)
+        return 2;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--add-scram") ||
+            !strncmp(argv[i], "--add-scram=", 12)) {
+            int take = argv[i][11] == '=' ? 1 : 2;
+            if (take == 2 && i + 1 >= argc) {
+                fprintf(stderr, "cairn: --add-scram needs an argument\n");
+                return 2;
+            }
+            scram_args[n_scram++] =
+                take == 1 ? argv[i] + 12 : argv[i + 1];
+            memmove(argv + i, argv + i + take,
+                    (size_t)(argc - i - take + 1) * sizeof *argv);
+            argc -= take;
+            i--;
+            continue;
+        }
         if (!strcmp(argv[i], "--verify-logs")) {
             /* Taken out so the config parser sees only its own options. */
             memmove(argv + i, argv + i + 1,
@@ -193,6 +294,14 @@ int main(int argc, char **argv)
         free(cfg);
         return 2;
     }
+    if (n_scram) {
+        int rc = add_scram(cfg->data_dir, scram_args, n_scram);
+        free(scram_args);
+        cn_config_fini(cfg);
+        free(cfg);
+        return rc;
+    }
+    free(scram_args);
     if (verify) {
         int rc = verify_logs(cfg->data_dir);
         cn_config_fini(cfg);

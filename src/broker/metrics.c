@@ -17,6 +17,7 @@
 #include "base/err.h"
 #include "base/hist.h"
 #include "base/say.h"
+#include "handlers.h"
 #include "net/http.h"
 #include "proto/gen/api.h"
 #include "txn_coord.h"
@@ -411,6 +412,24 @@ static void render_requests(struct cn_broker *b, struct cn_wr *w)
           b->quota ? (double)cn_quota_sensor_count(b->quota) : 0);
 }
 
+/* SASL logins by mechanism and outcome (h_sasl.c keeps the counts). */
+static void render_sasl(struct cn_broker *b, struct cn_wr *w)
+{
+    uint64_t ok[4], failed[4];
+    cn_sasl_metrics(b, ok, failed);
+    family(w, "cairn_sasl_authentications_total", "counter",
+           "SASL authentications (re-authentications included), by "
+           "mechanism and result.");
+    for (int mch = 1; mch <= 3; mch++) {
+        out(w, "cairn_sasl_authentications_total{mechanism=\"%s\","
+               "result=\"ok\"} %llu\n",
+            cn_sasl_mech_name(mch), (unsigned long long)ok[mch]);
+        out(w, "cairn_sasl_authentications_total{mechanism=\"%s\","
+               "result=\"failed\"} %llu\n",
+            cn_sasl_mech_name(mch), (unsigned long long)failed[mch]);
+    }
+}
+
 static double resident_bytes(void)
 {
     FILE *f = fopen("/proc/self/statm", "r");
@@ -446,6 +465,7 @@ void cn_metrics_render(struct cn_broker *b, struct cn_wr *w)
     render_partitions(b, w);
     render_txn(b, w);
     render_requests(b, w);
+    render_sasl(b, w);
     gauge(w, "cairn_process_resident_memory_bytes",
           "Resident set size (from /proc/self/statm).", resident_bytes());
 }

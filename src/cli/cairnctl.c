@@ -64,6 +64,11 @@ static const char usage_text[] =
     "  quotas delete (--user U | --client-id C | both) [--delete KEY ...]\n"
     "    U, C: a name or <default>; KEY: producer_byte_rate,\n"
     "    consumer_byte_rate, request_percentage (Kafka's quota keys)\n"
+    "  users list [--user NAME]\n"
+    "  users set --user NAME [--password P] [--mechanism M] [--iterations N]\n"
+    "    SCRAM credential (M: SCRAM-SHA-512, the default, or SCRAM-SHA-256);\n"
+    "    salted here, the password is read from stdin without --password\n"
+    "  users delete --user NAME [--mechanism M]\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --bootstrap-server HOST:PORT  broker to talk to (default "
@@ -128,8 +133,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
         "--max-transaction-timeout", "--start-offset", "--producer-epoch",
         "--coordinator-epoch", "--group", "--to-offset", "--shift-by",
         "--resource", "--pattern-type", "--principal", "--host",
-        "--operation", "--user", "--client-id",
-        "--command-config",
+        "--operation", "--user", "--client-id", "--password",
+        "--mechanism", "--iterations", "--command-config",
     };
 
     o->bootstrap = "127.0.0.1:9092";
@@ -307,11 +312,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
         } else if (strcmp(name, "--user") == 0) {
             if (!*val)
                 return usage_error("empty --user");
-            o->quota_user = val;
+            o->user = val;
+            o->seen |= OPT_USER;
         } else if (strcmp(name, "--client-id") == 0) {
             if (!*val)
                 return usage_error("empty --client-id");
-            o->quota_client = val;
+            o->client_id = val;
+            o->seen |= OPT_CLIENT_ID;
         } else if (strcmp(name, "--all-groups") == 0) {
             o->seen |= OPT_ALL_GROUPS;
         } else if (strcmp(name, "--all-topics") == 0) {
@@ -353,6 +360,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->seen |= OPT_OPERATION;
         } else if (strcmp(name, "--deny") == 0) {
             o->seen |= OPT_DENY;
+        } else if (strcmp(name, "--password") == 0) {
+            o->password = val;
+            o->seen |= OPT_PASSWORD;
+        } else if (strcmp(name, "--mechanism") == 0) {
+            o->mechanism = val;
+            o->seen |= OPT_MECHANISM;
+        } else if (strcmp(name, "--iterations") == 0) {
+            if (!parse_int32(val, 1, &o->iterations))
+                return usage_error("bad --iterations '%s'", val);
+            o->seen |= OPT_ITERATIONS;
         } else {
             return usage_error("unknown option '%s'", name);
         }
@@ -366,8 +383,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 struct command {
     const char *group;  /* first word */
     const char *action; /* second word */
-    unsigned allowed;   /* OPT_* accepted */
-    unsigned required;  /* OPT_* that must be given */
+    uint64_t allowed;   /* OPT_* accepted */
+    uint64_t required;  /* OPT_* that must be given */
     int (*run)(struct ctx *x);
 };
 
@@ -416,9 +433,15 @@ static const struct command commands[] = {
      OPT_RESOURCE | OPT_PATTERN | OPT_PRINCIPAL | OPT_HOST | OPT_OPERATION |
          OPT_DENY,
      OPT_RESOURCE, cmd_acls_remove},
-    {"quotas", "list", 0, 0, cmd_quotas_list},
-    {"quotas", "set", OPT_SET | OPT_DELETE, 0, cmd_quotas_set},
-    {"quotas", "delete", OPT_DELETE, 0, cmd_quotas_delete},
+    {"quotas", "list", OPT_USER | OPT_CLIENT_ID, 0, cmd_quotas_list},
+    {"quotas", "set", OPT_USER | OPT_CLIENT_ID | OPT_SET | OPT_DELETE, 0,
+     cmd_quotas_set},
+    {"quotas", "delete", OPT_USER | OPT_CLIENT_ID | OPT_DELETE, 0,
+     cmd_quotas_delete},
+    {"users", "list", OPT_USER, 0, cmd_users_list},
+    {"users", "set", OPT_USER | OPT_PASSWORD | OPT_MECHANISM | OPT_ITERATIONS,
+     OPT_USER, cmd_users_set},
+    {"users", "delete", OPT_USER | OPT_MECHANISM, OPT_USER, cmd_users_delete},
     /* One word: the action is NULL. */
     {"lso-gap", NULL, OPT_TOPIC, 0, cmd_lso_gap},
 };
@@ -431,13 +454,14 @@ static const char *const opt_names[] = {
     "--coordinator-epoch", "--group", "--all-groups", "--all-topics",
     "--to-earliest", "--to-latest", "--to-offset", "--shift-by", "--dry-run",
     "--execute", "--resource", "--pattern-type", "--principal", "--host",
-    "--operation", "--deny",
+    "--operation", "--deny", "--user", "--client-id", "--password",
+    "--mechanism", "--iterations",
 };
 
 /* How many of the OPT_* bits in mask were given. */
-static int count_opts(const struct opts *o, unsigned mask)
+static int count_opts(const struct opts *o, uint64_t mask)
 {
-    return __builtin_popcount(o->seen & mask);
+    return __builtin_popcountll(o->seen & mask);
 }
 
 /* "T" or "T:P,P,...": a topic name and, after the colon, partitions. */
@@ -538,7 +562,7 @@ static int run(int argc, char **argv, struct opts *o)
         return EXIT_USAGE;
     }
     for (size_t b = 0; b < sizeof opt_names / sizeof *opt_names; b++) {
-        unsigned bit = 1u << b;
+        uint64_t bit = UINT64_C(1) << b;
         if ((o->seen & bit) && !(cmd->allowed & bit)) {
             fprintf(stderr,
                     "cairnctl: option %s is not valid for '%s %s'\n"
@@ -556,12 +580,8 @@ static int run(int argc, char **argv, struct opts *o)
             return EXIT_USAGE;
         }
     }
-    bool quotas = cmd->run == cmd_quotas_list || cmd->run == cmd_quotas_set ||
-                  cmd->run == cmd_quotas_delete;
-    if (!quotas && (o->quota_user || o->quota_client))
-        return usage_error("--user and --client-id are for 'quotas'");
-    if (quotas && cmd->run != cmd_quotas_list && !o->quota_user &&
-        !o->quota_client)
+    if ((cmd->run == cmd_quotas_set || cmd->run == cmd_quotas_delete) &&
+        !count_opts(o, OPT_USER | OPT_CLIENT_ID))
         return usage_error("'quotas %s' needs --user and/or --client-id",
                            cmd->action);
     if (cmd->run == cmd_quotas_set && o->nsets + o->ndeletes == 0)

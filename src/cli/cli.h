@@ -46,41 +46,45 @@
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2
 
-/* Options; each bit says it was given, so commands can reject strays. */
-enum {
-    OPT_TOPIC = 1 << 0,
-    OPT_PARTITIONS = 1 << 1,
-    OPT_RF = 1 << 2,
-    OPT_CONFIG = 1 << 3,
-    OPT_SET = 1 << 4,
-    OPT_DELETE = 1 << 5,
-    OPT_ALL = 1 << 6,
-    OPT_STATE = 1 << 7,
-    OPT_PRODUCER_ID = 1 << 8,
-    OPT_DURATION = 1 << 9,
-    OPT_TXN_ID = 1 << 10,
-    OPT_PARTITION = 1 << 11,
-    OPT_BROKER = 1 << 12,
-    OPT_MAX_TXN_TIMEOUT = 1 << 13,
-    OPT_START_OFFSET = 1 << 14,
-    OPT_PRODUCER_EPOCH = 1 << 15,
-    OPT_COORD_EPOCH = 1 << 16,
-    OPT_GROUP = 1 << 17,
-    OPT_ALL_GROUPS = 1 << 18,
-    OPT_ALL_TOPICS = 1 << 19,
-    OPT_TO_EARLIEST = 1 << 20,
-    OPT_TO_LATEST = 1 << 21,
-    OPT_TO_OFFSET = 1 << 22,
-    OPT_SHIFT_BY = 1 << 23,
-    OPT_DRY_RUN = 1 << 24,
-    OPT_EXECUTE = 1 << 25,
-    OPT_RESOURCE = 1 << 26,
-    OPT_PATTERN = 1 << 27,
-    OPT_PRINCIPAL = 1 << 28,
-    OPT_HOST = 1 << 29,
-    OPT_OPERATION = 1 << 30,
-    OPT_DENY = 1u << 31,
-};
+/* Options; each bit says it was given, so commands can reject strays.
+ * The bit numbers follow opt_names[] in cairnctl.c. */
+#define OPT_TOPIC            (UINT64_C(1) << 0)
+#define OPT_PARTITIONS       (UINT64_C(1) << 1)
+#define OPT_RF               (UINT64_C(1) << 2)
+#define OPT_CONFIG           (UINT64_C(1) << 3)
+#define OPT_SET              (UINT64_C(1) << 4)
+#define OPT_DELETE           (UINT64_C(1) << 5)
+#define OPT_ALL              (UINT64_C(1) << 6)
+#define OPT_STATE            (UINT64_C(1) << 7)
+#define OPT_PRODUCER_ID      (UINT64_C(1) << 8)
+#define OPT_DURATION         (UINT64_C(1) << 9)
+#define OPT_TXN_ID           (UINT64_C(1) << 10)
+#define OPT_PARTITION        (UINT64_C(1) << 11)
+#define OPT_BROKER           (UINT64_C(1) << 12)
+#define OPT_MAX_TXN_TIMEOUT  (UINT64_C(1) << 13)
+#define OPT_START_OFFSET     (UINT64_C(1) << 14)
+#define OPT_PRODUCER_EPOCH   (UINT64_C(1) << 15)
+#define OPT_COORD_EPOCH      (UINT64_C(1) << 16)
+#define OPT_GROUP            (UINT64_C(1) << 17)
+#define OPT_ALL_GROUPS       (UINT64_C(1) << 18)
+#define OPT_ALL_TOPICS       (UINT64_C(1) << 19)
+#define OPT_TO_EARLIEST      (UINT64_C(1) << 20)
+#define OPT_TO_LATEST        (UINT64_C(1) << 21)
+#define OPT_TO_OFFSET        (UINT64_C(1) << 22)
+#define OPT_SHIFT_BY         (UINT64_C(1) << 23)
+#define OPT_DRY_RUN          (UINT64_C(1) << 24)
+#define OPT_EXECUTE          (UINT64_C(1) << 25)
+#define OPT_RESOURCE         (UINT64_C(1) << 26)
+#define OPT_PATTERN          (UINT64_C(1) << 27)
+#define OPT_PRINCIPAL        (UINT64_C(1) << 28)
+#define OPT_HOST             (UINT64_C(1) << 29)
+#define OPT_OPERATION        (UINT64_C(1) << 30)
+#define OPT_DENY             (UINT64_C(1) << 31)
+#define OPT_USER             (UINT64_C(1) << 32)
+#define OPT_CLIENT_ID        (UINT64_C(1) << 33)
+#define OPT_PASSWORD         (UINT64_C(1) << 34)
+#define OPT_MECHANISM        (UINT64_C(1) << 35)
+#define OPT_ITERATIONS       (UINT64_C(1) << 36)
 
 struct opts {
     const char *bootstrap; /* HOST:PORT */
@@ -88,7 +92,7 @@ struct opts {
     int timeout_ms;        /* per socket step and per admin request */
     bool json;             /* machine output */
     bool help;             /* --help given */
-    unsigned seen;         /* OPT_* bits given */
+    uint64_t seen;         /* OPT_* bits given */
     const char *words[2];  /* "topics", "list" */
     int nwords;            /* positional words seen (may exceed 2) */
     const char *extra;     /* first positional word beyond two */
@@ -123,8 +127,11 @@ struct opts {
     const char *principal; /* --principal User:NAME */
     const char *host;      /* --host IP or * */
     const char *operation; /* --operation READ|WRITE|... */
-    const char *quota_user;   /* --user NAME|<default> (quotas) */
-    const char *quota_client; /* --client-id ID|<default> (quotas) */
+    const char *user;      /* --user NAME (users; quotas: or <default>) */
+    const char *client_id; /* --client-id ID|<default> (quotas) */
+    const char *password;  /* --password P (else stdin) */
+    const char *mechanism; /* --mechanism SCRAM-SHA-256|SCRAM-SHA-512 */
+    int32_t iterations;    /* --iterations N, 0: 4096 */
 };
 
 /* One command's connections and the arena its responses live in. */
@@ -229,6 +236,9 @@ int cmd_txn_find_hanging(struct ctx *x);
 int cmd_txn_abort(struct ctx *x);
 int cmd_lso_gap(struct ctx *x);
 /* cmd_acls.c */
+int cmd_users_list(struct ctx *x);
+int cmd_users_set(struct ctx *x);
+int cmd_users_delete(struct ctx *x);
 int cmd_acls_list(struct ctx *x);
 int cmd_acls_add(struct ctx *x);
 int cmd_acls_remove(struct ctx *x);

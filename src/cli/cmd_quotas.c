@@ -37,17 +37,17 @@ static int16_t quota_version(struct cn_kclient *c, int16_t api,
 static int32_t entity_of(const struct opts *o, struct cn_cq_entity ents[2])
 {
     int32_t n = 0;
-    if (o->quota_user) {
+    if (o->user) {
         ents[n].type = cn_bytes_str("user");
-        ents[n++].name = strcmp(o->quota_user, DEFAULT_NAME) == 0
+        ents[n++].name = strcmp(o->user, DEFAULT_NAME) == 0
                              ? CN_BYTES_NULL
-                             : cn_bytes_str(o->quota_user);
+                             : cn_bytes_str(o->user);
     }
-    if (o->quota_client) {
+    if (o->client_id) {
         ents[n].type = cn_bytes_str("client-id");
-        ents[n++].name = strcmp(o->quota_client, DEFAULT_NAME) == 0
+        ents[n++].name = strcmp(o->client_id, DEFAULT_NAME) == 0
                              ? CN_BYTES_NULL
-                             : cn_bytes_str(o->quota_client);
+                             : cn_bytes_str(o->client_id);
     }
     return n;
 }

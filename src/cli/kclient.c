@@ -339,11 +339,12 @@ static int io_fail(struct cn_kclient *c, const char *what, int err)
 
 /*
  * Sends one request and reads the reply, leaving *body positioned after the
- * response header.  The frame lives in arena.
+ * response header.  The frame lives in arena.  raw (when not NULL) is an
+ * already encoded body of a flexible API without a generated codec.
  */
 static int exchange(struct cn_kclient *c, int16_t api_key, int16_t version,
-                    const void *request, struct cn_arena *arena,
-                    struct cn_rd *body)
+                    const void *request, const struct cn_wr *raw,
+                    struct cn_arena *arena, struct cn_rd *body)
 {
     const struct cn_api_info *api = cn_api_find(api_key);
     struct cn_req_header h;
@@ -359,7 +360,8 @@ static int exchange(struct cn_kclient *c, int16_t api_key, int16_t version,
                  c->port);
         return CN_EINVAL;
     }
-    if (!api || version < api->min_version || version > api->max_version) {
+    if (!raw &&
+        (!api || version < api->min_version || version > api->max_version)) {
         snprintf(c->err, sizeof c->err,
                  "API key %d version %d is not supported by this client",
                  api_key, version);
@@ -374,7 +376,10 @@ static int exchange(struct cn_kclient *c, int16_t api_key, int16_t version,
     cn_wr_init(&wr, 256);
     off = cn_wr_reserve(&wr, 4);
     cn_req_header_encode(&wr, &h);
-    api->encode_request(&wr, version, request);
+    if (raw)
+        cn_wr_raw(&wr, raw->buf, raw->len);
+    else
+        api->encode_request(&wr, version, request);
     if (wr.err || wr.len - 4 > INT32_MAX) {
         err = wr.err ? wr.err : CN_ETOOBIG;
         cn_wr_fini(&wr);
@@ -473,10 +478,17 @@ int cn_kclient_call(struct cn_kclient *c, int16_t api_key, int16_t version,
     struct cn_rd body;
     int err;
 
-    err = exchange(c, api_key, version, request, arena, &body);
+    err = exchange(c, api_key, version, request, NULL, arena, &body);
     if (err)
         return err;
     return decode_body(c, api_key, version, &body, response, arena);
+}
+
+int cn_kclient_call_raw(struct cn_kclient *c, int16_t api_key,
+                        int16_t version, const struct cn_wr *body,
+                        struct cn_arena *arena, struct cn_rd *resp)
+{
+    return exchange(c, api_key, version, NULL, body, arena, resp);
 }
 
 /*
@@ -498,7 +510,7 @@ static int negotiate(struct cn_kclient *c)
     rq.client_software_name = cn_bytes_str(client_id);
     rq.client_software_version = cn_bytes_str("0.1");
     for (;;) {
-        err = exchange(c, API_VERSIONS_KEY, version, &rq, &arena, &body);
+        err = exchange(c, API_VERSIONS_KEY, version, &rq, NULL, &arena, &body);
         if (err)
             goto out;
         struct cn_rd peek = body;

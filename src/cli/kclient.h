@@ -150,6 +150,18 @@ int cn_kclient_call(struct cn_kclient *c, int16_t api_key, int16_t version,
                     struct cn_arena *arena);
 
 /*
+ * As cn_kclient_call for an API whose codec is written by hand (always
+ * flexible: header v2, response header v1): body is the encoded request
+ * body; on success *resp is positioned at the response body, which lives
+ * in arena.
+ */
+struct cn_wr;
+struct cn_rd;
+int cn_kclient_call_raw(struct cn_kclient *c, int16_t api_key,
+                        int16_t version, const struct cn_wr *body,
+                        struct cn_arena *arena, struct cn_rd *resp);
+
+/*
  * Finds the controller from a Metadata reply on c and returns a connection
  * to it in *out: c itself when the controller is the broker c talks to (or
  * cannot be told apart, e.g. the broker reports no controller), else ctl,

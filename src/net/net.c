@@ -128,6 +128,13 @@ struct cn_conn {
     BIO *rbio, *wbio;            /* network side of ssl: in, out */
     bool tls_ready;              /* handshake done */
     int64_t accepted_ms;         /* monotonic, for the handshake timeout */
+    bool close_pending;          /* a response will close it: read no
+                                    more */
+    bool authed;                 /* SASL done (see cn_req_authenticated) */
+    bool raw_tokens;             /* frames are bare SASL tokens */
+    int64_t session_expiry_ms;   /* monotonic; 0: none */
+    void *auth_state;            /* the broker's SASL exchange, or NULL */
+    void (*auth_free)(void *);   /* frees auth_state */
 };
 
 /* One uv_write: a plaintext response (bufs built on the fly), or TLS
@@ -355,6 +362,8 @@ static void conn_unref(struct cn_conn *c)
     if (--c->refs > 0)
         return;
     SSL_free(c->ssl); /* frees the BIOs too */
+    if (c->auth_state && c->auth_free)
+        c->auth_free(c->auth_state);
     free(c->rbuf);
     free(c->frame);
     free(c);
@@ -401,9 +410,12 @@ static void on_write(uv_write_t *w, int status)
     c->refs++;
     c->writes_pending--;
     c->last_write_ms = cn_clock_mono_ms();
+    bool close_after = cw->req && cw->req->close_after;
     if (cw->req)
         req_free(cw->req);
     cw_free(cw);
+    if (close_after && !c->closed)
+        conn_close(c);
     if (status < 0 && !c->closed) {
         CN_DEBUG("write to %s failed: %s", c->peer, uv_strerror(status));
         conn_close(c);
@@ -447,10 +459,11 @@ static void tls_submit(struct cn_conn *c, struct conn_write *cw)
              : uv_write(&cw->w, (uv_stream_t *)&c->tcp, cw->tls,
                         (unsigned)cw->ntls, on_write);
     if (cw->ntls == 0 || rc < 0) {
+        bool close_after = cw->req && cw->req->close_after;
         if (cw->req)
             req_free(cw->req);
         cw_free(cw);
-        if (rc < 0)
+        if (rc < 0 || close_after)
             conn_close(c);
         return;
     }
@@ -572,7 +585,7 @@ static void conn_flush(struct cn_conn *c)
         if (!c->head)
             c->tail = NULL;
         if (c->closed || req->no_response || req->resp.err) {
-            if (req->resp.err && !c->closed)
+            if ((req->resp.err || req->close_after) && !c->closed)
                 conn_close(c);
             req_free(req);
             continue;
@@ -702,6 +715,20 @@ void cn_req_close_conn(struct cn_req *req)
     conn_close(req->conn);
 }
 
+void cn_req_close_after_response(struct cn_req *req)
+{
+    struct cn_conn *c = req->conn;
+    req->close_after = true;
+    if (c->closed)
+        return;
+    c->close_pending = true;
+    c->rpos = c->rlen = 0;
+    if (c->reading) {
+        c->reading = false;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+}
+
 const char *cn_req_peer(const struct cn_req *req)
 {
     return req->conn->peer;
@@ -729,6 +756,47 @@ int cn_req_set_principal(struct cn_req *req, const char *p)
         return -EINVAL;
     memcpy(req->conn->principal, p, n + 1);
     return 0;
+}
+
+bool cn_req_conn_sasl(const struct cn_req *req)
+{
+    return req->conn->srv->cfg.sasl;
+}
+
+bool cn_req_authenticated(const struct cn_req *req)
+{
+    return req->conn->authed;
+}
+
+int64_t cn_req_session_expiry_ms(const struct cn_req *req)
+{
+    return req->conn->session_expiry_ms;
+}
+
+void cn_req_set_authenticated(struct cn_req *req, bool on, int64_t expiry_ms)
+{
+    req->conn->authed = on;
+    req->conn->session_expiry_ms = expiry_ms;
+}
+
+void *cn_req_auth_state(const struct cn_req *req)
+{
+    return req->conn->auth_state;
+}
+
+void cn_req_set_auth_state(struct cn_req *req, void *state,
+                           void (*free_fn)(void *))
+{
+    struct cn_conn *c = req->conn;
+    if (c->auth_state && c->auth_free && c->auth_state != state)
+        c->auth_free(c->auth_state);
+    c->auth_state = state;
+    c->auth_free = free_fn;
+}
+
+void cn_req_set_raw_tokens(struct cn_req *req, bool on)
+{
+    req->conn->raw_tokens = on;
 }
 
 /* ---- closing ---------------------------------------------------------- */
@@ -840,6 +908,7 @@ static void frame_complete(struct cn_conn *c)
     req->start_us = cn_clock_mono_us();
     req->api_key = -1;
     req->api_version = -1;
+    req->raw_token = c->raw_tokens;
     cn_arena_init(&req->arena);
     cn_wr_init(&req->resp, 0);
     cn_wr_init(&req->payload, 0);
@@ -866,7 +935,7 @@ static void frame_complete(struct cn_conn *c)
 static void consume(struct cn_conn *c, const uint8_t *p, size_t n)
 {
     c->rpos = c->rlen = 0;
-    while (n > 0 && !c->closed) {
+    while (n > 0 && !c->closed && !c->close_pending) {
         if (!c->frame && c->size_have == 0 && !conn_admit(c)) {
             c->rpos = (size_t)(p - c->rbuf);
             c->rlen = c->rpos + n;
@@ -885,15 +954,21 @@ static void consume(struct cn_conn *c, const uint8_t *p, size_t n)
             uint32_t size = ((uint32_t)c->size_buf[0] << 24) |
                             ((uint32_t)c->size_buf[1] << 16) |
                             ((uint32_t)c->size_buf[2] << 8) | c->size_buf[3];
-            /* Smallest request: api key, version, correlation id. */
-            if (size < 8 || size > c->srv->cfg.max_request_bytes ||
-                size > INT32_MAX) {
-                CN_WARN("closing %s: request size %u outside 8..%zu", c->peer,
-                        size, c->srv->cfg.max_request_bytes);
+            /* Smallest request: api key, version, correlation id; a bare
+             * SASL token has no header.  Before authentication Kafka
+             * takes at most sasl.server.max.receive.size. */
+            uint32_t min = c->raw_tokens ? 0 : 8;
+            size_t max = c->srv->cfg.max_request_bytes;
+            if (c->srv->cfg.sasl && !c->authed &&
+                max > CN_SASL_MAX_RECEIVE_BYTES)
+                max = CN_SASL_MAX_RECEIVE_BYTES;
+            if (size < min || size > max || size > INT32_MAX) {
+                CN_WARN("closing %s: request size %u outside %u..%zu",
+                        c->peer, size, min, max);
                 conn_close(c);
                 return;
             }
-            c->frame = malloc(size);
+            c->frame = malloc(size ? size : 1);
             if (!c->frame) {
                 conn_close(c);
                 return;
@@ -1016,7 +1091,7 @@ static void tls_pump(struct cn_conn *c)
             return;
         }
     }
-    while (!c->closed && !c->muted) {
+    while (!c->closed && !c->muted && !c->close_pending) {
         bool direct = c->frame &&
                       c->frame_len - c->frame_have >= DIRECT_READ_MIN;
         uint8_t *dst = direct ? c->frame + c->frame_have : c->rbuf;
@@ -1061,7 +1136,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         conn_close(c);
         return;
     }
-    if (nread == 0)
+    if (nread == 0 || c->close_pending)
         return;
     c->last_active_ms = cn_clock_mono_ms();
     if (c->ssl) {
@@ -1085,7 +1160,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
  * allow: first what was left in rbuf, then the socket. */
 static void conn_resume(struct cn_conn *c, bool from_wait)
 {
-    if (c->closed || !c->muted)
+    if (c->closed || !c->muted || c->close_pending)
         return;
     c->refs++;
     c->resuming = from_wait;

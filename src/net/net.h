@@ -68,6 +68,11 @@ struct cn_req {
     int16_t api_key;       /* set by the handler side for done_cb, -1
                               until then; the net layer only carries it */
     int16_t api_version;   /* likewise, the request header's version */
+    bool close_after;      /* close the connection once this response
+                              is written (cn_req_close_after_response) */
+    bool raw_token;        /* read while the connection took bare SASL
+                              tokens (after SaslHandshake v0): no request
+                              header, and the answer is a bare token */
     void *handler_state;   /* the broker's, for requests that wait */
     /* The net layer's accounting; handlers leave these alone. */
     bool queued;           /* counted in the broker-wide budget */
@@ -123,7 +128,15 @@ struct cn_server_config {
      * connection.  Required when tls is set. */
     int (*tls_principal)(int listener, struct x509_st *cert, char *out,
                          size_t out_len, void *opaque);
+    bool sasl;                /* connections must authenticate (SASL);
+                                 until then frames are limited to
+                                 SASL_MAX_RECEIVE_BYTES; the broker gates
+                                 the APIs */
 };
+
+/* Kafka's sasl.server.max.receive.size default: the largest frame an
+ * unauthenticated connection may send. */
+#define CN_SASL_MAX_RECEIVE_BYTES 524288
 
 /* Back-pressure state, for metrics and memory policy. */
 struct cn_server_stats {
@@ -178,6 +191,10 @@ void cn_req_throttle(struct cn_req *req, int64_t ms);
 /* Closes the request's connection (protocol violation).  The request must
  * still be finished with cn_req_done(). */
 void cn_req_close_conn(struct cn_req *req);
+/* Sends req's response, then closes the connection (an error answer
+ * Kafka sends before it hangs up, e.g. a failed authentication); nothing
+ * more is read from the connection from now on. */
+void cn_req_close_after_response(struct cn_req *req);
 /* Peer address as text, for log lines. */
 const char *cn_req_peer(const struct cn_req *req);
 /* cn_server_config.listener of the server the request came in on (which
@@ -194,5 +211,27 @@ bool cn_req_tls(const struct cn_req *req);
 const char *cn_req_principal(const struct cn_req *req);
 /* -EINVAL when p does not fit CN_PRINCIPAL_MAX (the old one stays). */
 int cn_req_set_principal(struct cn_req *req, const char *p);
+
+/*
+ * Per-connection authentication state, carried for the broker (which
+ * knows the APIs and mechanisms; the net layer only keeps the bytes).
+ * cn_req_conn_sasl: the connection's server requires SASL.  A connection
+ * starts unauthenticated; the broker marks it authenticated with the
+ * session's expiry (monotonic ms, 0 for none, KIP-368).
+ */
+bool cn_req_conn_sasl(const struct cn_req *req);
+bool cn_req_authenticated(const struct cn_req *req);
+int64_t cn_req_session_expiry_ms(const struct cn_req *req);
+void cn_req_set_authenticated(struct cn_req *req, bool on,
+                              int64_t expiry_ms);
+/* The SASL exchange in progress (the broker's; NULL when none).  Setting
+ * it frees the previous one with its free_fn; the last one is freed when
+ * the connection is. */
+void *cn_req_auth_state(const struct cn_req *req);
+void cn_req_set_auth_state(struct cn_req *req, void *state,
+                           void (*free_fn)(void *));
+/* From the next frame on, frames are bare SASL tokens (any size from 0,
+ * no request header; req->raw_token set), until turned off again. */
+void cn_req_set_raw_tokens(struct cn_req *req, bool on);
 
 #endif

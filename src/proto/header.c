@@ -4,16 +4,23 @@
 #include "base/err.h"
 #include "gen/api.h"
 #include "quotas.h"
+#include "scram_msgs.h"
 
 const struct cn_api_info *cn_api_find(int16_t api_key)
 {
     const struct cn_api_info *a = cn_api_info_get(api_key);
     if (a)
         return a;
+    /* The APIs whose codecs are hand-written (no schema in
+     * ../shared/kafka-protocol/messages). */
     for (size_t i = 0; i < sizeof cn_quota_api_infos /
                                sizeof cn_quota_api_infos[0]; i++)
         if (cn_quota_api_infos[i].api_key == api_key)
             return &cn_quota_api_infos[i];
+    for (size_t i = 0; i < sizeof cn_scram_api_infos /
+                               sizeof cn_scram_api_infos[0]; i++)
+        if (cn_scram_api_infos[i].api_key == api_key)
+            return &cn_scram_api_infos[i];
     return NULL;
 }
 

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -250,6 +251,154 @@ static int b64_dec(const char *s, size_t n, uint8_t *out, size_t cap)
     return m;
 }
 
+/* ---- kafka-storage --add-scram ----------------------------------------- */
+
+int cn_scram_salt_password(int mech, const char *pw, size_t pw_len,
+                           const uint8_t *salt, size_t salt_len,
+                           int32_t iterations, uint8_t *out)
+{
+    if (!cn_scram_key_len(mech) || iterations < CN_SCRAM_ITER_MIN ||
+        iterations > CN_SCRAM_ITER_MAX || pw_len > INT32_MAX ||
+        salt_len == 0 || salt_len > CN_SCRAM_SALT_MAX)
+        return CN_EINVAL;
+    return salted_password(mech, pw, pw_len, salt, salt_len, iterations,
+                           out);
+}
+
+/* Value of one key=value, quotes removed, into out; false if too long. */
+static bool add_arg_value(const char *v, size_t n, char *out, size_t cap)
+{
+    if (n >= 2 && v[0] == '"' && v[n - 1] == '"') {
+        v++;
+        n -= 2;
+    }
+    if (n >= cap)
+        return false;
+    memcpy(out, v, n);
+    out[n] = '\0';
+    return true;
+}
+
+int cn_scram_parse_add_arg(const char *arg, char *user, size_t user_cap,
+                           struct cn_scram_cred *cred, char *why,
+                           size_t why_len)
+{
+    const char *eq = strchr(arg, '=');
+    size_t alen = strlen(arg);
+    if (!eq || eq[1] != '[' || alen < 2 || arg[alen - 1] != ']') {
+        seterr(why, why_len,
+               "expected MECHANISM=[name=...,password=...] (or "
+               "iterations=, salt=, saltedpassword=)");
+        return CN_EINVAL;
+    }
+    int mech = cn_scram_mech_parse(arg, (size_t)(eq - arg));
+    if (!mech) {
+        seterr(why, why_len, "unknown SCRAM mechanism '%.*s' (SCRAM-SHA-256 "
+               "or SCRAM-SHA-512)", (int)(eq - arg), arg);
+        return CN_EINVAL;
+    }
+    char name[CN_SASL_NAME_MAX] = "", pw[1024] = "", salt64[512] = "",
+         salted64[512] = "", iters[16] = "";
+    bool have_pw = false, have_salted = false;
+    int32_t iterations = CN_SCRAM_ITER_MIN;
+    const char *p = eq + 2, *end = arg + alen - 1;
+    while (p < end) {
+        const char *comma = p;
+        bool quoted = false;
+        while (comma < end && (quoted || *comma != ',')) {
+            if (*comma == '"')
+                quoted = !quoted;
+            comma++;
+        }
+        const char *ke = memchr(p, '=', (size_t)(comma - p));
+        if (!ke) {
+            seterr(why, why_len, "'%.*s' is not key=value", (int)(comma - p),
+                   p);
+            return CN_EINVAL;
+        }
+        size_t kl = (size_t)(ke - p), vl = (size_t)(comma - ke - 1);
+        const char *v = ke + 1;
+        bool ok;
+        if (kl == 4 && !memcmp(p, "name", 4))
+            ok = add_arg_value(v, vl, name, sizeof name);
+        else if (kl == 8 && !memcmp(p, "password", 8))
+            ok = have_pw = add_arg_value(v, vl, pw, sizeof pw);
+        else if (kl == 4 && !memcmp(p, "salt", 4))
+            ok = add_arg_value(v, vl, salt64, sizeof salt64);
+        else if (kl == 14 && !memcmp(p, "saltedpassword", 14))
+            ok = have_salted = add_arg_value(v, vl, salted64,
+                                             sizeof salted64);
+        else if (kl == 10 && !memcmp(p, "iterations", 10))
+            ok = add_arg_value(v, vl, iters, sizeof iters);
+        else {
+            seterr(why, why_len, "unknown key '%.*s' (name, password, salt, "
+                   "saltedpassword, iterations)", (int)kl, p);
+            return CN_EINVAL;
+        }
+        if (!ok) {
+            seterr(why, why_len, "value of '%.*s' too long", (int)kl, p);
+            return CN_EINVAL;
+        }
+        p = comma < end ? comma + 1 : end;
+    }
+    if (!name[0] || strlen(name) >= user_cap) {
+        seterr(why, why_len, "name= missing or too long");
+        return CN_EINVAL;
+    }
+    if (have_pw == have_salted) {
+        seterr(why, why_len, "give exactly one of password= and "
+                             "saltedpassword=");
+        return CN_EINVAL;
+    }
+    if (iters[0]) {
+        char *e;
+        long it = strtol(iters, &e, 10);
+        if (*e || it < CN_SCRAM_ITER_MIN || it > CN_SCRAM_ITER_MAX) {
+            seterr(why, why_len, "iterations must be %d..%d", CN_SCRAM_ITER_MIN,
+                   CN_SCRAM_ITER_MAX);
+            return CN_EINVAL;
+        }
+        iterations = (int32_t)it;
+    }
+    uint8_t salt[CN_SCRAM_SALT_MAX];
+    int salt_len = 0;
+    if (salt64[0]) {
+        salt_len = b64_dec(salt64, strlen(salt64), salt, sizeof salt);
+        if (salt_len <= 0) {
+            seterr(why, why_len, "salt= is not base64 of 1..%d bytes",
+                   CN_SCRAM_SALT_MAX);
+            return CN_EINVAL;
+        }
+    } else if (have_salted) {
+        seterr(why, why_len, "saltedpassword= needs salt=");
+        return CN_EINVAL;
+    }
+    int rc;
+    if (have_pw) {
+        rc = cn_scram_cred_from_password(mech, pw, strlen(pw),
+                                         salt_len ? salt : NULL,
+                                         (size_t)salt_len, iterations, cred);
+        OPENSSL_cleanse(pw, sizeof pw);
+    } else {
+        uint8_t sp[CN_SCRAM_KEY_MAX];
+        int spl = b64_dec(salted64, strlen(salted64), sp, sizeof sp);
+        if (spl < 0 || (size_t)spl != cn_scram_key_len(mech)) {
+            seterr(why, why_len, "saltedpassword= must be base64 of %zu "
+                   "bytes", cn_scram_key_len(mech));
+            return CN_EINVAL;
+        }
+        rc = cn_scram_cred_from_salted(mech, sp, (size_t)spl, salt,
+                                       (size_t)salt_len, iterations, cred);
+    }
+    if (rc) {
+        seterr(why, why_len, "cannot derive the credential: %s",
+               cn_strerror(rc));
+        return rc;
+    }
+    strcpy(user, name);
+    return 0;
+}
+
 /* ---- SCRAM ------------------------------------------------------------ */
 
 void cn_scram_server_init(struct cn_scram_server *s, int mech)
@@ -418,8 +567,12 @@ static int client_final(struct cn_scram_server *s, const char *m, size_t n,
     if (rend != pp)
         return fail(s, CN_EINVAL, why, why_len,
                     "Unsupported extensions in SCRAM client final message");
-    size_t rl = (size_t)(pp - r - 2);
-    if (rl != strlen(s->nonce) || memcmp(r + 2, s->nonce, rl))
+    /* Kafka's ScramSaslServer only checks that the nonce ends with the
+     * server-first nonce, and librdkafka relies on it: it sends its own
+     * client nonce again in front (r=<cnonce><cnonce><snonce>).  The proof
+     * covers the message as sent, so nothing is weakened. */
+    size_t rl = (size_t)(pp - r - 2), nl = strlen(s->nonce);
+    if (rl < nl || memcmp(r + 2 + (rl - nl), s->nonce, nl))
         return fail(s, CN_EINVAL, why, why_len,
                     "Invalid SCRAM client final message: nonce mismatch");
     size_t k = cn_scram_key_len(s->mech);
@@ -477,7 +630,7 @@ int cn_scram_server_step(struct cn_scram_server *s, const uint8_t *in,
     if (!cn_scram_key_len(s->mech))
         return fail(s, CN_EINVAL, why, why_len, "unknown SCRAM mechanism");
     /* Text messages: a NUL inside is malformed, never a terminator. */
-    if (memchr(in, '\0', in_len) || in_len > CN_SCRAM_MSG_MAX)
+    if ((in_len && memchr(in, '\0', in_len)) || in_len > CN_SCRAM_MSG_MAX)
         return fail(s, CN_EINVAL, why, why_len, "Invalid SCRAM message");
     const char *m = (const char *)in;
     switch (s->state) {

@@ -68,6 +68,25 @@ int cn_scram_cred_from_salted(int mech, const uint8_t *salted,
 int cn_scram_cred_from_password(int mech, const char *pw, size_t pw_len,
                                 const uint8_t *salt, size_t salt_len,
                                 int32_t iterations, struct cn_scram_cred *out);
+/* The SaltedPassword (PBKDF2 of pw; cn_scram_key_len(mech) bytes into
+ * out), what a client sends in AlterUserScramCredentials. */
+int cn_scram_salt_password(int mech, const char *pw, size_t pw_len,
+                           const uint8_t *salt, size_t salt_len,
+                           int32_t iterations, uint8_t *out);
+
+/*
+ * Parses kafka-storage format's --add-scram argument:
+ *   SCRAM-SHA-512=[name=alice,password=alice-secret]
+ *   SCRAM-SHA-256=[name=alice,iterations=8192,salt="MWx...",
+ *                  saltedpassword="mT0y..."]
+ * (salt and saltedpassword base64; values may be double-quoted;
+ * iterations default 4096; salt random when absent).  Fills user and cred
+ * (PBKDF2 when a password is given).  CN_EINVAL with a reason in why.
+ */
+int cn_scram_parse_add_arg(const char *arg, char *user, size_t user_cap,
+                           struct cn_scram_cred *cred, char *why,
+                           size_t why_len);
+
 /* True when pw is the password cred was made from (PBKDF2 with its salt
  * and iterations; constant-time compare).  Used for PLAIN logins. */
 bool cn_scram_cred_check(const struct cn_scram_cred *cred, const char *pw,

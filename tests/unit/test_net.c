@@ -31,6 +31,8 @@ struct fixture {
     size_t answer_bytes;    /* >0: answer at once with this many bytes */
     bool park;              /* cn_req_park every held request */
     int abandoned;          /* abandon_cb calls */
+    bool set_raw;           /* turn bare SASL tokens on at each request */
+    int raw_seen;           /* requests read as bare tokens */
 };
 
 static void on_request(struct cn_req *req, void *opaque)
@@ -41,6 +43,10 @@ static void on_request(struct cn_req *req, void *opaque)
     if (f->handled < MAX_HELD)
         f->from[f->handled] = colon ? atoi(colon + 1) : -1;
     f->handled++;
+    if (req->raw_token)
+        f->raw_seen++;
+    if (f->set_raw)
+        cn_req_set_raw_tokens(req, true);
     if (f->answer_bytes) {
         uint8_t *zeros = calloc(1, f->answer_bytes);
         cn_wr_raw(&req->resp, req->frame, 4); /* echo the sequence */
@@ -473,6 +479,82 @@ UNIT_TEST(stop_with_pending_writes)
     close(fd);
 }
 
+/* True once the peer has closed (recv sees EOF or a reset). */
+static bool peer_closed(int fd)
+{
+    uint8_t buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0)
+        ;
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* An answer marked close-after goes out whole, then the connection
+ * closes, and nothing the client sent after is handled. */
+UNIT_TEST(close_after_response_sends_then_closes)
+{
+    static struct fixture f;
+    fixture_start(&f, (struct cn_server_config){0});
+    int port;
+    int fd = client_connect(&f, 0, &port);
+    send_frames(fd, 0, 1);
+    turns(&f, 20);
+    CHECK_EQ(f.nheld, 1);
+    struct cn_req *req = f.held[--f.nheld];
+    cn_wr_raw(&req->resp, req->frame, 4);
+    cn_req_close_after_response(req);
+    cn_req_done(req);
+    send_frames(fd, 1, 1);
+    struct reader r = {.in_order = true};
+    for (int i = 0; i < 50 && r.count < 1; i++) {
+        turns(&f, 2);
+        drain(fd, &r);
+    }
+    CHECK_EQ(r.count, 1);
+    bool closed = false;
+    for (int i = 0; i < 50 && !closed; i++) {
+        turns(&f, 2);
+        closed = peer_closed(fd);
+    }
+    CHECK(closed);
+    CHECK_EQ(f.handled, 1);
+    fixture_stop(&f);
+    close(fd);
+}
+
+/* After cn_req_set_raw_tokens, frames under 8 bytes are handed over as
+ * bare tokens; without it they close the connection. */
+UNIT_TEST(raw_tokens_take_small_frames)
+{
+    static struct fixture f;
+    fixture_start(&f, (struct cn_server_config){0});
+    f.answer_bytes = 8;
+    f.set_raw = true;
+    int port;
+    int fd = client_connect(&f, 0, &port);
+    send_frames(fd, 0, 1);
+    turns(&f, 20);
+    static const uint8_t tiny[] = {0, 0, 0, 4, 0, 0, 0, 9};
+    CHECK_EQ(send(fd, tiny, sizeof tiny, 0), (ssize_t)sizeof tiny);
+    turns(&f, 20);
+    CHECK_EQ(f.handled, 2);
+    CHECK_EQ(f.raw_seen, 1);
+    CHECK(!peer_closed(fd));
+    close(fd);
+    f.set_raw = false;
+    fd = client_connect(&f, 0, &port);
+    CHECK_EQ(send(fd, tiny, sizeof tiny, 0), (ssize_t)sizeof tiny);
+    bool closed = false;
+    for (int i = 0; i < 50 && !closed; i++) {
+        turns(&f, 2);
+        closed = peer_closed(fd);
+    }
+    CHECK(closed);
+    CHECK_EQ(f.handled, 2);
+    fixture_stop(&f);
+    close(fd);
+}
+
 UNIT_MAIN(inflight_limit_counts_until_written,
           unread_responses_mute_the_connection,
           one_answer_larger_than_the_limit_still_goes,
@@ -480,4 +562,5 @@ UNIT_MAIN(inflight_limit_counts_until_written,
           request_bytes_budget,
           parked_requests_leave_the_budget,
           closed_connection_abandons_waits, muted_connection_closed_by_peer,
-          stop_with_pending_writes)
+          stop_with_pending_writes, close_after_response_sends_then_closes,
+          raw_tokens_take_small_frames)
