@@ -567,10 +567,14 @@ static int client_final(struct cn_scram_server *s, const char *m, size_t n,
     if (rend != pp)
         return fail(s, CN_EINVAL, why, why_len,
                     "Unsupported extensions in SCRAM client final message");
-    /* Kafka's ScramSaslServer only checks that the nonce ends with the
-     * server-first nonce, and librdkafka relies on it: it sends its own
-     * client nonce again in front (r=<cnonce><cnonce><snonce>).  The proof
-     * covers the message as sent, so nothing is weakened. */
+    /* The nonce must END with the server-first one, not equal it:
+     * librdkafka before 2.6.1 (its issue #4895, Debian 12 ships 2.0.2)
+     * sends its client nonce twice (r=<cnonce><cnonce><snonce>).  Kafka
+     * 4.4.0 compares exactly and refuses those clients (measured: the
+     * SCRAM login of confluent-kafka 2.0.2 fails against it); Cairn lets
+     * them in on purpose.  The fresh server nonce still ends the value
+     * and the proof covers the message as sent, so a replayed or forged
+     * final message still fails. */
     size_t rl = (size_t)(pp - r - 2), nl = strlen(s->nonce);
     if (rl < nl || memcmp(r + 2 + (rl - nl), s->nonce, nl))
         return fail(s, CN_EINVAL, why, why_len,
