@@ -31,41 +31,6 @@
 
 #define QUOTA_FILE "client-quotas"
 
-static int read_file(const char *path, uint8_t **out, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -errno;
-    uint8_t *buf = NULL;
-    size_t n = 0, cap = 0;
-    int rc = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 4096;
-            uint8_t *nb = realloc(buf, cap);
-            if (!nb) {
-                rc = CN_ENOMEM;
-                break;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    if (!rc && ferror(f))
-        rc = -EIO;
-    fclose(f);
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 int cn_quotas_open(struct cn_broker *b, char *err, size_t err_len)
 {
     struct cn_quota_cfg cfg = {
@@ -81,7 +46,7 @@ int cn_quotas_open(struct cn_broker *b, char *err, size_t err_len)
     snprintf(path, sizeof path, "%s/%s", b->data_dir, QUOTA_FILE);
     uint8_t *buf = NULL;
     size_t len = 0;
-    rc = read_file(path, &buf, &len);
+    rc = cn_file_read_all(path, &buf, &len);
     if (rc == -ENOENT)
         return 0;
     if (!rc)

@@ -37,36 +37,16 @@ int cn_scram_store_open(struct cn_scram_store *st, const char *dir,
     snprintf(st->dir, sizeof st->dir, "%s", dir);
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, CN_SCRAM_STORE_FILE);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT)
-            return 0;
-        snprintf(err, err_len, "cannot read %s: %s", path, strerror(errno));
-        return -errno;
-    }
     uint8_t *buf = NULL;
-    size_t len = 0, cap = 0;
-    int rc = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 65536;
-            uint8_t *nb = realloc(buf, cap);
-            if (!nb) {
-                rc = CN_ENOMEM;
-                break;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
+    size_t len = 0;
+    int rc = cn_file_read_all(path, &buf, &len);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc) {
+        snprintf(err, err_len, "cannot read %s: %s", path, cn_strerror(rc));
+        return rc;
     }
-    if (!rc && ferror(f))
-        rc = -EIO;
-    fclose(f);
-    if (!rc)
-        rc = cn_scram_store_decode(buf, len, store_add, st);
+    rc = cn_scram_store_decode(buf, len, store_add, st);
     free(buf);
     if (rc) {
         snprintf(err, err_len,

@@ -5,8 +5,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/err.h"
 
 static int real_open(const char *path, int flags, mode_t mode)
 {
@@ -178,4 +181,44 @@ int cn_file_write_atomic(const char *dir, const char *name, const void *buf,
         return err;
     }
     return cn_file_sync_dir(dir);
+}
+
+int cn_file_read_all(const char *path, uint8_t **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    int fd = cn_file_open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return fd;
+    uint8_t *buf = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    for (;;) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 4096;
+            uint8_t *nb = realloc(buf, cap);
+            if (!nb) {
+                rc = CN_ENOMEM;
+                break;
+            }
+            buf = nb;
+        }
+        size_t want = cap - n;
+        ssize_t got = cn_file_pread_all(fd, buf + n, want, (int64_t)n);
+        if (got < 0) {
+            rc = (int)got;
+            break;
+        }
+        n += (size_t)got;
+        if ((size_t)got < want)
+            break; /* end of file */
+    }
+    cn_file_ops->close(fd);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
 }

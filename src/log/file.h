@@ -59,5 +59,9 @@ int cn_file_sync_dir(const char *dir);
  * renames over dir/name and fsyncs dir.  Returns 0 or -errno. */
 int cn_file_write_atomic(const char *dir, const char *name, const void *buf,
                          size_t n);
+/* Reads the whole of a small file (a store the broker keeps beside its
+ * logs) into a malloc'd buffer the caller frees; *out is NULL for an empty
+ * file.  Returns 0, -ENOENT when there is none, or -errno / CN_ENOMEM. */
+int cn_file_read_all(const char *path, uint8_t **out, size_t *len);
 
 #endif
