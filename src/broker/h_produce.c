@@ -202,6 +202,20 @@ static int target_codec(int compression_type)
     }
 }
 
+/* The topic's compression.<codec>.level for codec; -1 (gzip) is zlib's
+ * own default. */
+static int target_level(const struct cn_topic_config *tc, int codec)
+{
+    switch (codec) {
+    case CN_CODEC_GZIP:
+        return tc->compression_gzip_level == -1 ? CN_LEVEL_DEFAULT
+                                                : tc->compression_gzip_level;
+    case CN_CODEC_LZ4: return tc->compression_lz4_level;
+    case CN_CODEC_ZSTD: return tc->compression_zstd_level;
+    default: return CN_LEVEL_DEFAULT;
+    }
+}
+
 /*
  * A batch whose codec is not the topic's compression.type is rebuilt in
  * that codec (Kafka's LogValidator), into out; out stays empty when the
@@ -220,8 +234,9 @@ static int16_t recompress(const struct cn_topic *t, const uint8_t *batch,
     if (codec < 0 || cn_batch_hdr_parse(batch, len, &hdr) != 0 ||
         cn_batch_codec(&hdr) == codec || cn_batch_is_control(&hdr))
         return KAFKA_NONE;
-    int rc = cn_batch_recompress(batch, len, codec, CN_LEVEL_DEFAULT, 0,
-                                 scratch, out);
+    int rc = cn_batch_recompress(batch, len, codec,
+                                 target_level(&t->config, codec), 0, scratch,
+                                 out);
     if (rc == CN_ETOOBIG)
         return KAFKA_MESSAGE_TOO_LARGE;
     if (rc)
