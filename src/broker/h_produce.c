@@ -247,6 +247,75 @@ static int16_t recompress(const struct cn_topic *t, const uint8_t *batch,
     return KAFKA_NONE;
 }
 
+/* Kafka's RecordValidationException shows at most this many in the
+ * partition's error message (all are in record_errors). */
+#define SHOWN_RECORD_ERRORS 3
+
+/*
+ * A compacted topic keeps the latest record per key, so a record without
+ * one could never be cleaned (Kafka's LogValidator.validateKey): the whole
+ * batch is refused with INVALID_RECORD, each keyless record in
+ * record_errors and Kafka 4.4's texts.  True when refused.
+ */
+static bool keyless_refused(struct cn_req *req, const struct cn_topic *t,
+                            int32_t partition, const uint8_t *batch,
+                            size_t len, struct cn_wr *scratch,
+                            struct cn_produce_response_partition_produce_response *pr)
+{
+    if (!(t->config.cleanup_policy & CN_CLEANUP_COMPACT))
+        return false;
+    struct cn_batch_hdr hdr;
+    struct cn_record_iter it;
+    struct cn_record rec;
+    if (cn_batch_records(batch, len, 0, scratch, &hdr, &it) != 0)
+        return false; /* validated already: cannot happen */
+    int32_t bad = 0;
+    while (cn_record_iter_next(&it, &rec) == 1)
+        bad += rec.key.len < 0;
+    if (!bad)
+        return false;
+    char one[CN_TOPIC_NAME_MAX + 96];
+    int one_len = snprintf(one, sizeof one,
+                           "Compacted topic cannot accept message without key "
+                           "in topic partition %s-%d",
+                           t->name, (int)partition);
+    struct cn_bytes msg = {(const uint8_t *)cn_arena_strdup(
+                               &req->arena,
+                               (struct cn_bytes){(const uint8_t *)one,
+                                                 one_len}),
+                           one_len};
+    pr->record_errors =
+        cn_arena_calloc(&req->arena, (size_t)bad, sizeof *pr->record_errors);
+    char *text = cn_arena_alloc(&req->arena, 256 + SHOWN_RECORD_ERRORS *
+                                                       (sizeof one + 48));
+    pr->error_code = KAFKA_INVALID_RECORD;
+    if (!pr->record_errors || !text || !msg.ptr)
+        return true; /* out of memory: the code alone */
+    size_t used = (size_t)sprintf(
+        text,
+        "One or more records have been rejected due to %d record errors in "
+        "total, and only showing the first three errors at most: [",
+        (int)bad);
+    cn_batch_records(batch, len, 0, scratch, &hdr, &it);
+    int32_t n = 0;
+    while (cn_record_iter_next(&it, &rec) == 1) {
+        if (rec.key.len >= 0)
+            continue;
+        pr->record_errors[n].batch_index = it.index - 1;
+        pr->record_errors[n].batch_index_error_message = msg;
+        if (n < SHOWN_RECORD_ERRORS)
+            used += (size_t)sprintf(text + used,
+                                    "%sRecordError(batchIndex=%d, "
+                                    "message='%s')",
+                                    n ? ", " : "", (int)(it.index - 1), one);
+        n++;
+    }
+    used += (size_t)sprintf(text + used, "]");
+    pr->record_errors_len = n;
+    pr->error_message = (struct cn_bytes){(const uint8_t *)text, (int32_t)used};
+    return true;
+}
+
 /* Returns the partition appended to, or NULL when nothing was. */
 static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req *req,
                               int16_t version, struct cn_bytes txn_id,
@@ -313,6 +382,9 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
         cn_sync_appended(b, p);
         return p;
     }
+    if (keyless_refused(req, t, pd->index, pd->records.ptr,
+                        (size_t)pd->records.len, scratch, pr))
+        return NULL;
     if (t->config.message_timestamp_type == CN_TS_CREATE_TIME &&
         !timestamps_ok(&t->config, pd->records.ptr,
                        (size_t)pd->records.len)) {
