@@ -1,0 +1,179 @@
+/*
+ * log_clean.h - the log cleaner's engine on disk: one cleaning pass over a
+ * partition log (cleanup.policy=compact), in three steps like a sync, so
+ * the reading and writing run off the loop thread.  The retention rules
+ * themselves are src/clean/clean.h; this drives them over the segment
+ * files and swaps the result in crash-safely.
+ *
+ *   cn_log_clean_begin()  loop: snapshots what the pass needs (the
+ *                         cleanable segments, the first dirty offset from
+ *                         the cleaner checkpoint, the aborted transactions
+ *                         of the range, the caller's LSO and active
+ *                         producers) and holds the segments; returns a job.
+ *   cn_log_clean_run()    worker: builds the key map over the dirty range
+ *                         and writes the cleaned groups of segments as
+ *                         <base>.{log,index,timeindex,txnindex}.cleaned
+ *                         next to the originals, fdatasynced.  Touches
+ *                         only the job (no loop calls, no descriptor
+ *                         cache).
+ *   cn_log_clean_end()    loop: swaps the cleaned groups in, updates the
+ *                         segment list, writes the cleaner checkpoint,
+ *                         fills the stats, frees the job.
+ *
+ * Appends go on meanwhile: only the active segment changes and it is never
+ * cleaned.  Retention or DeleteRecords deleting a segment of the job while
+ * it runs makes end abandon the job (-EAGAIN, .cleaned files removed,
+ * nothing swapped); the next pass starts over.
+ *
+ * Files.  The swap's commit point is <dir>/cleaner.swap, a small CRC'd
+ * manifest naming each group (new base, old bases' end) written and synced
+ * before any old file is touched.  Recovery (cn_log_open) finishes a swap
+ * whose manifest is intact (deletes the old segments of each group,
+ * renames the .cleaned files over the group's first segment) and otherwise
+ * deletes every .cleaned file, so a crash anywhere leaves the old segments
+ * or the new, never a mix.
+ *
+ * The first dirty offset of each partition is kept in
+ * <log dir>/cleaner-offset-checkpoint, Kafka's file and format (version 0,
+ * count, "topic partition offset" lines), one per log dir, shared by the
+ * partitions in it and rewritten atomically (tmp, fsync, rename) under a
+ * process-wide lock.
+ *
+ * Fail points ("error" makes the step fail and the job be abandoned,
+ * "crash" kills the process there):
+ *   clean.written      run, after every .cleaned file is written and synced
+ *   clean.swap         end, manifest committed, first group's old files gone
+ *   clean.index        end, every group renamed in and its indexes loaded
+ *   clean.ckpt.before  end, before the cleaner checkpoint write
+ *   clean.ckpt.after   end, after it
+ */
+#ifndef CN_LOG_LOG_CLEAN_H
+#define CN_LOG_LOG_CLEAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clean/clean.h"
+#include "log.h"
+
+/* What a pass is given; copied by begin (producers too). */
+struct cn_log_clean_params {
+    int64_t now_ms;                /* clock for lags and delete horizons */
+    int64_t min_compaction_lag_ms; /* min.compaction.lag.ms */
+    int64_t delete_retention_ms;   /* delete.retention.ms */
+    int64_t lso;                   /* last stable offset: nothing at or past
+                                    * it is cleaned (the high watermark when
+                                    * no transaction is open) */
+    size_t dedupe_bytes;           /* key map budget for this pass, from
+                                    * log.cleaner.dedupe.buffer.size */
+    /* Producers in producer state, with the offset of each one's last data
+     * batch (its last batch is kept, emptied if need be). */
+    const struct cn_clean_producer *producers;
+    size_t n_producers;
+    /* I/O rate limiter (log.cleaner.io.max.bytes.per.second): called on the
+     * worker after every chunk read or written with its byte count; it may
+     * sleep.  NULL for none.  A non-zero return stops the pass (the job
+     * then fails with that code, e.g. on shutdown). */
+    int (*throttle)(void *arg, size_t bytes);
+    void *throttle_arg;
+};
+
+/* The scheduler's view of one log, from memory (no I/O). */
+struct cn_log_clean_state {
+    int64_t first_dirty;       /* cleaner checkpoint, clamped to the log
+                                * start and end */
+    int64_t first_uncleanable; /* cn_clean_first_uncleanable() */
+    double dirty_ratio;        /* Kafka's max-dirty-percent / 100 */
+    int64_t dirty_bytes;       /* bytes of segments in the dirty range */
+    int64_t cleanable_bytes;   /* bytes of segments below uncleanable */
+    /* Smallest max timestamp among the dirty non-active segments, -1 if
+     * none has one: max.compaction.lag.ms forces a pass once now is past it
+     * by the lag (Kafka uses each segment's first batch timestamp; ours is
+     * later, so a forced pass may come a segment's age later at most). */
+    int64_t dirty_earliest_ts;
+};
+
+/* Fills *out for log with the same lso / now / lag as a pass would use.
+ * Returns 0 or CN_EOFFLINE.  Runs on: loop. */
+int cn_log_clean_state(const struct cn_log *log, int64_t now_ms,
+                       int64_t min_compaction_lag_ms, int64_t lso,
+                       struct cn_log_clean_state *out);
+
+/* What one pass did (end fills it, also on failure as far as it got). */
+struct cn_log_clean_stats {
+    int64_t first_dirty;     /* checkpoint before the pass */
+    int64_t cleaned_to;      /* checkpoint after it (first dirty offset) */
+    int32_t segments_before; /* segments rewritten */
+    int32_t segments_after;  /* segments they became */
+    int64_t bytes_read;      /* .log bytes read, map and rewrite */
+    int64_t bytes_written;   /* .log bytes of the cleaned segments */
+    int64_t records_read;    /* records of the rewritten segments */
+    int64_t records_removed; /* of which dropped */
+    int64_t batches_emptied; /* kept with no record (producer state) */
+    int64_t keys_mapped;     /* entries in the key map */
+    int64_t run_ms;          /* wall time of run (monotonic) */
+    double dirty_ratio_after;
+};
+
+struct cn_log_clean_job;
+
+/* Snapshots a pass over log with p.  Returns 0 and *out, or -EAGAIN
+ * when there is nothing to clean (no dirty segment below the bound, the
+ * log is empty), -EBUSY when a job is already in flight for this log,
+ * CN_EOFFLINE or CN_ENOMEM.  Runs on: loop. */
+int cn_log_clean_begin(struct cn_log *log, const struct cn_log_clean_params *p,
+                       struct cn_log_clean_job **out);
+
+/* Runs the pass: reads, decides, writes and syncs the .cleaned files.
+ * Returns 0, -errno, CN_ECORRUPT (a segment does not decode: the log is
+ * left alone), CN_ENOMEM, CN_EFAILPOINT, or the throttle's code.
+ * Runs on: worker. */
+int cn_log_clean_run(struct cn_log_clean_job *job);
+
+/* Takes run's result: on 0, swaps the cleaned segments in and writes the
+ * cleaner checkpoint; else (or when the log changed under the job, see
+ * above: -EAGAIN) removes the .cleaned files.  Fills *stats (may be
+ * NULL), frees job, and returns the pass's result: 0, run's error,
+ * -EAGAIN, or -errno of the swap (a failed swap after the commit point
+ * takes the log offline: recovery at the next open finishes it).
+ * Runs on: loop. */
+int cn_log_clean_end(struct cn_log *log, struct cn_log_clean_job *job, int err,
+                     struct cn_log_clean_stats *stats);
+
+/* Frees a job that was begun but will not run (shutdown before the worker
+ * took it), like end with an error.  Runs on: loop. */
+void cn_log_clean_abandon(struct cn_log *log, struct cn_log_clean_job *job);
+
+/* Whole-pass convenience for tests and tools: begin, run, end on the
+ * calling thread.  -EAGAIN when there was nothing to clean. */
+int cn_log_clean_now(struct cn_log *log, const struct cn_log_clean_params *p,
+                     struct cn_log_clean_stats *stats);
+
+/* The log's cleaner checkpoint: first dirty offset (the log start when it
+ * has never been cleaned).  Runs on: loop. */
+int64_t cn_log_clean_checkpoint(const struct cn_log *log);
+
+/* Topic deletion: drops the partition's line from its log dir's cleaner
+ * checkpoint (cn_log_delete calls it).  Returns 0 or -errno.
+ * Runs on: loop. */
+int cn_log_clean_forget(const char *partition_dir);
+
+/* ---- cleaner-offset-checkpoint, the file (decoder fuzzed) -------------- */
+
+struct cn_clean_ckpt_entry {
+    char topic[256]; /* NUL-terminated */
+    int32_t partition;
+    int64_t offset;
+};
+
+/* Parses the file's bytes (Kafka's format: "0\n<count>\n" then count
+ * lines "<topic> <partition> <offset>").  *out is the caller's to free.
+ * Returns 0, CN_ECORRUPT (bad version, count, line) or CN_ENOMEM. */
+int cn_clean_ckpt_parse(const char *buf, size_t len,
+                        struct cn_clean_ckpt_entry **out, size_t *n_out);
+/* Formats entries into out in that format.  Returns 0 or CN_ENOMEM. */
+int cn_clean_ckpt_format(const struct cn_clean_ckpt_entry *e, size_t n,
+                         struct cn_wr *out);
+
+#endif
