@@ -20,6 +20,7 @@
 #include "base/failpoint.h"
 #include "base/say.h"
 #include "file.h"
+#include "log_clean.h"
 #include "proto/batch.h"
 
 #define CKPT_NAME "partition.checkpoint"
@@ -91,6 +92,38 @@ static void seg_release(struct cn_segment *seg)
     seg->dead = true;
     if (seg->refs == 0)
         log_seg_free(seg);
+}
+
+void log_segs_remove(struct cn_log *log, size_t i, size_t n)
+{
+    for (size_t j = i; j < i + n; j++)
+        seg_release(log->segs[j]);
+    memmove(log->segs + i, log->segs + i + n,
+            (log->nsegs - i - n) * sizeof *log->segs);
+    log->nsegs -= n;
+}
+
+int log_segs_insert(struct cn_log *log, size_t i, struct cn_segment *seg)
+{
+    int err = push_seg(log, seg);
+    if (err)
+        return err;
+    memmove(log->segs + i + 1, log->segs + i,
+            (log->nsegs - 1 - i) * sizeof *log->segs);
+    log->segs[i] = seg;
+    return 0;
+}
+
+void log_recompute_max_ts(struct cn_log *log)
+{
+    log->max_ts = log->max_ts_offset = -1;
+    for (size_t i = 0; i < log->nsegs; i++) {
+        struct cn_segment *seg = log->segs[i];
+        if (seg->max_ts > log->max_ts) {
+            log->max_ts = seg->max_ts;
+            log->max_ts_offset = seg->max_ts_offset;
+        }
+    }
 }
 
 /* Removes segs[0], unlinking its files (the caller fsyncs the dir). */
@@ -353,6 +386,10 @@ static void report_gap(const struct cn_log *log, size_t i, bool prev_cut)
     const struct cn_segment *prev = log->segs[i - 1], *seg = log->segs[i];
     if (seg->base == prev->next_offset)
         return;
+    /* The cleaner removes batches, so a cleaned segment may end before the
+     * next one starts: expected below the cleaner checkpoint. */
+    if (seg->base > prev->next_offset && seg->base <= log->clean_first_dirty)
+        return;
     if (seg->base < prev->next_offset) {
         CN_ERROR("log %s: segment %020lld.log starts at offset %lld, inside "
                  "%020lld.log (which ends at %lld): offsets %lld..%lld are "
@@ -405,6 +442,28 @@ static int check_synced_seg(struct cn_log *log, struct cn_segment *seg)
     return CN_ECORRUPT;
 }
 
+/* Cleaning leaves a segment named after the first offset of the segments
+ * it replaced, which its first batch may lie above (that batch was
+ * removed), so a gap at the start of a file is no sign of a misnamed one.
+ * A name inside the previous segment's offsets is: the open is refused
+ * then, nothing cut, for an operator to rename or move the file. */
+static int check_name(struct cn_log *log, struct cn_segment *seg)
+{
+    const struct cn_segment *prev = log->segs[log->nsegs - 2];
+    struct log_bhdr h;
+    if (seg->base >= prev->next_offset)
+        return 0;
+    int err = log_seg_read_hdr(seg, 0, &h);
+    if (err || h.base_offset == seg->base)
+        return 0;
+    CN_ERROR("log %s: segment %020lld.log holds a valid batch at offset "
+             "%lld where offset %lld should start: the file does not belong "
+             "under this name; not cutting it",
+             log->dir, (long long)seg->base, (long long)h.base_offset,
+             (long long)seg->base);
+    return CN_ECORRUPT;
+}
+
 /* Opens and checks one segment: trusted ones by their indexes, the rest
  * (and trusted ones whose indexes disagree) by a full scan that cuts a torn
  * or corrupt tail.  *cut tells whether bytes were cut. */
@@ -451,7 +510,9 @@ static int recover(struct cn_log *log)
     int64_t *bases = NULL, start, rp;
     size_t n = 0;
     bool clean;
-    int err = list_dir(log, &bases, &n);
+    int err = log_clean_recover(log);
+    if (!err)
+        err = list_dir(log, &bases, &n);
     if (err)
         return err;
     ckpt_read(log, &start, &rp, &clean);
@@ -479,6 +540,9 @@ static int recover(struct cn_log *log)
             goto out_free;
         }
         seg->durable = true;
+        if (log->nsegs > 1 && seg->size > 0 &&
+            (err = check_name(log, seg)) != 0)
+            goto out_free;
         /* Rolls happen only after an append, so an empty segment before
          * others past the recovery point lost its writes to the crash. */
         bool torn = !trusted && i + 1 < n && (cut || seg->size == 0);
@@ -599,6 +663,7 @@ int cn_log_open(const char *dir, const struct cn_log_config *cfg,
     while (dl > 1 && log->dir[dl - 1] == '/')
         log->dir[--dl] = '\0';
     set_cfg(log, cfg);
+    log->clean_first_dirty = -1;
     int err = mkdir_synced(log->dir);
     if (!err)
         err = recover(log);
@@ -625,6 +690,7 @@ struct cn_log *cn_log_new_offline(const char *dir,
     set_cfg(log, cfg);
     log->max_ts = log->max_ts_offset = -1;
     log->offline = true;
+    log->clean_first_dirty = -1;
     return log;
 }
 
@@ -652,6 +718,8 @@ int cn_log_delete(struct cn_log *log)
 {
     assert(log->syncs_in_flight == 0);
     int first = 0;
+    if (!log->offline && log->clean_first_dirty >= 0)
+        first = cn_log_clean_forget(log->dir);
     /* Close first, then remove everything in the directory, including files
      * other modules keep there (producer snapshots). */
     for (size_t i = 0; i < log->nsegs; i++)

@@ -116,6 +116,8 @@ struct cn_log {
     int syncs_in_flight;         /* begun, not yet ended */
     bool offline;                /* after a write or sync error */
     struct cn_log_stats stats;   /* recovery figures; rest computed */
+    int64_t clean_first_dirty;   /* cleaner checkpoint, -1 never cleaned */
+    bool clean_busy;             /* a cleaning job is in flight */
 };
 
 /* Big-endian helpers. */
@@ -182,8 +184,6 @@ struct log_scan {
     int64_t next_offset; /* offset after the last valid batch */
     int64_t batches;     /* valid batches */
     const char *why;     /* first bad batch's fault (static), NULL if none */
-    int64_t sound_base;  /* base offset of a CRC-valid batch that did not
-                          * chain, else -1 */
 };
 
 /* The base offsets of dir's .log files, sorted; *bases_out is the
@@ -268,7 +268,23 @@ void log_fd_unpin(struct cn_segment *seg, enum log_file which);
  * next_offset is known.  Returns 0 or -errno / CN_ENOMEM. */
 int log_seg_load_txnindex(struct cn_log *log, struct cn_segment *seg);
 
+/* log_clean.c */
+
+/* Before the segments are listed: finishes a cleaning swap whose manifest
+ * is intact, else removes what a pass left (.cleaned files), and reads the
+ * partition's cleaner checkpoint into log->clean_first_dirty.  Returns 0
+ * or -errno. */
+int log_clean_recover(struct cn_log *log);
+
 /* log.c */
+
+/* Removes segs[i..i+n) from the list without touching files, releasing
+ * each (freed now or when the last sync holding it ends). */
+void log_segs_remove(struct cn_log *log, size_t i, size_t n);
+/* Inserts seg at index i. */
+int log_segs_insert(struct cn_log *log, size_t i, struct cn_segment *seg);
+/* Recomputes the log's max timestamp from its segments. */
+void log_recompute_max_ts(struct cn_log *log);
 
 /* "<20 digits>.<ext>" -> base offset, or -1. */
 int64_t log_parse_seg_name(const char *name, const char *ext);

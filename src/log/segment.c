@@ -368,7 +368,6 @@ int log_seg_scan(struct cn_segment *seg,
     size_t cap = 0;
     int err = 0;
     memset(out, 0, sizeof *out);
-    out->sound_base = -1;
     /* Faults found here are reported by the caller, once, with the file
      * and offset; the funnel only records them. */
     cn_corrupt_hush();
@@ -422,12 +421,8 @@ int log_seg_scan(struct cn_segment *seg,
             out->why = "batch CRC mismatch";
             break;
         }
-        /* After the CRC, so a torn batch is never taken for this. */
-        if (h.base_offset != expect) {
-            out->why = "batch base offset not contiguous";
-            out->sound_base = h.base_offset;
-            break;
-        }
+        /* A base above the expected offset is a gap the cleaner left
+         * (batches removed), as Kafka allows; below was refused above. */
         if (fn) {
             err = fn(arg, &h, buf, pos);
             if (err) {
@@ -478,17 +473,6 @@ int log_seg_recover(struct cn_log *log, struct cn_segment *seg,
     if (err)
         return err;
     int64_t pos = sc.good_bytes;
-    if (pos == 0 && sc.sound_base >= 0) {
-        /* A sound first batch that is not the file's base offset: the file
-         * is misnamed or misplaced, not torn.  Cutting it would delete all
-         * of it; refuse instead (the caller names the file). */
-        CN_ERROR("log %s: segment %020lld.log holds a valid batch at offset "
-                 "%lld where offset %lld should start: the file does not "
-                 "belong under this name; not cutting it",
-                 log->dir, (long long)seg->base,
-                 (long long)sc.sound_base, (long long)seg->base);
-        return CN_ECORRUPT;
-    }
     *scanned = size;
     *truncated = size - pos;
     if (pos < size) {
@@ -609,7 +593,10 @@ int log_seg_load_trusted(struct cn_log *log, struct cn_segment *seg)
         err = log_seg_read_hdr(seg, pos, &h);
         if (err)
             return err == CN_ETRUNC ? cn_corrupt("torn batch") : err;
-        if (h.base_offset != expect)
+        /* The indexed batch is exactly where the entry says; after it
+         * the cleaner may have left gaps. */
+        if (pos == from && seg->idx_n ? h.base_offset != expect
+                                      : h.base_offset < expect)
             return cn_corrupt("index entry does not match log");
         if (pos - from >= log->cfg.index_interval_bytes && pos > 0 &&
             pos != from)
