@@ -29,6 +29,7 @@ struct cn_broker;
 struct cn_txn_coord;
 struct cn_group_coord;
 struct cn_sync_round;
+struct cn_cleaner;
 
 struct cn_partition {
     struct cn_topic *topic;   /* owner */
@@ -94,6 +95,9 @@ struct cn_broker {
     int sync_running;               /* rounds in flight */
     struct cn_sync_round *sync_inflight; /* those, oldest first */
     struct cn_sync_waiter *sync_waiters;
+
+    struct cn_cleaner *cleaner;     /* cleaner.h; NULL when off */
+    int clean_running;              /* cleaner passes begun, not ended */
 
     struct cn_fetch_wait *fetch_waits;
     /* Partitions of deleted topics whose logs a sync round may still be
