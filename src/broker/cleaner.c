@@ -31,6 +31,7 @@ struct job {
     struct cn_clean_producer *producers;
     int err;                         /* run's result */
     bool ran;                        /* a worker ran it (else abandon) */
+    atomic_bool cancel;              /* its topic was deleted: give up */
     struct job *next;                /* loop: in-flight list */
     struct job *qnext;               /* under mu: queue or done list */
 };
@@ -81,10 +82,16 @@ static void sleep_ms(int64_t ms)
  * rate is compared with the desired one and the worker sleeps long enough
  * to bring it back.  The rate is read each time: the key is dynamic.
  */
+static bool cancelled(const struct job *j)
+{
+    return atomic_load(&j->c->cancel) || atomic_load(&j->cancel);
+}
+
 static int throttle(void *arg, size_t bytes)
 {
-    struct cn_cleaner *c = arg;
-    if (atomic_load(&c->cancel))
+    struct job *j = arg;
+    struct cn_cleaner *c = j->c;
+    if (cancelled(j))
         return -ECANCELED;
     double rate = c->b->cfg->log_cleaner_io_max_bytes_per_second;
     if (!(rate > 0) || rate >= 1e300)
@@ -105,14 +112,14 @@ static int throttle(void *arg, size_t bytes)
     }
     uv_mutex_unlock(&c->mu);
     while (sleep_for > 0) {
-        if (atomic_load(&c->cancel))
+        if (cancelled(j))
             return -ECANCELED;
         int64_t step = sleep_for < THROTTLE_SLICE_MS ? sleep_for
                                                      : THROTTLE_SLICE_MS;
         sleep_ms(step);
         sleep_for -= step;
     }
-    return atomic_load(&c->cancel) ? -ECANCELED : 0;
+    return cancelled(j) ? -ECANCELED : 0;
 }
 
 static void worker(void *arg)
@@ -127,7 +134,7 @@ static void worker(void *arg)
         struct job *j = c->queue;
         c->queue = j->qnext;
         uv_mutex_unlock(&c->mu);
-        j->ran = !atomic_load(&c->cancel);
+        j->ran = !cancelled(j);
         j->err = j->ran ? cn_log_clean_run(j->lj) : -ECANCELED;
         uv_mutex_lock(&c->mu);
         j->qnext = c->done;
@@ -220,7 +227,6 @@ static int pass_params(struct cn_cleaner *c, struct cn_partition *p,
     out->producers = pc.v;
     out->n_producers = pc.n;
     out->throttle = throttle;
-    out->throttle_arg = c;
     return 0;
 }
 
@@ -299,6 +305,8 @@ static void scan(struct cn_cleaner *c)
         j->p = p;
         j->log = p->log;
         j->producers = (struct cn_clean_producer *)prm.producers;
+        atomic_init(&j->cancel, false);
+        prm.throttle_arg = j;
         int rc = cn_log_clean_begin(p->log, &prm, &j->lj);
         if (rc) {
             if (rc != -EAGAIN && rc != -EBUSY)
@@ -502,6 +510,13 @@ void cn_cleaner_stop(struct cn_cleaner *c)
      * handle after the last; c is freed once both handles closed. */
     on_async(&c->async);
     c->b->cleaner = NULL;
+}
+
+void cn_cleaner_forget(struct cn_broker *b, const struct cn_partition *p)
+{
+    struct job *j = inflight_find(b->cleaner, p);
+    if (j)
+        atomic_store(&j->cancel, true);
 }
 
 void cn_cleaner_get_stats(const struct cn_broker *b,

@@ -44,6 +44,10 @@ int cn_cleaner_start(struct cn_broker *b, struct cn_cleaner **out);
 /* Stops scanning and cancels running passes; frees c once none runs.
  * NULL is fine.  Call once. */
 void cn_cleaner_stop(struct cn_cleaner *c);
+/* p's topic is being deleted: a pass over it gives up at its next chunk
+ * (the log is deleted once the pass ended, see cn_topics_reap). */
+void cn_cleaner_forget(struct cn_broker *b, const struct cn_partition *p);
+
 /* Totals and the last pass, for /metrics (Kafka's LogCleaner gauges). */
 struct cn_cleaner_stats {
     bool enabled;

@@ -28,6 +28,7 @@
 #include "base/err.h"
 #include "base/say.h"
 #include "broker_int.h"
+#include "cleaner.h"
 #include "proto/kerr.h"
 
 #define TOPICS_SUBDIR ".topics"
@@ -427,7 +428,8 @@ int16_t cn_topic_delete(struct cn_broker *b, struct cn_topic *t)
                 *pp = p->sync_next;
         }
         /* The topic is freed now; the partition's log may outlive it until
-         * the sync round using it ends. */
+         * the sync round or cleaner pass using it ends. */
+        cn_cleaner_forget(b, p);
         p->topic = NULL;
         p->sync_next = b->doomed;
         b->doomed = p;

@@ -357,3 +357,74 @@ def crash_then_recover(b, point, latest, aborted, offsets):
             if f.endswith(".cleaned") or f == "cleaner.swap"]
     assert left == []
     assert b.stop() == 0, b.log_tail()
+
+
+def slow_pass(broker_factory, topic):
+    """A broker whose cleaner reads and writes at 2 KB/s, on a topic big
+    enough that its pass runs for seconds; returns once the pass runs."""
+    broker = broker_factory(**dict(FAST, **{
+        "log.cleaner.io.max.bytes.per.second": "2000"}))
+    create(broker, topic)
+    for rnd in range(30):
+        raw_produce(broker, topic, kw.record_batch(
+            [b"x" * 200] * 10, keys=[b"k%d" % i for i in range(10)]))
+    deadline = time.monotonic() + 30 * SLOW
+    while metrics(broker).get("cairn_cleaner_running_passes") != 1:
+        assert time.monotonic() < deadline, broker.log_tail()
+        time.sleep(0.02)
+    return broker
+
+
+def test_sigterm_mid_pass_stops_promptly(broker_factory):
+    """The rate limit keeps the pass running; SIGTERM abandons it: the
+    broker exits 0 within the fixture's bound (a pass at 2 KB/s would
+    take far longer), no .cleaned file is left, the log reads whole."""
+    broker = slow_pass(broker_factory, "cmp-term")
+    t0 = time.monotonic()
+    assert broker.stop() == 0
+    stop_s = time.monotonic() - t0
+    part = os.path.join(broker.data_dir, "cmp-term-0")
+    assert not [f for f in os.listdir(part) if f.endswith(".cleaned")]
+    assert metrics_after_restart(broker)["cairn_cleaner_threads"] == 0
+    got = read_all(broker, "cmp-term", "read_uncommitted")
+    offs = [o for o, _, _ in got]
+    assert offs == sorted(set(offs)) and offs[-10:] == list(range(290, 300))
+    assert stop_s < 8 * SLOW
+
+
+def metrics_after_restart(broker):
+    broker.sets["log.cleaner.enable"] = "false"
+    broker.start()
+    return metrics(broker)
+
+
+def test_topic_deleted_mid_pass(broker_factory):
+    """Deleting the topic under a running pass: the pass gives up, the
+    partition directory goes, the broker serves on and a new topic of the
+    same name starts empty."""
+    broker = slow_pass(broker_factory, "cmp-del")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics(["cmp-del"])["cmp-del"].result(30)
+    part = os.path.join(broker.data_dir, "cmp-del-0")
+    deadline = time.monotonic() + 30 * SLOW
+    while os.path.exists(part) or \
+            metrics(broker).get("cairn_cleaner_running_passes") != 0:
+        assert time.monotonic() < deadline, broker.log_tail()
+        time.sleep(0.05)
+    m = metrics(broker)
+    assert m["cairn_cleaner_passes_failed_total"] == 0
+    create(broker, "cmp-del")
+    assert raw_produce(broker, "cmp-del",
+                       kw.record_batch([b"v"], keys=[b"k"]))[:2] == (0, 0)
+
+
+def test_max_compaction_lag_forces_a_pass(broker_factory):
+    """min.cleanable.dirty.ratio 1 never makes the log due; a dirty record
+    older than max.compaction.lag.ms does (KIP-354)."""
+    broker = broker_factory(**FAST)
+    create(broker, "cmp-lag", **{"min.cleanable.dirty.ratio": "1",
+                                 "max.compaction.lag.ms": "1"})
+    for rnd in range(10):
+        raw_produce(broker, "cmp-lag", kw.record_batch(
+            [b"y" * 300] * 5, keys=[b"k%d" % i for i in range(5)]))
+    wait_clean(broker, "cmp-lag")
