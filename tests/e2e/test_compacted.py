@@ -19,6 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 import kafka_wire as kw
+from test_compression_type import CODEC, stored_batches
 from conftest import SANITIZED, SLOW, Broker, metrics, needs_cairn
 
 pytestmark = needs_cairn
@@ -93,7 +94,7 @@ def read_all(broker, topic, isolation="read_committed"):
         out, pos = [], lo
         deadline = time.monotonic() + 30 * SLOW
         while pos < hi and time.monotonic() < deadline:
-            for m in c.consume(500, 0.5):
+            for m in c.consume(500, 0.1):
                 if m.error():
                     continue
                 out.append((m.offset(), m.key(), m.value()))
@@ -428,3 +429,41 @@ def test_max_compaction_lag_forces_a_pass(broker_factory):
         raw_produce(broker, "cmp-lag", kw.record_batch(
             [b"y" * 300] * 5, keys=[b"k%d" % i for i in range(5)]))
     wait_clean(broker, "cmp-lag")
+
+
+def test_compressed_batches_compacted(broker_factory):
+    """The gist of librdkafka's 0077 (compaction) with its compression
+    cases: keyed records with tombstones stored in each codec in a
+    compacted topic, cleaned to the latest value per key (tombstone
+    expiry is test_clean's), batches still in their codec.  The topic's compression.type makes the codec: Debian's
+    librdkafka 2.0.2 sends these batches uncompressed whatever its
+    compression.codec ("Broker does not support compression type")."""
+    broker = broker_factory(**FAST)
+    cases = [("none", c) for c in ("gzip", "snappy", "lz4", "zstd")]
+    for codec, ctype in cases:
+        topic = "cmp-z-%s-%s" % (codec, ctype)
+        create(broker, topic, **{"compression.type": ctype})
+        p = Producer({"bootstrap.servers": broker.bootstrap,
+                      "compression.codec": codec, "linger.ms": 5,
+                      "batch.num.messages": 20})
+        latest = {}
+        for rnd in range(12):
+            for i in range(20):
+                k = b"key-%02d" % i
+                v = None if (i % 5 == 0 and rnd == 11) else \
+                    b"%s-%d-%d " % (codec.encode(), rnd, i) * 8
+                p.produce(topic, key=k, value=v, partition=0)
+                latest[k] = v
+        p.produce(topic, key=b"roll", value=b"r" * 3000, partition=0)
+        assert p.flush(30 * SLOW) == 0
+        latest[b"roll"] = b"r" * 3000
+        wait_clean(broker, topic, min_passes=0)
+        got = read_all(broker, topic, "read_uncommitted")
+        seen = {k: v for _, k, v in got}
+        assert seen == latest             # tombstones kept (1 day)
+        assert len(got) < 12 * 20
+        # Cleaned batches keep their codec (control batches excepted).
+        want = CODEC[ctype if ctype != "producer" else codec]
+        codecs = {b["attributes"] & 7 for b in stored_batches(broker, topic)
+                  if not b["attributes"] & 0x20}
+        assert codecs == {want}, (codecs, want)
