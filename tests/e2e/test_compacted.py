@@ -240,6 +240,27 @@ def lso_and_hw(broker, topic):
             m["cairn_partition_open_transactions" + key])
 
 
+def producers(broker, topic):
+    """{producer id: last sequence} from DescribeProducers."""
+    s = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
+    try:
+        s.sendall(kw.describe_producers_request(1, {topic: [0]}))
+        _, out = kw.parse_describe_producers(kw.recv_frame(s))
+    finally:
+        s.close()
+    err, ps = out[(topic, 0)]
+    assert err == 0
+    return {p["producer_id"]: p["last_sequence"] for p in ps}
+
+
+def idem_pid(before):
+    """The idempotent producer of the restart test: the one at sequence
+    29 (30 records, one per batch)."""
+    pids = [pid for pid, seq in before.items() if seq == 29]
+    assert len(pids) == 1, before
+    return pids[0]
+
+
 def test_transactions_tombstones_restart(broker_factory):
     """Commits, aborts and tombstones from a transactional producer with a
     plain idempotent one: cleaned as Kafka cleans; after a restart the same
@@ -282,6 +303,42 @@ def test_transactions_tombstones_restart(broker_factory):
     assert errs == []
     lso, hw, open_txns = lso_and_hw(broker, "cmp-tx")
     assert lso == hw and open_txns == 0
+    check_clean(broker, "cmp-tx", latest, aborted, offsets)
+    # Another producer supersedes every key the idempotent one wrote, so
+    # its last batch holds no live record: the cleaner must keep it
+    # (emptied) for producer state, which a restart without snapshots
+    # then rebuilds from the cleaned log alone.
+    before = producers(broker, "cmp-tx")
+    assert before[idem_pid(before)] == 29
+    other = Producer({"bootstrap.servers": broker.bootstrap,
+                      "enable.idempotence": True, "linger.ms": 0})
+    for i in range(3):
+        other.produce("cmp-tx", key=b"p%d" % i, value=b"other-%d" % i,
+                      partition=0, on_delivery=note)
+        latest[b"p%d" % i] = b"other-%d" % i
+    # Each in its own batch, so the supersedes end below the active
+    # segment that the last one starts.
+    for k in (b"roll", b"roll2"):
+        assert other.flush(30 * SLOW) == 0
+        other.produce("cmp-tx", key=k, value=b"R" * 2500, partition=0,
+                      on_delivery=note)
+        latest[k] = b"R" * 2500
+    assert other.flush(30 * SLOW) == 0
+    wait_clean(broker, "cmp-tx", min_passes=metrics(broker)[
+        "cairn_cleaner_passes_total"] + 1)
+    broker.stop()
+    part = os.path.join(broker.data_dir, "cmp-tx-0")
+    for f in os.listdir(part):
+        if f.endswith(".snapshot"):
+            os.unlink(os.path.join(part, f))
+    broker.start()
+    after = producers(broker, "cmp-tx")
+    assert after[idem_pid(before)] == 29, (before, after)
+    idem.produce("cmp-tx", key=b"p9", value=b"idem-30", partition=0,
+                 on_delivery=note)
+    latest[b"p9"] = b"idem-30"
+    assert idem.flush(60 * SLOW) == 0
+    assert errs == []
     check_clean(broker, "cmp-tx", latest, aborted, offsets)
     # A transactional producer of the same id starts again.
     txp = Producer({"bootstrap.servers": broker.bootstrap,
