@@ -35,7 +35,7 @@ build-asan: deps
 build-fuzz: test-deps
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug \
 		-DCN_FUZZ=ON -DCN_SANITIZE=ON >/dev/null
-	@cmake --build build-fuzz -j$(JOBS) --target fuzz_request fuzz_batch fuzz_log_recovery fuzz_txn_log fuzz_offsets fuzz_acl_store fuzz_sasl
+	@cmake --build build-fuzz -j$(JOBS) --target fuzz_request fuzz_batch fuzz_log_recovery fuzz_txn_log fuzz_offsets fuzz_acl_store fuzz_sasl fuzz_clean_ckpt
 
 # The Java test programs (tests/java: the Apache Kafka client and tools
 # against Cairn).  Maven downloads once into build/m2; the stamp keeps an

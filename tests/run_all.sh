@@ -97,6 +97,7 @@ run_fuzz fuzz_txn_log txn_log
 run_fuzz fuzz_offsets offsets
 run_fuzz fuzz_acl_store acl_store
 run_fuzz fuzz_sasl sasl
+run_fuzz fuzz_clean_ckpt clean_ckpt
 
 stage "end-to-end with real clients (release build)"
 run_e2e build release

@@ -464,6 +464,7 @@ struct cn_clean_pass {
     struct cn_clean_txns *txns;
     struct pid_table producers;
     struct cn_clean_params params;
+    int64_t retain;    /* last offset of a batch kept even emptied */
     struct cn_wr recs; /* kept records, uncompressed */
     struct cn_wr rec;  /* one record being encoded */
 };
@@ -478,6 +479,7 @@ int cn_clean_pass_new(const struct cn_clean_map *map, struct cn_clean_txns *t,
         return CN_ENOMEM;
     p->map = map;
     p->txns = t;
+    p->retain = -1;
     p->params = *params;
     for (size_t i = 0; i < n; i++) {
         struct pid_slot *s = pid_get(&p->producers, producers[i].producer_id);
@@ -503,6 +505,11 @@ void cn_clean_pass_free(struct cn_clean_pass *p)
     cn_wr_fini(&p->recs);
     cn_wr_fini(&p->rec);
     free(p);
+}
+
+void cn_clean_pass_retain(struct cn_clean_pass *p, int64_t last_offset)
+{
+    p->retain = last_offset;
 }
 
 static bool has_horizon(const struct cn_batch_hdr *h)
@@ -636,7 +643,8 @@ int cn_clean_batch(struct cn_clean_pass *p, const uint8_t *batch, size_t len,
     if (cn_batch_is_control(&h))
         discard_records = can_discard && has_horizon(&h) &&
                           h.base_timestamp <= p->params.now_ms;
-    bool retain_empty = last_of_producer(p, &h);
+    bool retain_empty = last_of_producer(p, &h) ||
+                        cn_batch_last_offset(&h) == p->retain;
     /* A marker with nothing left to guard gets its delete horizon. */
     bool marker_expiring = can_discard && cn_batch_is_control(&h);
 

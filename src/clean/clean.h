@@ -132,6 +132,12 @@ int cn_clean_pass_new(const struct cn_clean_map *map, struct cn_clean_txns *t,
                       const struct cn_clean_params *params,
                       struct cn_clean_pass **out);
 void cn_clean_pass_free(struct cn_clean_pass *p);
+/* The batch whose last offset is last_offset is kept, emptied if need be
+ * (-1: none): the log layer names each group's last batch, so a cleaned
+ * segment still ends where the segments it replaced ended (Kafka keeps
+ * the last batch of a cleaning round for the same reason) and is never
+ * empty. */
+void cn_clean_pass_retain(struct cn_clean_pass *p, int64_t last_offset);
 
 struct cn_clean_result {
     bool kept;          /* something was appended to out */

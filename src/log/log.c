@@ -622,6 +622,15 @@ static int recover(struct cn_log *log)
     log->start_offset = start;
     log->end_offset = active(log)->next_offset;
     log->synced_offset = log->end_offset;
+    /* A line left by an earlier partition of the same name (its directory
+     * removed without cn_log_delete) would leave this one uncleaned. */
+    if (log->clean_first_dirty > log->end_offset) {
+        CN_WARN("log %s: cleaner checkpoint %lld is past the log end %lld; "
+                "cleaning from the start",
+                log->dir, (long long)log->clean_first_dirty,
+                (long long)log->end_offset);
+        log->clean_first_dirty = -1;
+    }
     log->max_ts = log->max_ts_offset = -1;
     for (size_t i = 0; i < log->nsegs; i++) {
         struct cn_segment *seg = log->segs[i];
@@ -698,7 +707,7 @@ void cn_log_close(struct cn_log *log)
 {
     if (!log)
         return;
-    assert(log->syncs_in_flight == 0);
+    assert(log->syncs_in_flight == 0 && !log->clean_busy);
     if (!log->offline) {
         int err = log_seg_seal_timeindex(active(log));
         active(log)->durable = false; /* the seal may have written */
@@ -716,7 +725,7 @@ void cn_log_close(struct cn_log *log)
 
 int cn_log_delete(struct cn_log *log)
 {
-    assert(log->syncs_in_flight == 0);
+    assert(log->syncs_in_flight == 0 && !log->clean_busy);
     int first = 0;
     if (!log->offline && log->clean_first_dirty >= 0)
         first = cn_log_clean_forget(log->dir);

@@ -30,6 +30,13 @@
  *                                clean_shutdown 0|1
  *                                crc XXXXXXXX   (CRC-32C of the lines above)
  *
+ *   <base>.*.cleaned, cleaner.swap   a cleaning pass in progress (see
+ *                              log_clean.h; recovery finishes or removes)
+ *
+ * Batch offsets increase through a segment and across segments but may
+ * have gaps: the cleaner removes batches and never renumbers, and a
+ * cleaned segment's first batch may lie above its name.
+ *
  * All integers in index files are big-endian.  Index files are appended to,
  * not preallocated, so after a crash they may be short or hold garbage;
  * recovery checks them against the log and rebuilds them.
@@ -273,11 +280,12 @@ struct cn_log_verify {
 
 /* Checks every batch of every segment in the partition directory dir,
  * reading only (no recovery, nothing written, no cn_log needed): header,
- * offsets chaining from the file's base, length within the file, CRC-32C,
+ * offsets increasing from the file's base, length within the file, CRC-32C,
  * then each record decoded (cn_batch_validate, markers allowed).  Calls
  * report(arg, line) with one line per problem: the first bad batch of each
  * segment (file, byte position, offset, why) and each gap or overlap
- * between segments.  Returns 0 (see out->bad_segments), or -errno /
+ * between segments (a gap below the partition's cleaner checkpoint is
+ * what cleaning left, not counted).  Returns 0 (see out->bad_segments), or -errno /
  * CN_ENOMEM if dir or a segment cannot be read (also reported).  Runs on:
  * any thread; fine beside a running broker, whose newest batch may then
  * look torn. */

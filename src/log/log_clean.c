@@ -29,11 +29,12 @@
 #define CKPT_FILE "cleaner-offset-checkpoint"
 #define OUT_FLUSH (1u << 20) /* cleaned bytes buffered before a write */
 
-/* ---- the job -------------------------------------------------------------- */
+/* ---- the job ------------------------------------------------------------ */
 
 struct job_seg {
     struct cn_segment *seg; /* held (refs) until end */
     int64_t base, end;      /* end: the next segment's base */
+    int64_t next_offset;    /* its last batch's last offset + 1 */
     int64_t size;
     size_t txn_n;           /* .txnindex entries at begin */
 };
@@ -65,7 +66,8 @@ static int cmp_first(const void *a, const void *b)
     const struct cn_aborted_txn *x = a, *y = b;
     if (x->first_offset != y->first_offset)
         return x->first_offset < y->first_offset ? -1 : 1;
-    return (x->last_offset > y->last_offset) - (x->last_offset < y->last_offset);
+    return (x->last_offset > y->last_offset) -
+           (x->last_offset < y->last_offset);
 }
 
 static void segs_view(const struct cn_log *log, struct cn_clean_seg **out)
@@ -193,18 +195,26 @@ int cn_log_clean_begin(struct cn_log *log, const struct cn_log_clean_params *p,
         job_free(j);
         return CN_ENOMEM;
     }
+    if (n == 0) {
+        job_free(j);
+        return -EAGAIN;
+    }
     for (size_t i = 0; i < n; i++) {
         struct cn_segment *s = log->segs[i];
         j->segs[i] = (struct job_seg){s, s->base, log->segs[i + 1]->base,
-                                      s->size, s->txn_n};
+                                      s->next_offset, s->size, s->txn_n};
         s->refs++;
     }
     j->nsegs = n;
-    /* Every aborted transaction with data below the bound: its marker may
-     * be in a later segment, the active one included. */
+    /* Every aborted transaction with data in the job's segments: its
+     * marker may be in a later one, the active one included.  Not only
+     * below the bound: a segment holding the LSO is rewritten whole, as
+     * Kafka does, and an aborted transaction past the LSO in it must
+     * still lose its data and keep its entry. */
+    int64_t limit = n ? j->segs[n - 1].end : j->bound;
     for (size_t i = 0; i < log->nsegs; i++)
         for (size_t k = 0; k < log->segs[i]->txn_n; k++)
-            if (log->segs[i]->txn[k].first_offset < j->bound)
+            if (log->segs[i]->txn[k].first_offset < limit)
                 j->aborted[j->naborted++] = log->segs[i]->txn[k];
     qsort(j->aborted, j->naborted, sizeof *j->aborted, cmp_first);
     log->clean_busy = true;
@@ -252,6 +262,11 @@ static int read_batch(struct cn_log_clean_job *j, struct reader *r,
         return (int)got;
     if (got < h->total_bytes)
         return cn_corrupt("cleaner: short batch read");
+    /* A rewritten batch gets a fresh CRC: checked first, so bit rot is
+     * never laundered into a valid-looking batch. */
+    if (cn_crc32c(0, r->buf + LOG_BATCH_CRC_FROM,
+                  (size_t)h->total_bytes - LOG_BATCH_CRC_FROM) != h->crc)
+        return cn_corrupt("cleaner: batch CRC mismatch");
     r->pos += h->total_bytes;
     j->st.bytes_read += h->total_bytes;
     if (j->p.throttle && (err = j->p.throttle(j->p.throttle_arg,
@@ -335,12 +350,17 @@ static int build_map(struct cn_log_clean_job *j, struct cn_clean_map *m,
     if (err)
         return err;
     int64_t latest = cn_clean_map_latest(m);
-    j->cleaned_to = latest >= 0 ? latest + 1 : j->first_dirty;
+    /* Not even one batch's keys fit: the pass could never move on.
+     * Kafka fails the same way (raise log.cleaner.dedupe.buffer.size). */
+    if (full && latest < 0)
+        return CN_ETOOBIG;
+    /* No batch at all in the dirty range: all of it is clean. */
+    j->cleaned_to = latest >= 0 ? latest + 1 : j->bound;
     j->st.keys_mapped = (int64_t)cn_clean_map_count(m);
     return 0;
 }
 
-/* ---- run: writing --------------------------------------------------------- */
+/* ---- run: writing ------------------------------------------------------- */
 
 static int cleaned_path(char *buf, size_t n, const char *dir, int64_t base,
                         const char *ext)
@@ -560,6 +580,11 @@ static int clean_group(struct cn_log_clean_job *j, struct job_group *g,
     struct reader r = {.fd = -1};
     int err = writer_open(j, g->base, &w);
     g->written = true;
+    /* The group's last batch stays, emptied if need be: the cleaned
+     * segment then ends where the group did (no new gap between segments)
+     * and is never empty (recovery takes an empty segment before others
+     * for a torn write). */
+    cn_clean_pass_retain(pass, j->segs[g->first + g->n - 1].next_offset - 1);
     for (size_t i = g->first; !err && i < g->first + g->n; i++) {
         if ((err = reader_open(j, i, &r)))
             break;
@@ -644,7 +669,7 @@ int cn_log_clean_run(struct cn_log_clean_job *j)
     return err;
 }
 
-/* ---- end: the swap -------------------------------------------------------- */
+/* ---- end: the swap ------------------------------------------------------ */
 
 static int unlink_cleaned(const char *dir, int64_t base)
 {
@@ -811,7 +836,6 @@ static int remove_manifest(const char *dir)
     return err ? err : cn_file_sync_dir(dir);
 }
 
-static int64_t ckpt_lookup(const char *partition_dir);
 
 int log_clean_recover(struct cn_log *log)
 {
@@ -858,7 +882,7 @@ int log_clean_recover(struct cn_log *log)
     if (removed)
         CN_INFO("log %s: removed the files of an unfinished cleaning pass",
                 log->dir);
-    log->clean_first_dirty = ckpt_lookup(log->dir);
+    log->clean_first_dirty = log_clean_ckpt_lookup(log->dir);
     return 0;
 }
 
@@ -938,8 +962,9 @@ static int swap_in(struct cn_log *log, struct cn_log_clean_job *j, size_t at,
         if (err)
             break;
         seg->durable = true;
-        seg->created_ms = log_now_ms(log);
-        seg->last_write_ms = seg->created_ms;
+        /* The ages retention and segment.ms go by are the old ones'. */
+        seg->created_ms = j->segs[g->first].seg->created_ms;
+        seg->last_write_ms = j->segs[g->first + g->n - 1].seg->last_write_ms;
         idx++;
         j->st.segments_after++;
     }
@@ -1019,7 +1044,18 @@ int cn_log_clean_now(struct cn_log *log, const struct cn_log_clean_params *p,
     return cn_log_clean_end(log, j, cn_log_clean_run(j), stats);
 }
 
-/* ---- cleaner-offset-checkpoint -------------------------------------------- */
+/* ---- cleaner-offset-checkpoint ------------------------------------------ */
+
+/* [p, end) is one or more decimal digits. */
+static bool digits(const char *p, const char *end)
+{
+    if (p >= end)
+        return false;
+    for (; p < end; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    return true;
+}
 
 int cn_clean_ckpt_parse(const char *buf, size_t len,
                         struct cn_clean_ckpt_entry **out, size_t *n_out)
@@ -1050,8 +1086,10 @@ int cn_clean_ckpt_parse(const char *buf, size_t len,
             continue;
         }
         if (ln == 1) {
+            if (!digits(line, line + l) || l > 7)
+                goto bad;
             count = strtoll(line, &end, 10);
-            if (end == line || *end || count < 0 || count > 1000000)
+            if (count > 1000000)
                 goto bad;
             e = calloc(count ? (size_t)count : 1, sizeof *e);
             if (!e)
@@ -1067,11 +1105,16 @@ int cn_clean_ckpt_parse(const char *buf, size_t len,
         char *sp2 = strchr(sp1 + 1, ' ');
         if (!sp2)
             goto bad;
+        /* Digits only: strtoll alone would take signs, blanks and
+         * out-of-range values. */
+        if (!digits(sp1 + 1, sp2) || !digits(sp2 + 1, line + l))
+            goto bad;
+        errno = 0;
         long long part = strtoll(sp1 + 1, &end, 10);
-        if (end != sp2 || end == sp1 + 1 || part < 0 || part > INT32_MAX)
+        if (part > INT32_MAX)
             goto bad;
         long long off = strtoll(sp2 + 1, &end, 10);
-        if (end == sp2 + 1 || *end || off < 0)
+        if (errno)
             goto bad;
         memcpy(e[n].topic, line, (size_t)(sp1 - line));
         e[n].topic[sp1 - line] = '\0';
@@ -1179,7 +1222,7 @@ static int ckpt_load(const char *logdir, struct cn_clean_ckpt_entry **e,
     return err;
 }
 
-static int64_t ckpt_lookup(const char *pdir)
+int64_t log_clean_ckpt_lookup(const char *pdir)
 {
     char logdir[PATH_MAX], topic[256];
     int32_t part;

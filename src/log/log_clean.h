@@ -20,10 +20,19 @@
  *                         segment list, writes the cleaner checkpoint,
  *                         fills the stats, frees the job.
  *
+ * A begun job must be ended (or abandoned) before cn_log_close() or
+ * cn_log_delete(), as a sync must.
+ *
  * Appends go on meanwhile: only the active segment changes and it is never
  * cleaned.  Retention or DeleteRecords deleting a segment of the job while
  * it runs makes end abandon the job (-EAGAIN, .cleaned files removed,
  * nothing swapped); the next pass starts over.
+ *
+ * Each group of segments becomes one segment named after its first; its
+ * last batch is kept (emptied if need be), so the new segment ends where
+ * the group did and is never empty, as Kafka keeps the last batch of a
+ * round.  Offsets never change; batches removed leave gaps, which reads,
+ * recovery and --verify-logs accept.
  *
  * Files.  The swap's commit point is <dir>/cleaner.swap, a small CRC'd
  * manifest naming each group (new base, old bases' end) written and synced
@@ -37,7 +46,11 @@
  * <log dir>/cleaner-offset-checkpoint, Kafka's file and format (version 0,
  * count, "topic partition offset" lines), one per log dir, shared by the
  * partitions in it and rewritten atomically (tmp, fsync, rename) under a
- * process-wide lock.
+ * process-wide lock.  Kafka's file, because the issue asks for it and a
+ * tool that knows Kafka's layout reads it; the cost is a rewrite of the
+ * whole file per pass (one line per compacted partition of the dir).  A
+ * line past the log end at open (a directory removed behind our back) is
+ * ignored.
  *
  * Fail points ("error" makes the step fail and the job be abandoned,
  * "crash" kills the process there):
@@ -126,8 +139,10 @@ int cn_log_clean_begin(struct cn_log *log, const struct cn_log_clean_params *p,
                        struct cn_log_clean_job **out);
 
 /* Runs the pass: reads, decides, writes and syncs the .cleaned files.
- * Returns 0, -errno, CN_ECORRUPT (a segment does not decode: the log is
- * left alone), CN_ENOMEM, CN_EFAILPOINT, or the throttle's code.
+ * Returns 0, -errno, CN_ECORRUPT (a segment does not decode or fails its
+ * CRC: the log is left alone), CN_ETOOBIG (the keys of the first dirty
+ * batch alone exceed dedupe_bytes), CN_ENOMEM, CN_EFAILPOINT, or the
+ * throttle's code.
  * Runs on: worker. */
 int cn_log_clean_run(struct cn_log_clean_job *job);
 
@@ -136,7 +151,9 @@ int cn_log_clean_run(struct cn_log_clean_job *job);
  * above: -EAGAIN) removes the .cleaned files.  Fills *stats (may be
  * NULL), frees job, and returns the pass's result: 0, run's error,
  * -EAGAIN, or -errno of the swap (a failed swap after the commit point
- * takes the log offline: recovery at the next open finishes it).
+ * takes the log offline: recovery at the next open finishes it), or of
+ * the checkpoint write (the swap stands; the next pass only re-reads
+ * clean data).
  * Runs on: loop. */
 int cn_log_clean_end(struct cn_log *log, struct cn_log_clean_job *job, int err,
                      struct cn_log_clean_stats *stats);

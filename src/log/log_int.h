@@ -275,6 +275,8 @@ int log_seg_load_txnindex(struct cn_log *log, struct cn_segment *seg);
  * partition's cleaner checkpoint into log->clean_first_dirty.  Returns 0
  * or -errno. */
 int log_clean_recover(struct cn_log *log);
+/* The partition directory's cleaner checkpoint, -1 if it has none. */
+int64_t log_clean_ckpt_lookup(const char *partition_dir);
 
 /* log.c */
 
