@@ -38,6 +38,8 @@ struct cn_partition {
     int64_t high_watermark;   /* offsets below are visible to consumers */
     struct cn_pstate *pstate; /* producer ids that wrote here */
     int64_t active_base;      /* active segment's base: a change = roll */
+    int64_t clean_retry_ms;   /* monotonic: a failed cleaner pass is not
+                               * retried before (cleaner.c) */
     bool in_sync_list;        /* queued for the next sync round */
     struct cn_partition *sync_next;
 };

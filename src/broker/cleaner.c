@@ -19,6 +19,10 @@
 #define THROTTLE_CHECK_MS 300
 /* A sleeping worker looks at the stop flag this often. */
 #define THROTTLE_SLICE_MS 50
+/* A log whose pass failed (a corrupt batch, a key map too small for one
+ * batch) waits this long, at least, before the next try: Kafka marks it
+ * uncleanable until a restart; here an operator's fix is picked up. */
+#define RETRY_FAILED_MS 60000
 /* Kafka refuses less than 1 MiB of dedupe buffer per thread; Cairn takes
  * at least that much instead of refusing to start. */
 #define DEDUPE_MIN ((int64_t)1 << 20)
@@ -254,7 +258,8 @@ static void pick_topic(struct cn_topic *t, void *arg)
             continue;
         if (st.dirty_ratio > pk->max_ratio)
             pk->max_ratio = st.dirty_ratio;
-        if (inflight_find(pk->c, p) || st.dirty_bytes <= 0)
+        if (inflight_find(pk->c, p) || st.dirty_bytes <= 0 ||
+            cn_clock_mono_ms() < p->clean_retry_ms)
             continue;
         /* KIP-354: a dirty record older than max.compaction.lag.ms makes
          * the log due whatever its ratio. */
@@ -373,9 +378,15 @@ static void finish(struct cn_cleaner *c, struct job *j)
     } else if (rc != -ECANCELED && rc != -EAGAIN) {
         c->passes_failed++;
         c->last_error = rc;
-        CN_WARN("log cleaner: pass over %s-%d failed: %s",
+        int64_t wait = b->cfg->log_cleaner_backoff_ms;
+        if (wait < RETRY_FAILED_MS)
+            wait = RETRY_FAILED_MS;
+        if (j->p)
+            j->p->clean_retry_ms = cn_clock_mono_ms() + wait;
+        CN_WARN("log cleaner: pass over %s-%d failed: %s; not retried for "
+                "%" PRId64 " ms",
                 topic ? topic : "(deleted topic)", j->p ? j->p->index : -1,
-                cn_strerror(rc));
+                cn_strerror(rc), wait);
     }
     job_free(j);
     /* A deleted topic's log may be waiting for this pass to end. */
