@@ -318,7 +318,11 @@ static void scan(struct cn_cleaner *c)
                 CN_WARN("log cleaner: cannot begin a pass over %s-%d: %s",
                         p->topic->name, p->index, cn_strerror(rc));
             job_free(j);
-            break; /* the same log would be picked again */
+            /* Not picked again before the backoff, so the other logs get
+             * their turn now. */
+            p->clean_retry_ms =
+                cn_clock_mono_ms() + b->cfg->log_cleaner_backoff_ms;
+            continue;
         }
         CN_DEBUG("log cleaner: cleaning %s-%d (dirty ratio %.3f%s)",
                  p->topic->name, p->index, pk.best_ratio,
