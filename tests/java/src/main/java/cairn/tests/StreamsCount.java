@@ -58,7 +58,11 @@ public final class StreamsCount {
                })
                .groupByKey()
                .count(Materialized.<String, Long>as(Stores.inMemoryKeyValueStore("counts"))
-                          .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                          .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long())
+                          // Every update goes to the changelog and OUT at
+                          // once, inside the open transaction, so a kill
+                          // leaves aborted records in both.
+                          .withCachingDisabled())
                .toStream()
                .mapValues(c -> Long.toString(c))
                .to(out, Produced.with(Serdes.String(), Serdes.String()));
