@@ -95,7 +95,10 @@ static int range_err(const struct cn_config_key *k, char *why, size_t why_len)
     const char *sep = k->range_why ? " (" : "";
     const char *reason = k->range_why ? k->range_why : "";
     const char *end = k->range_why ? ")" : "";
-    if (k->max == top)
+    if (k->or_minus_one)
+        cfg_seterr(why, why_len, "must be between %lld and %lld, or -1",
+                   (long long)k->min, (long long)k->max);
+    else if (k->max == top)
         cfg_seterr(why, why_len, "must be at least %lld%s%s%s",
                (long long)k->min, sep, reason, end);
     else
@@ -575,7 +578,7 @@ int cfg_check_value(const struct cn_config_key *k, const char *v,
             cfg_seterr(why, why_len, "out of range for a 32-bit integer");
             return CN_EINVAL;
         }
-        if (i < k->min || i > k->max)
+        if ((i < k->min || i > k->max) && !(k->or_minus_one && i == -1))
             return range_err(k, why, why_len);
         if (k->type == CN_CFG_INT64)
             out->i64 = i;
@@ -590,7 +593,10 @@ int cfg_check_value(const struct cn_config_key *k, const char *v,
             cfg_seterr(why, why_len, "not a number");
             return CN_EINVAL;
         }
-        if (d < (double)k->min || d > (double)k->max)
+        /* INT64_MIN/MAX bounds mean none: a double's range is wider
+         * (log.cleaner.io.max.bytes.per.second defaults to Double.MAX). */
+        if ((k->min != INT64_MIN && d < (double)k->min) ||
+            (k->max != INT64_MAX && d > (double)k->max))
             return range_err(k, why, why_len);
         out->d = d;
         return 0;

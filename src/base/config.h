@@ -118,6 +118,8 @@ struct cn_config_key {
                                     effective field in struct cn_config */
     const char *range_why;       /* why min/max are what they are, added
                                     to an out-of-range message; or NULL */
+    bool or_minus_one;           /* -1 is valid too, outside [min, max]
+                                    (Kafka's "[1,...,9] or -1") */
 };
 
 /*
@@ -207,7 +209,15 @@ struct cn_config {
     int64_t log_cleaner_min_compaction_lag_ms;
     int64_t log_cleaner_max_compaction_lag_ms;
     double log_cleaner_min_cleanable_ratio;
+    bool log_cleaner_enable;
+    int32_t log_cleaner_threads;
+    int64_t log_cleaner_backoff_ms;
+    double log_cleaner_io_max_bytes_per_second;
+    int64_t log_cleaner_dedupe_buffer_size;
     int compression_type;           /* enum cn_compression_cfg */
+    int32_t compression_gzip_level; /* -1: zlib's default */
+    int32_t compression_lz4_level;
+    int32_t compression_zstd_level;
     int32_t message_max_bytes;      /* bytes */
     int32_t min_insync_replicas;
     bool unclean_leader_election_enable;
@@ -498,7 +508,10 @@ const char *cn_sec_proto_name(int proto);
 
 enum cn_topic_key {
     CN_TOPIC_CLEANUP_POLICY,
+    CN_TOPIC_COMPRESSION_GZIP_LEVEL,
+    CN_TOPIC_COMPRESSION_LZ4_LEVEL,
     CN_TOPIC_COMPRESSION_TYPE,
+    CN_TOPIC_COMPRESSION_ZSTD_LEVEL,
     CN_TOPIC_DELETE_RETENTION_MS,
     CN_TOPIC_FILE_DELETE_DELAY_MS,
     CN_TOPIC_FLUSH_MESSAGES,
@@ -530,7 +543,10 @@ enum cn_topic_key {
  */
 struct cn_topic_config {
     unsigned cleanup_policy;        /* CN_CLEANUP_* bits */
+    int32_t compression_gzip_level; /* -1: zlib's default */
+    int32_t compression_lz4_level;
     int compression_type;           /* enum cn_compression_cfg */
+    int32_t compression_zstd_level;
     int64_t delete_retention_ms;
     int64_t file_delete_delay_ms;
     int64_t flush_messages;         /* fsync after this many messages */

@@ -40,15 +40,22 @@ struct dyn_row {
  * others are read where they are used.
  */
 static const struct dyn_row dyn_rows[] = {
+    {"compression.gzip.level", DYN_CLUSTER, NULL},
+    {"compression.lz4.level", DYN_CLUSTER, NULL},
     {"compression.type", DYN_CLUSTER, NULL},
+    {"compression.zstd.level", DYN_CLUSTER, NULL},
     {"listener.security.protocol.map", DYN_PER_BROKER, NO_REBIND},
     {"listeners", DYN_PER_BROKER, NO_REBIND},
+    {"log.cleaner.backoff.ms", DYN_CLUSTER, NULL},
+    {"log.cleaner.dedupe.buffer.size", DYN_CLUSTER, NULL},
     {"log.cleaner.delete.retention.ms", DYN_CLUSTER, NULL},
+    {"log.cleaner.io.max.bytes.per.second", DYN_CLUSTER, NULL},
     {"log.cleaner.max.compaction.lag.ms", DYN_CLUSTER, NULL},
     {"log.cleaner.min.cleanable.ratio", DYN_CLUSTER, NULL},
     {"log.cleaner.min.compaction.lag.ms", DYN_CLUSTER, NULL},
     {"log.cleaner.threads", DYN_CANNOT,
-     "Cairn has no log cleaner threads for user topics"},
+     "Cairn starts its cleaner threads once: change it in the properties "
+     "file and restart"},
     {"log.cleanup.policy", DYN_CLUSTER, NULL},
     {"log.flush.interval.messages", DYN_CLUSTER, NULL},
     {"log.flush.interval.ms", DYN_CLUSTER, NULL},

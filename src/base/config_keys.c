@@ -22,26 +22,37 @@
 /* A broker key with a typed field in struct cn_config. */
 #define B(name, type, def, lo, hi, en, field, doc)                         \
     {name, type, def, lo, hi, en, doc, true, false,                        \
-     offsetof(struct cn_config, field), NULL, NONE, NULL}
+     offsetof(struct cn_config, field), NULL, NONE, NULL, false}
+/* B whose range also admits -1 (a library's default level). */
+#define BM1(name, type, def, lo, hi, en, field, doc)                       \
+    {name, type, def, lo, hi, en, doc, true, false,                        \
+     offsetof(struct cn_config, field), NULL, NONE, NULL, true}
 /* B with the reason for its range, told with an out-of-range value. */
 #define BR(name, type, def, lo, hi, en, field, doc, why)                   \
     {name, type, def, lo, hi, en, doc, true, false,                        \
-     offsetof(struct cn_config, field), NULL, NONE, why}
+     offsetof(struct cn_config, field), NULL, NONE, why, false}
 /* A broker key without its own typed field (derived or informational). */
 #define BX(name, type, def, lo, hi, en, doc)                                \
-    {name, type, def, lo, hi, en, doc, true, false, NONE, NULL, NONE, NULL}
+    {name, type, def, lo, hi, en, doc, true, false, NONE, NULL, NONE, NULL, \
+     false}
 /* BX for a secret: DescribeConfigs shows it as null. */
 #define BXS(name, type, def, doc)                                           \
-    {name, type, def, 0, 0, NULL, doc, true, true, NONE, NULL, NONE, NULL}
+    {name, type, def, 0, 0, NULL, doc, true, true, NONE, NULL, NONE, NULL,  \
+     false}
 /* BX with the reason for its range. */
 #define BXR(name, type, def, lo, hi, en, doc, why)                          \
-    {name, type, def, lo, hi, en, doc, true, false, NONE, NULL, NONE, why}
+    {name, type, def, lo, hi, en, doc, true, false, NONE, NULL, NONE, why, false}
 /* A topic key: field in struct cn_topic_config, default from the broker's
  * effective field bfield. */
 #define T(name, type, def, lo, hi, en, field, syn, bfield, doc)             \
     {name, type, def, lo, hi, en, doc, false, false,                       \
      offsetof(struct cn_topic_config, field), syn,                         \
-     offsetof(struct cn_config, bfield), NULL}
+     offsetof(struct cn_config, bfield), NULL, false}
+/* T whose range also admits -1 (a library's default level). */
+#define TM1(name, type, def, lo, hi, en, field, syn, bfield, doc)           \
+    {name, type, def, lo, hi, en, doc, false, false,                       \
+     offsetof(struct cn_topic_config, field), syn,                         \
+     offsetof(struct cn_config, bfield), NULL, true}
 
 /* Kafka takes only -1 as "keep forever" (topic retention.ms is
  * atLeast(-1)); another negative value is a typo, not a meaning. */
@@ -119,10 +130,21 @@ static const struct cn_config_key broker_keys[] = {
       cairn_transaction_version,
       "Cairn: finalized transaction.version feature level (KIP-890); 0/1 "
       "keep clients on transaction version 1"),
+    BM1("compression.gzip.level", CN_CFG_INT32, "-1", 1, 9, NULL,
+        compression_gzip_level,
+        "Default gzip level when compression.type=gzip: 1..9, -1 zlib's "
+        "default (6)"),
+    B("compression.lz4.level", CN_CFG_INT32, "9", 1, 17, NULL,
+      compression_lz4_level,
+      "Default lz4 level when compression.type=lz4: 1..17 (3 and up is "
+      "LZ4HC)"),
     B("compression.type", CN_CFG_ENUM, "producer", 0, 0, compression_enums,
       compression_type,
       "Default topic compression: producer|gzip|snappy|lz4|zstd|"
       "uncompressed"),
+    B("compression.zstd.level", CN_CFG_INT32, "3", -131072, 22, NULL,
+      compression_zstd_level,
+      "Default zstd level when compression.type=zstd: -131072..22"),
     B("connections.max.idle.ms", CN_CFG_INT64, "600000", -1, I64_MAX, NULL,
       connections_max_idle_ms,
       "Close connections idle this long; -1 never"),
@@ -170,11 +192,22 @@ static const struct cn_config_key broker_keys[] = {
        "Addresses to bind, NAME://host:port,... (Cairn: loopback by "
        "default); names unique, mapped by listener.security.protocol.map; "
        "controller.listener.names are not bound"),
+    B("log.cleaner.backoff.ms", CN_CFG_INT64, "15000", 0, I64_MAX, NULL,
+      log_cleaner_backoff_ms,
+      "How long the cleaner waits when no log needs cleaning"),
+    B("log.cleaner.dedupe.buffer.size", CN_CFG_INT64, "134217728",
+      INT64_MIN, I64_MAX, NULL, log_cleaner_dedupe_buffer_size,
+      "Memory for the cleaners' key maps, all threads together; bytes"),
     B("log.cleaner.delete.retention.ms", CN_CFG_INT64, "86400000", 0, I64_MAX,
       NULL, log_cleaner_delete_retention_ms,
       "Keep delete tombstones this long in compacted topics"),
-    BX("log.cleaner.enable", CN_CFG_BOOL, "true", 0, 0, NULL,
-       "Run the log cleaner for compacted topics"),
+    B("log.cleaner.enable", CN_CFG_BOOL, "true", 0, 0, NULL,
+      log_cleaner_enable,
+      "Run the log cleaner for compacted topics (deprecated in Kafka)"),
+    B("log.cleaner.io.max.bytes.per.second", CN_CFG_DOUBLE,
+      "1.7976931348623157E308", INT64_MIN, I64_MAX, NULL,
+      log_cleaner_io_max_bytes_per_second,
+      "Cap on the cleaners' read plus write rate; bytes per second"),
     B("log.cleaner.max.compaction.lag.ms", CN_CFG_INT64, LONG_MAX_TEXT, 1,
       I64_MAX, NULL, log_cleaner_max_compaction_lag_ms,
       "Longest a record stays uncompacted"),
@@ -184,8 +217,9 @@ static const struct cn_config_key broker_keys[] = {
     B("log.cleaner.min.compaction.lag.ms", CN_CFG_INT64, "0", 0, I64_MAX,
       NULL, log_cleaner_min_compaction_lag_ms,
       "Shortest a record stays uncompacted"),
-    BX("log.cleaner.threads", CN_CFG_INT32, "1", 0, I32_MAX, NULL,
-       "Informational"),
+    B("log.cleaner.threads", CN_CFG_INT32, "1", 0, I32_MAX, NULL,
+      log_cleaner_threads,
+      "Cleaner worker threads; 0 cleans nothing"),
     B("log.cleanup.policy", CN_CFG_ENUM_LIST, "delete", 0, 0, cleanup_enums,
       log_cleanup_policy, "Default topic cleanup policy: delete,compact"),
     BX("log.dir", CN_CFG_STRING, "./data", 0, 0, NULL,
@@ -387,6 +421,9 @@ static const struct cn_config_key broker_keys[] = {
 
 static const char *const syn_cleanup[] = {"log.cleanup.policy", NULL};
 static const char *const syn_compression[] = {"compression.type", NULL};
+static const char *const syn_gzip_level[] = {"compression.gzip.level", NULL};
+static const char *const syn_lz4_level[] = {"compression.lz4.level", NULL};
+static const char *const syn_zstd_level[] = {"compression.zstd.level", NULL};
 static const char *const syn_delete_ret[] = {
     "log.cleaner.delete.retention.ms", NULL};
 static const char *const syn_file_delay[] = {"log.segment.delete.delay.ms",
@@ -430,9 +467,18 @@ static const struct cn_config_key topic_keys[CN_TOPIC_NKEYS] = {
     T("cleanup.policy", CN_CFG_ENUM_LIST, "delete", 0, 0, cleanup_enums,
       cleanup_policy, syn_cleanup, log_cleanup_policy,
       "delete, compact or both"),
+    TM1("compression.gzip.level", CN_CFG_INT32, "-1", 1, 9, NULL,
+        compression_gzip_level, syn_gzip_level, compression_gzip_level,
+        "gzip level when compression.type=gzip: 1..9, -1 default"),
+    T("compression.lz4.level", CN_CFG_INT32, "9", 1, 17, NULL,
+      compression_lz4_level, syn_lz4_level, compression_lz4_level,
+      "lz4 level when compression.type=lz4: 1..17"),
     T("compression.type", CN_CFG_ENUM, "producer", 0, 0, compression_enums,
       compression_type, syn_compression, compression_type,
       "producer|gzip|snappy|lz4|zstd|uncompressed"),
+    T("compression.zstd.level", CN_CFG_INT32, "3", -131072, 22, NULL,
+      compression_zstd_level, syn_zstd_level, compression_zstd_level,
+      "zstd level when compression.type=zstd: -131072..22"),
     T("delete.retention.ms", CN_CFG_INT64, "86400000", 0, I64_MAX, NULL,
       delete_retention_ms, syn_delete_ret, log_cleaner_delete_retention_ms,
       "Keep delete tombstones this long (compacted topics)"),

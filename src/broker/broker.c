@@ -27,6 +27,7 @@
 #include "base/say.h"
 #include "broker.h"
 #include "broker_int.h"
+#include "cleaner.h"
 #include "group_coord.h"
 #include "metrics.h"
 #include "hanging.h"
@@ -37,6 +38,7 @@ struct cn_broker_priv {
     struct cn_broker b;
     int lock_fd; /* flock on <data>/.lock: one broker per directory */
     struct cn_hanging *hanging; /* periodic hanging-transaction check */
+    struct cn_cleaner *cleaner; /* log cleaner; NULL when off */
     uv_timer_t trim_timer;      /* gives malloc's idle memory back */
     size_t free_after_trim;     /* heap bytes free after the last trim */
 };
@@ -381,6 +383,11 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     uv_timer_start(&bp->trim_timer, on_trim, TRIM_EVERY_MS, TRIM_EVERY_MS);
     if (cn_hanging_start(b, &bp->hanging) != 0)
         CN_WARN("no memory for the hanging-transaction check; it is off");
+    rc = cn_cleaner_start(b, &bp->cleaner);
+    if (rc)
+        CN_ERROR("cannot start the log cleaner (%s); compacted topics are "
+                 "not cleaned",
+                 cn_strerror(rc));
     uv_signal_init(loop, &b->sig_term);
     uv_signal_init(loop, &b->sig_int);
     b->sig_term.data = b->sig_int.data = b;
@@ -456,8 +463,9 @@ int cn_broker_port(const struct cn_broker *b)
 static void on_stop_poll(uv_timer_t *t)
 {
     struct cn_broker *b = t->data;
-    /* Wait for the sync round in flight: its worker uses the logs. */
-    if (b->sync_running)
+    /* Wait for the sync round and cleaner passes in flight: their
+     * workers use the logs. */
+    if (b->sync_running || b->clean_running)
         return;
     uv_timer_stop(t);
     uv_close((uv_handle_t *)t, NULL);
@@ -474,6 +482,8 @@ void cn_broker_stop(struct cn_broker *b)
     cn_fetch_cancel_all(b);
     cn_hanging_stop(((struct cn_broker_priv *)b)->hanging);
     ((struct cn_broker_priv *)b)->hanging = NULL;
+    cn_cleaner_stop(((struct cn_broker_priv *)b)->cleaner);
+    ((struct cn_broker_priv *)b)->cleaner = NULL;
     cn_txn_coord_stop(b);
     cn_group_coord_stop(b);
     cn_broker_unlisten(b);

@@ -30,6 +30,7 @@ struct cn_broker;
 struct cn_txn_coord;
 struct cn_group_coord;
 struct cn_sync_round;
+struct cn_cleaner;
 
 struct cn_partition {
     struct cn_topic *topic;   /* owner */
@@ -38,6 +39,8 @@ struct cn_partition {
     int64_t high_watermark;   /* offsets below are visible to consumers */
     struct cn_pstate *pstate; /* producer ids that wrote here */
     int64_t active_base;      /* active segment's base: a change = roll */
+    int64_t clean_retry_ms;   /* monotonic: a failed cleaner pass is not
+                               * retried before (cleaner.c) */
     bool in_sync_list;        /* queued for the next sync round */
     struct cn_partition *sync_next;
 };
@@ -102,6 +105,9 @@ struct cn_broker {
     int sync_running;               /* rounds in flight */
     struct cn_sync_round *sync_inflight; /* those, oldest first */
     struct cn_sync_waiter *sync_waiters;
+
+    struct cn_cleaner *cleaner;     /* cleaner.h; NULL when off */
+    int clean_running;              /* cleaner passes begun, not ended */
 
     struct cn_fetch_wait *fetch_waits;
     /* Partitions of deleted topics whose logs a sync round may still be

@@ -203,6 +203,20 @@ static int target_codec(int compression_type)
     }
 }
 
+/* The topic's compression.<codec>.level for codec; -1 (gzip) is zlib's
+ * own default. */
+static int target_level(const struct cn_topic_config *tc, int codec)
+{
+    switch (codec) {
+    case CN_CODEC_GZIP:
+        return tc->compression_gzip_level == -1 ? CN_LEVEL_DEFAULT
+                                                : tc->compression_gzip_level;
+    case CN_CODEC_LZ4: return tc->compression_lz4_level;
+    case CN_CODEC_ZSTD: return tc->compression_zstd_level;
+    default: return CN_LEVEL_DEFAULT;
+    }
+}
+
 /*
  * A batch whose codec is not the topic's compression.type is rebuilt in
  * that codec (Kafka's LogValidator), into out; out stays empty when the
@@ -221,8 +235,9 @@ static int16_t recompress(const struct cn_topic *t, const uint8_t *batch,
     if (codec < 0 || cn_batch_hdr_parse(batch, len, &hdr) != 0 ||
         cn_batch_codec(&hdr) == codec || cn_batch_is_control(&hdr))
         return KAFKA_NONE;
-    int rc = cn_batch_recompress(batch, len, codec, CN_LEVEL_DEFAULT, 0,
-                                 scratch, out);
+    int rc = cn_batch_recompress(batch, len, codec,
+                                 target_level(&t->config, codec), 0, scratch,
+                                 out);
     if (rc == CN_ETOOBIG)
         return KAFKA_MESSAGE_TOO_LARGE;
     if (rc)
@@ -231,6 +246,75 @@ static int16_t recompress(const struct cn_topic *t, const uint8_t *batch,
     if (out->len > (size_t)t->config.max_message_bytes)
         return KAFKA_MESSAGE_TOO_LARGE;
     return KAFKA_NONE;
+}
+
+/* Kafka's RecordValidationException shows at most this many in the
+ * partition's error message (all are in record_errors). */
+#define SHOWN_RECORD_ERRORS 3
+
+/*
+ * A compacted topic keeps the latest record per key, so a record without
+ * one could never be cleaned (Kafka's LogValidator.validateKey): the whole
+ * batch is refused with INVALID_RECORD, each keyless record in
+ * record_errors and Kafka 4.4's texts.  True when refused.
+ */
+static bool keyless_refused(struct cn_req *req, const struct cn_topic *t,
+                            int32_t partition, const uint8_t *batch,
+                            size_t len, struct cn_wr *scratch,
+                            struct cn_produce_response_partition_produce_response *pr)
+{
+    if (!(t->config.cleanup_policy & CN_CLEANUP_COMPACT))
+        return false;
+    struct cn_batch_hdr hdr;
+    struct cn_record_iter it;
+    struct cn_record rec;
+    if (cn_batch_records(batch, len, 0, scratch, &hdr, &it) != 0)
+        return false; /* validated already: cannot happen */
+    int32_t bad = 0;
+    while (cn_record_iter_next(&it, &rec) == 1)
+        bad += rec.key.len < 0;
+    if (!bad)
+        return false;
+    char one[CN_TOPIC_NAME_MAX + 96];
+    int one_len = snprintf(one, sizeof one,
+                           "Compacted topic cannot accept message without key "
+                           "in topic partition %s-%d",
+                           t->name, (int)partition);
+    struct cn_bytes msg = {(const uint8_t *)cn_arena_strdup(
+                               &req->arena,
+                               (struct cn_bytes){(const uint8_t *)one,
+                                                 one_len}),
+                           one_len};
+    pr->record_errors =
+        cn_arena_calloc(&req->arena, (size_t)bad, sizeof *pr->record_errors);
+    char *text = cn_arena_alloc(&req->arena, 256 + SHOWN_RECORD_ERRORS *
+                                                       (sizeof one + 48));
+    pr->error_code = KAFKA_INVALID_RECORD;
+    if (!pr->record_errors || !text || !msg.ptr)
+        return true; /* out of memory: the code alone */
+    size_t used = (size_t)sprintf(
+        text,
+        "One or more records have been rejected due to %d record errors in "
+        "total, and only showing the first three errors at most: [",
+        (int)bad);
+    cn_batch_records(batch, len, 0, scratch, &hdr, &it);
+    int32_t n = 0;
+    while (cn_record_iter_next(&it, &rec) == 1) {
+        if (rec.key.len >= 0)
+            continue;
+        pr->record_errors[n].batch_index = it.index - 1;
+        pr->record_errors[n].batch_index_error_message = msg;
+        if (n < SHOWN_RECORD_ERRORS)
+            used += (size_t)sprintf(text + used,
+                                    "%sRecordError(batchIndex=%d, "
+                                    "message='%s')",
+                                    n ? ", " : "", (int)(it.index - 1), one);
+        n++;
+    }
+    used += (size_t)sprintf(text + used, "]");
+    pr->record_errors_len = n;
+    pr->error_message = (struct cn_bytes){(const uint8_t *)text, (int32_t)used};
+    return true;
 }
 
 /* Returns the partition appended to, or NULL when nothing was. */
@@ -299,6 +383,9 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
         cn_sync_appended(b, p);
         return p;
     }
+    if (keyless_refused(req, t, pd->index, pd->records.ptr,
+                        (size_t)pd->records.len, scratch, pr))
+        return NULL;
     if (t->config.message_timestamp_type == CN_TS_CREATE_TIME &&
         !timestamps_ok(&t->config, pd->records.ptr,
                        (size_t)pd->records.len)) {

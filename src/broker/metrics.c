@@ -17,6 +17,7 @@
 #include "base/err.h"
 #include "base/hist.h"
 #include "base/say.h"
+#include "cleaner.h"
 #include "handlers.h"
 #include "net/http.h"
 #include "proto/gen/api.h"
@@ -41,6 +42,7 @@ struct cn_metrics {
 
 /* One partition's numbers, taken once per scrape. */
 struct prow {
+    const struct cn_partition *p;
     const char *topic;
     int32_t partition;
     bool internal;
@@ -123,6 +125,7 @@ static void collect_topic(struct cn_topic *t, void *arg)
         }
         struct cn_partition *p = t->partitions[i];
         struct prow *row = &r->v[r->n++];
+        row->p = p;
         row->topic = t->name;
         row->partition = p->index;
         row->internal = t->internal;
@@ -216,8 +219,22 @@ static void render_partitions(struct cn_broker *b, struct cn_wr *w)
                      "Offset the next appended record will get.");
     partition_family(w, &r, P_START, "cairn_partition_log_start_offset",
                      "First offset still in the log.");
+    /* Compacted user partitions only: the cardinality stays that of the
+     * topics an operator made compacted. */
+    family(w, "cairn_cleaner_partition_dirty_ratio", "gauge",
+           "Dirty bytes over cleanable bytes of a compacted partition "
+           "(Kafka's max-dirty-percent / 100, for this log).");
+    for (size_t i = 0; i < r.n; i++) {
+        struct cn_cleaner_pstate ps;
+        if (!cn_cleaner_partition_state(b, r.v[i].p, &ps))
+            continue;
+        out(w, "cairn_cleaner_partition_dirty_ratio");
+        prow_labels(w, &r.v[i]);
+        out(w, " %.6f\n", ps.dirty_ratio);
+    }
     free(r.v);
 }
+
 
 /* A ms histogram as Prometheus cumulative buckets in seconds. */
 static void histogram(struct cn_wr *w, const char *name, const char *labels,
@@ -314,6 +331,47 @@ static void render_txn(struct cn_broker *b, struct cn_wr *w)
             "COMMIT markers written for clients under "
             "cairn.transaction.operator.commit.enable (audited repairs).",
             m ? m->operator_commit_markers : 0);
+}
+
+static void render_cleaner(struct cn_broker *b, struct cn_wr *w)
+{
+    struct cn_cleaner_stats st;
+    cn_cleaner_get_stats(b, &st);
+    gauge(w, "cairn_cleaner_threads",
+          "Log cleaner worker threads (0: log.cleaner.enable=false or no "
+          "threads).",
+          st.enabled ? st.threads : 0);
+    gauge(w, "cairn_cleaner_max_dirty_percent",
+          "Kafka's max-dirty-percent: the highest dirty ratio of the "
+          "compacted partitions at the cleaner's last scan, x100.",
+          st.max_dirty_percent);
+    gauge(w, "cairn_cleaner_time_since_last_run_ms",
+          "Kafka's time-since-last-run-ms: since the last cleaning pass "
+          "ended (or the cleaner started).",
+          (double)st.since_last_run_ms);
+    gauge(w, "cairn_cleaner_running_passes", "Cleaning passes in flight.",
+          st.running);
+    counter(w, "cairn_cleaner_passes_total",
+            "Cleaning passes that swapped cleaned segments in.", st.passes);
+    counter(w, "cairn_cleaner_passes_failed_total",
+            "Cleaning passes that failed (shutdown and deletion excepted).",
+            st.passes_failed);
+    counter(w, "cairn_cleaner_bytes_read_total",
+            "Log bytes the cleaner read (key map and rewrite).",
+            st.bytes_read);
+    counter(w, "cairn_cleaner_bytes_written_total",
+            "Log bytes of the cleaned segments written.", st.bytes_written);
+    counter(w, "cairn_cleaner_records_removed_total",
+            "Records the cleaner removed (superseded, aborted, expired "
+            "tombstones).",
+            st.records_removed);
+    gauge(w, "cairn_cleaner_last_pass_duration_seconds",
+          "Run time of the last cleaning pass.", st.last_pass_ms / 1000.0);
+    family(w, "cairn_cleaner_last_error", "gauge",
+           "1 with the error of the last failed pass, 0 when none failed.");
+    out(w, "cairn_cleaner_last_error{error=\"");
+    label_value(w, st.last_error ? cn_strerror(st.last_error) : "");
+    out(w, "\"} %d\n", st.last_error ? 1 : 0);
 }
 
 static void render_requests(struct cn_broker *b, struct cn_wr *w)
@@ -463,6 +521,7 @@ void cn_metrics_render(struct cn_broker *b, struct cn_wr *w)
     counter(w, "cairn_log_file_evictions_total",
             "Segment files closed to stay within the budget.", fs.evictions);
     render_partitions(b, w);
+    render_cleaner(b, w);
     render_txn(b, w);
     render_requests(b, w);
     render_sasl(b, w);

@@ -489,6 +489,7 @@ def parse_batches(records):
             "base_timestamp": base_ts, "max_timestamp": max_ts,
             "producer_id": pid, "producer_epoch": epoch,
             "base_sequence": base_seq, "count": count,
+            "length": 12 + batch_len,
         })
         pos = end
     return out

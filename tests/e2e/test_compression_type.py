@@ -169,3 +169,48 @@ def test_alter_applies_to_new_batches_and_broker_default(broker_factory):
     produce(broker, "ct-dyn", "none", 5)
     assert all(b["attributes"] & 7 == CODEC["zstd"]
                for b in stored_batches(broker, "ct-dyn"))
+
+
+def test_codec_levels_used_on_recompression(broker):
+    """compression.<codec>.level (KIP-390) is the level a batch is
+    re-compressed at: the same uncompressed batch stored at the codec's
+    lowest and highest level gives a smaller batch at the highest; a level
+    out of Kafka's range is refused."""
+    import random
+    rnd = random.Random(19)
+    words = [b"w%03d" % rnd.randrange(300) for _ in range(40)]
+    values = [b" ".join(rnd.choice(words) for _ in range(60))
+              for _ in range(300)]
+    batch = kw.record_batch(values)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    sizes = {}
+    for codec, low, high in (("gzip", 1, 9), ("lz4", 1, 17),
+                             ("zstd", -5, 19)):
+        for level in (low, high):
+            topic = "ct-level-%s-%d" % (codec, level)
+            admin.create_topics([NewTopic(topic, 1, 1, config={
+                "compression.type": codec,
+                "compression.%s.level" % codec: str(level)})])[topic].result(30)
+            s = socket.create_connection(("127.0.0.1", broker.port),
+                                         timeout=30)
+            try:
+                s.sendall(kw.produce_request_v8(1, topic, 0, batch))
+                _, parts = kw.parse_produce_v8(kw.recv_frame(s))
+                assert parts[0][2] == 0, parts
+            finally:
+                s.close()
+            bs = stored_batches(broker, topic)
+            assert len(bs) == 1 and bs[0]["attributes"] & 7 == CODEC[codec]
+            sizes[(codec, level)] = bs[0]["length"]
+        assert sizes[(codec, high)] < sizes[(codec, low)], sizes
+    assert len(consume_all(broker, "ct-level-zstd-19", 300)) == 300
+    for key, bad in (("compression.gzip.level", "0"),
+                     ("compression.lz4.level", "18"),
+                     ("compression.zstd.level", "23")):
+        fs = admin.create_topics([NewTopic("ct-level-bad", 1, 1,
+                                           config={key: bad})])
+        try:
+            fs["ct-level-bad"].result(30)
+            raise AssertionError("%s=%s accepted" % (key, bad))
+        except Exception as e:  # KafkaException(INVALID_CONFIG)
+            assert "INVALID_CONFIG" in str(e) or "nvalid" in str(e), e

@@ -53,6 +53,11 @@ Scenarios:
   group_states    DescribeGroups and ListGroups states (CompletingRebalance,
                   Stable, Empty after the member leaves, a group with only
                   offsets) and DeleteGroups' errors.
+  compacted_produce  keyless records refused by compact and compact,delete
+                  topics (INVALID_RECORD, record_errors, the message with
+                  its first three errors), keyed records taken, and the
+                  DescribeConfigs values and sources of the compaction,
+                  cleaner and compression level keys.
 
 The reference broker starts once per module (about 4 s on an idle
 machine, 15-45 s on a loaded one; some 330 MB resident); release build
@@ -729,6 +734,58 @@ def topics_configs(port, bootstrap):
     return obs
 
 
+def compacted_produce(port, bootstrap):
+    """A compacted topic's refusal of keyless records (INVALID_RECORD,
+    record_errors, the message, nothing appended), keyed records taken,
+    and DescribeConfigs of the compaction and level keys."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+    from test_compacted import raw_produce
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    obs = []
+    for name, policy in (("cmpd", "compact"), ("cmpd2", "compact,delete")):
+        obs.append(("create_" + policy, admin_error(admin.create_topics(
+            [NewTopic(name, 1, 1, config={"cleanup.policy": policy,
+                                          "compression.zstd.level": "7"})],
+            operation_timeout=30)[name])))
+        cli = kw.ReadClient(port)
+        deadline = time.monotonic() + 60
+        try:
+            while (cli.list_offset_iso(name, 0, RU)[0] != 0
+                   and time.monotonic() < deadline):
+                time.sleep(0.1)
+        finally:
+            cli.close()
+    batch = kw.record_batch([b"v0", b"v1", b"v2", b"v3", b"v4"],
+                            keys=[b"k0", None, None, b"k3", None])
+    obs.append(("keyless", raw_produce(_Addr(port), "cmpd", batch)))
+    obs.append(("keyless_tombstone", raw_produce(
+        _Addr(port), "cmpd2", kw.record_batch([None]))))
+    obs.append(("keyed", raw_produce(_Addr(port), "cmpd", kw.record_batch(
+        [b"x", None], keys=[b"k", b"k"]))[:3]))
+    r = ConfigResource(ConfigResource.Type.TOPIC, "cmpd")
+    ents = admin.describe_configs([r])[r].result(30)
+    for k in ("compression.zstd.level", "compression.gzip.level",
+              "compression.lz4.level", "min.cleanable.dirty.ratio",
+              "min.compaction.lag.ms", "max.compaction.lag.ms",
+              "delete.retention.ms"):
+        obs.append(("describe_" + k, (ents[k].value, ents[k].source)))
+    r = ConfigResource(ConfigResource.Type.BROKER, "1")
+    ents = admin.describe_configs([r])[r].result(30)
+    for k in ("log.cleaner.backoff.ms", "log.cleaner.enable",
+              "log.cleaner.io.max.bytes.per.second",
+              "log.cleaner.dedupe.buffer.size", "compression.gzip.level",
+              "compression.lz4.level", "compression.zstd.level"):
+        obs.append(("describe_broker_" + k, (ents[k].value, ents[k].source)))
+    return obs
+
+
+class _Addr:
+    """What test_compacted.raw_produce needs of a broker: its port."""
+
+    def __init__(self, port):
+        self.port = port
+
+
 def group_states(port, bootstrap):
     """Consumer group states through DescribeGroups and ListGroups: a
     member joins (Stable), leaves (Empty); a group with only committed
@@ -812,7 +869,7 @@ def compare(scenario, cairn_obs, kafka_obs):
 SCENARIOS = ["worked_example", "txn_errors", "idempotence", "tv2_epochs",
              "cross_partition", "zombie_prepare", "timeout_abort",
              "txn_error_paths", "kip890_late", "topics_configs",
-             "group_states"]
+             "group_states", "compacted_produce"]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -2,6 +2,9 @@
 processing.guarantee=exactly_once_v2 against Cairn, killed with SIGKILL
 in the middle of its transactions: its output is still exactly once.
 
+test_streams_state_store_restored_after_kill9 runs the stateful
+StreamsCount (below); the rest of this text is about the stateless one.
+
 tests/java StreamsEos is stateless: IN (3 partitions) -> flatMapValues
 (v -> v:a, v:b) -> OUT (3 partitions).  The test writes N keyed records
 to IN with a plain (non-transactional) producer, then runs the
@@ -229,3 +232,97 @@ def scenario(cp, bootstrap, port, tmp_path, apps):
     assert set(aborted) <= set(expected), list(set(aborted) - set(expected))
     assert sum(aborted.values()) >= len(kills), (kills, aborted)
     assert len(killed_open) >= len(kills)
+
+
+CIN, COUT, CAPP = "sc-in", "sc-out", "sc-app"
+CKEYS, CPER = 20, 30       # 20 keys, 30 records each
+
+
+def test_streams_state_store_restored_after_kill9(broker_factory, tmp_path,
+                                                  apps):
+    """tests/java StreamsCount (count per key in an in-memory store under
+    exactly_once_v2; its changelog a compacted topic Streams creates)
+    killed with SIGKILL half way, after the cleaner cleaned the changelog;
+    restarted with an empty state dir it restores the counts from the
+    changelog alone: every key's last committed output is its exact
+    count, nothing counted twice or lost."""
+    from test_compacted import metrics
+    cp = java_harness.classpath()
+    broker = broker_factory(**{
+        "group.initial.rebalance.delay.ms": "0",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200",
+        "log.cleaner.backoff.ms": "50",
+        "log.cleaner.min.cleanable.ratio": "0.01",
+        "log.segment.bytes": "2048"})
+    broker.create_topic(CIN, 1)
+    broker.create_topic(COUT, 1)
+    cli = kw.ReadClient(broker.port, timeout=30 * SLOW)
+    for lo in range(0, CKEYS * CPER, 100):
+        keys = [b"k%02d" % (i % CKEYS) for i in range(lo, lo + 100)]
+        err, _ = cli.produce(CIN, 0, kw.record_batch(
+            [b"v"] * len(keys), keys=keys))
+        assert err == 0, err
+    total = CKEYS * CPER
+
+    def committed():
+        top, offs = cli.offset_fetch(CAPP, {CIN: [0]})
+        assert top == 0, top
+        return offs[(CIN, 0)][1]
+
+    def run(n, throttle_ms):
+        a = StreamsCountApp(cp, broker.bootstrap, tmp_path, n, throttle_ms)
+        apps.append(a)
+        until("running", lambda: {"state": "RUNNING"} in a.lines(), a)
+        return a
+
+    first = run(0, 10)
+    until("a third of the input committed and a cleaner pass",
+          lambda: committed() >= total // 3 and
+          metrics(broker).get("cairn_cleaner_passes_total", 0) >= 1, first)
+    first.kill9()
+    # Killed half way: the rest must count on from the restored state.
+    assert committed() < total
+    second = run(1, 0)
+    until("the input committed", lambda: committed() == total, second,
+          timeout=2 * WAIT)
+    # Every transaction ended (the killed one by its timeout).
+    until("LSO at the high watermark", lambda: cli.list_offset_iso(
+        COUT, 0, kw.READ_UNCOMMITTED) == cli.list_offset_iso(
+        COUT, 0, kw.READ_COMMITTED), second)
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "sc",
+                  "isolation.level": "read_committed",
+                  "auto.offset.reset": "earliest"})
+    last = {}
+    try:
+        _, hi = c.get_watermark_offsets(TopicPartition(COUT, 0), timeout=10)
+        c.assign([TopicPartition(COUT, 0, 0)])
+        deadline = time.monotonic() + WAIT
+        while len(last) < CKEYS or any(v != str(CPER).encode()
+                                       for v in last.values()):
+            assert time.monotonic() < deadline, last
+            for m in c.consume(500, 0.2):
+                if not m.error():
+                    last[m.key()] = m.value()
+            if c.position([TopicPartition(COUT, 0)])[0].offset >= hi:
+                break
+    finally:
+        c.close()
+    assert last == {b"k%02d" % k: str(CPER).encode() for k in range(CKEYS)}
+    m = metrics(broker)
+    changelog = [k for k in m if k.startswith(
+        "cairn_cleaner_partition_dirty_ratio") and "counts-changelog" in k]
+    assert changelog, [k for k in m if "dirty_ratio" in k]
+
+
+class StreamsCountApp(App):
+    def __init__(self, cp, bootstrap, tmp_path, run, throttle_ms):
+        self.out_path = tmp_path / ("count-%d.out" % run)
+        self.err_path = tmp_path / ("count-%d.err" % run)
+        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
+            self.proc = subprocess.Popen(
+                ["java"] + java_harness.FAST_START +
+                ["-cp", cp, "cairn.tests.StreamsCount", bootstrap, CAPP,
+                 CIN, COUT, str(tmp_path / ("count-state-%d" % run)),
+                 str(throttle_ms)],
+                stdin=subprocess.PIPE, stdout=out, stderr=err, text=True)

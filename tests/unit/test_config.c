@@ -1,4 +1,5 @@
 /* test_config.c - broker and topic configuration. */
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,14 @@ UNIT_TEST(defaults_match_kafka)
     CHECK_EQ(cfg.log_cleanup_policy, CN_CLEANUP_DELETE);
     CHECK_EQ(cfg.compression_type, CN_COMPRESSION_PRODUCER);
     CHECK(cfg.log_cleaner_min_cleanable_ratio == 0.5);
+    CHECK(cfg.log_cleaner_enable);
+    CHECK_EQ(cfg.log_cleaner_threads, 1);
+    CHECK_EQ(cfg.log_cleaner_backoff_ms, 15000);
+    CHECK(cfg.log_cleaner_io_max_bytes_per_second == DBL_MAX);
+    CHECK_EQ(cfg.log_cleaner_dedupe_buffer_size, 134217728);
+    CHECK_EQ(cfg.compression_gzip_level, -1);
+    CHECK_EQ(cfg.compression_lz4_level, 9);
+    CHECK_EQ(cfg.compression_zstd_level, 3);
     CHECK_EQ(cfg.node_id, 1);
     CHECK(!strcmp(cfg.listeners, "PLAINTEXT://127.0.0.1:9092"));
     CHECK(!strcmp(cfg.listen_host, "127.0.0.1"));
@@ -750,6 +759,33 @@ UNIT_TEST(topic_validation)
                                  sizeof err),
              CN_EINVAL);
     CHECK(err_has("compression.type", "producer"));
+    /* Kafka's level ranges (KIP-390): gzip [1,...,9] or -1. */
+    struct cn_topic_config lv;
+    cn_topic_config_init_defaults(&lv, NULL);
+    CHECK_EQ(lv.compression_gzip_level, -1);
+    CHECK_EQ(lv.compression_lz4_level, 9);
+    CHECK_EQ(lv.compression_zstd_level, 3);
+    CHECK_EQ(cn_topic_config_set(&lv, "compression.gzip.level", "0", err,
+                                 sizeof err),
+             CN_EINVAL);
+    CHECK(err_has("compression.gzip.level", "between 1 and 9, or -1"));
+    CHECK_EQ(cn_topic_config_set(&lv, "compression.gzip.level", "-1", err,
+                                 sizeof err),
+             0);
+    CHECK_EQ(cn_topic_config_set(&lv, "compression.gzip.level", "9", err,
+                                 sizeof err),
+             0);
+    CHECK_EQ(lv.compression_gzip_level, 9);
+    CHECK_EQ(cn_topic_config_set(&lv, "compression.lz4.level", "18", err,
+                                 sizeof err),
+             CN_EINVAL);
+    CHECK_EQ(cn_topic_config_set(&lv, "compression.zstd.level", "-131072",
+                                 err, sizeof err),
+             0);
+    CHECK_EQ(lv.compression_zstd_level, -131072);
+    CHECK_EQ(cn_topic_config_set(&lv, "compression.zstd.level", "23", err,
+                                 sizeof err),
+             CN_EINVAL);
     CHECK_EQ(cn_topic_config_set(&tc, "log.retention.ms", "1", err,
                                  sizeof err),
              CN_EINVAL);
