@@ -21,8 +21,12 @@
 
 const struct cn_handler cn_handlers[] = {
     /* v12 is v11 on the wire (KIP-890: the client uses transaction
-     * version 2); h_produce reads it as v11. */
-    {0, 3, 12, 0, cn_h_produce},
+     * version 2); h_produce reads it as v11.  Advertised from v0 although
+     * v0-2 (magic 0/1 message sets) get UNSUPPORTED_VERSION: librdkafka
+     * before 2.8 compresses with gzip/snappy/lz4 only if the broker lists
+     * Produce v0 (librdkafka#4956), and Kafka 4.x advertises v0 for the
+     * same reason (KAFKA-18659). */
+    {0, 0, 12, 0, cn_h_produce},
     {1, 4, 17, 0, cn_h_fetch},
     {2, 0, 10, 0, cn_h_list_offsets},
     {3, 0, 12, 0, cn_h_metadata},

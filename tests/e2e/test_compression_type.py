@@ -214,3 +214,18 @@ def test_codec_levels_used_on_recompression(broker):
             raise AssertionError("%s=%s accepted" % (key, bad))
         except Exception as e:  # KafkaException(INVALID_CONFIG)
             assert "INVALID_CONFIG" in str(e) or "nvalid" in str(e), e
+
+
+def test_librdkafka_compresses_against_cairn(broker):
+    """librdkafka before 2.8 (Debian's is 2.0.2) sends gzip, snappy and lz4
+    batches only to a broker whose ApiVersions lists Produce v0
+    (librdkafka#4956): Cairn lists it, as Kafka 4.x does (KAFKA-18659),
+    so the producer's own codec reaches the log of a `producer` topic."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for pcodec in ("gzip", "snappy", "lz4"):
+        topic = "ct-client-%s" % pcodec
+        create(admin, topic, "producer")
+        produce(broker, topic, pcodec, 20)
+        bs = stored_batches(broker, topic)
+        assert bs and all(b["attributes"] & 7 == CODEC[pcodec]
+                          for b in bs), (pcodec, bs)
