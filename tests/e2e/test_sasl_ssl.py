@@ -37,6 +37,7 @@ import test_acl as ta
 from conftest import SANITIZED, SLOW, Broker, free_port, port_open
 from test_sasl import (SASL_AUTHENTICATION_FAILED, add_scram, fast_cli,
                        jaas_props, metadata_ok, scram_login)
+# certs: test_tls's module fixture, made once more for this module.
 from test_tls import certs, client_ctx, kcat, wait_log  # noqa: F401
 
 release_only = pytest.mark.skipif(SANITIZED, reason="client matrix: "
@@ -54,7 +55,7 @@ MTLS_RULES = "RULE:^CN=nobody,.*$/nobody/"
 
 
 @pytest.fixture(scope="module")
-def b(tmp_path_factory, certs):  # noqa: F811
+def b(tmp_path_factory, certs):
     br = Broker(tmp_path_factory.mktemp("saslssl"), {})
     br.ports = {"PLAINTEXT": br.port}
     for k in KINDS[1:]:
@@ -90,7 +91,7 @@ def b(tmp_path_factory, certs):  # noqa: F811
     assert br.stop() == 0, br.log_tail()
 
 
-def rdkafka_props(b, certs, kind, mech="SCRAM-SHA-512", user="alice",  # noqa
+def rdkafka_props(b, certs, kind, mech="SCRAM-SHA-512", user="alice",
                   pw=None, who=None):
     """librdkafka properties for listener kind (who: a client certificate
     from mkcerts)."""
@@ -116,14 +117,14 @@ def kcat_x(conf):
     return args
 
 
-def kcat_metadata_ports(b, certs, kind):  # noqa: F811
+def kcat_metadata_ports(b, certs, kind):
     r = kcat(*kcat_x(rdkafka_props(b, certs, kind, who="alice")), "-L",
              "-J")
     assert r.returncode == 0, (kind, r.stderr)
     return [x["name"] for x in json.loads(r.stdout)["brokers"]]
 
 
-def check_every_listener(b, certs):  # noqa: F811
+def check_every_listener(b, certs):
     """Metadata through each listener names that listener's port only
     (Kafka answers with the listener a request came in on)."""
     for kind in KINDS:
@@ -131,11 +132,11 @@ def check_every_listener(b, certs):  # noqa: F811
             ["127.0.0.1:%d" % b.ports[kind]], (kind, b.log_tail())
 
 
-def test_metadata_on_each_listener_names_its_own_port(b, certs):  # noqa
+def test_metadata_on_each_listener_names_its_own_port(b, certs):
     check_every_listener(b, certs)
 
 
-def tls_connect(b, certs, kind, who=None):  # noqa: F811
+def tls_connect(b, certs, kind, who=None):
     raw = socket.create_connection(("127.0.0.1", b.ports[kind]),
                                    timeout=10 * SLOW)
     s = client_ctx(certs, who).wrap_socket(raw, server_hostname="localhost")
@@ -143,7 +144,7 @@ def tls_connect(b, certs, kind, who=None):  # noqa: F811
     return s
 
 
-def test_wrong_password_over_sasl_ssl_others_keep_working(b, certs):  # noqa
+def test_wrong_password_over_sasl_ssl_others_keep_working(b, certs):
     """A SCRAM login with a wrong password over TLS: SASL_AUTHENTICATION_
     FAILED with a message, then the connection closes; kcat with a wrong
     PLAIN password exits with an authentication error instead of hanging;
@@ -175,7 +176,7 @@ def test_wrong_password_over_sasl_ssl_others_keep_working(b, certs):  # noqa
 
 @pytest.mark.parametrize("mech", [
     "SCRAM-SHA-512", pytest.param("PLAIN", marks=release_only)])
-def test_kcat_over_sasl_ssl(b, certs, mech):  # noqa: F811
+def test_kcat_over_sasl_ssl(b, certs, mech):
     """librdkafka's TLS and SASL together: produce (acks=all, a record
     larger than one TLS record) and consume back."""
     topic = "kc-" + mech.lower() + "-" + uuid.uuid4().hex[:6]
@@ -192,7 +193,7 @@ def test_kcat_over_sasl_ssl(b, certs, mech):  # noqa: F811
 
 @release_only
 @pytest.mark.parametrize("mech", ["SCRAM-SHA-512", "PLAIN"])
-def test_confluent_transactions_over_sasl_ssl(b, certs, mech):  # noqa
+def test_confluent_transactions_over_sasl_ssl(b, certs, mech):
     """confluent-kafka-python: an aborted then a committed transaction;
     a read_committed consumer sees only the committed records."""
     from confluent_kafka import Consumer, Producer
@@ -223,7 +224,7 @@ def test_confluent_transactions_over_sasl_ssl(b, certs, mech):  # noqa
 
 
 @release_only
-def test_kafkajs_over_sasl_ssl(b, certs):  # noqa: F811
+def test_kafkajs_over_sasl_ssl(b, certs):
     """kafkajs (Node's TLS) over SCRAM-SHA-512 and PLAIN, and a wrong
     password is a SASL error."""
     from test_read_committed import JS_DIR, npm_ready
@@ -251,7 +252,7 @@ def test_kafkajs_over_sasl_ssl(b, certs):  # noqa: F811
 
 
 @release_only
-def test_java_client_over_sasl_ssl(b, certs, tmp_path):  # noqa: F811
+def test_java_client_over_sasl_ssl(b, certs, tmp_path):
     """Kafka's own clients (through its perf tools): a transactional
     producer over SCRAM-SHA-512, a read_committed consumer over PLAIN,
     the truststore a PEM file as Kafka reads it."""
@@ -283,7 +284,7 @@ def test_java_client_over_sasl_ssl(b, certs, tmp_path):  # noqa: F811
     assert row["data.consumed.in.nMsg"] == str(n), out
 
 
-def test_sasl_principal_wins_over_client_certificate(b, certs):  # noqa
+def test_sasl_principal_wins_over_client_certificate(b, certs):
     """On MTLS (SASL_SSL, ssl.client.auth=required) the certificate must
     be there, but the principal is the SASL login's: with WRITE allowed
     to User:alice and to bob's certificate principal, bob's certificate
