@@ -1021,6 +1021,10 @@ static int tls_auth(struct cn_conn *c)
     if (!cert)
         return 0; /* ssl.client.auth none/requested: User:ANONYMOUS */
     struct cn_server *srv = c->srv;
+    /* SASL_SSL: the principal is the SASL login's, as in Kafka; the
+     * certificate only had to verify, its mapping rules do not apply. */
+    if (srv->cfg.sasl)
+        return 0;
     char name[CN_PRINCIPAL_MAX];
     int rc = srv->cfg.tls_principal
                  ? srv->cfg.tls_principal(srv->cfg.listener, cert, name,

@@ -125,7 +125,7 @@ struct cn_server_config {
                                   <=0: 10 s */
     /* With tls: the principal name after "User:" of a client certificate
      * (an OpenSSL X509) on this server's `listener`; nonzero closes the
-     * connection.  Required when tls is set. */
+     * connection.  Required when tls is set; not called with sasl. */
     int (*tls_principal)(int listener, struct x509_st *cert, char *out,
                          size_t out_len, void *opaque);
     bool sasl;                /* connections must authenticate (SASL);

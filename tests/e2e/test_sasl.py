@@ -747,14 +747,16 @@ def test_kafkajs(sasl_broker):
         lines[3]
 
 
-def jaas_props(path, mech, user, pw):
+def jaas_props(path, mech, user, pw, protocol="SASL_PLAINTEXT", extra=""):
+    """A Java client's properties file; extra: more lines (the
+    truststore of SASL_SSL)."""
     module = ("org.apache.kafka.common.security.plain.PlainLoginModule"
               if mech == "PLAIN" else
               "org.apache.kafka.common.security.scram.ScramLoginModule")
     path.write_text(
-        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=%s\n"
+        "security.protocol=%s\nsasl.mechanism=%s\n"
         "sasl.jaas.config=%s required username=\"%s\" password=\"%s\";\n"
-        % (mech, module, user, pw))
+        % (protocol, mech, module, user, pw) + extra)
     return str(path)
 
 

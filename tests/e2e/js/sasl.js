@@ -4,12 +4,19 @@
 // "mechanism":M,"type":<kafkajs error name>,"message":...}.  The pytest
 // side decides what is right.  Exits by itself after 90 s.
 //
-// usage: node sasl.js <bootstrap host:port> MECH:USER:PASSWORD...
+// With --ca FILE first, over SASL_SSL: the server certificate is checked
+// against that CA (and the name "localhost").
+//
+// usage: node sasl.js [--ca ca.pem] <bootstrap host:port> MECH:USER:PW...
 'use strict';
 
+const fs = require('fs');
 const { Kafka, logLevel } = require('kafkajs');
 
-const [bootstrap, ...specs] = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const ssl = argv[0] === '--ca'
+    ? { ca: [fs.readFileSync(argv[1])], servername: 'localhost' } : undefined;
+const [bootstrap, ...specs] = ssl ? argv.slice(2) : argv;
 if (!bootstrap || specs.length === 0) {
     process.stderr.write('usage: node sasl.js <bootstrap> MECH:USER:PW...\n');
     process.exit(2);
@@ -27,6 +34,7 @@ async function one(spec, i) {
         clientId: 'cairn-e2e-js-sasl',
         brokers: [bootstrap],
         sasl: { mechanism: mechanism.toLowerCase(), username, password },
+        ssl,
         logLevel: logLevel.NOTHING,
         logCreator: toStderr,
         retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 },
