@@ -670,7 +670,8 @@ def main():
         if "security" in parts:
             import security
             fig, report["security"] = security.run_security(
-                figures.Ctx({}, build, opts, progress), args, tmp)
+                figures.Ctx({}, build, opts, progress), args, tmp,
+                kafka="kafka" in names)
             report["figures"].append(fig)
         if parts & OLD_PEER_PARTS:
             # Their own brokers, apart from the compared peers' data.

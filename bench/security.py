@@ -13,7 +13,12 @@ SASL_SSL PLAINTEXT, ...), each running
             (bench_txn)
 
 and each protocol is compared with PLAINTEXT of the same run (ratio of
-medians and per-pair ratios).  After the rounds: TLS handshake time
+medians and per-pair ratios).  With Kafka among the peers (--peers, and
+build/java from make build-java), Apache Kafka 4.4.0 with a PLAINTEXT and
+an SSL listener (the same certificate, Kafka's default JVM settings via
+peers.KafkaBroker) joins the rotation as kafka-plaintext and kafka-ssl,
+after one unmeasured run of each, for Kafka's own SSL / PLAINTEXT ratio
+and Cairn SSL / Kafka SSL.  After the rounds: TLS handshake time
 (TLS 1.3 and 1.2, bench/tls_handshake.py) and the SCRAM-SHA-512 login time
 on the SASL_SSL listener (after the TLS handshake: SaslHandshake and the
 two SaslAuthenticate round trips, the client's PBKDF2 left out), median
@@ -108,19 +113,21 @@ class SecuredCairn:
 
 
 class ListenerPeer(pe.Peer):
-    """One listener of the secured broker.  Topics are created through the
+    """One listener of a broker (Cairn's SecuredCairn, or Kafka's
+    KafkaBroker as proc_of says).  Topics are created through the
     PLAINTEXT listener (the same broker): the admin client is not what is
     measured."""
 
-    def __init__(self, workdir, broker, proto):
-        self.name = proto
-        self.label = "Cairn over " + proto.upper()
+    def __init__(self, workdir, name, broker, port, admin_port, xprops,
+                 jvm=False):
+        self.name = name
+        self.label = LABELS.get(name, name)
         super().__init__(workdir)
         self.broker = broker
-        self.proto = proto
-        self.bootstrap = "127.0.0.1:%d" % broker.ports[proto]
-        self.admin_bootstrap = "127.0.0.1:%d" % broker.ports["plaintext"]
-        self.xprops = broker.client_props(proto)
+        self.jvm = jvm
+        self.bootstrap = "127.0.0.1:%d" % port
+        self.admin_bootstrap = "127.0.0.1:%d" % admin_port
+        self.xprops = xprops
 
     def _admin(self):
         if getattr(self, "_admin_client", None) is None:
@@ -133,18 +140,48 @@ class ListenerPeer(pe.Peer):
         return self.broker.proc.pid
 
     def alive(self):
-        return self.broker.alive()
+        return (self.broker.proc is not None
+                and self.broker.proc.poll() is None)
 
     def stop(self):
         self.drop_admin()
 
 
+LABELS = {"plaintext": "Cairn PLAINTEXT", "ssl": "Cairn SSL",
+          "sasl_ssl": "Cairn SASL_SSL", "kafka-plaintext": "Kafka PLAINTEXT",
+          "kafka-ssl": "Kafka SSL"}
+
+
 def rotate(rep, arms):
-    """Protocols in a rotating order per repetition, each protocol's
-    workloads back to back."""
-    order = PROTOCOLS[rep % len(PROTOCOLS):] + PROTOCOLS[:rep %
-                                                         len(PROTOCOLS)]
-    return [a for p in order for a in arms if a.peer.name == p]
+    """The listeners in a rotating order per repetition (PLAINTEXT SSL
+    SASL_SSL, SSL SASL_SSL PLAINTEXT, ...), each one's workloads back to
+    back."""
+    names = []
+    for a in arms:
+        if a.peer.name not in names:
+            names.append(a.peer.name)
+    k = rep % len(names)
+    return [a for p in names[k:] + names[:k] for a in arms
+            if a.peer.name == p]
+
+
+def start_kafka(tmp, certs, progress):
+    """Kafka 4.4.0 with PLAINTEXT and SSL listeners, or None (reported)."""
+    try:
+        kb = pe.KafkaBroker(
+            Path(tmp) / "kafka-secured", listeners={"SSL": "SSL"},
+            server_props={
+                "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": str(certs / "server.pem"),
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(certs / "ca.pem")})
+        progress("security: starting Apache Kafka 4.4.0 with PLAINTEXT and "
+                 "SSL listeners")
+        kb.start()
+        return kb
+    except Exception as e:   # the Cairn figures still stand without it
+        progress("security: Kafka did not start, left out: %s" % e)
+        return None
 
 
 def _arm(ctx, peer, workload, prog, args, topics):
@@ -221,19 +258,38 @@ def scram_logins(broker, n):
     return _times_stats(login), _times_stats(total)
 
 
-def run_security(ctx, args, tmp):
-    """The figure (into the report's figures) and the handshake times."""
+def run_security(ctx, args, tmp, kafka=False):
+    """The figure (into the report's figures) and the handshake times;
+    kafka: Kafka's PLAINTEXT and SSL listeners too."""
     broker = SecuredCairn(tmp, args.cairn)
     ctx.progress("security: starting Cairn with PLAINTEXT, SSL and "
                  "SASL_SSL (%s) listeners" % MECH)
     broker.start()
     out = {"handshake": {}, "ports": dict(broker.ports)}
     topics = []
-    lp = {p: ListenerPeer(tmp, broker, p) for p in PROTOCOLS}
-    sctx = figures.Ctx(lp, ctx.build, ctx.o, ctx.progress)
+    lp = {p: ListenerPeer(tmp, p, broker, broker.ports[p],
+                          broker.ports["plaintext"],
+                          broker.client_props(p)) for p in PROTOCOLS}
+    kb = start_kafka(tmp, broker.certs, ctx.progress) if kafka else None
     try:
-        arms = [_arm(sctx, lp[p], w, prog, a, topics)
-                for p in PROTOCOLS for w, prog, a in WORKLOADS]
+        if kb:
+            kp = kb.ref.port
+            for name, port, xp in (
+                    ("kafka-plaintext", kp, []),
+                    ("kafka-ssl", kb.ref.listener_ports["SSL"],
+                     broker.client_props("ssl"))):
+                lp[name] = ListenerPeer(tmp, name, kb, port, kp, xp,
+                                        jvm=True)
+            out["kafka_start_seconds"] = getattr(kb.ref, "start_seconds",
+                                                 None)
+        sctx = figures.Ctx(lp, ctx.build, ctx.o, ctx.progress)
+        arms = [_arm(sctx, peer, w, prog, a, topics)
+                for peer in lp.values() for w, prog, a in WORKLOADS]
+        for a in arms:
+            if a.peer.jvm and a.name.endswith("/acks_all"):
+                # The JIT, as figures.warm_up does for the other parts.
+                ctx.progress("warm-up: %s, not measured" % a.name)
+                a.run(a.peer, -1)
         ctx.progress("security: 1 KiB acks=all and transactional (commit "
                      "every %d records), %d partitions, over %s, %d x "
                      "(%g + %g s), rotating order"
@@ -250,6 +306,11 @@ def run_security(ctx, args, tmp):
         _drop(topics)
         pairs = [("%s/%s" % (p, w), "plaintext/%s" % w)
                  for w, _, _ in WORKLOADS for p in PROTOCOLS[1:]]
+        if kb:
+            pairs += [("%s/%s" % (a, w), "%s/%s" % (b, w))
+                      for w, _, _ in WORKLOADS
+                      for a, b in (("kafka-ssl", "kafka-plaintext"),
+                                   ("ssl", "kafka-ssl"))]
         method.summarise(fig, ["mb_per_s", "msgs_per_s", "latency_ms_p50",
                                "latency_ms_p99", "commit_ms_p99",
                                "cpu_s_per_gb"], pairs)
@@ -280,6 +341,8 @@ def run_security(ctx, args, tmp):
             p.stop()
         ctx.progress("stopping the secured Cairn")
         broker.stop()
+        if kb:
+            kb.stop()
     return fig, out
 
 
@@ -304,7 +367,7 @@ def summary_lines(fig, extra):
         label, higher = what[r["metric"]]
         (pa, w), pb = r["a"].split("/"), r["b"].split("/")[0]
         line = figures.said_line("%s %s / %s, %s" % (
-            w, pa.upper(), pb.upper(), label), r, higher)
+            w, LABELS.get(pa, pa), LABELS.get(pb, pb), label), r, higher)
         if line:
             lines.append(line)
     for k, v in ((extra or {}).get("handshake") or {}).items():
