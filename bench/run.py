@@ -55,7 +55,8 @@ Parts, in the order they run:
              listeners, the protocols in rotating order per rep: 1 KiB
              acks=all and transactional (commit every 1000 records),
              ratios to PLAINTEXT; TLS 1.3/1.2 handshake and SCRAM login
-             times (bench/security.py, its own broker)
+             times (bench/security.py, its own broker; with kafka among
+             --peers also Kafka over PLAINTEXT and SSL, its own broker)
   rc_tput    read_committed vs read_uncommitted consume of a topic written
              by 8 transactional producers, 100 records per transaction,
              every 10th aborted (bench_rc write/consume, best of 3 each;
