@@ -295,17 +295,8 @@ int main(int argc, char **argv)
     conf_set(conf, "queue.buffering.max.kbytes",
              seconds > 0 ? "65536" : "1048576");
     conf_set(conf, "message.timeout.ms", "120000");
-    for (int x = 0; x < nx; x++) {
-        char kv[512];
-        snprintf(kv, sizeof kv, "%s", xprops[x]);
-        char *eq = strchr(kv, '=');
-        if (!eq) {
-            fprintf(stderr, "-X %s: expected key=value\n", xprops[x]);
-            return 2;
-        }
-        *eq = '\0';
-        conf_set(conf, kv, eq + 1);
-    }
+    for (int x = 0; x < nx; x++)
+        conf_set_kv(conf, xprops[x]);
     rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!rk) {

@@ -9,6 +9,8 @@
  *             [--create]
  *
  * --debug CONTEXTS passes librdkafka's debug setting (e.g. eos,protocol).
+ * -X key=value (repeatable) sets a producer property, as in bench_client
+ * (security.protocol, ssl.ca.location, sasl.* for a secured listener).
  *
  * Throughput mode produces N values round-robin over P partitions inside
  * transactions, committing whenever MS milliseconds of wall time have
@@ -48,6 +50,8 @@
 static long dr_ok, dr_fail;
 static const char *debug; /* librdkafka debug contexts, or NULL */
 static const char *linger_ms = "10"; /* --linger-ms */
+static const char *xprops[32];       /* -X key=value */
+static int nx;
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
@@ -177,6 +181,8 @@ static rd_kafka_t *new_producer(const char *brokers, const char *topic)
     conf_set(conf, "message.timeout.ms", "60000");
     if (debug)
         conf_set(conf, "debug", debug);
+    for (int x = 0; x < nx; x++)
+        conf_set_kv(conf, xprops[x]);
     rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!rk) {
@@ -374,7 +380,9 @@ int main(int argc, char **argv)
             continue;
         }
         i++;
-        if (!strcmp(a, "--brokers"))
+        if (!strcmp(a, "-X") && nx < 32)
+            xprops[nx++] = v;
+        else if (!strcmp(a, "--brokers"))
             brokers = v;
         else if (!strcmp(a, "--topic"))
             topic = v;
@@ -414,7 +422,8 @@ int main(int argc, char **argv)
                 "         [--commit-interval-ms MS | --txn-records R]\n"
                 "       | --commit-latency [--partitions-per-txn K<=P] "
                 "[--transactions T]\n"
-                "       [--debug librdkafka-debug-contexts]\n");
+                "       [--debug librdkafka-debug-contexts] "
+                "[-X key=value]\n");
         return 2;
     }
     if (create && create_topic(brokers, topic, parts))

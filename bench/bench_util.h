@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static inline double now_s(void)
@@ -40,6 +41,22 @@ static inline void conf_set(rd_kafka_conf_t *conf, const char *k,
         fprintf(stderr, "config %s=%s: %s\n", k, v, errstr);
         exit(2);
     }
+}
+
+/* "key=value" from a -X option (TLS and SASL properties for a secured
+ * listener); a malformed one stops the program like a bad key would. */
+static inline void conf_set_kv(rd_kafka_conf_t *conf, const char *kv)
+{
+    char k[256];
+    const char *eq = strchr(kv, '=');
+
+    if (!eq || (size_t)(eq - kv) >= sizeof k) {
+        fprintf(stderr, "-X %s: expected key=value\n", kv);
+        exit(2);
+    }
+    memcpy(k, kv, (size_t)(eq - kv));
+    k[eq - kv] = '\0';
+    conf_set(conf, k, eq + 1);
 }
 
 /* Creates the topic (an existing one is fine), waiting at most timeout_ms

@@ -513,23 +513,31 @@ def _r(fig, m, a, b):
     return method.find_ratio(fig, m, a, b) if fig else None
 
 
+def said_line(what, r, higher_better=True):
+    """One summary sentence for a ratio: "ahead", "behind", or "even" when
+    the per-pair range straddles 1.0; None without a ratio."""
+    if not r:
+        return None
+    x = r["ratio_of_medians"]
+    good = x >= 1 if higher_better else x <= 1
+    word = "ahead " if good else "behind"
+    if r.get("pair_min", x) <= 1 <= r.get("pair_max", x):
+        word = "even  "     # neighbouring runs disagree on the sign
+    return "%s %s: %.2fx (per-pair median %.2f, %.2f-%.2f)" % (
+        word, what, x,
+        r.get("pair_median", x), r.get("pair_min", x),
+        r.get("pair_max", x))
+
+
 def summary_lines(figs, steady, limits):
     """Plain-language sentences: where Cairn is ahead or behind."""
     lines = []
     by = {f["key"]: f for f in figs}
 
     def said(what, r, higher_better=True):
-        if not r:
-            return
-        x = r["ratio_of_medians"]
-        good = x >= 1 if higher_better else x <= 1
-        word = "ahead " if good else "behind"
-        if r.get("pair_min", x) <= 1 <= r.get("pair_max", x):
-            word = "even  "     # neighbouring runs disagree on the sign
-        lines.append("%s %s: %.2fx (per-pair median %.2f, %.2f-%.2f)" % (
-            word, what, x,
-            r.get("pair_median", x), r.get("pair_min", x),
-            r.get("pair_max", x)))
+        line = said_line(what, r, higher_better)
+        if line:
+            lines.append(line)
     for key in ("acksall_1k", "acksall_100", "acks1_1k"):
         f = by.get(key)
         if not f:

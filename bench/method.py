@@ -44,9 +44,10 @@ class Arm:
         self.run = run
 
 
-def measure(figure, arms, reps, progress=None):
+def measure(figure, arms, reps, progress=None, order=None):
     """Runs every arm reps times, interleaved (arm 1, arm 2, ..., arm 1,
-    ...).  Returns the figure dict with "samples": {arm name: [sample]},
+    ...), or in the order order(rep, arms) gives for each repetition (to
+    rotate which arm goes first).  Returns the figure dict with "samples": {arm name: [sample]},
     each sample the program's JSON with "rep", "cpu_seconds",
     "wall_seconds", "rss_kb", "hwm_kb" and "cpu_s_per_gb" (broker CPU per
     GB of record bytes moved, "bytes_total") added."""
@@ -56,7 +57,7 @@ def measure(figure, arms, reps, progress=None):
     fig["samples"] = {a.name: [] for a in arms}
     describe = figure.get("describe", str)
     for rep in range(reps):
-        for arm in arms:
+        for arm in (order(rep, arms) if order else arms):
             peer = arm.peer
             if not peer.alive():
                 if progress:

@@ -250,9 +250,12 @@ class KafkaBroker:
     extra properties), this class would shrink to a call.
     """
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, **ref_kw):
+        """ref_kw goes to RefKafka: listeners, server_props, format_args
+        (bench/security.py's SSL listener)."""
         kafka_ref, java_harness = _kafka_ref()
-        self.ref = kafka_ref.RefKafka(workdir, java_harness.classpath())
+        self.ref = kafka_ref.RefKafka(workdir, java_harness.classpath(),
+                                      **ref_kw)
         self.ref.dir.mkdir(parents=True, exist_ok=True)
         self.kafka_ref = kafka_ref
         self.bootstrap = self.ref.bootstrap
@@ -277,7 +280,8 @@ class KafkaBroker:
             cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
         t0 = time.monotonic()
         res = ref._java("kafka.tools.StorageTool", "format", "-t", cid,
-                        "-c", str(props), "--standalone")
+                        "-c", str(props), "--standalone",
+                        *getattr(ref, "format_args", ()))
         if res.returncode != 0:
             raise RuntimeError("kafka-storage format failed:\n" + res.stdout)
         with open(ref.log_path, "wb") as log:

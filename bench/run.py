@@ -51,6 +51,12 @@ Parts, in the order they run:
   steady     one long (--steady-seconds, 20) 1 KiB acks=all run per peer,
              and the synced-disk limit measured the same way, MB/s per
              second; steady = median of the second half
+  security   one Cairn with PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512)
+             listeners, the protocols in rotating order per rep: 1 KiB
+             acks=all and transactional (commit every 1000 records),
+             ratios to PLAINTEXT; TLS 1.3/1.2 handshake and SCRAM login
+             times (bench/security.py, its own broker; with kafka among
+             --peers also Kafka over PLAINTEXT and SSL, its own broker)
   rc_tput    read_committed vs read_uncommitted consume of a topic written
              by 8 transactional producers, 100 records per transaction,
              every 10th aborted (bench_rc write/consume, best of 3 each;
@@ -118,8 +124,8 @@ SCALE_PARTITIONS = [1, 1000, 10000, 100000]
 SCALE_BYTES = 256 << 20     # produced (then fetched) per partition count
 SCALE_PER_REQUEST = 100
 PARTS = ["limits", "produce", "acks1", "idem_txn", "consume", "commit",
-         "jvm", "steady", "rc_tput", "rc_latency", "load", "memory",
-         "pstate", "scaling"]
+         "jvm", "steady", "security", "rc_tput", "rc_latency", "load",
+         "memory", "pstate", "scaling"]
 OPT_IN = {"jvm", "acks1"}   # only with --only (make bench: 20 min)
 FIGURE_PARTS = {"produce", "acks1", "idem_txn", "consume", "commit", "jvm",
                 "steady"}
@@ -584,7 +590,7 @@ def main():
                          "rc)" % (w, ", ".join(PARTS)))
     targets = [n for n in ("cairn", "mock") if n in names]
     if "cairn" not in names:
-        parts -= {"load", "memory", "scaling"}
+        parts -= {"load", "memory", "scaling", "security"}
 
     out_dir = REPO / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -596,6 +602,7 @@ def main():
                                                      "bench_txn"],
             "consume": ["bench_client", "bench_fetch_raw"],
             "commit": ["bench_txn"],
+            "security": ["bench_client", "bench_txn"],
             "rc_tput": ["bench_rc"], "rc_latency": ["bench_rc"],
             "pstate": ["bench_pstate"], "scaling": ["bench_scale"]}
     progs = {p for k in parts for p in need.get(k, [])}
@@ -661,6 +668,12 @@ def main():
             for n in list(peers):
                 progress("stopping %s" % n)
                 peers.pop(n).stop()
+        if "security" in parts:
+            import security
+            fig, report["security"] = security.run_security(
+                figures.Ctx({}, build, opts, progress), args, tmp,
+                kafka="kafka" in names)
+            report["figures"].append(fig)
         if parts & OLD_PEER_PARTS:
             # Their own brokers, apart from the compared peers' data.
             rc_tmp = tmp / "rc"
@@ -688,6 +701,11 @@ def main():
 
     report["summary"] = figures.summary_lines(
         report["figures"], report.get("steady"), report["limits"])
+    if report.get("security"):
+        import security
+        report["summary"] += security.summary_lines(
+            next(f for f in report["figures"] if f["key"] == "security"),
+            report["security"])
     report["verdicts"] = figures.verdicts(report["figures"],
                                           report.get("steady"))
     m = report["machine"]

@@ -1,7 +1,8 @@
-"""TLS handshake time against a running SSL listener: median and p90 of N
-fresh connections per TLS version, measured on the client from the TCP
-connection being up to the handshake being done (so it includes the
-client's own work; loopback).
+"""TLS handshake time against a running SSL listener: median, p90 and p99
+of N fresh connections per TLS version, measured on the client from the
+TCP connection being up to the handshake being done (so it includes the
+client's own work; loopback).  bench/security.py imports run() and
+percentile().
 
   /usr/bin/python3 bench/tls_handshake.py HOST:PORT CA.pem [N] [CERT KEY]
 """
@@ -12,7 +13,14 @@ import sys
 import time
 
 
+def percentile(sorted_times, q):
+    """The q-quantile (nearest rank) of a sorted list."""
+    return sorted_times[min(len(sorted_times) - 1,
+                            int(len(sorted_times) * q))]
+
+
 def run(host, port, ca, version, n, cert=None, key=None):
+    """The sorted handshake times (ms) of n fresh connections."""
     times = []
     for _ in range(n):
         ctx = ssl.create_default_context(cafile=ca)
@@ -25,7 +33,7 @@ def run(host, port, ca, version, n, cert=None, key=None):
         times.append((time.perf_counter() - t) * 1000)
         s.close()
     times.sort()
-    return statistics.median(times), times[int(n * 0.9)]
+    return times
 
 
 def main():
@@ -37,9 +45,12 @@ def main():
                                                                       None)
     for v, name in ((ssl.TLSVersion.TLSv1_3, "TLSv1.3"),
                     (ssl.TLSVersion.TLSv1_2, "TLSv1.2")):
-        med, p90 = run(host, int(port), sys.argv[2], v, n, cert, key)
-        print("%s: median %.2f ms, p90 %.2f ms over %d handshakes%s"
-              % (name, med, p90, n, " (client certificate)" if cert else ""))
+        times = run(host, int(port), sys.argv[2], v, n, cert, key)
+        print("%s: median %.2f ms, p90 %.2f ms, p99 %.2f ms over %d "
+              "handshakes%s" % (name, statistics.median(times),
+                                percentile(times, 0.9),
+                                percentile(times, 0.99), n,
+                                " (client certificate)" if cert else ""))
 
 
 if __name__ == "__main__":
