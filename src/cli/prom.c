@@ -153,6 +153,17 @@ bool cli_prom_next(const char *text, size_t len, size_t *pos,
         s->value = strtod(num, &stop);
         if (stop == num || *stop)
             continue;
+        /* Then an optional timestamp (ms) and nothing else. */
+        size_t t = skip_blanks(text, e, end), ts = t;
+        if (t < end && text[t] == '-')
+            t++;
+        size_t digits = t;
+        while (t < end && text[t] >= '0' && text[t] <= '9')
+            t++;
+        if (ts < end && t == digits)
+            continue;
+        if (skip_blanks(text, t, end) != end)
+            continue;
         return true;
     }
     return false;
