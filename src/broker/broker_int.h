@@ -41,6 +41,8 @@ struct cn_partition {
     int64_t active_base;      /* active segment's base: a change = roll */
     int64_t clean_retry_ms;   /* monotonic: a failed cleaner pass is not
                                * retried before (cleaner.c) */
+    int64_t clean_last_end_ms; /* monotonic end of its last pass, 0 none */
+    int clean_last_error;      /* of its last pass, 0 when it swapped */
     bool in_sync_list;        /* queued for the next sync round */
     struct cn_partition *sync_next;
 };

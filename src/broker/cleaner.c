@@ -366,6 +366,10 @@ static void finish(struct cn_cleaner *c, struct job *j)
     c->last_run_end_ms = cn_clock_mono_ms();
     c->last_pass_ms = st.run_ms;
     c->bytes_read += (uint64_t)(st.bytes_read > 0 ? st.bytes_read : 0);
+    if (j->p && (rc == 0 || (rc != -ECANCELED && rc != -EAGAIN))) {
+        j->p->clean_last_end_ms = c->last_run_end_ms;
+        j->p->clean_last_error = rc;
+    }
     if (rc == 0) {
         c->passes++;
         c->bytes_written +=
@@ -571,5 +575,9 @@ bool cn_cleaner_partition_state(const struct cn_broker *b,
     out->first_uncleanable = st.first_uncleanable;
     out->dirty_bytes = st.dirty_bytes;
     out->cleaning = inflight_find(b->cleaner, p) != NULL;
+    out->since_last_pass_ms = p->clean_last_end_ms
+                                  ? cn_clock_mono_ms() - p->clean_last_end_ms
+                                  : -1;
+    out->last_error = p->clean_last_error;
     return true;
 }

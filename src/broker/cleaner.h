@@ -77,6 +77,8 @@ struct cn_cleaner_pstate {
     int64_t first_uncleanable;
     int64_t dirty_bytes;
     bool cleaning;            /* a pass is in flight */
+    int64_t since_last_pass_ms; /* since its last pass ended, -1 none yet */
+    int last_error;           /* of its last pass, 0 it swapped (or none) */
 };
 bool cn_cleaner_partition_state(const struct cn_broker *b,
                                 const struct cn_partition *p,

@@ -186,6 +186,68 @@ static void partition_family(struct cn_wr *w, const struct rows *r,
     }
 }
 
+/* The cleaner state per compacted user partition (what `cairnctl topics
+ * describe` shows); other partitions have no series here. */
+static void render_cleaner_partitions(struct cn_broker *b, struct cn_wr *w,
+                                      const struct rows *r)
+{
+    struct cn_cleaner_pstate *ps = calloc(r->n ? r->n : 1, sizeof *ps);
+    bool *have = calloc(r->n ? r->n : 1, sizeof *have);
+    if (!ps || !have) {
+        free(ps);
+        free(have);
+        w->err = CN_ENOMEM;
+        return;
+    }
+    for (size_t i = 0; i < r->n; i++)
+        have[i] = cn_cleaner_partition_state(b, r->v[i].p, &ps[i]);
+    family(w, "cairn_cleaner_partition_dirty_ratio", "gauge",
+           "Dirty bytes over cleanable bytes of a compacted partition "
+           "(Kafka's max-dirty-percent / 100, for this log).");
+    for (size_t i = 0; i < r->n; i++) {
+        if (!have[i])
+            continue;
+        out(w, "cairn_cleaner_partition_dirty_ratio");
+        prow_labels(w, &r->v[i]);
+        out(w, " %.6f\n", ps[i].dirty_ratio);
+    }
+    family(w, "cairn_cleaner_partition_first_dirty_offset", "gauge",
+           "The cleaner checkpoint of a compacted partition: records below "
+           "were cleaned.");
+    for (size_t i = 0; i < r->n; i++) {
+        if (!have[i])
+            continue;
+        out(w, "cairn_cleaner_partition_first_dirty_offset");
+        prow_labels(w, &r->v[i]);
+        out(w, " %lld\n", (long long)ps[i].first_dirty);
+    }
+    /* Absent until a pass over the partition ended since the start. */
+    family(w, "cairn_cleaner_partition_time_since_last_pass_ms", "gauge",
+           "Since the last cleaning pass over a compacted partition ended "
+           "(swapped or failed).");
+    for (size_t i = 0; i < r->n; i++) {
+        if (!have[i] || ps[i].since_last_pass_ms < 0)
+            continue;
+        out(w, "cairn_cleaner_partition_time_since_last_pass_ms");
+        prow_labels(w, &r->v[i]);
+        out(w, " %lld\n", (long long)ps[i].since_last_pass_ms);
+    }
+    family(w, "cairn_cleaner_partition_last_error", "gauge",
+           "1 with the error of the partition's last pass when it failed, "
+           "0 (error=\"\") when it swapped or none ran.");
+    for (size_t i = 0; i < r->n; i++) {
+        if (!have[i])
+            continue;
+        out(w, "cairn_cleaner_partition_last_error{topic=\"");
+        label_value(w, r->v[i].topic);
+        out(w, "\",partition=\"%d\",error=\"", r->v[i].partition);
+        label_value(w, ps[i].last_error ? cn_strerror(ps[i].last_error) : "");
+        out(w, "\"} %d\n", ps[i].last_error ? 1 : 0);
+    }
+    free(ps);
+    free(have);
+}
+
 static void render_partitions(struct cn_broker *b, struct cn_wr *w)
 {
     struct rows r = {0};
@@ -221,17 +283,7 @@ static void render_partitions(struct cn_broker *b, struct cn_wr *w)
                      "First offset still in the log.");
     /* Compacted user partitions only: the cardinality stays that of the
      * topics an operator made compacted. */
-    family(w, "cairn_cleaner_partition_dirty_ratio", "gauge",
-           "Dirty bytes over cleanable bytes of a compacted partition "
-           "(Kafka's max-dirty-percent / 100, for this log).");
-    for (size_t i = 0; i < r.n; i++) {
-        struct cn_cleaner_pstate ps;
-        if (!cn_cleaner_partition_state(b, r.v[i].p, &ps))
-            continue;
-        out(w, "cairn_cleaner_partition_dirty_ratio");
-        prow_labels(w, &r.v[i]);
-        out(w, " %.6f\n", ps.dirty_ratio);
-    }
+    render_cleaner_partitions(b, w, &r);
     free(r.v);
 }
 

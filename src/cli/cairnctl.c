@@ -27,7 +27,9 @@ static const char usage_text[] =
     "\n"
     "Commands:\n"
     "  topics list\n"
-    "  topics describe [--topic T]\n"
+    "  topics describe [--topic T] [--metrics-url URL]\n"
+    "    compacted topics show the cleaner state per partition, from\n"
+    "    Cairn's metrics endpoint (found via the broker's http.listener)\n"
     "  topics create --topic T [--partitions N] [--replication-factor N]\n"
     "                [--config k=v ...]\n"
     "  topics delete --topic T\n"
@@ -135,6 +137,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         "--resource", "--pattern-type", "--principal", "--host",
         "--operation", "--user", "--client-id", "--password",
         "--mechanism", "--iterations", "--command-config",
+        "--metrics-url",
     };
 
     o->bootstrap = "127.0.0.1:9092";
@@ -370,6 +373,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
             if (!parse_int32(val, 1, &o->iterations))
                 return usage_error("bad --iterations '%s'", val);
             o->seen |= OPT_ITERATIONS;
+        } else if (strcmp(name, "--metrics-url") == 0) {
+            if (!*val)
+                return usage_error("empty --metrics-url");
+            o->metrics_url = val;
+            o->seen |= OPT_METRICS_URL;
         } else {
             return usage_error("unknown option '%s'", name);
         }
@@ -390,7 +398,8 @@ struct command {
 
 static const struct command commands[] = {
     {"topics", "list", 0, 0, cmd_topics_list},
-    {"topics", "describe", OPT_TOPIC, 0, cmd_topics_describe},
+    {"topics", "describe", OPT_TOPIC | OPT_METRICS_URL, 0,
+     cmd_topics_describe},
     {"topics", "create", OPT_TOPIC | OPT_PARTITIONS | OPT_RF | OPT_CONFIG,
      OPT_TOPIC, cmd_topics_create},
     {"topics", "delete", OPT_TOPIC, OPT_TOPIC, cmd_topics_delete},
@@ -455,7 +464,7 @@ static const char *const opt_names[] = {
     "--to-earliest", "--to-latest", "--to-offset", "--shift-by", "--dry-run",
     "--execute", "--resource", "--pattern-type", "--principal", "--host",
     "--operation", "--deny", "--user", "--client-id", "--password",
-    "--mechanism", "--iterations",
+    "--mechanism", "--iterations", "--metrics-url",
 };
 
 /* How many of the OPT_* bits in mask were given. */

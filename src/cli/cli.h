@@ -85,6 +85,7 @@
 #define OPT_PASSWORD         (UINT64_C(1) << 34)
 #define OPT_MECHANISM        (UINT64_C(1) << 35)
 #define OPT_ITERATIONS       (UINT64_C(1) << 36)
+#define OPT_METRICS_URL      (UINT64_C(1) << 37)
 
 struct opts {
     const char *bootstrap; /* HOST:PORT */
@@ -132,6 +133,7 @@ struct opts {
     const char *password;  /* --password P (else stdin) */
     const char *mechanism; /* --mechanism SCRAM-SHA-256|SCRAM-SHA-512 */
     int32_t iterations;    /* --iterations N, 0: 4096 */
+    const char *metrics_url; /* --metrics-url URL (topics describe) */
 };
 
 /* One command's connections and the arena its responses live in. */
@@ -205,6 +207,29 @@ int cli_list_offset(struct cn_kclient *c, struct ctx *x, const struct tp *tp,
 int cli_find_coordinator(struct ctx *x, int8_t key_type, const char *id,
                          struct cn_kclient **out, int32_t *node,
                          int16_t *code, struct cn_bytes *msg);
+
+/* ---- cleaner_view.c: the cleaner state from Cairn's /metrics ---- */
+struct cli_cleaner_view {
+    char *body;      /* /metrics text, NULL when it could not be read */
+    size_t len;
+    char url[800];   /* where it was read from, "" when none was found */
+    char note[1024]; /* why it was not read, "" when it was */
+};
+/* Reads the metrics of broker node (--metrics-url, else its
+ * http.listener); failures only fill cv->note. */
+void cli_cleaner_view_load(struct ctx *x, const struct cn_metadata_response *md,
+                           int32_t node, struct cli_cleaner_view *cv);
+void cli_cleaner_view_fini(struct cli_cleaner_view *cv);
+struct cli_cleaner_part {
+    bool have;                  /* the cleaner reports the partition */
+    double dirty_ratio;
+    int64_t checkpoint;         /* first dirty offset, -1 unknown */
+    int64_t since_last_pass_ms; /* -1: no pass since the broker started */
+    char error[256];            /* the last pass's error, "" none */
+};
+void cli_cleaner_part_get(const struct cli_cleaner_view *cv,
+                          struct cn_bytes topic, int32_t partition,
+                          struct cli_cleaner_part *out);
 
 /* ---- commands (cmd_topics.c, cmd_txn.c, cmd_groups.c) ---- */
 int cmd_quotas_list(struct ctx *x);

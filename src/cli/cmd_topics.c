@@ -3,7 +3,9 @@
  * configs describe|alter, modelled on kafka-topics.sh and kafka-configs.sh.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,10 +113,75 @@ find_result(const struct cn_describe_configs_response *rs, struct cn_bytes name)
     return NULL;
 }
 
+/* A user topic the log cleaner cleans (cleanup.policy has compact); the
+ * internal topics compact by checkpoint instead, see cleaner.h. */
+static bool is_compacted(
+    const struct cn_metadata_response_metadata_response_topic *t,
+    const struct cn_describe_configs_response_describe_configs_result *cr)
+{
+    for (int32_t i = 0; !t->is_internal && cr && !cr->error_code &&
+                        i < cr->configs_len; i++) {
+        struct cn_bytes v = cr->configs[i].value;
+        if (!cn_bytes_eq_str(cr->configs[i].name, "cleanup.policy") ||
+            v.len <= 0)
+            continue;
+        for (int32_t j = 0; j + 7 <= v.len; j++)
+            if (memcmp(v.ptr + j, "compact", 7) == 0)
+                return true;
+    }
+    return false;
+}
+
+static void cleaner_text(const struct cli_cleaner_view *cv,
+                         struct cn_bytes topic, int32_t partition)
+{
+    struct cli_cleaner_part cp;
+    cli_cleaner_part_get(cv, topic, partition, &cp);
+    if (!cp.have)
+        return;
+    printf("\tCleanerDirtyRatio: %.3f\tCleanerCheckpoint: %" PRId64
+           "\tCleanerLastPassMsAgo: ",
+           cp.dirty_ratio, cp.checkpoint);
+    if (cp.since_last_pass_ms < 0)
+        fputs("never", stdout);
+    else
+        printf("%" PRId64, cp.since_last_pass_ms);
+    fputs("\tCleanerLastError: ", stdout);
+    fputs(cp.error[0] ? cp.error : "none", stdout);
+}
+
+static void cleaner_json(const struct cli_cleaner_view *cv,
+                         struct cn_bytes topic, int32_t partition)
+{
+    struct cli_cleaner_part cp;
+    cli_cleaner_part_get(cv, topic, partition, &cp);
+    fputs(",\"cleaner\":", stdout);
+    if (!cp.have) {
+        fputs("null", stdout);
+        return;
+    }
+    if (isfinite(cp.dirty_ratio))
+        printf("{\"dirty_ratio\":%.6g", cp.dirty_ratio);
+    else
+        fputs("{\"dirty_ratio\":null", stdout);
+    printf(",\"checkpoint\":%" PRId64 ",\"ms_since_last_pass\":",
+           cp.checkpoint);
+    if (cp.since_last_pass_ms < 0)
+        fputs("null", stdout);
+    else
+        printf("%" PRId64, cp.since_last_pass_ms);
+    fputs(",\"last_error\":", stdout);
+    if (cp.error[0])
+        cli_json_str(stdout, cp.error);
+    else
+        fputs("null", stdout);
+    putchar('}');
+}
+
 static void describe_one_text(
     const struct cn_metadata_response_metadata_response_topic *t,
     const struct cn_describe_configs_response_describe_configs_result *cr,
-    int16_t cv)
+    int16_t cv, const struct cli_cleaner_view *clv)
 {
     char id[23];
     int rf = t->partitions_len > 0 && t->partitions[0].replica_nodes_len > 0
@@ -163,6 +230,8 @@ static void describe_one_text(
         }
         if (pp->error_code)
             printf("\tError: %s", cn_kerr_name(pp->error_code));
+        if (clv)
+            cleaner_text(clv, t->name, pp->partition_index);
         putchar('\n');
     }
 }
@@ -170,7 +239,7 @@ static void describe_one_text(
 static void describe_one_json(
     const struct cn_metadata_response_metadata_response_topic *t,
     const struct cn_describe_configs_response_describe_configs_result *cr,
-    int16_t cv)
+    int16_t cv, const struct cli_cleaner_view *clv)
 {
     char id[23];
     int rf = t->partitions_len > 0 && t->partitions[0].replica_nodes_len > 0
@@ -214,9 +283,19 @@ static void describe_one_json(
             cli_json_str(stdout, cn_kerr_name(pp->error_code));
         else
             fputs("null", stdout);
+        if (clv)
+            cleaner_json(clv, t->name, pp->partition_index);
         putchar('}');
     }
-    fputs("]}", stdout);
+    putchar(']');
+    if (clv) {
+        fputs(",\"cleaner_note\":", stdout);
+        if (clv->note[0])
+            cli_json_str(stdout, clv->note);
+        else
+            fputs("null", stdout);
+    }
+    putchar('}');
 }
 
 int cmd_topics_describe(struct ctx *x)
@@ -254,21 +333,47 @@ int cmd_topics_describe(struct ctx *x)
             return rc;
         have_configs = rc == 0;
     }
+    /* The cleaner state, when a compacted topic is shown: from the
+     * metrics of the broker leading its first partition (one node). */
+    struct cli_cleaner_view view;
+    bool want_view = false;
+    int32_t node = -1;
+    memset(&view, 0, sizeof view);
+    for (int32_t i = 0; i < n && !want_view; i++) {
+        const struct cn_describe_configs_response_describe_configs_result *cr =
+            have_configs ? find_result(&crs, v[i]->name) : NULL;
+        if (!is_compacted(v[i], cr))
+            continue;
+        want_view = true;
+        node = v[i]->partitions_len > 0 ? v[i]->partitions[0].leader_id : -1;
+    }
+    if (want_view) {
+        if (node < 0 && rs.brokers_len > 0)
+            node = rs.brokers[0].node_id;
+        cli_cleaner_view_load(x, &rs, node, &view);
+        /* A note, not a failure: the describe itself worked. */
+        if (view.note[0])
+            fprintf(stderr, "cairnctl: note: cleaner state not shown: %s\n",
+                    view.note);
+    }
     if (x->o->json)
         putchar('[');
     for (int32_t i = 0; i < n; i++) {
         const struct cn_describe_configs_response_describe_configs_result *cr =
             have_configs ? find_result(&crs, v[i]->name) : NULL;
+        const struct cli_cleaner_view *clv =
+            is_compacted(v[i], cr) ? &view : NULL;
         if (x->o->json) {
             if (i)
                 putchar(',');
-            describe_one_json(v[i], cr, cv);
+            describe_one_json(v[i], cr, cv, clv);
         } else {
-            describe_one_text(v[i], cr, cv);
+            describe_one_text(v[i], cr, cv, clv);
         }
     }
     if (x->o->json)
         puts("]");
+    cli_cleaner_view_fini(&view);
     return 0;
 }
 

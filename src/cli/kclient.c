@@ -839,11 +839,39 @@ out:
     return err;
 }
 
-int cn_kclient_connect(struct cn_kclient *c, const char *host, int port,
-                       int timeout_ms)
+int cn_kclient_tcp_connect(const char *host, int port, int64_t deadline,
+                           int *fd, char *err, size_t err_size)
 {
     struct addrinfo hints, *res, *ai;
     char portstr[16];
+    int rc;
+
+    snprintf(portstr, sizeof portstr, "%d", port);
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    rc = getaddrinfo(host, portstr, &hints, &res);
+    if (rc) {
+        snprintf(err, err_size, "cannot connect to %s:%d: %s", host, port,
+                 gai_strerror(rc));
+        return CN_ENOTFOUND;
+    }
+    rc = -ECONNREFUSED;
+    for (ai = res; ai; ai = ai->ai_next) {
+        rc = connect_one(ai, deadline, fd);
+        if (!rc)
+            break;
+    }
+    freeaddrinfo(res);
+    if (rc)
+        snprintf(err, err_size, "cannot connect to %s:%d: %s", host, port,
+                 rc == -ETIMEDOUT ? "timed out" : describe_err(rc));
+    return rc;
+}
+
+int cn_kclient_connect(struct cn_kclient *c, const char *host, int port,
+                       int timeout_ms)
+{
     int64_t deadline;
     int err, fd = -1;
 
@@ -852,29 +880,11 @@ int cn_kclient_connect(struct cn_kclient *c, const char *host, int port,
         c->timeout_ms = timeout_ms;
     snprintf(c->host, sizeof c->host, "%s", host);
     c->port = port;
-    snprintf(portstr, sizeof portstr, "%d", port);
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    err = getaddrinfo(host, portstr, &hints, &res);
-    if (err) {
-        snprintf(c->err, sizeof c->err, "cannot connect to %s:%d: %s", host,
-                 port, gai_strerror(err));
-        return CN_ENOTFOUND;
-    }
     deadline = now_ms() + c->timeout_ms;
-    err = -ECONNREFUSED;
-    for (ai = res; ai; ai = ai->ai_next) {
-        err = connect_one(ai, deadline, &fd);
-        if (!err)
-            break;
-    }
-    freeaddrinfo(res);
-    if (err) {
-        snprintf(c->err, sizeof c->err, "cannot connect to %s:%d: %s", host,
-                 port, err == -ETIMEDOUT ? "timed out" : describe_err(err));
+    err = cn_kclient_tcp_connect(host, port, deadline, &fd, c->err,
+                                 sizeof c->err);
+    if (err)
         return err;
-    }
     c->fd = fd;
     err = c->sec && c->sec->tls ? tls_handshake(c, deadline) : 0;
     if (!err)

@@ -121,6 +121,15 @@ void cn_kclient_init(struct cn_kclient *c);
 int cn_kclient_connect(struct cn_kclient *c, const char *host, int port,
                        int timeout_ms);
 
+/*
+ * A plain TCP connection to host:port (every address it resolves to, in
+ * turn) before deadline (CLOCK_MONOTONIC ms, as cn_clock_mono_ms); *fd is
+ * non-blocking.  On failure returns CN_ENOTFOUND or -errno and says why in err ("cannot
+ * connect to HOST:PORT: reason").  cairnctl's metrics GET uses it too.
+ */
+int cn_kclient_tcp_connect(const char *host, int port, int64_t deadline,
+                           int *fd, char *err, size_t err_size);
+
 /* Parses addr (see cn_kclient_parse_addr) and connects to it. */
 int cn_kclient_bootstrap(struct cn_kclient *c, const char *addr,
                          int timeout_ms);
