@@ -32,10 +32,13 @@ build-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCN_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 
+# Every tests/fuzz/fuzz_*.c is a target (CMakeLists.txt globs them too).
+FUZZ_TARGETS := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
+
 build-fuzz: test-deps
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug \
 		-DCN_FUZZ=ON -DCN_SANITIZE=ON >/dev/null
-	@cmake --build build-fuzz -j$(JOBS) --target fuzz_request fuzz_batch fuzz_log_recovery fuzz_txn_log fuzz_offsets fuzz_acl_store fuzz_sasl fuzz_clean_ckpt fuzz_quotas fuzz_sasl_client fuzz_scram_msgs
+	@cmake --build build-fuzz -j$(JOBS) --target $(FUZZ_TARGETS)
 
 # The Java test programs (tests/java: the Apache Kafka client and tools
 # against Cairn).  Maven downloads once into build/m2; the stamp keeps an
