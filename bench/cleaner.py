@@ -1,6 +1,7 @@
 """The cleaner part of the benchmark (issue #19): log cleaner throughput and
-its effect on produce latency, Cairn and Apache Kafka in the same run,
-measured with method.py (interleaved arms, median of the repetitions).
+its effect on produce latency, Cairn (with and without fsync) and Apache
+Kafka in the same run, measured with method.py (interleaved arms, median
+of the repetitions).
 
 Each peer gets a compacted topic of one partition (segment.bytes 1 MiB, so
 a pass covers many segments; min.cleanable.dirty.ratio 0.01) and a plain
@@ -8,7 +9,10 @@ topic for the latency producer.  The cleaner is held off by
 min.compaction.lag.ms (a day: nothing is old enough to clean) and let go
 by setting it to 0, so a pass starts when the run says, not while the
 topic fills.  Both brokers get log.cleaner.backoff.ms=100 as a dynamic
-broker config (Kafka's default, 15 s, would be most of the wait).
+broker config (Kafka's default, 15 s, would be most of the wait).  Kafka
+restarts its cleaner threads on that change; Cairn takes it at the end of
+the wait already armed (up to 15 s), which with the JIT is why each peer
+first has one unmeasured pass.
 
 Arms, per peer, each starting with the same unmeasured fill of N x 1 KiB
 records over N/10 keys (acks=all, one partition), so the disk has the same

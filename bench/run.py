@@ -52,7 +52,7 @@ Parts, in the order they run:
              and the synced-disk limit measured the same way, MB/s per
              second; steady = median of the second half
   cleaner    log cleaner MB/s and produce acks=all p50/p99 during a pass
-             vs idle, Cairn and Kafka (bench/cleaner.py)
+             vs idle, Cairn, Cairn without fsync and Kafka (bench/cleaner.py)
   security   one Cairn with PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512)
              listeners, the protocols in rotating order per rep: 1 KiB
              acks=all and transactional (commit every 1000 records),
