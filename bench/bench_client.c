@@ -22,6 +22,8 @@
  * start, to see when a long run reaches its steady state.  --rate R holds
  * production to R records per second (an offered load, for latency at the
  * same load on every broker) instead of as fast as the client can.
+ * --keys K gives record i the key "k<i % K>" (K distinct keys, for a
+ * compacted topic; default: no key).
  * -X key=value (repeatable) sets a producer property, e.g.
  * -X security.protocol=ssl -X ssl.ca.location=ca.pem for a TLS listener.
  */
@@ -194,6 +196,9 @@ int main(int argc, char **argv)
     int consume_after = 1, idempotent = 0;
     const char *linger_ms = "10", *inflight = NULL;
     double seconds = 0, warmup = 0, rate = 0;
+    long keys = 0;
+    char kbuf[32];
+    int klen = 0;
     char errstr[256];
     rd_kafka_conf_t *conf;
     rd_kafka_t *rk;
@@ -248,6 +253,8 @@ int main(int argc, char **argv)
             warmup = atof(v);
         else if (!strcmp(a, "--rate"))
             rate = atof(v);
+        else if (!strcmp(a, "--keys"))
+            keys = atol(v);
         else if (!strcmp(a, "--consumer"))
             copts.mode = v;
         else if (!strcmp(a, "--fetch-max-bytes"))
@@ -261,13 +268,13 @@ int main(int argc, char **argv)
         consume_after = 0;
     if (!brokers || !topic || parts < 1 || size < 1 || messages < 1 ||
         seconds < 0 || warmup < 0 || warmup + seconds >= MAX_SERIES ||
-        rate < 0) {
+        rate < 0 || keys < 0) {
         fprintf(stderr, "usage: bench_client --brokers B --topic T "
                 "[--partitions P] [--messages N] [--size BYTES] "
                 "[--acks A] [--codec C] [--create] [--consume-only] "
                 "[--produce-only] [--idempotent] [--linger-ms MS] "
                 "[--max-in-flight N] [--seconds S [--warmup-seconds W]] "
-                "[--rate R] [-X key=value] "
+                "[--rate R] [--keys K] [-X key=value] "
                 "[--consumer batch|poll] [--fetch-max-bytes B] "
                 "[--partition-max-bytes B]\n");
         return 2;
@@ -325,10 +332,13 @@ int main(int argc, char **argv)
     for (i = 0; i < messages; i++) {
         rd_kafka_resp_err_t err;
 
+        if (keys)
+            klen = snprintf(kbuf, sizeof kbuf, "k%ld", i % keys);
         for (;;) {
             err = rd_kafka_producev(
                 rk, RD_KAFKA_V_TOPIC(topic),
                 RD_KAFKA_V_PARTITION((int32_t)(i % parts)),
+                RD_KAFKA_V_KEY(keys ? kbuf : NULL, (size_t)klen),
                 RD_KAFKA_V_VALUE(buf, (size_t)size),
                 RD_KAFKA_V_OPAQUE((void *)(intptr_t)now_ns()),
                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);

@@ -171,9 +171,12 @@ class CairnPeer(Peer):
         port = free_port()
         data = self.dir / "data"
         data.mkdir(exist_ok=True)
+        # Its own metrics port: the default one may be another broker's.
+        self.http_port = free_port()
         argv = [str(self.cairn), "--set",
                 "listeners=PLAINTEXT://127.0.0.1:%d" % port,
-                "--set", "log.dirs=%s" % data]
+                "--set", "log.dirs=%s" % data,
+                "--set", "http.listener=127.0.0.1:%d" % self.http_port]
         if not self.fsync:
             argv += ["--set", "cairn.fsync.group.commit=false"]
         for s in self.sets:

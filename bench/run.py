@@ -51,6 +51,8 @@ Parts, in the order they run:
   steady     one long (--steady-seconds, 20) 1 KiB acks=all run per peer,
              and the synced-disk limit measured the same way, MB/s per
              second; steady = median of the second half
+  cleaner    log cleaner MB/s and produce acks=all p50/p99 during a pass
+             vs idle, Cairn, Cairn without fsync and Kafka (bench/cleaner.py)
   security   one Cairn with PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512)
              listeners, the protocols in rotating order per rep: 1 KiB
              acks=all and transactional (commit every 1000 records),
@@ -124,11 +126,11 @@ SCALE_PARTITIONS = [1, 1000, 10000, 100000]
 SCALE_BYTES = 256 << 20     # produced (then fetched) per partition count
 SCALE_PER_REQUEST = 100
 PARTS = ["limits", "produce", "acks1", "idem_txn", "consume", "commit",
-         "jvm", "steady", "security", "rc_tput", "rc_latency", "load",
-         "memory", "pstate", "scaling"]
+         "jvm", "steady", "cleaner", "security", "rc_tput", "rc_latency",
+         "load", "memory", "pstate", "scaling"]
 OPT_IN = {"jvm", "acks1"}   # only with --only (make bench: 20 min)
 FIGURE_PARTS = {"produce", "acks1", "idem_txn", "consume", "commit", "jvm",
-                "steady"}
+                "steady", "cleaner"}
 OLD_PEER_PARTS = {"rc_tput", "rc_latency"}   # Cairn and the mock, one run
 ALIASES = {"client": ["produce", "idem_txn", "consume"],
            "txn": ["idem_txn", "commit"], "rc": ["rc_tput", "rc_latency"]}
@@ -603,6 +605,7 @@ def main():
             "consume": ["bench_client", "bench_fetch_raw"],
             "commit": ["bench_txn"],
             "security": ["bench_client", "bench_txn"],
+            "cleaner": ["bench_client"],
             "rc_tput": ["bench_rc"], "rc_latency": ["bench_rc"],
             "pstate": ["bench_pstate"], "scaling": ["bench_scale"]}
     progs = {p for k in parts for p in need.get(k, [])}
@@ -663,6 +666,9 @@ def main():
                     report["figures"] += fn(ctx)
             if "steady" in parts:
                 report["steady"] = figures.run_steady(ctx, tmp)
+            if "cleaner" in parts:
+                import cleaner
+                report["figures"] += cleaner.run_cleaner(ctx)
             report["memory_end"] = {n: p.memory_kb()
                                     for n, p in peers.items()}
             for n in list(peers):
@@ -701,6 +707,8 @@ def main():
 
     report["summary"] = figures.summary_lines(
         report["figures"], report.get("steady"), report["limits"])
+    import cleaner
+    report["summary"] += cleaner.summary_lines(report["figures"])
     if report.get("security"):
         import security
         report["summary"] += security.summary_lines(
