@@ -595,11 +595,11 @@ REQ_APIS = [
 ]
 
 
-def _until_throttled(port, cid, build, throttle_of):
+def _until_throttled(port, cid, build, throttle_of, answers=10):
     """Sends one request at a time until an answer carries a throttle;
-    returns (socket, throttle_ms) or fails after 10 answers."""
+    returns (socket, throttle_ms) or fails after `answers` answers."""
     s = kw.connect("127.0.0.1", port, timeout=10 * SLOW)
-    for corr in range(1, 11):
+    for corr in range(1, answers + 1):
         s.sendall(build(corr, cid))
         resp = kw.recv_frame(s)
         assert resp is not None, "connection closed"
@@ -667,3 +667,33 @@ def test_request_quota_reported_to_librdkafka(broker_factory):
         a.list_topics(timeout=30 * SLOW)
         a.poll(0.1)
     assert any(t > 0 for t in seen), seen
+
+
+@pytest.mark.skipif(SANITIZED, reason="the reference Kafka is a JVM: "
+                    "release build only")
+def test_request_quota_answers_match_kafka(broker, kafka):
+    """Apache Kafka 4.4.0 and Cairn, each with a tiny request_percentage
+    on a client id per API and default windows: the Metadata, ApiVersions,
+    ListOffsets and DescribeConfigs answers that cross it carry the same
+    throttle_time_ms, the one-window bound (1000 ms)."""
+    got = {}
+    for name, target in (("kafka", kafka), ("cairn", broker)):
+        w = Wire(target.port, client_id="admin")
+        cids = ["ref-" + n for n, _, _ in REQ_APIS]
+        for cid in cids:
+            set_quota(w, [(CLIENT, cid)], request_percentage=1e-9)
+        try:
+            for (api, build, throttle_of), cid in zip(REQ_APIS, cids):
+                # Kafka applies a quota once its metadata is published:
+                # unthrottled answers until then (a few at most).
+                s, t = _until_throttled(target.port, cid, build, throttle_of,
+                                        answers=2000)
+                s.close()
+                got[(name, api)] = t
+        finally:
+            res = w.alter([([(CLIENT, cid)], [("request_percentage", 0.0,
+                                               True)]) for cid in cids])
+            w.close()
+        assert all(c == NONE for _, c, _ in res), res
+    want = {(n, a): 1000 for n in ("kafka", "cairn") for a, _, _ in REQ_APIS}
+    assert got == want, got
