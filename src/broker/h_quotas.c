@@ -212,6 +212,10 @@ bool cn_quota_ids_get(struct cn_broker *b, struct cn_req *req,
 {
     if (!b->quota || cn_quota_count(b->quota) == 0)
         return false;
+    /* Before SASL authentication Kafka's authenticator answers
+     * (ApiVersions included) and no quota applies: there is no user. */
+    if (cn_req_conn_sasl(req) && !cn_req_authenticated(req))
+        return false;
     snprintf(out->user, sizeof out->user, "%s", quota_user(req));
     client_id(h, out->client, sizeof out->client);
     return true;
