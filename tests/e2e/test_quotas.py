@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 
 import kafka_wire as kw
+import test_sasl
 from conftest import SANITIZED, SLOW, metrics, needs_cairn, run, tool
+from test_sasl import sasl_broker  # noqa: F401 (a fixture used here)
 
 pytestmark = needs_cairn
 
@@ -700,3 +702,34 @@ def test_request_quota_answers_match_kafka(broker, kafka):
         assert all(c == NONE for _, c, _ in res), res
     want = {(n, a): 1000 for n in ("kafka", "cairn") for a, _, _ in REQ_APIS}
     assert got == want, got
+
+
+def test_request_quota_not_before_sasl_authentication(sasl_broker):
+    """On a SASL listener, ApiVersions before authentication is answered
+    outside the quotas (Kafka's authenticator): throttle_time_ms 0 however
+    small the quota; once the same connection has authenticated as alice,
+    an answer that crosses the quota carries the throttle."""
+    b = sasl_broker()
+    w = Wire(b.port, client_id="admin")
+    assert test_sasl.scram_login(w.sock)[0] == 0
+    w.corr = 10
+    set_quota(w, [(USER, "alice"), (CLIENT, "admin")],
+              request_percentage=1000)
+    set_quota(w, [(CLIENT, None)], request_percentage=1e-9)
+    w.close()
+    s = kw.connect("127.0.0.1", b.port, timeout=10 * SLOW)
+    for corr in range(1, 6):
+        s.sendall(kw.api_versions_request(corr, 3, "r-sasl"))
+        resp = kw.recv_frame(s)
+        assert resp is not None
+        assert _api_versions_throttle(resp) == 0
+    assert test_sasl.scram_login(s)[0] == 0
+    for corr in range(10, 20):
+        s.sendall(kw.api_versions_request(corr, 3, "r-sasl"))
+        resp = kw.recv_frame(s)
+        assert resp is not None
+        t = _api_versions_throttle(resp)
+        if t:
+            break
+    assert t == 1000, t
+    s.close()
