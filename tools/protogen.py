@@ -1252,9 +1252,40 @@ def api_header(msgs):
            "int cn_api_request_header_version(int16_t api_key, "
            "int16_t api_version);",
            "int cn_api_response_header_version(int16_t api_key, "
+           "int16_t api_version);",
+           "/*",
+           " * True when the response body of this key and version starts "
+           "with",
+           " * ThrottleTimeMs (int32), so the throttle can be written into a "
+           "finished",
+           " * answer right after its header.  False for versions without "
+           "the field",
+           " * and for the few APIs where it comes later (ApiVersions, "
+           "Produce,",
+           " * OffsetDelete): their handlers fill it.",
+           " */",
+           "bool cn_api_throttle_first(int16_t api_key, "
            "int16_t api_version);", "",
            "#endif"]
     return "\n".join(out) + "\n"
+
+
+def throttle_first(rs):
+    """(lo, hi): the versions whose response body starts with
+    ThrottleTimeMs, or None."""
+    vs = []
+    for v in range(rs.valid[0], rs.valid[1] + 1):
+        fs = [f for f in rs.top.fields if contains(regular_range(f), v)]
+        if fs and fs[0].name == "ThrottleTimeMs":
+            if fs[0].type != "int32":
+                sys.exit("%s: ThrottleTimeMs is not int32" % rs.name)
+            vs.append(v)
+    if not vs:
+        return None
+    if vs != list(range(vs[0], vs[-1] + 1)):
+        sys.exit("%s: ThrottleTimeMs first in versions %s, not one range"
+                 % (rs.name, vs))
+    return (vs[0], vs[-1])
 
 
 def api_pairs(msgs):
@@ -1359,6 +1390,26 @@ def api_source(msgs):
             "    if (api_key == 18) /* ApiVersions, KIP-511 */",
             "        return 0;",
             "    return api_flexible(api_key, api_version) ? 1 : 0;",
+            "}", ""]
+    rows = [(rs.api_key, throttle_first(rs)) for _, rs in pairs]
+    out += ["/* Versions whose response starts with ThrottleTimeMs. */",
+            "static const struct {",
+            "    int16_t api_key, min_version, max_version;",
+            "} throttle_first[] = {"]
+    out += ["    {%d, %d, %d}," % (k, r[0], r[1]) for k, r in rows if r]
+    out += ["};", "",
+            "bool cn_api_throttle_first(int16_t api_key, "
+            "int16_t api_version)",
+            "{",
+            "    for (size_t i = 0; i < sizeof throttle_first / "
+            "sizeof throttle_first[0];",
+            "         i++)",
+            "        if (throttle_first[i].api_key == api_key)",
+            "            return api_version >= throttle_first[i].min_version "
+            "&&",
+            "                   api_version <= "
+            "throttle_first[i].max_version;",
+            "    return false;",
             "}"]
     return "\n".join(out) + "\n"
 

@@ -176,6 +176,13 @@ static void on_flush(uv_timer_t *t)
 /* net's abandon_cb: a request whose connection closed while its handler
  * had it.  Only a long-poll fetch waits long enough to matter (up to its
  * client's max_wait_ms); the rest finish on their own soon. */
+/* As each answer is finished, before it is written. */
+static void on_req_done(struct cn_req *req, void *opaque)
+{
+    cn_quota_request_done(opaque, req);
+    cn_metrics_request_done(req, opaque);
+}
+
 static void on_req_abandoned(struct cn_req *req, void *opaque)
 {
     if (req->api_key == 1) /* Fetch */
@@ -353,7 +360,7 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         .max_conn_bytes = (size_t)cfg->cairn_connection_max_queued_bytes,
         .max_queued = cfg->queued_max_requests,
         .max_queued_bytes = cfg->queued_max_request_bytes,
-        .done_cb = cn_metrics_request_done,
+        .done_cb = on_req_done,
         .abandon_cb = on_req_abandoned,
     };
     if (cn_broker_listen(b, &sc, err, err_len) != 0)

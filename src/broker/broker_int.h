@@ -73,6 +73,13 @@ struct cn_fetch_wait {
     struct cn_fetch_wait *prev, *next;
 };
 
+/* The names a request is measured under for request_percentage, copied
+ * (a handler may free the request); see quotas.h. */
+struct cn_quota_ids {
+    char user[CN_QUOTA_NAME_MAX];
+    char client[CN_QUOTA_NAME_MAX];
+};
+
 struct cn_broker {
     uv_loop_t *loop;
     struct cn_config *cfg;          /* owned */
@@ -127,6 +134,15 @@ struct cn_broker {
     struct cn_quota *quota;         /* client quotas (h_quotas.c) */
     uint64_t quota_throttled[CN_QK_COUNT];  /* throttled answers, by key */
     uint64_t quota_throttle_ms[CN_QK_COUNT]; /* their throttle time */
+    /* request_percentage: the request whose handler the dispatcher is
+     * running, so its time can be recorded as its answer is finished
+     * (h_quotas.c).  req is only compared, never followed. */
+    struct {
+        const struct cn_req *req;   /* NULL: none measured */
+        bool answered;              /* its time so far is recorded */
+        int64_t since_us;           /* handler start, or the answer */
+        struct cn_quota_ids id;
+    } quota_cur;
     struct cn_sasl_srv *sasl;       /* SASL settings, SCRAM credentials
                                        (h_sasl.c) */
 

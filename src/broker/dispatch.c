@@ -217,6 +217,7 @@ static void api_versions_answer(struct cn_broker *b, struct cn_req *req,
         }
     }
     resp.api_keys_len = (int32_t)n;
+    resp.throttle_time_ms = cn_quota_request_answer(b, req, h);
     if (!error && features_fill(b, req, version, &resp) != 0) {
         cn_req_bad(req, h, CN_ENOMEM);
         return;
@@ -301,23 +302,11 @@ void cn_dispatch(struct cn_req *req, void *opaque)
     }
     /* request_percentage (Kafka's request-thread time): what handlers
      * spend on the loop thread, the one request thread here, measured
-     * around the handler call (a parked request's later work, a long-poll
-     * fetch answered on data, is not counted; its first pass is).  The
-     * handler may free req before it returns, so the time is recorded
-     * after with copied names, and the throttle it leads to is applied as
-     * the next request arrives: that request is answered, then the
-     * connection is held back (Produce and Fetch also carry the time in
-     * throttle_time_ms, h_produce.c and h_fetch.c). */
-    struct cn_quota_ids qid;
-    bool quotas = cn_quota_ids_get(b, req, &h, &qid);
-    int64_t t0 = 0;
-    if (quotas) {
-        int32_t ms = cn_quota_request_throttle(b, &qid);
-        if (ms > 0)
-            cn_req_throttle(req, ms);
-        t0 = cn_clock_mono_us();
-    }
+     * around the handler call and recorded as the answer is finished, so
+     * the answer that crosses the quota carries the throttle (a parked
+     * request's later work, a long-poll fetch answered on data, is not
+     * counted; its first pass is).  See quotas.h. */
+    cn_quota_request_begin(b, req, &h);
     hd->fn(b, req, &h, &rd);
-    if (quotas)
-        cn_quota_request_time(b, &qid, cn_clock_mono_us() - t0);
+    cn_quota_request_end(b);
 }

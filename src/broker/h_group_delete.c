@@ -9,6 +9,7 @@
 #include "group_coord.h"
 #include "group_int.h"
 #include "handlers.h"
+#include "quotas.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 
@@ -73,6 +74,7 @@ static void offset_delete_synced(struct cn_broker *b,
                                   rp->partition_index);
         }
     }
+    rs->throttle_time_ms = cn_quota_request_answer(b, req, &tw->h);
     cn_resp_begin(req, &tw->h);
     cn_offset_delete_response_encode(&req->resp, tw->h.api_version, rs);
     cn_req_done(req);
@@ -197,6 +199,7 @@ void cn_h_offset_delete(struct cn_broker *b, struct cn_req *req,
     if (k == 0 || cn_gc_write(b, gp, keys, vals, k, -1, -1, &tw->waiter)) {
         if (k)
             rs->error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
+        rs->throttle_time_ms = cn_quota_request_answer(b, req, h);
         cn_resp_begin(req, h);
         cn_offset_delete_response_encode(&req->resp, h->api_version, rs);
         cn_req_done(req);

@@ -24,6 +24,7 @@
 #include "base/say.h"
 #include "handlers.h"
 #include "log/file.h"
+#include "proto/header.h"
 #include "proto/kerr.h"
 #include "proto/quotas.h"
 #include "quota/quota_store.h"
@@ -137,7 +138,7 @@ int32_t cn_quota_produce_answer(struct cn_broker *b, struct cn_req *req,
     int64_t bw = quota_record(b, req, h, CN_QK_PRODUCE, (double)bytes);
     /* Kafka exempts acks=0 from the request quota (there is no answer to
      * carry the time), not from the byte rate. */
-    int64_t rq = acks0 ? 0 : cn_quota_request_throttle(b, &id);
+    int64_t rq = acks0 ? 0 : cn_quota_request_answer(b, req, h);
     return throttle_apply(req, bw, rq);
 }
 
@@ -148,7 +149,7 @@ int32_t cn_quota_fetch_answer(struct cn_broker *b, struct cn_req *req,
     if (!cn_quota_ids_get(b, req, h, &id))
         return 0;
     int64_t bw = quota_record(b, req, h, CN_QK_FETCH, (double)bytes);
-    int64_t rq = cn_quota_request_throttle(b, &id);
+    int64_t rq = cn_quota_request_answer(b, req, h);
     if (bw > 0 || rq > 0)
         /* The answer goes out empty: what it would have carried is not
          * counted (Kafka's unrecordQuotaSensor). */
@@ -176,6 +177,10 @@ bool cn_quota_ids_get(struct cn_broker *b, struct cn_req *req,
 {
     if (!b->quota || cn_quota_count(b->quota) == 0)
         return false;
+    /* Before SASL authentication Kafka's authenticator answers
+     * (ApiVersions included) and no quota applies: there is no user. */
+    if (cn_req_conn_sasl(req) && !cn_req_authenticated(req))
+        return false;
     snprintf(out->user, sizeof out->user, "%s", quota_user(req));
     client_id(h, out->client, sizeof out->client);
     return true;
@@ -200,12 +205,132 @@ int32_t cn_quota_request_throttle(struct cn_broker *b,
     return ms;
 }
 
-void cn_quota_request_time(struct cn_broker *b, const struct cn_quota_ids *id,
-                           int64_t handler_us)
+/* Kafka records request-thread time as a percentage of one thread:
+ * nanos * 100 / 1e9, as a rate per second.  Returns the throttle after. */
+static int32_t request_time(struct cn_broker *b,
+                            const struct cn_quota_ids *id, int64_t us)
 {
-    /* Kafka records request-thread time as a percentage of one thread:
-     * nanos * 100 / 1e9, as a rate per second. */
-    request_record(b, id, (double)handler_us * 100.0 / 1e6);
+    return request_record(b, id, (double)(us < 0 ? 0 : us) * 100.0 / 1e6);
+}
+
+/* Kafka answers these without recording them in the request quota:
+ * cluster actions (WriteTxnMarkers, sendResponseExemptThrottle) and the
+ * SASL exchange, which Kafka's authenticator handles before any quota
+ * applies. */
+static bool request_exempt(int16_t key)
+{
+    return key == 27 || key == 17 || key == 36;
+}
+
+/* Their handlers put throttle_time_ms in place (not the first field, or
+ * Fetch's answer that drops its records when throttled). */
+static bool request_self_placed(int16_t key)
+{
+    return key == 0 || key == 1 || key == 18 || key == 47;
+}
+
+void cn_quota_request_begin(struct cn_broker *b, struct cn_req *req,
+                            const struct cn_req_header *h)
+{
+    b->quota_cur.req = NULL;
+    if (request_exempt(h->api_key) ||
+        !cn_quota_ids_get(b, req, h, &b->quota_cur.id))
+        return;
+    b->quota_cur.req = req;
+    b->quota_cur.answered = false;
+    b->quota_cur.since_us = cn_clock_mono_us();
+}
+
+void cn_quota_request_end(struct cn_broker *b)
+{
+    if (!b->quota_cur.req)
+        return;
+    b->quota_cur.req = NULL;
+    if (!b->quota || cn_quota_count(b->quota) == 0)
+        return;
+    /* The rest of the handler's pass after its answer, or the first pass
+     * of a request answered later: counted, its throttle goes to a later
+     * answer (Kafka's recordNoThrottle). */
+    request_time(b, &b->quota_cur.id,
+                 cn_clock_mono_us() - b->quota_cur.since_us);
+}
+
+/* Records the time of the request being dispatched, if req is it, and
+ * returns the throttle; else the throttle the rate asks for now. */
+static int32_t request_answer_ids(struct cn_broker *b, struct cn_req *req,
+                                  const struct cn_quota_ids *id)
+{
+    int32_t ms;
+    if (b->quota_cur.req == req && !b->quota_cur.answered) {
+        int64_t now = cn_clock_mono_us();
+        ms = request_time(b, id, now - b->quota_cur.since_us);
+        b->quota_cur.answered = true;
+        b->quota_cur.since_us = now;
+    } else {
+        ms = request_record(b, id, 0);
+    }
+    if (ms > 0) {
+        b->quota_throttled[CN_QK_REQUEST]++;
+        b->quota_throttle_ms[CN_QK_REQUEST] += (uint64_t)ms;
+        cn_req_throttle(req, ms);
+    }
+    return ms;
+}
+
+int32_t cn_quota_request_answer(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h)
+{
+    struct cn_quota_ids id;
+    if (!cn_quota_ids_get(b, req, h, &id))
+        return 0;
+    return request_answer_ids(b, req, &id);
+}
+
+/* The version whose wire format the answer has (dispatch.c's aliases). */
+static int16_t wire_version(int16_t key, int16_t version)
+{
+    if (key == 28 && version == 5)
+        return 4;
+    return version;
+}
+
+void cn_quota_request_done(struct cn_broker *b, struct cn_req *req)
+{
+    int16_t key = req->api_key;
+    bool cur = b->quota_cur.req == req && !b->quota_cur.answered;
+    if (req->no_response) {
+        /* acks=0 and answers never sent are not counted, as in Kafka
+         * (sendNoOpResponseExemptThrottle). */
+        if (cur)
+            b->quota_cur.req = NULL;
+        return;
+    }
+    if (key < 0 || request_exempt(key) || request_self_placed(key) ||
+        !b->quota || cn_quota_count(b->quota) == 0)
+        return;
+    struct cn_quota_ids id;
+    if (cur) {
+        id = b->quota_cur.id;
+    } else {
+        struct cn_rd rd;
+        struct cn_req_header h;
+        cn_rd_init(&rd, req->frame, req->frame_len);
+        if (cn_req_header_decode(&rd, &h) < 0 ||
+            !cn_quota_ids_get(b, req, &h, &id))
+            return;
+    }
+    int32_t ms = request_answer_ids(b, req, &id);
+    int16_t v = wire_version(key, req->api_version);
+    if (ms <= 0 || !cn_resp_throttle_first(key, v))
+        return; /* a version without the field: muted all the same */
+    size_t off = 4 + (cn_resp_header_version(key, v) >= 1 ? 1 : 0);
+    if (req->resp.err || req->resp.len < off + 4)
+        return;
+    const uint8_t *p = req->resp.buf + off;
+    int32_t had = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+                            (uint32_t)p[2] << 8 | (uint32_t)p[3]);
+    if (ms > had)
+        cn_wr_patch_i32(&req->resp, off, ms);
 }
 
 /* ---- entities on the wire ---------------------------------------------- */

@@ -40,19 +40,38 @@ int32_t cn_quota_fetch_answer(struct cn_broker *b, struct cn_req *req,
  * (quota.window.num - 1) windows), or -1 for no limit. */
 int64_t cn_quota_fetch_max_bytes(struct cn_broker *b, struct cn_req *req,
                                  const struct cn_req_header *h);
-/* request_percentage.  The names a request is measured under, copied
- * (the handler may free the request); false when no quota is set. */
-struct cn_quota_ids {
-    char user[CN_QUOTA_NAME_MAX];
-    char client[CN_QUOTA_NAME_MAX];
-};
+/* request_percentage.  The names a request is measured under (struct
+ * cn_quota_ids, broker_int.h); false when no quota is set. */
 bool cn_quota_ids_get(struct cn_broker *b, struct cn_req *req,
                       const struct cn_req_header *h, struct cn_quota_ids *out);
 /* The throttle the request rate asks for now (nothing recorded). */
 int32_t cn_quota_request_throttle(struct cn_broker *b,
                                   const struct cn_quota_ids *id);
-/* Records time a handler ran on the loop thread. */
-void cn_quota_request_time(struct cn_broker *b, const struct cn_quota_ids *id,
-                           int64_t handler_us);
+
+/*
+ * request_percentage as Kafka applies it (sendResponseMaybeThrottle): a
+ * request's loop-thread time is recorded when its answer is finished and
+ * the throttle that leads to goes into THAT answer's throttle_time_ms;
+ * the connection is then muted for it.  The dispatcher brackets each
+ * handler call with _begin and _end.  When the answer is finished inside
+ * the call, the time up to then is recorded as it is finished and the
+ * rest at _end; an answer the handler gives later (a parked request) has
+ * its first pass recorded at _end and carries the throttle the rate asks
+ * for when it is finished.
+ */
+void cn_quota_request_begin(struct cn_broker *b, struct cn_req *req,
+                            const struct cn_req_header *h);
+void cn_quota_request_end(struct cn_broker *b);
+/* For the handlers whose response has throttle_time_ms after its first
+ * field (Produce, Fetch's throttled answer, ApiVersions, OffsetDelete):
+ * records req's time and returns its throttle, already applied to the
+ * connection.  Runs on: loop, as the answer is built. */
+int32_t cn_quota_request_answer(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h);
+/* From the net layer's done_cb, before the answer is written: for every
+ * other API, records the time, writes the throttle into the answer when
+ * its body starts with throttle_time_ms (cn_api_throttle_first) and mutes
+ * the connection for it. */
+void cn_quota_request_done(struct cn_broker *b, struct cn_req *req);
 
 #endif

@@ -41,6 +41,14 @@ int cn_resp_header_version(int16_t api_key, int16_t api_version)
     return hf >= 0 ? hf : cn_api_response_header_version(api_key, api_version);
 }
 
+bool cn_resp_throttle_first(int16_t api_key, int16_t api_version)
+{
+    /* Every hand-written response (client quotas, SCRAM credentials)
+     * starts with ThrottleTimeMs in all its versions. */
+    int hf = hand_flexible(api_key, api_version);
+    return hf >= 0 || cn_api_throttle_first(api_key, api_version);
+}
+
 int cn_req_header_decode(struct cn_rd *rd, struct cn_req_header *out)
 {
     out->api_key = cn_rd_i16(rd);

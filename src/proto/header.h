@@ -57,6 +57,9 @@ struct cn_api_info;
 const struct cn_api_info *cn_api_find(int16_t api_key);
 /* Response header version (0 or 1) for any API cn_api_find() knows. */
 int cn_resp_header_version(int16_t api_key, int16_t api_version);
+/* True when the response body of this key and version starts with
+ * throttle_time_ms (cn_api_throttle_first, and the hand-written APIs). */
+bool cn_resp_throttle_first(int16_t api_key, int16_t api_version);
 
 /* Writes the response header for a reply to api_key/api_version. */
 void cn_resp_header_encode(struct cn_wr *wr, int16_t api_key,

@@ -10,6 +10,9 @@ Timing: nothing here asserts how long anything took.  Throttles are made
 long on purpose (a 100 B/s quota against a few KB), so "throttled" is an
 outcome the first answer already shows; the clients' tests assert that
 they were told to slow down and that every record still arrived once.
+request_percentage tests use a quota so tiny (1e-9 %) that any measured
+microsecond crosses it, so the crossing answer's throttle is always
+Kafka's bound of one window.
 """
 
 import os
@@ -20,7 +23,9 @@ from pathlib import Path
 import pytest
 
 import kafka_wire as kw
+import test_sasl
 from conftest import SANITIZED, SLOW, metrics, needs_cairn, run, tool
+from test_sasl import sasl_broker  # noqa: F401 (a fixture used here)
 
 pytestmark = needs_cairn
 
@@ -527,3 +532,204 @@ def test_kafka_configs_and_cairnctl_agree(broker):
     del want[ent((CLIENT, "app"))]["request_percentage"]
     assert w.describe() == (NONE, None, want)
     w.close()
+
+
+# ---- request_percentage: the crossing answer carries the throttle --------
+
+# 2 samples of 10 s: the rate is taken over at least 10 s, and Kafka bounds
+# a request_percentage throttle by one window, so the answer that crosses
+# a tiny quota carries exactly 10000 ms whatever the handler took (any
+# measured microsecond is ~10^4 times a 1e-9 % quota).
+REQ_WINDOWS = {"quota.window.num": "2", "quota.window.size.seconds": "10"}
+REQ_BOUND_MS = 10000
+
+
+def _req_quota_broker(broker_factory, **sets):
+    """A broker where every client id but "admin" has a request_percentage
+    so small that a few requests cross it."""
+    b = broker_factory(**sets)
+    b.create_topic("q-req")
+    w = Wire(b.port, client_id="admin")
+    set_quota(w, [(USER, "ANONYMOUS"), (CLIENT, "admin")],
+              request_percentage=1000)
+    set_quota(w, [(CLIENT, None)], request_percentage=1e-9)
+    w.close()
+    return b
+
+
+def _first_i32(resp, flexible):
+    """throttle_time_ms of an answer whose body starts with it."""
+    return struct.unpack_from(">i", resp, 5 if flexible else 4)[0]
+
+
+def _api_versions_throttle(resp):
+    r = kw.Reader(resp)
+    r.i32()                                   # header v0, always
+    assert r.i16() == 0
+    for _ in range(r.uvarint() - 1):
+        r.i16(), r.i16(), r.i16()
+        r.skip_tags()
+    return r.i32()
+
+
+def _metadata_v12(corr, cid):
+    body = kw.uvarint(0) + b"\x00\x00" + kw.uvarint(0)   # all topics
+    return kw.request(3, 12, corr, body, client_id=cid, flexible=True)
+
+
+def _list_offsets_v5(corr, cid):
+    body = struct.pack(">ib", -1, 0) + struct.pack(">i", 1)
+    body += kw.string("q-req") + struct.pack(">iiiq", 1, 0, -1, -1)
+    return kw.request(2, 5, corr, body, client_id=cid)
+
+
+def _describe_configs_v1(corr, cid):
+    body = struct.pack(">ib", 1, 2) + kw.string("q-req")
+    body += struct.pack(">i?", -1, False)
+    return kw.request(32, 1, corr, body, client_id=cid)
+
+
+# (name, request builder, throttle_time_ms of the answer)
+REQ_APIS = [
+    ("metadata", _metadata_v12, lambda r: _first_i32(r, True)),
+    ("api_versions",
+     lambda corr, cid: kw.api_versions_request(corr, 3, cid),
+     _api_versions_throttle),
+    ("list_offsets", _list_offsets_v5, lambda r: _first_i32(r, False)),
+    ("describe_configs", _describe_configs_v1, lambda r: _first_i32(r, False)),
+]
+
+
+def _until_throttled(port, cid, build, throttle_of, answers=10):
+    """Sends one request at a time until an answer carries a throttle;
+    returns (socket, throttle_ms) or fails after `answers` answers."""
+    s = kw.connect("127.0.0.1", port, timeout=10 * SLOW)
+    for corr in range(1, answers + 1):
+        s.sendall(build(corr, cid))
+        resp = kw.recv_frame(s)
+        assert resp is not None, "connection closed"
+        assert struct.unpack_from(">i", resp)[0] == corr
+        t = throttle_of(resp)
+        if t:
+            return s, t
+    s.close()
+    pytest.fail("%s: no answer carried throttle_time_ms" % cid)
+
+
+def test_request_quota_throttle_in_every_answer(broker_factory):
+    """Over request_percentage, the answer of the request that crossed the
+    quota carries throttle_time_ms (bounded by one window, as in Kafka),
+    for Metadata, ApiVersions (the field after api_keys), ListOffsets and
+    DescribeConfigs, each client id on its own rate; then the connection
+    is muted: a further request stays unanswered while the broker counts
+    the connection throttled."""
+    b = _req_quota_broker(broker_factory, **REQ_WINDOWS)
+    socks = []
+    try:
+        got = {}
+        for name, build, throttle_of in REQ_APIS:
+            s, t = _until_throttled(b.port, "r-" + name, build, throttle_of)
+            socks.append(s)
+            got[name] = t
+        assert got == {n: REQ_BOUND_MS for n, _, _ in REQ_APIS}, got
+        m = metrics(b)
+        assert m['cairn_quota_throttled_total{quota="request_percentage"}'] \
+            >= len(REQ_APIS), m
+        # The Metadata connection: muted after its throttled answer.
+        s = socks[0]
+        s.sendall(_metadata_v12(99, "r-metadata"))
+        deadline = time.monotonic() + 10 * SLOW
+        seen = False
+        while time.monotonic() < deadline and not seen:
+            seen = metrics(b)["cairn_net_throttled_connections"] >= 1
+            time.sleep(0.05)
+        assert seen
+        # 10 s throttle: 1 s without the answer cannot be mere slowness.
+        s.settimeout(1)
+        with pytest.raises(OSError):
+            kw.recv_frame(s)
+        # The admin's own client id is not held back.
+        w = Wire(b.port, client_id="admin")
+        assert w.describe()[0] == NONE
+        w.close()
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.mark.skipif(SANITIZED, reason="client behaviour: release build only")
+def test_request_quota_reported_to_librdkafka(broker_factory):
+    """confluent-kafka's AdminClient, doing nothing but Metadata (and its
+    ApiVersions), is told of a request_percentage throttle: throttle_cb
+    fires with a time > 0."""
+    from confluent_kafka.admin import AdminClient
+    b = _req_quota_broker(broker_factory, **SHORT_WINDOWS)
+    seen = []
+    a = AdminClient({"bootstrap.servers": b.bootstrap, "client.id": "lib",
+                     "throttle_cb": lambda ev: seen.append(ev.throttle_time)})
+    deadline = time.monotonic() + 60 * SLOW
+    while not any(t > 0 for t in seen) and time.monotonic() < deadline:
+        a.list_topics(timeout=30 * SLOW)
+        a.poll(0.1)
+    assert any(t > 0 for t in seen), seen
+
+
+@pytest.mark.skipif(SANITIZED, reason="the reference Kafka is a JVM: "
+                    "release build only")
+def test_request_quota_answers_match_kafka(broker, kafka):
+    """Apache Kafka 4.4.0 and Cairn, each with a tiny request_percentage
+    on a client id per API and default windows: the Metadata, ApiVersions,
+    ListOffsets and DescribeConfigs answers that cross it carry the same
+    throttle_time_ms, the one-window bound (1000 ms)."""
+    got = {}
+    for name, target in (("kafka", kafka), ("cairn", broker)):
+        w = Wire(target.port, client_id="admin")
+        cids = ["ref-" + n for n, _, _ in REQ_APIS]
+        for cid in cids:
+            set_quota(w, [(CLIENT, cid)], request_percentage=1e-9)
+        try:
+            for (api, build, throttle_of), cid in zip(REQ_APIS, cids):
+                # Kafka applies a quota once its metadata is published:
+                # unthrottled answers until then (a few at most).
+                s, t = _until_throttled(target.port, cid, build, throttle_of,
+                                        answers=2000)
+                s.close()
+                got[(name, api)] = t
+        finally:
+            res = w.alter([([(CLIENT, cid)], [("request_percentage", 0.0,
+                                               True)]) for cid in cids])
+            w.close()
+        assert all(c == NONE for _, c, _ in res), res
+    want = {(n, a): 1000 for n in ("kafka", "cairn") for a, _, _ in REQ_APIS}
+    assert got == want, got
+
+
+def test_request_quota_not_before_sasl_authentication(sasl_broker):
+    """On a SASL listener, ApiVersions before authentication is answered
+    outside the quotas (Kafka's authenticator): throttle_time_ms 0 however
+    small the quota; once the same connection has authenticated as alice,
+    an answer that crosses the quota carries the throttle."""
+    b = sasl_broker()
+    w = Wire(b.port, client_id="admin")
+    assert test_sasl.scram_login(w.sock)[0] == 0
+    w.corr = 10
+    set_quota(w, [(USER, "alice"), (CLIENT, "admin")],
+              request_percentage=1000)
+    set_quota(w, [(CLIENT, None)], request_percentage=1e-9)
+    w.close()
+    s = kw.connect("127.0.0.1", b.port, timeout=10 * SLOW)
+    for corr in range(1, 6):
+        s.sendall(kw.api_versions_request(corr, 3, "r-sasl"))
+        resp = kw.recv_frame(s)
+        assert resp is not None
+        assert _api_versions_throttle(resp) == 0
+    assert test_sasl.scram_login(s)[0] == 0
+    for corr in range(10, 20):
+        s.sendall(kw.api_versions_request(corr, 3, "r-sasl"))
+        resp = kw.recv_frame(s)
+        assert resp is not None
+        t = _api_versions_throttle(resp)
+        if t:
+            break
+    assert t == 1000, t
+    s.close()

@@ -678,10 +678,66 @@ UNIT_TEST(write_fuzz_seeds)
     }
 }
 
+/* The generated table says where throttle_time_ms may be written into a
+ * finished answer (the request quota, h_quotas.c): the schemas' versions,
+ * and the encoders put the field's bytes first exactly there. */
+UNIT_TEST(throttle_first_table)
+{
+    CHECK(!cn_api_throttle_first(3, 2)); /* Metadata v0-2: no field */
+    CHECK(cn_api_throttle_first(3, 3));
+    CHECK(cn_api_throttle_first(3, 12));
+    CHECK(!cn_api_throttle_first(3, 13)); /* past the schema */
+    CHECK(!cn_api_throttle_first(1, 0));  /* Fetch v0: no field */
+    CHECK(cn_api_throttle_first(1, 1));
+    CHECK(!cn_api_throttle_first(2, 1)); /* ListOffsets v1: none */
+    CHECK(cn_api_throttle_first(2, 2));
+    CHECK(cn_api_throttle_first(32, 0)); /* DescribeConfigs: always */
+    /* The field is there but after another: handlers set it. */
+    for (int16_t v = 0; v <= 12; v++) {
+        CHECK(!cn_api_throttle_first(0, v));  /* Produce */
+        CHECK(!cn_api_throttle_first(18, v)); /* ApiVersions */
+    }
+    CHECK(!cn_api_throttle_first(47, 0)); /* OffsetDelete: error first */
+    CHECK(!cn_api_throttle_first(36, 2)); /* SaslAuthenticate: none */
+    CHECK(!cn_api_throttle_first(-1, 0));
+    CHECK(!cn_api_throttle_first(30000, 0));
+    /* Hand-written codecs: client quotas, SCRAM credentials. */
+    CHECK(cn_resp_throttle_first(48, 0) && cn_resp_throttle_first(48, 1));
+    CHECK(cn_resp_throttle_first(49, 1) && cn_resp_throttle_first(51, 0));
+    CHECK(!cn_resp_throttle_first(48, 2));
+
+    struct cn_wr wr;
+    cn_wr_init(&wr, 0);
+    static const uint8_t want[4] = {0x12, 0x34, 0x56, 0x78};
+    int16_t mv[] = {3, 12};
+    for (size_t i = 0; i < 2; i++) {
+        struct cn_metadata_response rs;
+        cn_metadata_response_init(&rs);
+        rs.throttle_time_ms = 0x12345678;
+        cn_wr_reset(&wr);
+        cn_metadata_response_encode(&wr, mv[i], &rs);
+        CHECK(wr.len >= 4 && memcmp(wr.buf, want, 4) == 0);
+    }
+    struct cn_describe_configs_response dc;
+    cn_describe_configs_response_init(&dc);
+    dc.throttle_time_ms = 0x12345678;
+    cn_wr_reset(&wr);
+    cn_describe_configs_response_encode(&wr, 1, &dc);
+    CHECK(wr.len >= 4 && memcmp(wr.buf, want, 4) == 0);
+    struct cn_api_versions_response av;
+    cn_api_versions_response_init(&av);
+    av.throttle_time_ms = 0x12345678;
+    cn_wr_reset(&wr);
+    cn_api_versions_response_encode(&wr, 3, &av);
+    CHECK(wr.len >= 4 && memcmp(wr.buf, want, 4) != 0);
+    cn_wr_fini(&wr);
+}
+
 UNIT_MAIN(round_trip_every_message_and_version, defaults_from_init,
           absent_fields_get_defaults, api_versions_v3_from_librdkafka,
           metadata_v1_two_topics, produce_v3_one_partition,
           header_unknown_version_still_answerable, header_versions, api_table,
+          throttle_first_table,
           kafka_error_names, tagged_fields, null_non_nullable_rejected,
           huge_array_count_rejected_before_allocation, fuzz_corpus_replay,
           write_fuzz_seeds)

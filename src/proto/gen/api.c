@@ -954,3 +954,54 @@ int cn_api_response_header_version(int16_t api_key, int16_t api_version)
         return 0;
     return api_flexible(api_key, api_version) ? 1 : 0;
 }
+
+/* Versions whose response starts with ThrottleTimeMs. */
+static const struct {
+    int16_t api_key, min_version, max_version;
+} throttle_first[] = {
+    {1, 1, 17},
+    {2, 2, 10},
+    {3, 3, 12},
+    {8, 3, 9},
+    {9, 3, 9},
+    {10, 1, 6},
+    {11, 2, 9},
+    {12, 1, 4},
+    {13, 1, 5},
+    {14, 1, 5},
+    {15, 1, 5},
+    {16, 1, 5},
+    {19, 2, 7},
+    {20, 1, 6},
+    {21, 0, 2},
+    {22, 0, 5},
+    {23, 2, 4},
+    {24, 0, 5},
+    {25, 0, 4},
+    {26, 0, 5},
+    {28, 0, 4},
+    {29, 0, 3},
+    {30, 0, 3},
+    {31, 0, 3},
+    {32, 0, 4},
+    {33, 0, 2},
+    {37, 0, 3},
+    {42, 0, 2},
+    {44, 0, 1},
+    {60, 0, 1},
+    {61, 0, 0},
+    {65, 0, 0},
+    {66, 0, 1},
+    {68, 0, 1},
+    {69, 0, 0},
+};
+
+bool cn_api_throttle_first(int16_t api_key, int16_t api_version)
+{
+    for (size_t i = 0; i < sizeof throttle_first / sizeof throttle_first[0];
+         i++)
+        if (throttle_first[i].api_key == api_key)
+            return api_version >= throttle_first[i].min_version &&
+                   api_version <= throttle_first[i].max_version;
+    return false;
+}

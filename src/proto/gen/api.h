@@ -72,5 +72,13 @@ bool cn_api_version_ok(int16_t api_key, int16_t api_version);
  */
 int cn_api_request_header_version(int16_t api_key, int16_t api_version);
 int cn_api_response_header_version(int16_t api_key, int16_t api_version);
+/*
+ * True when the response body of this key and version starts with
+ * ThrottleTimeMs (int32), so the throttle can be written into a finished
+ * answer right after its header.  False for versions without the field
+ * and for the few APIs where it comes later (ApiVersions, Produce,
+ * OffsetDelete): their handlers fill it.
+ */
+bool cn_api_throttle_first(int16_t api_key, int16_t api_version);
 
 #endif
