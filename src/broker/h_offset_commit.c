@@ -120,8 +120,10 @@ static void commit_written(struct cn_broker *b, struct cn_sync_waiter *w)
         if (rc)
             *it->error = KAFKA_COORDINATOR_NOT_AVAILABLE;
     }
+    /* Answering may free the request, and op lives in its arena. */
+    struct cn_partition *gp = op->gp;
     op->answer(op);
-    cn_gc_maybe_compact(b, op->gp);
+    cn_gc_maybe_compact(b, gp);
 }
 
 /* Refuses partitions that do not exist or carry too much metadata; the
