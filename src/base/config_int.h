@@ -1,7 +1,8 @@
 /*
- * Internal to the configuration module (config.c, config_dyn.c): the
- * value checks and the properties-text parser the dynamic layers share
- * with the static configuration.  Not part of the module's interface.
+ * Internal to the configuration module (config.c, config_dyn.c,
+ * config_listeners.c): the value checks, the listener lists and the
+ * properties-text parser its files share.  Not part of the module's
+ * interface.
  */
 #ifndef CN_CONFIG_INT_H
 #define CN_CONFIG_INT_H
@@ -45,5 +46,15 @@ void cfg_refresh_key(struct cn_config *cfg, int i);
  * errors. */
 int cfg_parse_props(const char *text, const char *origin, cfg_kv_fn fn,
                     void *ctx, char *err, size_t err_len);
+/* A `listeners`-style comma list, every entry checked (names unique, and
+ * non-zero ports unique unless same_port_ok, as advertised.listeners may
+ * repeat one); host/port get the first PLAINTEXT entry, else the first.
+ * A bare reason on error. */
+int cfg_parse_listener_list(const char *text, bool same_port_ok, char *host,
+                            size_t host_len, int *port, char *why,
+                            size_t why_len);
+/* "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", then NULL: enum
+ * cn_sec_proto's names. */
+extern const char *const cfg_proto_names[];
 
 #endif
