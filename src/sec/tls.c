@@ -547,21 +547,28 @@ out:
     return rc;
 }
 
+/* The next item of a comma list at *p: false at the end; else *n is the
+ * bytes up to the next comma (where the caller moves *p) and *t the
+ * item's length without trailing blanks (leading ones are skipped). */
+static bool next_item(const char **p, size_t *n, size_t *t)
+{
+    while (isspace((unsigned char)**p) || **p == ',')
+        (*p)++;
+    *n = strcspn(*p, ",");
+    *t = *n;
+    while (*t && isspace((unsigned char)(*p)[*t - 1]))
+        (*t)--;
+    return *t > 0;
+}
+
 /* ssl.enabled.protocols to a version range. */
 static int set_protocols(SSL_CTX *ctx, const char *list, char *err,
                          size_t err_len)
 {
     int lo = 0, hi = 0;
     const char *p = list && *list ? list : "TLSv1.2,TLSv1.3";
-    while (*p) {
-        while (isspace((unsigned char)*p) || *p == ',')
-            p++;
-        size_t n = strcspn(p, ",");
-        size_t t = n;
-        while (t && isspace((unsigned char)p[t - 1]))
-            t--;
-        if (!t)
-            break;
+    size_t n, t;
+    while (next_item(&p, &n, &t)) {
         int v;
         if (t == 7 && !strncmp(p, "TLSv1.2", 7))
             v = TLS1_2_VERSION;
@@ -603,15 +610,9 @@ static int set_ciphers(SSL_CTX *ctx, const char *list, char *err,
         rc = CN_ENOMEM;
         goto out;
     }
-    for (const char *p = list; *p;) {
-        while (isspace((unsigned char)*p) || *p == ',')
-            p++;
-        size_t n = strcspn(p, ",");
-        size_t t = n;
-        while (t && isspace((unsigned char)p[t - 1]))
-            t--;
-        if (!t)
-            break;
+    const char *p = list;
+    size_t n, t;
+    while (next_item(&p, &n, &t)) {
         char name[128];
         if (t >= sizeof name) {
             seterr(err, err_len, "ssl.cipher.suites: name too long");
