@@ -85,6 +85,9 @@ static void sleep_ms(int64_t ms)
  * Kafka's Throttler: after every THROTTLE_CHECK_MS of I/O the observed
  * rate is compared with the desired one and the worker sleeps long enough
  * to bring it back.  The rate is read each time: the key is dynamic.
+ * Unlike Kafka's, the check also runs once the bytes done would take
+ * THROTTLE_CHECK_MS at the rate: otherwise a burst of passes each shorter
+ * than the interval (small partitions, a fast disk) is never limited.
  */
 static bool cancelled(const struct job *j)
 {
@@ -105,12 +108,10 @@ static int throttle(void *arg, size_t bytes)
     int64_t now = cn_clock_mono_ms();
     c->thr_bytes += bytes;
     int64_t elapsed = now - c->thr_start_ms;
-    if (elapsed >= THROTTLE_CHECK_MS) {
-        double observed = (double)c->thr_bytes * 1000.0 / (double)elapsed;
-        if (observed > rate) {
-            double want_ms = (double)c->thr_bytes * 1000.0 / rate;
+    double want_ms = (double)c->thr_bytes * 1000.0 / rate;
+    if (elapsed >= THROTTLE_CHECK_MS || want_ms >= THROTTLE_CHECK_MS) {
+        if (want_ms > (double)elapsed)
             sleep_for = (int64_t)want_ms - elapsed;
-        }
         c->thr_start_ms = now + (sleep_for > 0 ? sleep_for : 0);
         c->thr_bytes = 0;
     }
