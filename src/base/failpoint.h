@@ -23,4 +23,14 @@ int cn_failpoint_hit(const char *name);
 
 #define CN_FAILPOINT(name) (cn_failpoints_armed ? cn_failpoint_hit(name) : 0)
 
+/* A planted bug for the history checker's self-test (tests/e2e/
+ * test_verify.py): a fail point in a test build (CAIRN_TEST_BUGS, the
+ * cairn-testbugs binary), and nothing at all, not even its name, in the
+ * shipped broker. */
+#ifdef CAIRN_TEST_BUGS
+#define CN_TEST_BUG(name) CN_FAILPOINT(name)
+#else
+#define CN_TEST_BUG(name) 0
+#endif
+
 #endif

@@ -238,10 +238,6 @@ static inline bool cn_partition_offline(const struct cn_broker *b,
  * capped at the high watermark.  read_committed readers stop there. */
 static inline int64_t cn_partition_lso(const struct cn_partition *p)
 {
-    /* A planted bug for the history checker's self-test: read_committed
-     * readers then see open and aborted transactions. */
-    if (CN_FAILPOINT("bug.lso_ignores_open_txns"))
-        return p->high_watermark;
     int64_t open = cn_pstate_first_open_offset(p->pstate);
     return open >= 0 && open < p->high_watermark ? open : p->high_watermark;
 }

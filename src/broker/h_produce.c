@@ -121,7 +121,7 @@ static int16_t check_producer(struct append_ctx *ac,
     case CN_PCHECK_DUPLICATE:
         /* A planted bug for the history checker's self-test
          * (cairnctl verify must catch it): retries get appended twice. */
-        if (CN_FAILPOINT("bug.duplicates_appended"))
+        if (CN_TEST_BUG("bug.duplicates_appended"))
             break;
         *dup = true;
         return KAFKA_NONE;

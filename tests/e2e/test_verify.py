@@ -3,7 +3,10 @@ it owns through --broker-cmd (so it can kill -9 and restart it).
 
 test_verify_clean: a short run with every fault kind passes (exit 0).
 test_verify_finds_*: the broker started with a planted bug behind a fail
-point; the checker must name it and exit 1.
+point; the checker must name it and exit 1.  The planted bugs (CN_TEST_BUG)
+exist only in cairn-testbugs, built beside cairn from the same objects but
+the files holding them; test_planted_bugs_only_in_test_build checks that
+the shipped binary holds none.
 test_verify_clean_with_lost_responses: dropped produce responses alone
 (retries the broker must deduplicate) leave nothing for the checker.
 
@@ -15,6 +18,7 @@ Longer runs (not part of make test):
 """
 
 import json
+import re
 import shlex
 
 import pytest
@@ -30,15 +34,27 @@ pytestmark = needs_cairn
 checker_self_test = pytest.mark.skipif(
     SANITIZED, reason="checker self-test runs in the plain pass only")
 
+TESTBUGS_BIN = CAIRN_BIN.with_name("cairn-testbugs")
+PLANTED = (b"bug.lso_ignores_open_txns", b"bug.duplicates_appended")
 
-def verify(tmp_path, duration, faults, failpoints=None, extra=()):
+
+def test_planted_bugs_only_in_test_build():
+    shipped = CAIRN_BIN.read_bytes()
+    assert re.findall(rb"\bbug\.[a-z_]+", shipped) == []
+    # Else the check above could pass only because the names changed.
+    testbugs = TESTBUGS_BIN.read_bytes()
+    assert [n for n in PLANTED if n not in testbugs] == []
+
+
+def verify(tmp_path, duration, faults, failpoints=None, extra=(),
+           binary=CAIRN_BIN):
     port = free_port()
     data = tmp_path / "data"
     data.mkdir()
     cmd = "exec %s --set listeners=PLAINTEXT://127.0.0.1:%d " \
           "--set log.dirs=%s --set group.initial.rebalance.delay.ms=0 " \
           "--set transaction.abort.timed.out.transaction.cleanup." \
-          "interval.ms=1000" % (shlex.quote(str(CAIRN_BIN)), port,
+          "interval.ms=1000" % (shlex.quote(str(binary)), port,
                                 shlex.quote(str(data)))
     if failpoints:
         cmd = "CAIRN_FAILPOINTS=%s %s" % (failpoints, cmd)
@@ -72,7 +88,7 @@ def test_verify_clean(tmp_path):
 @checker_self_test
 def test_verify_finds_lso_ignoring_open_txns(tmp_path):
     rc, rep = verify(tmp_path, 20, "kill-worker,pause-worker",
-                     "bug.lso_ignores_open_txns=error")
+                     "bug.lso_ignores_open_txns=error", binary=TESTBUGS_BIN)
     found = summary(rep)
     assert rc == 1 and not rep["ok"]
     assert "aborted_visible" in found or "torn_transaction" in found, found
@@ -87,7 +103,7 @@ def test_verify_finds_appended_duplicates(tmp_path):
     # machine a run could see none.
     rc, rep = verify(tmp_path, 20, "pause-worker",
                      "bug.duplicates_appended=error,"
-                     "produce.drop_response=error/40")
+                     "produce.drop_response=error/40", binary=TESTBUGS_BIN)
     found = summary(rep)
     assert rc == 1 and "duplicate" in found, found
 
