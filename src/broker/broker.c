@@ -187,6 +187,8 @@ static void on_req_abandoned(struct cn_req *req, void *opaque)
 {
     if (req->api_key == 1) /* Fetch */
         cn_fetch_abandon(opaque, req);
+    else if (req->api_key == 8 || req->api_key == 28) /* (Txn)OffsetCommit */
+        cn_offset_commit_abandon(opaque, req);
 }
 
 /*

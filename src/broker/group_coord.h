@@ -60,5 +60,9 @@ void cn_h_offset_delete(struct cn_broker *b, struct cn_req *req,
 void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
                             const struct cn_req_header *h,
                             struct cn_rd *body);
+/* net's abandon_cb for an OffsetCommit or TxnOffsetCommit: ends a commit
+ * the fail point offset_commit.wait_for_close held for its client's
+ * going. */
+void cn_offset_commit_abandon(struct cn_broker *b, struct cn_req *req);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "authz.h"
 #include "base/clock.h"
+#include "base/failpoint.h"
 #include "group_coord.h"
 #include "group_int.h"
 #include "handlers.h"
@@ -44,7 +45,12 @@ struct commit_op {
     int64_t now;
     void (*answer)(struct commit_op *op); /* encodes and finishes */
     void *rs;                     /* the version's response */
+    struct commit_op *held_next;  /* in held, see hold_until_gone */
 };
+
+/* Commits the fail point holds; one broker per process, as for the fail
+ * points themselves. */
+static struct commit_op *held;
 
 static struct commit_op *op_new(struct cn_req *req,
                                 const struct cn_req_header *h, size_t n,
@@ -88,9 +94,27 @@ static struct cn_offset_value item_value(const struct commit_op *op,
     return v;
 }
 
+/* offset_commit.wait_for_close (tests only): a durable commit is applied
+ * and answered only once its client has gone, so the answer frees the
+ * request at once, as when a client disconnects during the sync, which
+ * otherwise happens only by luck.  cn_offset_commit_abandon ends it
+ * (with cairn.fsync.group.commit=false, from net's abandon walk, where
+ * the request is not freed yet). */
+static bool hold_until_gone(struct commit_op *op)
+{
+    if (!CN_FAILPOINT("offset_commit.wait_for_close") ||
+        cn_req_conn_closed(op->waiter.req))
+        return false;
+    op->held_next = held;
+    held = op;
+    return true;
+}
+
 static void commit_written(struct cn_broker *b, struct cn_sync_waiter *w)
 {
     struct commit_op *op = (struct commit_op *)w;
+    if (hold_until_gone(op))
+        return;
     bool txn = op->producer_id >= 0;
     int16_t fail = b->log_dir_offline ? KAFKA_COORDINATOR_NOT_AVAILABLE
                                       : KAFKA_NONE;
@@ -124,6 +148,21 @@ static void commit_written(struct cn_broker *b, struct cn_sync_waiter *w)
     struct cn_partition *gp = op->gp;
     op->answer(op);
     cn_gc_maybe_compact(b, gp);
+}
+
+void cn_offset_commit_abandon(struct cn_broker *b, struct cn_req *req)
+{
+    for (struct commit_op **pp = &held; *pp; pp = &(*pp)->held_next)
+        if ((*pp)->waiter.req == req) {
+            struct commit_op *op = *pp;
+            *pp = op->held_next;
+            /* Not from here: net frees nothing during its abandon walk.
+             * The next group-commit round ends the commit, as the round
+             * that made it durable would have after the close. */
+            cn_sync_appended(b, op->gp);
+            cn_sync_wait(b, &op->waiter);
+            return;
+        }
 }
 
 /* Refuses partitions that do not exist or carry too much metadata; the
