@@ -3,9 +3,10 @@
 #   make          build build/cairn and build/cairnctl (release, -O2 -g)
 #   make run      install missing packages, build, start a broker on
 #                 127.0.0.1:9092 with its data in ./data
-#   make test     install what tests need, build (plain, ASan+UBSan, and
-#                 libFuzzer builds, the Java and Go test programs, the
-#                 Python client venv), run every test
+#   make test     install what tests need, build (plain, ASan+UBSan,
+#                 ThreadSanitizer unit tests, libFuzzer builds, the Java
+#                 and Go test programs, the Python client venv), run
+#                 every test
 #   make bench    throughput against this machine's limits
 #   make soak     the long tests `make test` leaves out (CAIRN_SOAK=1)
 #   make gen      regenerate src/proto/gen from ../shared/kafka-protocol
@@ -14,7 +15,7 @@ MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 
-.PHONY: all build build-asan build-fuzz build-java build-go build-py deps test-deps run test soak bench gen check-gen clean
+.PHONY: all build build-asan build-tsan build-fuzz build-java build-go build-py deps test-deps run test soak bench gen check-gen clean
 
 all: build
 
@@ -31,6 +32,15 @@ build: deps
 build-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCN_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j$(JOBS)
+
+# ThreadSanitizer: only the unit tests (the sync and cleaner workers are
+# threads; tests/unit/test_threads.c drives them), not the broker.
+UNIT_TARGETS := $(basename $(notdir $(wildcard tests/unit/test_*.c)))
+
+build-tsan: deps
+	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS=-O1 \
+		-DCN_TSAN=ON >/dev/null
+	@cmake --build build-tsan -j$(JOBS) --target $(UNIT_TARGETS)
 
 # Every tests/fuzz/fuzz_*.c is a target (CMakeLists.txt globs them too).
 FUZZ_TARGETS := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
@@ -71,7 +81,7 @@ build/venv/requirements.installed: tests/py/requirements.txt tools/py-build.sh
 run: build
 	./build/cairn
 
-test: test-deps build build-asan build-fuzz build-java build-go build-py
+test: test-deps build build-asan build-tsan build-fuzz build-java build-go build-py
 	@tests/run_all.sh
 
 soak: test-deps build build-java
@@ -91,4 +101,4 @@ check-gen:
 	else echo "check-gen: ../shared/kafka-protocol not present; skipped"; fi
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: unit tests (plain and ASan+UBSan builds), each libFuzzer
-# target for a bounded time, and the end-to-end suite with real clients
-# against the plain and the sanitized broker.  Prints one summary line,
+# Runs every test: unit tests (plain, ASan+UBSan and TSan builds), each
+# libFuzzer target for a bounded time, and the end-to-end suite with real
+# clients against the plain and the sanitized broker.  Prints one summary line,
 # "N passed, N failed", and exits non-zero on any failure.
 #
 #   FUZZ_SECONDS=N   time per fuzz target (default 10; the seeds always
@@ -18,6 +18,8 @@ failures=()
 # ASan: abort on the first error so a test cannot pass past it.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# TSan: a data race fails the test binary (exit code) at once.
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 
 stage() { printf '\n=== %s\n' "$*"; }
 
@@ -89,6 +91,8 @@ stage "unit tests (release build)"
 count_unit build
 stage "unit tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 count_unit build-asan
+stage "unit tests (ThreadSanitizer)"
+count_unit build-tsan
 
 stage "fuzz targets, ${FUZZ_SECONDS}s each"
 run_fuzz fuzz_request request

@@ -1,0 +1,261 @@
+/*
+ * test_threads.c - the log's two calls that run off the loop thread, run
+ * the way the broker runs them, so the ThreadSanitizer build (make
+ * build-tsan) sees the concurrency: cn_log_sync_run on libuv's thread pool
+ * (uv_queue_work, as sync.c's group-commit rounds: up to three in flight,
+ * ended in order) while the loop appends, rolls segments and deletes
+ * records; and cn_log_clean_run on a worker thread handing its job back
+ * through a uv_async (as cleaner.c) while the loop appends.  The plain
+ * and ASan builds run it too; it checks the outcome (everything synced,
+ * the compacted log's contents).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "base/err.h"
+#include "base/wr.h"
+#include "log/log.h"
+#include "log/log_clean.h"
+#include "proto/batch.h"
+#include "unit.h"
+
+#define APPENDS 300
+#define MAX_ROUNDS 3   /* sync.c's */
+#define PASSES 4
+
+static int64_t fake_now = 1000000;
+static int64_t fake_clock(void)
+{
+    return fake_now;
+}
+
+struct round {
+    uv_work_t work;
+    struct fx *f;
+    struct cn_log_sync *sync;
+    int err;
+    bool finished;
+    struct round *next; /* in flight, in start order */
+};
+
+struct fx {
+    char *root;
+    char dir[PATH_MAX];
+    struct cn_log_config cfg;
+    struct cn_log *log;
+    uv_loop_t loop;
+    uv_idle_t idle;
+    int appended;
+    struct round *inflight;
+    int running, rounds;
+    /* The cleaner's worker. */
+    uv_thread_t thread;
+    uv_async_t async;
+    struct cn_log_clean_job *job;
+    int job_err;
+    bool cleaning;
+    int passes;
+    int64_t removed;
+};
+
+static void fx_open(struct fx *f, int64_t segment_bytes)
+{
+    memset(f, 0, sizeof *f);
+    f->root = unit_tmpdir("threads");
+    snprintf(f->dir, sizeof f->dir, "%s/t-0", f->root);
+    cn_log_config_default(&f->cfg);
+    f->cfg.segment_bytes = segment_bytes;
+    f->cfg.index_interval_bytes = 64;
+    f->cfg.now_ms = fake_clock;
+    CHECK_EQ(cn_log_open(f->dir, &f->cfg, &f->log), 0);
+    CHECK_EQ(uv_loop_init(&f->loop), 0);
+}
+
+static void fx_fini(struct fx *f)
+{
+    CHECK_EQ(uv_loop_close(&f->loop), 0);
+    cn_log_close(f->log);
+    unit_rmtree(f->root);
+    free(f->root);
+}
+
+/* One batch of one record "k<key>" = "v<n>". */
+static void put(struct fx *f, int key)
+{
+    struct cn_batch_params pm = CN_BATCH_PARAMS_INIT;
+    struct cn_batch_builder b;
+    cn_batch_builder_init(&b, &pm);
+    char k[16], v[16];
+    snprintf(k, sizeof k, "k%d", key);
+    snprintf(v, sizeof v, "v%d", f->appended);
+    cn_batch_builder_add(&b, fake_now, cn_bytes_str(k), cn_bytes_str(v),
+                         NULL, 0);
+    struct cn_wr w;
+    cn_wr_init(&w, 128);
+    CHECK_EQ(cn_batch_builder_finish(&b, &w), 0);
+    cn_batch_builder_fini(&b);
+    int64_t base;
+    CHECK_EQ(cn_log_append(f->log, w.buf, w.len, &base), 0);
+    cn_wr_fini(&w);
+    f->appended++;
+}
+
+/* ---- group commit ------------------------------------------------------- */
+
+static void round_work(uv_work_t *w)
+{
+    struct round *r = w->data;
+    r->err = cn_log_sync_run(r->sync);
+}
+
+static void round_done(uv_work_t *w, int status)
+{
+    struct round *r = w->data;
+    struct fx *f = r->f;
+    CHECK_EQ(status, 0);
+    r->finished = true;
+    while (f->inflight && f->inflight->finished) {
+        struct round *done = f->inflight;
+        f->inflight = done->next;
+        f->running--;
+        CHECK_EQ(cn_log_sync_end(f->log, done->sync, done->err), 0);
+        free(done);
+    }
+}
+
+static void start_round(struct fx *f)
+{
+    if (f->running >= MAX_ROUNDS)
+        return;
+    struct cn_log_sync *s = cn_log_sync_begin(f->log);
+    if (!s)
+        return;
+    struct round *r = calloc(1, sizeof *r);
+    CHECK(r != NULL);
+    r->f = f;
+    r->sync = s;
+    r->work.data = r;
+    struct round **tail = &f->inflight;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = r;
+    f->running++;
+    f->rounds++;
+    CHECK_EQ(uv_queue_work(&f->loop, &r->work, round_work, round_done), 0);
+}
+
+static void sync_step(uv_idle_t *h)
+{
+    struct fx *f = h->data;
+    if (f->appended < APPENDS) {
+        put(f, f->appended);
+        /* Retention under the rounds: segments they hold go, and their
+         * files are synced by name or found gone. */
+        if (f->appended % 60 == 0)
+            CHECK_EQ(cn_log_delete_records(f->log, f->appended - 30), 0);
+    }
+    start_round(f);
+    if (f->appended == APPENDS && !f->running)
+        uv_idle_stop(h);
+}
+
+/* Rounds run on the thread pool while the loop appends, rolls and deletes;
+ * at the end everything is synced. */
+UNIT_TEST(test_sync_rounds_beside_appends)
+{
+    struct fx f;
+    fx_open(&f, 512);
+    uv_idle_init(&f.loop, &f.idle);
+    f.idle.data = &f;
+    uv_idle_start(&f.idle, sync_step);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&f.idle, NULL);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    CHECK(f.rounds > 1);
+    CHECK_EQ(cn_log_end_offset(f.log), APPENDS);
+    CHECK_EQ(cn_log_synced_offset(f.log), APPENDS);
+    CHECK(!cn_log_is_offline(f.log));
+    fx_fini(&f);
+}
+
+/* ---- the cleaner's worker ----------------------------------------------- */
+
+static void clean_worker(void *arg)
+{
+    struct fx *f = arg;
+    f->job_err = cn_log_clean_run(f->job);
+    uv_async_send(&f->async);
+}
+
+static void begin_pass(struct fx *f)
+{
+    struct cn_log_clean_params p;
+    memset(&p, 0, sizeof p);
+    p.now_ms = fake_now;
+    p.delete_retention_ms = 1000;
+    p.lso = cn_log_end_offset(f->log);
+    p.dedupe_bytes = 1 << 20;
+    int rc = cn_log_clean_begin(f->log, &p, &f->job);
+    if (rc == -EAGAIN)
+        return; /* nothing dirty rolled yet */
+    CHECK_EQ(rc, 0);
+    if (rc)
+        return;
+    f->cleaning = true;
+    CHECK_EQ(uv_thread_create(&f->thread, clean_worker, f), 0);
+}
+
+static void on_cleaned(uv_async_t *a)
+{
+    struct fx *f = a->data;
+    CHECK_EQ(uv_thread_join(&f->thread), 0);
+    struct cn_log_clean_stats st;
+    memset(&st, 0, sizeof st);
+    CHECK_EQ(cn_log_clean_end(f->log, f->job, f->job_err, &st), 0);
+    f->removed += st.records_removed;
+    f->cleaning = false;
+    f->passes++;
+}
+
+static void clean_step(uv_idle_t *h)
+{
+    struct fx *f = h->data;
+    /* Appends go on until the passes are done (bounded, should a pass
+     * never begin). */
+    bool done = f->passes == PASSES || f->appended >= 50 * APPENDS;
+    if (!done)
+        put(f, f->appended % 10);
+    if (!f->cleaning && !done)
+        begin_pass(f);
+    if (done && !f->cleaning) {
+        uv_idle_stop(h);
+        uv_close((uv_handle_t *)&f->async, NULL);
+    }
+}
+
+/* Passes run on a worker thread while the loop appends to the same log;
+ * older copies of the keys are removed. */
+UNIT_TEST(test_clean_beside_appends)
+{
+    struct fx f;
+    fx_open(&f, 1024);
+    uv_idle_init(&f.loop, &f.idle);
+    f.idle.data = &f;
+    uv_async_init(&f.loop, &f.async, on_cleaned);
+    f.async.data = &f;
+    uv_idle_start(&f.idle, clean_step);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&f.idle, NULL);
+    uv_run(&f.loop, UV_RUN_DEFAULT);
+    CHECK_EQ(f.passes, PASSES);
+    CHECK_EQ(cn_log_end_offset(f.log), f.appended);
+    /* Ten keys, many copies of each. */
+    CHECK(f.removed > 0);
+    fx_fini(&f);
+}
+
+UNIT_MAIN(test_sync_rounds_beside_appends, test_clean_beside_appends)
