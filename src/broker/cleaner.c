@@ -48,6 +48,9 @@ struct cn_cleaner {
     bool stopping;
     bool async_closing;
     atomic_bool cancel;              /* workers: give up the pass */
+    /* log.cleaner.io.max.bytes.per.second for the workers: a dynamic key,
+     * and the loop rewrites the config's field in place. */
+    _Atomic double rate;
 
     int nthreads;
     uv_thread_t *threads;
@@ -100,7 +103,7 @@ static int throttle(void *arg, size_t bytes)
     struct cn_cleaner *c = j->c;
     if (cancelled(j))
         return -ECANCELED;
-    double rate = c->b->cfg->log_cleaner_io_max_bytes_per_second;
+    double rate = atomic_load(&c->rate);
     if (!(rate > 0) || rate >= 1e300)
         return 0;
     int64_t sleep_for = 0;
@@ -473,6 +476,7 @@ int cn_cleaner_start(struct cn_broker *b, struct cn_cleaner **out)
         return CN_ENOMEM;
     }
     atomic_init(&c->cancel, false);
+    atomic_init(&c->rate, cfg->log_cleaner_io_max_bytes_per_second);
     c->thr_start_ms = cn_clock_mono_ms();
     c->last_run_end_ms = cn_clock_mono_ms();
     int started = 0;
@@ -530,6 +534,13 @@ void cn_cleaner_stop(struct cn_cleaner *c)
      * handle after the last; c is freed once both handles closed. */
     on_async(&c->async);
     c->b->cleaner = NULL;
+}
+
+void cn_cleaner_config_changed(struct cn_broker *b)
+{
+    if (b->cleaner)
+        atomic_store(&b->cleaner->rate,
+                     b->cfg->log_cleaner_io_max_bytes_per_second);
 }
 
 void cn_cleaner_forget(struct cn_broker *b, const struct cn_partition *p)

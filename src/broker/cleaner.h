@@ -47,6 +47,9 @@ void cn_cleaner_stop(struct cn_cleaner *c);
 /* p's topic is being deleted: a pass over it gives up at its next chunk
  * (the log is deleted once the pass ended, see cn_topics_reap). */
 void cn_cleaner_forget(struct cn_broker *b, const struct cn_partition *p);
+/* A dynamic broker config changed: running passes take the new rate
+ * limit at their next chunk. */
+void cn_cleaner_config_changed(struct cn_broker *b);
 
 /* Totals and the last pass, for /metrics (Kafka's LogCleaner gauges). */
 struct cn_cleaner_stats {

@@ -23,6 +23,7 @@
 #include "base/err.h"
 #include "base/say.h"
 #include "broker_int.h"
+#include "cleaner.h"
 #include "log/file.h"
 #include "proto/kerr.h"
 
@@ -102,6 +103,7 @@ int16_t cn_broker_alter_dynamic(struct cn_broker *b,
         goto out_trial;
     }
     cn_topics_foreach(b, rebase_topic, NULL);
+    cn_cleaner_config_changed(b);
     cn_broker_warn_config(b->cfg);
     CN_INFO("dynamic broker configs changed (%s layer, %zu keys)",
             layer == CN_CFG_LAYER_DEFAULT ? "cluster default" : "broker", n);
