@@ -23,11 +23,12 @@ export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 
 stage() { printf '\n=== %s\n' "$*"; }
 
-count_unit() { # build dir
+count_unit() { # build dir [command prefix]
     local dir=$1 t out p f
+    shift
     for t in "$dir"/test_*; do
         [ -x "$t" ] || continue
-        out=$("$t" 2>&1)
+        out=$("$@" "$t" 2>&1)
         local rc=$?
         p=$(printf '%s\n' "$out" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' | tail -1)
         f=$(printf '%s\n' "$out" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' | tail -1)
@@ -92,7 +93,14 @@ count_unit build
 stage "unit tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 count_unit build-asan
 stage "unit tests (ThreadSanitizer)"
-count_unit build-tsan
+# gcc 12's TSan aborts ("unexpected memory mapping") when the kernel
+# randomises more than 28 bits of mmap addresses; without ASLR it runs on
+# any kernel, and the tests do not depend on address layout.
+if setarch "$(uname -m)" -R true 2>/dev/null; then
+    count_unit build-tsan setarch "$(uname -m)" -R
+else
+    count_unit build-tsan
+fi
 
 stage "fuzz targets, ${FUZZ_SECONDS}s each"
 run_fuzz fuzz_request request
