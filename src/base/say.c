@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "clock.h"
+
 enum cn_say_level cn_say_max_level = CN_SAY_INFO;
 
 void cn_say(enum cn_say_level level, const char *fmt, ...)
@@ -13,14 +15,14 @@ void cn_say(enum cn_say_level level, const char *fmt, ...)
     if (level > cn_say_max_level)
         return;
     char line[2048];
-    struct timespec ts;
     struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
+    int64_t now = cn_clock_wall_ms();
+    time_t sec = (time_t)(now / 1000);
+    gmtime_r(&sec, &tm);
     int n = snprintf(line, sizeof line,
                      "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ",
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
+                     tm.tm_min, tm.tm_sec, (long)(now % 1000), names[level]);
     va_list ap;
     va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof line)

@@ -15,9 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "base/clock.h"
+#include "base/rand.h"
 #include "base/say.h"
 #include "handlers.h"
 #include "log/file.h"
@@ -273,7 +273,7 @@ void cn_h_create_acls(struct cn_broker *b, struct cn_req *req,
             .principal = arena_cstr(req, c->principal),
             .host = arena_cstr(req, c->host),
         };
-        if (getrandom(bd.id, sizeof bd.id, 0) != (ssize_t)sizeof bd.id)
+        if (cn_rand_bytes(bd.id, sizeof bd.id) != 0)
             memset(bd.id, 0, sizeof bd.id);
         const char *why = cn_acl_binding_invalid(&bd);
         if (why) {

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +23,7 @@
 #include "handlers.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/rand.h"
 #include "base/say.h"
 #include "broker.h"
 #include "broker_int.h"
@@ -96,8 +96,9 @@ static int meta_properties(struct cn_broker *b, char *err, size_t err_len)
     static const char b64[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     uint8_t raw[16];
-    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
-        return -errno;
+    int rrc = cn_rand_bytes(raw, sizeof raw);
+    if (rrc)
+        return rrc;
     uint32_t acc = 0;
     int bits = 0, n = 0;
     for (int i = 0; i < 16; i++) {

@@ -21,11 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/rand.h"
 #include "base/say.h"
 #include "broker_int.h"
 #include "cleaner.h"
@@ -371,7 +371,7 @@ int16_t cn_topic_create(struct cn_broker *b, struct cn_bytes name,
         return KAFKA_UNKNOWN_SERVER_ERROR;
     t->config = *tc;
     do {
-        if (getrandom(t->id.b, 16, 0) != 16) {
+        if (cn_rand_bytes(t->id.b, 16) != 0) {
             topic_free(t);
             return KAFKA_UNKNOWN_SERVER_ERROR;
         }

@@ -23,6 +23,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/rd.h"
 #include "base/wr.h"
@@ -37,14 +38,6 @@
 #define SASL_AUTHENTICATE_KEY 36
 
 static const char client_id[] = "cairnctl";
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *describe_err(int err)
 {
@@ -120,7 +113,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
     struct pollfd pfd = {.fd = fd, .events = events};
 
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - cn_clock_mono_ms();
         if (left <= 0)
             return -ETIMEDOUT;
         int n = poll(&pfd, 1, (int)left);
@@ -246,7 +239,7 @@ static int tls_want(struct cn_kclient *c, int ret, short *ev)
 
 static int send_all(struct cn_kclient *c, const uint8_t *p, size_t n)
 {
-    int64_t deadline = now_ms() + c->timeout_ms;
+    int64_t deadline = cn_clock_mono_ms() + c->timeout_ms;
 
     while (n > 0) {
         if (c->ssl) {
@@ -393,7 +386,7 @@ static int exchange(struct cn_kclient *c, int16_t api_key, int16_t version,
     if (err)
         return io_fail(c, "sending to", err);
 
-    int64_t deadline = now_ms() + c->timeout_ms;
+    int64_t deadline = cn_clock_mono_ms() + c->timeout_ms;
     err = recv_all(c, sz, 4, deadline);
     /* A SASL listener answers ApiVersions, then hangs up on anything but
      * SaslHandshake: the likeliest cause when the first request dies. */
@@ -880,7 +873,7 @@ int cn_kclient_connect(struct cn_kclient *c, const char *host, int port,
         c->timeout_ms = timeout_ms;
     snprintf(c->host, sizeof c->host, "%s", host);
     c->port = port;
-    deadline = now_ms() + c->timeout_ms;
+    deadline = cn_clock_mono_ms() + c->timeout_ms;
     err = cn_kclient_tcp_connect(host, port, deadline, &fd, c->err,
                                  sizeof c->err);
     if (err)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/rand.h"
 #include "proto/kerr.h"
 
 /* ---------------------------------------------------------------------
@@ -151,9 +152,10 @@ struct cn_groups *cn_groups_new(const struct cn_groups_config *cfg,
     }
     gs->cfg = *cfg;
     gs->ops = *ops;
-    gs->rng = cfg->seed ? cfg->seed
-                        : (uint64_t)cn_clock_mono_us() ^
-                              (uint64_t)cn_clock_wall_ms() << 20;
+    gs->rng = cfg->seed;
+    if (!gs->rng && cn_rand_bytes(&gs->rng, sizeof gs->rng) != 0)
+        gs->rng = (uint64_t)cn_clock_mono_us() ^ (uint64_t)cn_clock_wall_ms()
+                                                     << 20;
     return gs;
 }
 

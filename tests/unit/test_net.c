@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "base/clock.h"
 #include "net/net.h"
 #include "unit.h"
 
@@ -555,6 +556,37 @@ UNIT_TEST(raw_tokens_take_small_frames)
     close(fd);
 }
 
+/* connections.max.idle.ms is measured on the clock seam: with the fake
+ * clock standing still a silent connection stays however long the test
+ * runs, and it is closed once the test moves the clock past the limit,
+ * without the test waiting the limit out. */
+UNIT_TEST(idle_close_follows_the_fake_clock)
+{
+    static struct fixture f;
+    cn_clock_fake(1700000000000, 1000000);
+    fixture_start(&f, (struct cn_server_config){.idle_ms = 10000});
+    int port;
+    int fd = client_connect(&f, 0, &port);
+    turns(&f, 50);
+    CHECK_EQ(cn_server_conn_count(f.srv), 1);
+    cn_clock_advance_ms(9000);
+    /* Several idle checks (every 100 ms) run; none may close it. */
+    for (int i = 0; i < 300; i++) {
+        uv_run(&f.loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+    CHECK_EQ(cn_server_conn_count(f.srv), 1);
+    cn_clock_advance_ms(1001);
+    for (int i = 0; i < 5000 && cn_server_conn_count(f.srv) > 0; i++) {
+        uv_run(&f.loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+    CHECK_EQ(cn_server_conn_count(f.srv), 0);
+    close(fd);
+    fixture_stop(&f);
+    cn_clock_real();
+}
+
 UNIT_MAIN(inflight_limit_counts_until_written,
           unread_responses_mute_the_connection,
           one_answer_larger_than_the_limit_still_goes,
@@ -563,4 +595,4 @@ UNIT_MAIN(inflight_limit_counts_until_written,
           parked_requests_leave_the_budget,
           closed_connection_abandons_waits, muted_connection_closed_by_peer,
           stop_with_pending_writes, close_after_response_sends_then_closes,
-          raw_tokens_take_small_frames)
+          raw_tokens_take_small_frames, idle_close_follows_the_fake_clock)
