@@ -334,6 +334,9 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
                  b->data_dir, cn_strerror(rc));
         goto out_free;
     }
+    /* The first block is written while the logs load, so the first
+     * InitProducerId rarely waits for it. */
+    cn_pids_refill(b);
     int64_t t0 = cn_clock_mono_ms();
     if (cn_topics_load(b, err, err_len) != 0)
         goto out_topics;

@@ -124,6 +124,8 @@ struct cn_broker {
     struct cn_partition *doomed;
 
     struct cn_pidalloc pids;        /* producer ids, idempotent or not */
+    struct pid_wait *pid_waits;     /* requests waiting for them (pids.c) */
+    bool pid_failed_rerun;          /* answering those after a failed write */
     struct cn_txn_coord *txn;       /* transaction coordinator */
     struct cn_group_coord *gc;      /* consumer groups and offsets */
     struct cn_metrics *metrics;     /* counters and the HTTP endpoint */
@@ -301,6 +303,21 @@ void cn_broker_advertised(const struct cn_broker *b, const struct cn_req *req,
                           const char **host, int *port);
 /* Writes the response header for req's API and version into req->resp. */
 void cn_resp_begin(struct cn_req *req, const struct cn_req_header *h);
+
+/* producer ids (pids.c) */
+struct cn_rd;
+typedef void (*cn_pid_handler_fn)(struct cn_broker *b, struct cn_req *req,
+                                  const struct cn_req_header *h,
+                                  struct cn_rd *body);
+/* Starts writing the next reservation when one is due (pid.h). */
+void cn_pids_refill(struct cn_broker *b);
+/* A producer id from a durable reservation: 0, or a negative error, or
+ * -EAGAIN when none is durable yet: req (if not NULL) is then held and
+ * fn(b, req, h, body) runs again once the reservation being written is
+ * durable; the caller returns without answering. */
+int cn_pids_take(struct cn_broker *b, struct cn_req *req,
+                 const struct cn_req_header *h, const struct cn_rd *body,
+                 cn_pid_handler_fn fn, int64_t *pid);
 
 /* delayed fetch (h_fetch.c) */
 void cn_fetch_wake_all(struct cn_broker *b);

@@ -10,6 +10,7 @@
  * idempotent producer's epoch locally and never asks.  Transactional ids
  * need the transaction coordinator.
  */
+#include <errno.h>
 #include <stdio.h>
 
 #include "authz.h"
@@ -54,7 +55,9 @@ void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
         goto out_answer;
     }
     int64_t pid;
-    int rc = cn_pidalloc_next(&b->pids, &pid);
+    int rc = cn_pids_take(b, req, h, &body0, cn_h_init_producer_id, &pid);
+    if (rc == -EAGAIN)
+        return;
     if (rc) {
         CN_ERROR("cannot reserve producer ids: %s", cn_strerror(rc));
         rs.error_code = KAFKA_KAFKA_STORAGE_ERROR;

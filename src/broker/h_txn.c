@@ -6,6 +6,7 @@
  * txn_write_change (txn_coord.c), and answer once it is durable.  A busy
  * id parks the request there rather than bouncing the client.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,7 +95,11 @@ static void fence_written(struct txn_write *w, int16_t err)
     txn_write_markers(w->b, w->e, false);
 }
 
-int txn_next_epoch(struct cn_broker *b, struct cn_txn_meta *m)
+/* txn_next_epoch for a request, which waits for a durable producer id
+ * (-EAGAIN: fn runs it again, see cn_pids_take). */
+static int next_epoch_for(struct cn_broker *b, struct cn_txn_meta *m,
+                          struct cn_req *req, const struct cn_req_header *h,
+                          const struct cn_rd *body, cn_handler_fn fn)
 {
     if (m->producer_id >= 0 && m->producer_epoch < EPOCH_LAST_USABLE) {
         m->last_producer_epoch = m->producer_epoch;
@@ -102,7 +107,7 @@ int txn_next_epoch(struct cn_broker *b, struct cn_txn_meta *m)
         return 0;
     }
     int64_t pid;
-    int rc = cn_pidalloc_next(&b->pids, &pid);
+    int rc = cn_pids_take(b, req, h, body, fn, &pid);
     if (rc)
         return rc;
     m->prev_producer_id = m->producer_id;
@@ -110,6 +115,11 @@ int txn_next_epoch(struct cn_broker *b, struct cn_txn_meta *m)
     m->producer_epoch = 0;
     m->last_producer_epoch = -1;
     return 0;
+}
+
+int txn_next_epoch(struct cn_broker *b, struct cn_txn_meta *m)
+{
+    return next_epoch_for(b, m, NULL, NULL, NULL, NULL);
 }
 
 void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
@@ -170,10 +180,13 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
     }
     struct cn_txn_meta next;
     cn_txn_meta_init(&next);
-    if (cn_txn_meta_copy(&next, &e->meta) != 0 ||
-        txn_next_epoch(b, &next) != 0) {
+    int rc = cn_txn_meta_copy(&next, &e->meta);
+    if (!rc)
+        rc = next_epoch_for(b, &next, req, h, body, cn_h_init_producer_id);
+    if (rc) {
         cn_txn_meta_fini(&next);
-        answer_init_pid(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
+        if (rc != -EAGAIN)
+            answer_init_pid(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
         return;
     }
     next.last_update_ms = now;
@@ -510,20 +523,21 @@ static void end_written(struct txn_write *w, int16_t err);
  * an abort with no transaction open (TV2 allows it), which starts now. */
 static void end_tv2_prepare(struct cn_broker *b, struct txn_entry *e,
                             struct cn_req *req, const struct cn_req_header *h,
-                            bool commit, bool bare)
+                            const struct cn_rd *body0, bool commit, bool bare)
 {
     struct cn_txn_meta next;
     cn_txn_meta_init(&next);
     int rc = cn_txn_meta_copy(&next, &e->meta);
     if (!rc && e->meta.producer_epoch >= EPOCH_LAST_USABLE) {
         int64_t pid;
-        rc = cn_pidalloc_next(&b->pids, &pid);
+        rc = cn_pids_take(b, req, h, body0, cn_h_end_txn, &pid);
         if (!rc)
             next.next_producer_id = pid;
     }
     if (rc) {
         cn_txn_meta_fini(&next);
-        answer_end_txn(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, NULL);
+        if (rc != -EAGAIN)
+            answer_end_txn(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, NULL);
         return;
     }
     int64_t now = cn_clock_wall_ms();
@@ -597,7 +611,7 @@ static void end_txn_tv2(struct cn_broker *b, struct cn_req *req,
     bool commit = rq->committed;
     switch (s) {
     case CN_TXN_ONGOING:
-        end_tv2_prepare(b, e, req, h, commit, false);
+        end_tv2_prepare(b, e, req, h, body0, commit, false);
         return;
     case CN_TXN_COMPLETE_COMMIT:
         if (commit)
@@ -606,7 +620,7 @@ static void end_txn_tv2(struct cn_broker *b, struct cn_req *req,
         else if (retry)
             answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);
         else
-            end_tv2_prepare(b, e, req, h, false, true);
+            end_tv2_prepare(b, e, req, h, body0, false, true);
         return;
     case CN_TXN_COMPLETE_ABORT:
         if (commit)
@@ -614,13 +628,13 @@ static void end_txn_tv2(struct cn_broker *b, struct cn_req *req,
         else if (retry)
             answer_end_txn(req, h, KAFKA_NONE, m);
         else
-            end_tv2_prepare(b, e, req, h, false, true);
+            end_tv2_prepare(b, e, req, h, body0, false, true);
         return;
     case CN_TXN_EMPTY:
         if (commit)
             answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);
         else
-            end_tv2_prepare(b, e, req, h, false, true);
+            end_tv2_prepare(b, e, req, h, body0, false, true);
         return;
     default:
         answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);

@@ -12,17 +12,14 @@
 
 #define PID_FILE "producer-id-block"
 
-static int write_block(struct cn_pidalloc *pa, int64_t end)
+int cn_pidalloc_write(const char *dir, int64_t end)
 {
     char text[128];
     int n = snprintf(text, sizeof text, "next_block_start=%" PRId64, end);
     uint32_t crc = cn_crc32c(0, text, (size_t)n);
     n += snprintf(text + n, sizeof text - (size_t)n, " crc=%08" PRIx32 "\n",
                   crc);
-    int rc = cn_file_write_atomic(pa->dir, PID_FILE, text, (size_t)n);
-    if (rc == 0)
-        pa->block_end = end;
-    return rc;
+    return cn_file_write_atomic(dir, PID_FILE, text, (size_t)n);
 }
 
 int cn_pidalloc_open(struct cn_pidalloc *pa, const char *dir)
@@ -57,13 +54,27 @@ int cn_pidalloc_open(struct cn_pidalloc *pa, const char *dir)
     return 0;
 }
 
-int cn_pidalloc_next(struct cn_pidalloc *pa, int64_t *pid)
+int cn_pidalloc_take(struct cn_pidalloc *pa, int64_t *pid)
 {
-    if (pa->next >= pa->block_end) {
-        int rc = write_block(pa, pa->next + CN_PID_BLOCK);
-        if (rc)
-            return rc;
-    }
+    if (pa->next >= pa->block_end)
+        return pa->err && !pa->writing ? pa->err : -EAGAIN;
     *pid = pa->next++;
     return 0;
+}
+
+int64_t cn_pidalloc_refill(struct cn_pidalloc *pa)
+{
+    if (pa->writing || pa->block_end - pa->next > CN_PID_BLOCK / 2)
+        return 0;
+    pa->writing = pa->block_end + CN_PID_BLOCK;
+    pa->err = 0;
+    return pa->writing;
+}
+
+void cn_pidalloc_written(struct cn_pidalloc *pa, int rc)
+{
+    if (rc == 0)
+        pa->block_end = pa->writing;
+    pa->err = rc;
+    pa->writing = 0;
 }

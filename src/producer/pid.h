@@ -10,7 +10,13 @@
  * The file is a text line "next_block_start=N crc=C" with C the CRC32C of
  * the text before " crc=", so a torn or edited file is detected.
  *
- * Runs on: loop.
+ * The write fsyncs, so it is kept off the loop: the owner asks
+ * cn_pidalloc_refill for the next reservation when half a block is left,
+ * writes it on a worker with cn_pidalloc_write and reports the result with
+ * cn_pidalloc_written.  Only ids below the durable end are ever taken; a
+ * burst that outruns the worker waits for it (cn_pidalloc_take: -EAGAIN).
+ *
+ * Runs on: loop, except cn_pidalloc_write (a worker).
  */
 #ifndef CN_PRODUCER_PID_H
 #define CN_PRODUCER_PID_H
@@ -23,14 +29,26 @@ struct cn_pidalloc {
     char dir[4096];     /* where producer-id-block lives */
     int64_t next;       /* next id to hand out */
     int64_t block_end;  /* first id not covered by the durable reservation */
+    int64_t writing;    /* reservation a worker is writing, or 0 */
+    int err;            /* the last write's failure, until the next one */
 };
 
 /* Reads the reservation (creating it on first use).  A corrupt file is
  * CN_ECORRUPT: refusing to start beats handing out an id twice. */
 int cn_pidalloc_open(struct cn_pidalloc *pa, const char *dir);
-/* Hands out the next id, reserving a new block first when needed.
- * Returns 0 or a negative error (the reservation could not be written). */
-int cn_pidalloc_next(struct cn_pidalloc *pa, int64_t *pid);
+/* Hands out the next id from the durable reservation.  When none is left:
+ * -EAGAIN while a reservation is being written (or none was asked for),
+ * else the failure of the last write, until a new write starts. */
+int cn_pidalloc_take(struct cn_pidalloc *pa, int64_t *pid);
+/* The end of the reservation to write now, or 0 when none is due (one is
+ * in flight, or more than half a block is left).  Marks it in flight and
+ * forgets the last failure. */
+int64_t cn_pidalloc_refill(struct cn_pidalloc *pa);
+/* Writes the reservation `end` under dir durably.  Blocks (fdatasync and
+ * a directory fsync): call it on a worker.  0 or a negative error. */
+int cn_pidalloc_write(const char *dir, int64_t end);
+/* The write cn_pidalloc_refill started finished with rc. */
+void cn_pidalloc_written(struct cn_pidalloc *pa, int rc);
 /* True when pid was handed out by this allocator (some time in the past). */
 static inline int cn_pidalloc_issued(const struct cn_pidalloc *pa,
                                      int64_t pid)

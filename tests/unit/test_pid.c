@@ -1,5 +1,6 @@
 /* test_pid.c - producer id blocks survive restarts and corruption is
  * refused. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,15 @@
 #include "producer/pid.h"
 #include "unit.h"
 
+/* Takes an id as the broker does, with the worker's write done inline. */
+static int next_id(struct cn_pidalloc *pa, int64_t *pid)
+{
+    int64_t end = cn_pidalloc_refill(pa);
+    if (end)
+        cn_pidalloc_written(pa, cn_pidalloc_write(pa->dir, end));
+    return cn_pidalloc_take(pa, pid);
+}
+
 UNIT_TEST(ids_unique_across_reopen)
 {
     char *dir = unit_tmpdir("pid");
@@ -15,14 +25,14 @@ UNIT_TEST(ids_unique_across_reopen)
     CHECK_EQ(cn_pidalloc_open(&pa, dir), 0);
     int64_t last = -1, pid;
     for (int i = 0; i < 2500; i++) {
-        CHECK_EQ(cn_pidalloc_next(&pa, &pid), 0);
+        CHECK_EQ(next_id(&pa, &pid), 0);
         CHECK(pid > last);
         last = pid;
     }
     /* A "crash" here: reopen without any shutdown step. */
     struct cn_pidalloc pb;
     CHECK_EQ(cn_pidalloc_open(&pb, dir), 0);
-    CHECK_EQ(cn_pidalloc_next(&pb, &pid), 0);
+    CHECK_EQ(next_id(&pb, &pid), 0);
     CHECK(pid > last);
     CHECK(cn_pidalloc_issued(&pb, last));
     CHECK(!cn_pidalloc_issued(&pb, pid + 1));
@@ -36,7 +46,7 @@ UNIT_TEST(corrupt_block_file_refused)
     struct cn_pidalloc pa;
     int64_t pid;
     CHECK_EQ(cn_pidalloc_open(&pa, dir), 0);
-    CHECK_EQ(cn_pidalloc_next(&pa, &pid), 0);
+    CHECK_EQ(next_id(&pa, &pid), 0);
     char path[4200];
     snprintf(path, sizeof path, "%s/producer-id-block", dir);
     FILE *f = fopen(path, "r+");
@@ -51,4 +61,49 @@ UNIT_TEST(corrupt_block_file_refused)
     free(dir);
 }
 
-UNIT_MAIN(ids_unique_across_reopen, corrupt_block_file_refused)
+/* Ids come only from a reservation reported durable: none while the write
+ * is in flight, its failure reported until a new try, and the next write is
+ * asked for half a block ahead, while ids are still left. */
+UNIT_TEST(ids_only_from_durable_block)
+{
+    char *dir = unit_tmpdir("pid");
+    struct cn_pidalloc pa;
+    int64_t pid = -7;
+    CHECK_EQ(cn_pidalloc_open(&pa, dir), 0);
+    CHECK_EQ(cn_pidalloc_take(&pa, &pid), -EAGAIN);
+    int64_t end = cn_pidalloc_refill(&pa);
+    CHECK_EQ(end, CN_PID_BLOCK);
+    CHECK_EQ(cn_pidalloc_refill(&pa), 0); /* one write at a time */
+    CHECK_EQ(cn_pidalloc_take(&pa, &pid), -EAGAIN);
+    CHECK_EQ(pid, -7);
+    cn_pidalloc_written(&pa, CN_EOFFLINE);
+    CHECK_EQ(cn_pidalloc_take(&pa, &pid), CN_EOFFLINE);
+    CHECK_EQ(cn_pidalloc_take(&pa, &pid), CN_EOFFLINE);
+    end = cn_pidalloc_refill(&pa); /* a new try */
+    CHECK_EQ(end, CN_PID_BLOCK);
+    CHECK_EQ(cn_pidalloc_take(&pa, &pid), -EAGAIN);
+    CHECK_EQ(cn_pidalloc_write(dir, end), 0);
+    cn_pidalloc_written(&pa, 0);
+    for (int i = 0; i < CN_PID_BLOCK / 2; i++) {
+        CHECK_EQ(cn_pidalloc_take(&pa, &pid), 0);
+        CHECK_EQ(pid, i);
+    }
+    /* Half a block left: the next reservation is due. */
+    CHECK_EQ(cn_pidalloc_refill(&pa), 2 * CN_PID_BLOCK);
+    for (int i = CN_PID_BLOCK / 2; i < CN_PID_BLOCK; i++)
+        CHECK_EQ(cn_pidalloc_take(&pa, &pid), 0);
+    CHECK_EQ(cn_pidalloc_take(&pa, &pid), -EAGAIN);
+    cn_pidalloc_written(&pa, cn_pidalloc_write(dir, 2 * CN_PID_BLOCK));
+    CHECK_EQ(cn_pidalloc_take(&pa, &pid), 0);
+    CHECK_EQ(pid, CN_PID_BLOCK);
+    /* A restart resumes past the durable reservation. */
+    struct cn_pidalloc pb;
+    CHECK_EQ(cn_pidalloc_open(&pb, dir), 0);
+    CHECK_EQ(next_id(&pb, &pid), 0);
+    CHECK_EQ(pid, 2 * CN_PID_BLOCK);
+    unit_rmtree(dir);
+    free(dir);
+}
+
+UNIT_MAIN(ids_unique_across_reopen, corrupt_block_file_refused,
+          ids_only_from_durable_block)
