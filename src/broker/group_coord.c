@@ -300,47 +300,89 @@ void cn_gc_maybe_compact(struct cn_broker *b, struct cn_partition *p)
 struct store_write {
     struct cn_sync_waiter waiter; /* first */
     struct cn_partition *p;       /* written to */
+    uint64_t token;               /* a SyncGroup waits on it, or 0 */
+    char group_id[];              /* when token is set */
 };
+
+/* What SyncGroup answers when the leader's assignment could not be made
+ * durable: Kafka's appendGroupMetadataErrorToResponseError, for which a
+ * failed local write is KAFKA_STORAGE_ERROR and a missing partition
+ * UNKNOWN_TOPIC_OR_PARTITION. */
+static int16_t store_error(bool no_partition)
+{
+    return no_partition ? KAFKA_COORDINATOR_NOT_AVAILABLE
+                        : KAFKA_NOT_COORDINATOR;
+}
 
 static void store_synced(struct cn_broker *b, struct cn_sync_waiter *w)
 {
-    struct cn_partition *p = ((struct store_write *)w)->p;
+    struct store_write *sw = (struct store_write *)w;
+    struct cn_partition *p = sw->p;
+    /* A sync round that failed takes the log directory offline. */
+    if (sw->token && b->gc)
+        cn_groups_stored(b->gc->groups, sw->group_id, sw->token,
+                         b->log_dir_offline ? store_error(false)
+                                            : KAFKA_NONE,
+                         cn_clock_wall_ms());
     free(w);
     cn_gc_maybe_compact(b, p);
 }
 
-/* ops->store: the group's generation (or its removal, g NULL with id) is
- * written so a restart brings the group back; nobody waits on it. */
+/* ops->store and ops->store_sync: the group's generation (or its removal,
+ * g NULL with id) is written so a restart brings the group back.  With a
+ * token, the group's SyncGroup answers wait for it (cn_groups_stored,
+ * which may run before this returns: a write synced at once). */
 static void store_record(struct cn_broker *b, const char *group_id,
-                         const struct cn_group *g)
+                         const struct cn_group *g, uint64_t token)
 {
     struct cn_partition *p = cn_group_coord_partition(
         b, cn_bytes_str(group_id));
-    if (!p)
+    if (!p) {
+        if (token)
+            cn_groups_stored(b->gc->groups, group_id, token,
+                             store_error(true), cn_clock_wall_ms());
         return;
+    }
     struct cn_wr kw, vw;
     cn_wr_init(&kw, 64);
     cn_wr_init(&vw, 256);
     int rc = g ? cn_group_metadata_record(g, &kw, &vw)
                : cn_group_tombstone_key(group_id, &kw);
-    struct store_write *sw = rc ? NULL : calloc(1, sizeof *sw);
+    size_t idlen = token ? strlen(group_id) + 1 : 0;
+    struct store_write *sw = rc ? NULL : calloc(1, sizeof *sw + idlen);
+    bool written = false;
     if (sw) {
         sw->waiter.finish = store_synced;
         sw->p = p;
+        sw->token = token;
+        memcpy(sw->group_id, group_id, idlen);
         struct cn_bytes key = cn_bytes_of(kw.buf, (int32_t)kw.len);
         struct cn_bytes val = g ? cn_bytes_of(vw.buf, (int32_t)vw.len)
                                 : CN_BYTES_NULL;
-        if (kw.err || vw.err ||
-            cn_gc_write(b, p, &key, &val, 1, -1, -1, &sw->waiter) != 0)
+        /* The fail point stands for an append of the assignment that
+         * fails (tests: SyncGroup must then answer with an error). */
+        written = !kw.err && !vw.err &&
+                  !(token && CN_FAILPOINT("group.assignment_write")) &&
+                  cn_gc_write(b, p, &key, &val, 1, -1, -1, &sw->waiter) == 0;
+        if (!written)
             free(sw);
     }
     cn_wr_fini(&kw);
     cn_wr_fini(&vw);
+    if (!written && token)
+        cn_groups_stored(b->gc->groups, group_id, token, store_error(false),
+                         cn_clock_wall_ms());
 }
 
 static void on_store(void *arg, const struct cn_group *g)
 {
-    store_record(arg, cn_group_id(g), g);
+    store_record(arg, cn_group_id(g), g, 0);
+}
+
+static void on_store_sync(void *arg, const struct cn_group *g,
+                          uint64_t token)
+{
+    store_record(arg, cn_group_id(g), g, token);
 }
 
 /* ---- timers ------------------------------------------------------------- */
@@ -466,6 +508,7 @@ int cn_group_coord_start(struct cn_broker *b)
         .join_done = cn_gc_join_done,
         .sync_done = cn_gc_sync_done,
         .store = on_store,
+        .store_sync = on_store_sync,
         .arg = b,
     };
     gc->groups = cn_groups_new(&cfg, &ops);

@@ -240,6 +240,55 @@ static bool protocol_inconsistent(const char *req, const char *have)
     return req && have && strcmp(req, have) != 0;
 }
 
+/* The leader's assignment is durable (or needs not be): Stable, and every
+ * member waiting gets its part. */
+static void complete_sync(struct cn_groups *gs, struct cn_group *g,
+                          int64_t now_ms)
+{
+    g->store_token = 0;
+    transition(g, CN_GROUP_STABLE, now_ms);
+    CN_INFO("group %s: stable at generation %d", g->id, g->generation);
+    for (size_t i = 0; i < g->nmembers; i++) {
+        struct member *o = g->members[i];
+        struct cn_sync_result r = {
+            .error = KAFKA_NONE,
+            .protocol_type = g->protocol_type,
+            .protocol_name = g->protocol,
+            .assignment = o->assignment,
+            .assignment_len = o->assignment_len,
+        };
+        void *w = o->sync_waiter;
+        if (!o->awaiting_sync)
+            continue;
+        o->awaiting_sync = false;
+        o->sync_waiter = NULL;
+        o->deadline_ms = after(now_ms, o->session_timeout_ms);
+        gs->ops.sync_done(w, &r);
+    }
+}
+
+void cn_groups_stored(struct cn_groups *gs, const char *group_id,
+                      uint64_t token, int16_t error, int64_t now_ms)
+{
+    struct cn_group *g = gs->shut ? NULL : group_lookup(gs, group_id);
+    if (!g || !token || g->store_token != token ||
+        g->store_generation != g->generation ||
+        g->state != CN_GROUP_COMPLETING_REBALANCE)
+        return;
+    if (!error) {
+        complete_sync(gs, g, now_ms);
+        return;
+    }
+    g->store_token = 0;
+    CN_WARN("group %s: cannot store the assignment of generation %d (error "
+            "%d); rebalancing",
+            g->id, g->generation, error);
+    reset_assignments(gs, g, error);
+    group_prepare_rebalance(gs, g, now_ms,
+                            "error when storing group assignment during "
+                            "SyncGroup");
+}
+
 void cn_groups_sync(struct cn_groups *gs, const struct cn_sync_req *rq,
                     void *waiter, int64_t now_ms)
 {
@@ -297,26 +346,14 @@ void cn_groups_sync(struct cn_groups *gs, const struct cn_sync_req *rq,
             else
                 group_set_assignment(o, NULL, 0);
         }
-        group_store(gs, g);
-        transition(g, CN_GROUP_STABLE, now_ms);
-        CN_INFO("group %s: stable at generation %d", g->id, g->generation);
-        for (i = 0; i < g->nmembers; i++) {
-            struct member *o = g->members[i];
-            struct cn_sync_result r = {
-                .error = KAFKA_NONE,
-                .protocol_type = g->protocol_type,
-                .protocol_name = g->protocol,
-                .assignment = o->assignment,
-                .assignment_len = o->assignment_len,
-            };
-            void *w = o->sync_waiter;
-            if (!o->awaiting_sync)
-                continue;
-            o->awaiting_sync = false;
-            o->sync_waiter = NULL;
-            o->deadline_ms = after(now_ms, o->session_timeout_ms);
-            gs->ops.sync_done(w, &r);
+        if (gs->ops.store_sync) {
+            g->store_token = ++gs->tokens;
+            g->store_generation = g->generation;
+            gs->ops.store_sync(gs->ops.arg, g, g->store_token);
+            break;
         }
+        group_store(gs, g);
+        complete_sync(gs, g, now_ms);
         break;
     case CN_GROUP_STABLE: {
         struct cn_sync_result r = {

@@ -12,7 +12,8 @@
  * once: with its result, or with an error when the member is removed,
  * fenced, re-sends the request, or the coordinator shuts down.
  *
- * Callbacks must not call back into the same struct cn_groups.  Strings
+ * Callbacks must not call back into the same struct cn_groups, except
+ * cn_groups_stored from ops->store_sync (a write done at once).  Strings
  * and byte ranges handed to callbacks live only for the call; the caller
  * copies what it keeps.  Strings passed in are copied when kept.
  *
@@ -119,7 +120,15 @@ struct cn_groups_ops {
      * at once.  May be NULL.
      */
     void (*store)(void *arg, const struct cn_group *g);
-    void *arg; /* passed to store */
+    /*
+     * The leader's assignment, to be made durable before any member hears
+     * of it (Kafka answers SyncGroup from the append's callback): the
+     * group stays CompletingRebalance until the caller reports the write
+     * with cn_groups_stored(token).  NULL: store is called instead and
+     * the group goes Stable at once.
+     */
+    void (*store_sync)(void *arg, const struct cn_group *g, uint64_t token);
+    void *arg; /* passed to store and store_sync */
 };
 
 struct cn_join_protocol {
@@ -253,6 +262,13 @@ int cn_groups_touch(struct cn_groups *gs, const char *group_id,
  */
 int16_t cn_groups_delete(struct cn_groups *gs, const char *group_id);
 
+/* The store_sync write `token` of group_id finished with error (KAFKA_*,
+ * already as SyncGroup answers it).  On success the group goes Stable and
+ * the waiting members get their assignments; on an error they get the
+ * error and the group rebalances.  Ignored when the group has moved on
+ * (another generation, or the leader sent its SyncGroup again). */
+void cn_groups_stored(struct cn_groups *gs, const char *group_id,
+                      uint64_t token, int16_t error, int64_t now_ms);
 /* Expires sessions, join and sync phases due at now_ms. */
 void cn_groups_tick(struct cn_groups *gs, int64_t now_ms);
 /* The earliest deadline pending, or INT64_MAX when none.  O(members). */

@@ -83,6 +83,9 @@ struct cn_group {
     bool new_member_added;    /* a member joined during the initial delay */
     int64_t sync_deadline_ms; /* members not synced by then are removed */
     int64_t state_ts_ms;      /* when the state last changed, caller's ms */
+    uint64_t store_token;     /* the leader's assignment being made durable
+                                 (ops.store_sync), 0 when none */
+    int32_t store_generation; /* the generation it was written for */
     struct cn_group *hnext;   /* hash chain */
     struct cn_group *prev, *next; /* creation order */
 };
@@ -95,6 +98,7 @@ struct cn_groups {
     size_t count;    /* groups */
     struct cn_group *head, *tail;
     uint64_t rng;    /* splitmix64 state for member ids */
+    uint64_t tokens; /* last store_sync token handed out */
     bool shut;       /* cn_groups_shutdown() ran */
 };
 

@@ -301,6 +301,36 @@ def test_admin_list_describe_delete(gbroker):
         cli.close()
 
 
+def test_sync_group_waits_for_stored_assignment(broker_factory):
+    """The leader's assignment is written to __consumer_offsets before
+    SyncGroup is answered, as Kafka answers from the append's callback:
+    when that write fails (a fail point), SyncGroup gets NOT_COORDINATOR
+    (Kafka's mapping of KAFKA_STORAGE_ERROR) and no assignment, and the
+    group rebalances."""
+    broker, topic, group = broker_factory(**FAST_GROUPS), "gstore", "g-st"
+    broker.stop()
+    broker.failpoints = "group.assignment_write=error"
+    broker.start()
+    broker.create_topic(topic, 1)
+    cli = kw.ReadClient(broker.port, timeout=15 * SLOW)
+    try:
+        c = retry(lambda: (lambda e: (e["error"], e))(
+            cli.find_coordinator(group, kw.COORDINATOR_GROUP, 3)[0]))[1]
+        assert c["error"] == 0, c
+        d = cli.join_group(group, topics=[topic])
+        assert d["error"] == kw.MEMBER_ID_REQUIRED, d
+        mid = d["member_id"]
+        d = cli.join_group(group, member_id=mid, topics=[topic])
+        assert d["error"] == 0 and d["leader"] == mid, d
+        gen = d["generation"]
+        assign = kw.consumer_assignment({topic: [0]})
+        err, got = cli.sync_group(group, gen, mid, [(mid, assign)])
+        assert (err, got) == (kw.NOT_COORDINATOR, b""), (err, got)
+        assert cli.heartbeat(group, gen, mid) == kw.REBALANCE_IN_PROGRESS
+    finally:
+        cli.close()
+
+
 def test_raw_protocol_errors(gbroker):
     broker, topic, group = gbroker, "graw", "grp-raw"
     broker.create_topic(topic, 1)

@@ -92,7 +92,7 @@ static void on_store(void *arg, const struct cn_group *g)
 static struct cn_groups *setup(int32_t max_size)
 {
     struct cn_groups_config cfg;
-    struct cn_groups_ops ops = {on_join, on_sync, on_store, NULL};
+    struct cn_groups_ops ops = {on_join, on_sync, on_store, NULL, NULL};
     cn_groups_config_default(&cfg);
     cfg.seed = 42;
     if (max_size)
@@ -952,10 +952,85 @@ UNIT_TEST(test_protocol_vote)
     check_all_answered();
 }
 
+static uint64_t last_token;
+static int nstore_syncs;
+
+static void on_store_sync(void *arg, const struct cn_group *g, uint64_t token)
+{
+    (void)arg;
+    (void)g;
+    nstore_syncs++;
+    last_token = token;
+}
+
+/* With store_sync, nobody hears of the leader's assignment before the
+ * write is reported durable; a failed write is answered with its error
+ * and the group rebalances; a report for an older write is ignored. */
+UNIT_TEST(test_sync_waits_for_store)
+{
+    struct cn_groups_config cfg;
+    struct cn_groups_ops ops = {on_join, on_sync, on_store, on_store_sync,
+                                NULL};
+    cn_groups_config_default(&cfg);
+    cfg.seed = 42;
+    njw = nsw = nstores = nstore_syncs = 0;
+    struct cn_groups *gs = cn_groups_new(&cfg, &ops);
+    struct jw *a = join_new(gs, "g", "A", 0);
+    struct jw *b = join_new(gs, "g", "B", 100);
+    cn_groups_tick(gs, 3000);
+    cn_groups_tick(gs, 6000);
+    CHECK_EQ(a->error, KAFKA_NONE);
+    struct cn_sync_assignment asg[2] = {
+        {a->member_id, (const uint8_t *)"asg-A", 5},
+        {b->member_id, (const uint8_t *)"asg-B", 5},
+    };
+    struct sw *sb = sync_(gs, "g", b->member_id, 1, 6001);
+    struct sw *sa = sync_ex(gs, "g", a->member_id, NULL, 1, asg, 2, 6002);
+    CHECK_EQ(nstore_syncs, 1);
+    uint64_t t1 = last_token;
+    CHECK(t1 != 0);
+    CHECK_EQ(sa->called + sb->called, 0);
+    CHECK_EQ(cn_groups_state(gs, "g"), CN_GROUP_COMPLETING_REBALANCE);
+    /* The leader sends it again: the first write no longer counts. */
+    sa = sync_ex(gs, "g", a->member_id, NULL, 1, asg, 2, 6003);
+    CHECK_EQ(nstore_syncs, 2);
+    uint64_t t2 = last_token;
+    cn_groups_stored(gs, "g", t1, KAFKA_NONE, 6004);
+    CHECK_EQ(sa->called + sb->called, 0);
+    cn_groups_stored(gs, "g", t2, KAFKA_NONE, 6005);
+    CHECK_EQ(sa->called, 1);
+    CHECK_EQ(sa->error, KAFKA_NONE);
+    CHECK(strcmp(sa->assignment, "asg-A") == 0);
+    CHECK(strcmp(sb->assignment, "asg-B") == 0);
+    CHECK_EQ(cn_groups_state(gs, "g"), CN_GROUP_STABLE);
+
+    /* Next generation: the write fails. */
+    struct jw *a2 = join(gs, "g", a->member_id, "A", 7000);
+    struct jw *b2 = join(gs, "g", b->member_id, "B", 7001);
+    CHECK_EQ(a2->error, KAFKA_NONE);
+    CHECK_EQ(a2->generation, 2);
+    CHECK_EQ(b2->called, 1);
+    sb = sync_(gs, "g", b->member_id, 2, 7002);
+    sa = sync_ex(gs, "g", a->member_id, NULL, 2, asg, 2, 7003);
+    CHECK_EQ(sa->called + sb->called, 0);
+    cn_groups_stored(gs, "g", last_token, KAFKA_NOT_COORDINATOR, 7004);
+    CHECK_EQ(sa->error, KAFKA_NOT_COORDINATOR);
+    CHECK_EQ(sb->error, KAFKA_NOT_COORDINATOR);
+    CHECK_EQ(sa->len, 0);
+    CHECK_EQ(cn_groups_state(gs, "g"), CN_GROUP_PREPARING_REBALANCE);
+    /* A late report of that write changes nothing. */
+    cn_groups_stored(gs, "g", last_token, KAFKA_NONE, 7005);
+    CHECK_EQ(cn_groups_state(gs, "g"), CN_GROUP_PREPARING_REBALANCE);
+    cn_groups_shutdown(gs);
+    check_all_answered();
+    cn_groups_free(gs);
+}
+
 UNIT_MAIN(test_three_members_join_sync, test_leave_rebalance,
           test_session_expiry, test_rebalance_timeout,
           test_member_id_required, test_pending_member_delays_join,
           test_static_member_rejoin, test_errors, test_max_size,
           test_describe_list_delete, test_record_round_trip,
           test_shutdown_answers_waiters, test_commit_check,
-          test_pending_sync_expiry, test_protocol_vote)
+          test_pending_sync_expiry, test_protocol_vote,
+          test_sync_waits_for_store)
