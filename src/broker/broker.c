@@ -415,8 +415,14 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
 
 out_topics:
     cn_group_coord_stop(b);
-    cn_group_coord_free(b);
     cn_txn_coord_stop(b);
+    /* Their timers live inside them, and the producer-id write's callback
+     * uses b: the loop runs until the closes and that write are done, so
+     * nothing is freed under libuv (or a listener that did start). */
+    while (b->pids.writing)
+        uv_run(loop, UV_RUN_ONCE);
+    uv_run(loop, UV_RUN_NOWAIT);
+    cn_group_coord_free(b);
     cn_txn_coord_free(b);
     cn_topics_close_all(b);
 out_free:
@@ -477,8 +483,9 @@ static void on_stop_poll(uv_timer_t *t)
 {
     struct cn_broker *b = t->data;
     /* Wait for the sync round and cleaner passes in flight: their
-     * workers use the logs. */
-    if (b->sync_running || b->clean_running)
+     * workers use the logs; and for a producer-id write, whose waiting
+     * requests run again when it ends. */
+    if (b->sync_running || b->clean_running || b->pids.writing)
         return;
     uv_timer_stop(t);
     uv_close((uv_handle_t *)t, NULL);

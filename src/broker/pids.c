@@ -31,7 +31,10 @@ struct pid_work {
 static void write_work(uv_work_t *w)
 {
     struct pid_work *pw = w->data;
-    pw->rc = cn_pidalloc_write(pw->dir, pw->end);
+    /* The fail point stands for a reservation write that fails. */
+    pw->rc = CN_FAILPOINT("pid.write");
+    if (!pw->rc)
+        pw->rc = cn_pidalloc_write(pw->dir, pw->end);
 }
 
 static void write_done(uv_work_t *w, int status)

@@ -240,6 +240,21 @@ static bool protocol_inconsistent(const char *req, const char *have)
     return req && have && strcmp(req, have) != 0;
 }
 
+/* Answers waiter with m's assignment; m's session starts again. */
+static void sync_answer(struct cn_groups *gs, const struct cn_group *g,
+                        struct member *m, void *waiter, int64_t now_ms)
+{
+    struct cn_sync_result r = {
+        .error = KAFKA_NONE,
+        .protocol_type = g->protocol_type,
+        .protocol_name = g->protocol,
+        .assignment = m->assignment,
+        .assignment_len = m->assignment_len,
+    };
+    m->deadline_ms = after(now_ms, m->session_timeout_ms);
+    gs->ops.sync_done(waiter, &r);
+}
+
 /* The leader's assignment is durable (or needs not be): Stable, and every
  * member waiting gets its part. */
 static void complete_sync(struct cn_groups *gs, struct cn_group *g,
@@ -250,20 +265,12 @@ static void complete_sync(struct cn_groups *gs, struct cn_group *g,
     CN_INFO("group %s: stable at generation %d", g->id, g->generation);
     for (size_t i = 0; i < g->nmembers; i++) {
         struct member *o = g->members[i];
-        struct cn_sync_result r = {
-            .error = KAFKA_NONE,
-            .protocol_type = g->protocol_type,
-            .protocol_name = g->protocol,
-            .assignment = o->assignment,
-            .assignment_len = o->assignment_len,
-        };
         void *w = o->sync_waiter;
         if (!o->awaiting_sync)
             continue;
         o->awaiting_sync = false;
         o->sync_waiter = NULL;
-        o->deadline_ms = after(now_ms, o->session_timeout_ms);
-        gs->ops.sync_done(w, &r);
+        sync_answer(gs, g, o, w, now_ms);
     }
 }
 
@@ -355,19 +362,10 @@ void cn_groups_sync(struct cn_groups *gs, const struct cn_sync_req *rq,
         group_store(gs, g);
         complete_sync(gs, g, now_ms);
         break;
-    case CN_GROUP_STABLE: {
-        struct cn_sync_result r = {
-            .error = KAFKA_NONE,
-            .protocol_type = g->protocol_type,
-            .protocol_name = g->protocol,
-            .assignment = m->assignment,
-            .assignment_len = m->assignment_len,
-        };
+    case CN_GROUP_STABLE:
         m->pending_sync = false;
-        m->deadline_ms = after(now_ms, m->session_timeout_ms);
-        gs->ops.sync_done(waiter, &r);
+        sync_answer(gs, g, m, waiter, now_ms);
         break;
-    }
     default:
         group_sync_error(gs, waiter, KAFKA_UNKNOWN_MEMBER_ID);
         break;

@@ -353,6 +353,31 @@ def test_init_producer_id_versions_and_distinct_across_restarts(broker):
     assert err == 0 and pid not in ids and epoch == 0, (err, pid, epoch)
 
 
+KAFKA_STORAGE_ERROR = 56
+
+
+def test_init_producer_id_waits_for_durable_block(broker):
+    """Producer-id blocks are written on a worker, and a request that
+    finds no durable id waits for the write: when the write fails (fail
+    point) the waiting InitProducerId gets KAFKA_STORAGE_ERROR, never an
+    id that is not on disk, and the broker goes on; with writes working
+    again ids come."""
+    broker.stop()
+    broker.failpoints = "pid.write=error"
+    broker.start()
+    cli = client(broker)
+    for _ in range(2):
+        err, pid, _ = cli.init_producer_id()
+        assert (err, pid) == (KAFKA_STORAGE_ERROR, -1), (err, pid)
+    cli.close()
+    broker.failpoints = None
+    broker.restart()
+    cli = client(broker)
+    ids = [new_pid(cli) for _ in range(3)]
+    assert ids == sorted(set(ids)), ids
+    cli.close()
+
+
 def test_init_producer_id_with_current_id_gives_new_id(broker):
     """InitProducerId without a transactional id but with the producer's
     id and epoch (v3+, what librdkafka sends to bump after a sequence
