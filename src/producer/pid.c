@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/crc32c.h"
@@ -28,18 +29,22 @@ int cn_pidalloc_open(struct cn_pidalloc *pa, const char *dir)
     snprintf(pa->dir, sizeof pa->dir, "%s", dir);
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, PID_FILE);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        if (errno != ENOENT)
-            return -errno;
+    uint8_t *raw;
+    size_t n;
+    int rc = cn_file_read_all(path, &raw, &n);
+    if (rc == -ENOENT) {
         /* First start: nothing was ever handed out. */
         pa->next = 0;
         pa->block_end = 0;
         return 0;
     }
-    char text[128] = "";
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
+    if (rc)
+        return rc;
+    char text[128];
+    if (n > sizeof text - 1)
+        n = sizeof text - 1; /* longer than any we write: corrupt below */
+    memcpy(text, raw ? (const char *)raw : "", n);
+    free(raw);
     text[n] = '\0';
     int64_t start;
     uint32_t crc;
