@@ -27,13 +27,22 @@
  * at least that much instead of refusing to start. */
 #define DEDUPE_MIN ((int64_t)1 << 20)
 
+/* What a worker does with a job next. */
+enum phase {
+    PH_RUN,  /* cn_log_clean_run, then the loop commits (or ends) */
+    PH_SWAP, /* cn_log_clean_swap, then the loop ends */
+    PH_FREE, /* cn_log_clean_free: close the old descriptors; no return */
+};
+
 struct job {
     struct cn_cleaner *c;
+    enum phase phase;
     struct cn_partition *p;          /* NULL once its topic was deleted */
     struct cn_log *log;              /* p's log, kept for end */
     struct cn_log_clean_job *lj;
     struct cn_clean_producer *producers;
-    int err;                         /* run's result */
+    int err;                         /* run's (or swap's) result */
+    int64_t swap_us;                 /* the swap's time on the worker */
     bool ran;                        /* a worker ran it (else abandon) */
     atomic_bool cancel;              /* its topic was deleted: give up */
     struct job *next;                /* loop: in-flight list */
@@ -73,9 +82,17 @@ struct cn_cleaner {
         records_removed;
     int64_t last_pass_ms;
     int last_error;
+    int64_t swap_loop_us_max, swap_loop_us_last; /* loop-side steps */
+    int64_t swap_worker_us_last;     /* the swap's disk work (worker) */
 };
 
 /* ---- worker side --------------------------------------------------------- */
+
+static void job_free(struct job *j)
+{
+    free(j->producers);
+    free(j);
+}
 
 static void sleep_ms(int64_t ms)
 {
@@ -137,13 +154,26 @@ static void worker(void *arg)
     for (;;) {
         while (!c->queue && !c->quit)
             uv_cond_wait(&c->cond, &c->mu);
-        if (c->quit)
+        /* Only closes can be left once quitting: done before the exit. */
+        if (!c->queue)
             break;
         struct job *j = c->queue;
         c->queue = j->qnext;
         uv_mutex_unlock(&c->mu);
-        j->ran = !cancelled(j);
-        j->err = j->ran ? cn_log_clean_run(j->lj) : -ECANCELED;
+        if (j->phase == PH_FREE) {
+            cn_log_clean_free(j->lj);
+            job_free(j);
+            uv_mutex_lock(&c->mu);
+            continue;
+        }
+        if (j->phase == PH_RUN) {
+            j->ran = !cancelled(j);
+            j->err = j->ran ? cn_log_clean_run(j->lj) : -ECANCELED;
+        } else {
+            int64_t t0 = cn_clock_mono_us();
+            j->err = cn_log_clean_swap(j->lj);
+            j->swap_us = cn_clock_mono_us() - t0;
+        }
         uv_mutex_lock(&c->mu);
         j->qnext = c->done;
         c->done = j;
@@ -175,12 +205,6 @@ static void inflight_remove(struct cn_cleaner *c, struct job *j)
         pp = &(*pp)->next;
     if (*pp)
         *pp = j->next;
-}
-
-static void job_free(struct job *j)
-{
-    free(j->producers);
-    free(j);
 }
 
 struct pcollect {
@@ -280,6 +304,16 @@ static void pick_topic(struct cn_topic *t, void *arg)
     }
 }
 
+static void enqueue(struct cn_cleaner *c, struct job *j, enum phase ph)
+{
+    j->phase = ph;
+    uv_mutex_lock(&c->mu);
+    j->qnext = c->queue;
+    c->queue = j;
+    uv_cond_signal(&c->cond);
+    uv_mutex_unlock(&c->mu);
+}
+
 static void on_timer(uv_timer_t *t);
 
 static void arm(struct cn_cleaner *c, uint64_t ms)
@@ -334,11 +368,7 @@ static void scan(struct cn_cleaner *c)
         j->next = c->inflight;
         c->inflight = j;
         b->clean_running++;
-        uv_mutex_lock(&c->mu);
-        j->qnext = c->queue;
-        c->queue = j;
-        uv_cond_signal(&c->cond);
-        uv_mutex_unlock(&c->mu);
+        enqueue(c, j, PH_RUN);
     }
     arm(c, (uint64_t)b->cfg->log_cleaner_backoff_ms);
 }
@@ -348,24 +378,51 @@ static void on_timer(uv_timer_t *t)
     scan(t->data);
 }
 
-/* Ends one run on the loop: swap (or clean up), statistics. */
+/* The longest loop-side step of a swap is what it costs the loop: a
+ * produce or fetch waits that long. */
+static void note_loop(struct cn_cleaner *c, int64_t t0_us)
+{
+    int64_t us = cn_clock_mono_us() - t0_us;
+    c->swap_loop_us_last = us;
+    if (us > c->swap_loop_us_max)
+        c->swap_loop_us_max = us;
+}
+
+/* A run or a swap is done: commit and send the swap to a worker, or end
+ * the pass on the loop (statistics) and send the job to be freed. */
 static void finish(struct cn_cleaner *c, struct job *j)
 {
     struct cn_broker *b = c->b;
     int err = j->err;
-    inflight_remove(c, j);
-    struct cn_log_clean_stats st;
-    memset(&st, 0, sizeof st);
     if (j->p && !j->p->topic)
         j->p = NULL; /* its topic was deleted meanwhile */
     const char *topic = j->p ? j->p->topic->name : NULL;
-    if (!topic && !err)
-        err = -ECANCELED; /* nothing to swap into */
+    if (j->phase == PH_RUN && j->ran && !err) {
+        if (!topic) {
+            err = -ECANCELED; /* nothing to swap into */
+        } else {
+            int64_t t0 = cn_clock_mono_us();
+            err = cn_log_clean_commit(j->log, j->lj);
+            note_loop(c, t0);
+            if (!err) {
+                enqueue(c, j, PH_SWAP);
+                return;
+            }
+        }
+    }
+    if (j->phase == PH_SWAP)
+        c->swap_worker_us_last = j->swap_us;
+    inflight_remove(c, j);
+    struct cn_log_clean_stats st;
+    memset(&st, 0, sizeof st);
     int rc = -ECANCELED;
-    if (j->ran)
+    if (j->ran) {
+        int64_t t0 = cn_clock_mono_us();
         rc = cn_log_clean_end(j->log, j->lj, err, &st);
-    else
-        cn_log_clean_abandon(j->log, j->lj);
+        note_loop(c, t0);
+    } else {
+        (void)cn_log_clean_end(j->log, j->lj, -ECANCELED, NULL);
+    }
     b->clean_running--;
     c->last_run_end_ms = cn_clock_mono_ms();
     c->last_pass_ms = st.run_ms;
@@ -383,10 +440,13 @@ static void finish(struct cn_cleaner *c, struct job *j)
         CN_INFO("log cleaner: cleaned %s-%d [%" PRId64 ", %" PRId64
                 "): %d segments into %d, %" PRId64 " of %" PRId64
                 " records removed, %" PRId64 " bytes read, %" PRId64
-                " written, %" PRId64 " ms",
+                " written, %" PRId64 " ms; swap %.1f ms on a worker, "
+                "%.3f ms on the loop",
                 topic, j->p->index, st.first_dirty, st.cleaned_to,
                 st.segments_before, st.segments_after, st.records_removed,
-                st.records_read, st.bytes_read, st.bytes_written, st.run_ms);
+                st.records_read, st.bytes_read, st.bytes_written, st.run_ms,
+                (double)j->swap_us / 1000.0,
+                (double)c->swap_loop_us_last / 1000.0);
     } else if (rc != -ECANCELED && rc != -EAGAIN) {
         c->passes_failed++;
         c->last_error = rc;
@@ -400,7 +460,9 @@ static void finish(struct cn_cleaner *c, struct job *j)
                 topic ? topic : "(deleted topic)", j->p ? j->p->index : -1,
                 cn_strerror(rc), wait);
     }
-    job_free(j);
+    /* The old segments' last descriptors close on a worker: their files
+     * are unlinked, so the close frees their blocks. */
+    enqueue(c, j, PH_FREE);
     /* A deleted topic's log may be waiting for this pass to end. */
     cn_topics_reap(b);
 }
@@ -519,15 +581,22 @@ void cn_cleaner_stop(struct cn_cleaner *c)
     /* Jobs no worker has taken yet end now; the rest end as their run
      * sees the cancel flag. */
     uv_mutex_lock(&c->mu);
-    struct job *q = c->queue;
+    struct job *q = c->queue, **keep = &c->queue;
     c->queue = NULL;
     while (q) {
         struct job *next = q->qnext;
-        q->err = -ECANCELED;
-        q->qnext = c->done;
-        c->done = q;
+        if (q->phase == PH_FREE) {
+            /* Closes: the workers do them before they exit. */
+            *keep = q;
+            keep = &q->qnext;
+        } else {
+            q->err = -ECANCELED;
+            q->qnext = c->done;
+            c->done = q;
+        }
         q = next;
     }
+    *keep = NULL;
     uv_mutex_unlock(&c->mu);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
     /* Drain what is done now; on_async ends the rest and closes the async
@@ -569,6 +638,8 @@ void cn_cleaner_get_stats(const struct cn_broker *b,
     out->records_removed = c->records_removed;
     out->last_pass_ms = c->last_pass_ms;
     out->last_error = c->last_error;
+    out->swap_loop_ms_max = (double)c->swap_loop_us_max / 1000.0;
+    out->swap_worker_ms_last = (double)c->swap_worker_us_last / 1000.0;
 }
 
 bool cn_cleaner_partition_state(const struct cn_broker *b,

@@ -20,12 +20,21 @@
  * log.cleaner.io.max.bytes.per.second (Kafka's Throttler).
  *
  * Stopping: cn_cleaner_stop makes every running pass give up at its next
- * chunk (its .cleaned files are removed, nothing is swapped) and frees
+ * chunk, or before its swap's commit point (its .cleaned files are
+ * removed, nothing is swapped; a swap past that point finishes) and frees
  * the cleaner once the last one ended; b->clean_running counts passes in
  * flight, which the broker's shutdown and the reaping of deleted topics
  * wait for.
  *
- * Runs on: loop (the workers only run cn_log_clean_run).
+ * The end of a pass: the loop commits (cn_log_clean_commit: holds the old
+ * segments' descriptors), a worker swaps the files (cn_log_clean_swap),
+ * the loop swaps the segment list (cn_log_clean_end), and a worker closes
+ * the old descriptors (cn_log_clean_free), so the loop does no disk I/O
+ * for a pass beyond opening old .log files the descriptor cache had
+ * closed.  cairn_cleaner_swap_loop_ms_max on /metrics is the longest of
+ * those loop steps.
+ *
+ * Runs on: loop (the workers only run the engine's run, swap and free).
  */
 #ifndef CN_BROKER_CLEANER_H
 #define CN_BROKER_CLEANER_H
@@ -67,6 +76,9 @@ struct cn_cleaner_stats {
     int64_t last_pass_ms;       /* wall time of the last pass's run */
     int last_error;             /* of the last failed pass, 0 none */
     int running;                /* passes in flight */
+    double swap_loop_ms_max;    /* longest loop-side step of a pass's end
+                                 * (commit or end), since the start */
+    double swap_worker_ms_last; /* the last swap's disk work, on a worker */
 };
 void cn_cleaner_get_stats(const struct cn_broker *b,
                           struct cn_cleaner_stats *out);

@@ -419,6 +419,14 @@ static void render_cleaner(struct cn_broker *b, struct cn_wr *w)
             st.records_removed);
     gauge(w, "cairn_cleaner_last_pass_duration_seconds",
           "Run time of the last cleaning pass.", st.last_pass_ms / 1000.0);
+    gauge(w, "cairn_cleaner_swap_loop_ms_max",
+          "Longest time the loop thread spent in one step of a pass's "
+          "swap (commit or the segment list swap), since the start, ms.",
+          st.swap_loop_ms_max);
+    gauge(w, "cairn_cleaner_swap_worker_ms_last",
+          "The last pass's swap of files (renames, fsyncs, loads, "
+          "checkpoint) on a cleaner worker, ms.",
+          st.swap_worker_ms_last);
     family(w, "cairn_cleaner_last_error", "gauge",
            "1 with the error of the last failed pass, 0 when none failed.");
     out(w, "cairn_cleaner_last_error{error=\"");

@@ -24,12 +24,20 @@
  * some.
  *
  * What may not close: a descriptor a worker is fdatasyncing (pinned by
- * the sync snapshot; off the list until unpinned), and, when making room,
+ * the sync snapshot; off the list until unpinned), the .log of a segment
+ * a cleaner swap is replacing on a worker (held: its name may already
+ * be another file's, or gone, so it could not be reopened), and, when
+ * making room,
  * files of the segment being opened (its caller may hold their fds) and
  * the few most recently used files (so an EMFILE retry from anywhere
  * cannot close what the current operation is using).
  *
- * Runs on: loop, all of it; workers only see descriptors pinned here.
+ * A segment a worker opened outside the cache (the cleaner's new ones)
+ * has slots with no owner; log_fd_close closes those directly and
+ * log_fd_adopt hands them to the cache on the loop.
+ *
+ * Runs on: loop, all of it; workers only see descriptors pinned here,
+ * and close only detached ones (log_fd_take, unowned slots).
  */
 #include "log_int.h"
 
@@ -118,6 +126,14 @@ static enum log_file which_of(const struct log_fdslot *s)
     return (enum log_file)(s - s->seg->slot);
 }
 
+/* On the LRU list: an open descriptor of the cache's that no sync pins
+ * and no cleaner swap holds (those are counted in cache.pinned). */
+static bool listed(const struct log_fdslot *s)
+{
+    return s->seg && *fd_of(s->seg, which_of(s)) >= 0 && s->pins == 0 &&
+           !s->held;
+}
+
 static void lru_remove(struct log_fdslot *s)
 {
     if (s->newer)
@@ -142,11 +158,25 @@ static void lru_push(struct log_fdslot *s)
     cache.newest = s;
 }
 
+/* After a pin or hold changed: on or off the list as listed() says,
+ * was_listed being what it said before. */
+static void relist(struct log_fdslot *s, bool was_listed)
+{
+    bool now = listed(s);
+    if (was_listed && !now) {
+        lru_remove(s);
+        cache.pinned++;
+    } else if (!was_listed && now) {
+        cache.pinned--;
+        lru_push(s);
+    }
+}
+
 /* Closes an open, unpinned slot's descriptor. */
 static void close_slot(struct log_fdslot *s)
 {
     int *fd = fd_of(s->seg, which_of(s));
-    assert(*fd >= 0 && s->pins == 0);
+    assert(*fd >= 0 && s->pins == 0 && !s->held);
     lru_remove(s);
     cn_file_ops->close(*fd);
     *fd = -1;
@@ -258,7 +288,7 @@ int log_fd_get(struct cn_segment *seg, enum log_file which, int *fd_out)
         int err = open_slot(seg, which, 0);
         if (err)
             return err;
-    } else if (s->seg && s->pins == 0 && cache.newest != s) {
+    } else if (listed(s) && cache.newest != s) {
         /* (A slot with no segment holds a descriptor opened outside the
          * cache, as cn_log_verify does: nothing to reorder.) */
         lru_remove(s);
@@ -276,8 +306,16 @@ int log_fd_open(struct cn_segment *seg, enum log_file which, int flags)
 
 void log_fd_close(struct cn_segment *seg, enum log_file which)
 {
-    if (*fd_of(seg, which) >= 0)
-        close_slot(&seg->slot[which]);
+    int *fd = fd_of(seg, which);
+    if (*fd < 0)
+        return;
+    if (!seg->slot[which].seg) {
+        /* Opened outside the cache: not counted, on no list. */
+        cn_file_ops->close(*fd);
+        *fd = -1;
+        return;
+    }
+    close_slot(&seg->slot[which]);
 }
 
 bool log_fd_pin(struct cn_segment *seg, enum log_file which, int *fd_out)
@@ -294,9 +332,9 @@ bool log_fd_pin(struct cn_segment *seg, enum log_file which, int *fd_out)
      * room. */
     if (cache.pinned >= budget() / 2 || log_fd_get(seg, which, &fd))
         return false;
-    lru_remove(s);
-    cache.pinned++;
+    bool was = listed(s);
     s->pins = 1;
+    relist(s, was);
     *fd_out = fd;
     return true;
 }
@@ -305,8 +343,68 @@ void log_fd_unpin(struct cn_segment *seg, enum log_file which)
 {
     struct log_fdslot *s = &seg->slot[which];
     assert(s->pins > 0 && *fd_of(seg, which) >= 0);
-    if (--s->pins == 0) {
-        cache.pinned--;
+    bool was = listed(s);
+    s->pins--;
+    relist(s, was);
+}
+
+int log_fd_hold(struct cn_segment *seg, enum log_file which)
+{
+    struct log_fdslot *s = &seg->slot[which];
+    if (s->held)
+        return 0;
+    int fd, err = log_fd_get(seg, which, &fd);
+    if (err)
+        return err;
+    bool was = listed(s);
+    s->held = true;
+    relist(s, was);
+    return 0;
+}
+
+void log_fd_unhold(struct cn_segment *seg, enum log_file which)
+{
+    struct log_fdslot *s = &seg->slot[which];
+    bool was = listed(s);
+    s->held = false;
+    if (*fd_of(seg, which) >= 0 && s->seg)
+        relist(s, was);
+}
+
+int log_fd_take(struct cn_segment *seg, enum log_file which)
+{
+    struct log_fdslot *s = &seg->slot[which];
+    int *fd = fd_of(seg, which), taken = *fd;
+    bool was = listed(s);
+    s->held = false;
+    if (taken < 0)
+        return -1;
+    if (!s->seg) {
+        *fd = -1;
+        return taken;
+    }
+    if (s->pins > 0)
+        return -1; /* the sync's end closes it, with the segment */
+    if (was)
+        lru_remove(s);
+    else
+        cache.pinned--; /* it was held */
+    cache.open--;
+    s->seg = NULL;
+    *fd = -1;
+    return taken;
+}
+
+void log_fd_adopt(struct cn_segment *seg)
+{
+    for (int i = 0; i < LOG_FILES; i++) {
+        struct log_fdslot *s = &seg->slot[i];
+        if (*fd_of(seg, (enum log_file)i) < 0 || s->seg)
+            continue;
+        s->seg = seg;
+        s->pins = 0;
+        s->held = false;
         lru_push(s);
+        cache.open++;
     }
 }

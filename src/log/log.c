@@ -1213,7 +1213,10 @@ static int sync_outcome(const struct cn_log_sync *s, int err)
         if (!f->err)
             continue;
         seen = true;
-        if (!(f->err == -ENOENT && f->fd < 0 && f->seg->dead))
+        /* Or being replaced by a cleaner swap: its data is in the
+         * cleaned segment, synced before the swap began. */
+        if (!(f->err == -ENOENT && f->fd < 0 &&
+              (f->seg->dead || f->seg->replaced)))
             return f->err;
     }
     return seen ? 0 : err;
@@ -1304,6 +1307,10 @@ int cn_log_enforce_retention(struct cn_log *log, int64_t now_ms)
 {
     if (log->offline)
         return CN_EOFFLINE;
+    /* A cleaner swap is renaming the oldest segments' files: the next
+     * run deletes what is due. */
+    if (log->clean_swapping)
+        return 0;
     int64_t total = 0;
     for (size_t i = 0; i < log->nsegs; i++)
         total += log->segs[i]->size;
@@ -1360,7 +1367,10 @@ int cn_log_delete_records(struct cn_log *log, int64_t offset)
             return err;
     }
     int deleted = 0;
-    while (log->nsegs > 1 && log->segs[1]->base <= log->start_offset) {
+    /* During a cleaner swap the segments wait for retention's next run
+     * (it deletes those below the log start); reads honour the start. */
+    while (!log->clean_swapping && log->nsegs > 1 &&
+           log->segs[1]->base <= log->start_offset) {
         err = drop_first(log);
         deleted++;
         if (err) {

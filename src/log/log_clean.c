@@ -37,6 +37,7 @@ struct job_seg {
     int64_t next_offset;    /* its last batch's last offset + 1 */
     int64_t size;
     size_t txn_n;           /* .txnindex entries at begin */
+    int64_t created_ms, last_write_ms; /* ages, for the cleaned segment */
 };
 
 struct job_group {
@@ -44,9 +45,12 @@ struct job_group {
     int64_t base, end;      /* offsets the group covered */
     bool has_txn;           /* the cleaned group has a .txnindex */
     bool written;           /* its .cleaned files exist */
+    struct cn_segment *fresh; /* swap: the cleaned segment, loaded and
+                               * detached until end lists it */
 };
 
 struct cn_log_clean_job {
+    struct cn_log *log;     /* only its dir is read off the loop */
     char *dir;
     struct cn_log_clean_params p;
     struct cn_clean_producer *producers;
@@ -59,6 +63,15 @@ struct cn_log_clean_job {
     struct job_group *groups;
     size_t ngroups;
     struct cn_log_clean_stats st;
+    /* The swap's steps (see log_clean.h): */
+    size_t nheld;           /* commit: group segments whose .log is held */
+    bool held;              /* commit ran: the swap may go on */
+    bool committed;         /* swap: the manifest may be on disk */
+    bool swapped;           /* swap: files final, groups loaded */
+    bool ckpt_stored;       /* swap: the cleaner checkpoint written */
+    int swap_err, ckpt_err; /* swap: its file step's error, the ckpt's */
+    int *close_fds;         /* end: old descriptors free closes */
+    size_t nclose;
 };
 
 static int cmp_first(const void *a, const void *b)
@@ -146,6 +159,7 @@ static void job_free(struct cn_log_clean_job *j)
     free(j->segs);
     free(j->aborted);
     free(j->groups);
+    free(j->close_fds);
     free(j);
 }
 
@@ -166,6 +180,7 @@ int cn_log_clean_begin(struct cn_log *log, const struct cn_log_clean_params *p,
     struct cn_log_clean_job *j = calloc(1, sizeof *j);
     if (!j)
         return CN_ENOMEM;
+    j->log = log;
     j->dir = strdup(log->dir);
     j->p = *p;
     j->segment_bytes = log->cfg.segment_bytes;
@@ -201,8 +216,14 @@ int cn_log_clean_begin(struct cn_log *log, const struct cn_log_clean_params *p,
     }
     for (size_t i = 0; i < n; i++) {
         struct cn_segment *s = log->segs[i];
-        j->segs[i] = (struct job_seg){s, s->base, log->segs[i + 1]->base,
-                                      s->next_offset, s->size, s->txn_n};
+        j->segs[i] = (struct job_seg){s,
+                                      s->base,
+                                      log->segs[i + 1]->base,
+                                      s->next_offset,
+                                      s->size,
+                                      s->txn_n,
+                                      s->created_ms,
+                                      s->last_write_ms};
         s->refs++;
     }
     j->nsegs = n;
@@ -886,15 +907,31 @@ int log_clean_recover(struct cn_log *log)
     return 0;
 }
 
+/* Drops the job's hold on its segments.  Those the swap took out of the
+ * list give their descriptors to j->close_fds: their files are unlinked
+ * and the last close frees the blocks, which free does off the loop. */
 static void release_job(struct cn_log *log, struct cn_log_clean_job *j)
 {
     for (size_t i = 0; i < j->nsegs; i++) {
         struct cn_segment *s = j->segs[i].seg;
+        if (i < j->nheld) {
+            s->replaced = false;
+            if (!s->dead) {
+                log_fd_unhold(s, LOG_FILE_LOG);
+            } else {
+                for (int k = 0; k < LOG_FILES; k++) {
+                    int fd = log_fd_take(s, (enum log_file)k);
+                    if (fd >= 0)
+                        j->close_fds[j->nclose++] = fd;
+                }
+            }
+        }
         s->refs--;
         if (s->dead && s->refs == 0)
             log_seg_free(s);
     }
     log->clean_busy = false;
+    log->clean_swapping = false;
 }
 
 /* True when every segment of the job is still listed, unchanged. */
@@ -918,13 +955,46 @@ static bool job_still_valid(const struct cn_log *log,
     return true;
 }
 
+int cn_log_clean_commit(struct cn_log *log, struct cn_log_clean_job *j)
+{
+    size_t at;
+    if (j->held)
+        return CN_EINVAL;
+    if (log->offline)
+        return CN_EOFFLINE;
+    if (!job_still_valid(log, j, &at))
+        return -EAGAIN;
+    size_t n = 0;
+    for (size_t i = 0; i < j->ngroups; i++)
+        n += j->groups[i].n;
+    j->close_fds = malloc((n ? n : 1) * LOG_FILES * sizeof *j->close_fds);
+    if (!j->close_fds)
+        return CN_ENOMEM;
+    /* Reads go on through these descriptors while the worker renames
+     * and unlinks the names: opened now (if the cache had closed them)
+     * the old bytes stay readable whatever the names become. */
+    for (size_t i = 0; i < n; i++) {
+        int err = log_fd_hold(j->segs[i].seg, LOG_FILE_LOG);
+        if (err) {
+            while (i-- > 0)
+                log_fd_unhold(j->segs[i].seg, LOG_FILE_LOG);
+            return err;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        j->segs[i].seg->replaced = true;
+    j->nheld = n;
+    j->held = true;
+    log->clean_swapping = true;
+    return 0;
+}
+
 static int ckpt_store(const char *partition_dir, int64_t offset);
 
-/* Swaps the groups into the directory and the list.  *committed tells
- * whether the manifest was written: past it, a failure is finished by
- * recovery at the next open, not undone. */
-static int swap_in(struct cn_log *log, struct cn_log_clean_job *j, size_t at,
-                   bool *committed)
+/* The files of the swap: manifest, every group renamed in and loaded
+ * (detached), directory synced, manifest removed.  Sets committed once
+ * the manifest may exist, swapped when all of it is done. */
+static int swap_files(struct cn_log_clean_job *j)
 {
     int64_t *bases = malloc(j->nsegs * sizeof *bases);
     if (!bases)
@@ -932,89 +1002,137 @@ static int swap_in(struct cn_log *log, struct cn_log_clean_job *j, size_t at,
     for (size_t i = 0; i < j->nsegs; i++)
         bases[i] = j->segs[i].base;
     int err = manifest_write(j);
+    /* Not written after all only if it is surely gone: recovery would
+     * finish a manifest it finds, over .cleaned files end removes. */
+    if (err && remove_manifest(j->dir) != 0)
+        j->committed = true;
     if (err) {
         free(bases);
         return err;
     }
-    *committed = true;
-    size_t idx = at;
+    j->committed = true;
     for (size_t gi = 0; gi < j->ngroups; gi++) {
         struct job_group *g = &j->groups[gi];
         struct mgroup mg = {g->base, g->end, g->has_txn};
-        /* Out of the list first: their descriptors close (or stay with a
-         * sync holding them), so no read goes to a file being replaced. */
-        log_segs_remove(log, idx, g->n);
-        err = finish_group(log->dir, &mg, bases, j->nsegs);
+        err = finish_group(j->dir, &mg, bases, j->nsegs);
         if (!err && gi == 0)
             err = CN_FAILPOINT("clean.swap");
         struct cn_segment *seg = NULL;
         if (!err)
-            err = log_seg_open_files(log, g->base, &seg);
+            err = log_seg_open_detached(j->log, g->base, g->has_txn, &seg);
         if (!err) {
-            err = log_seg_load_trusted(log, seg);
-            if (!err)
-                err = log_seg_load_txnindex(log, seg);
-            if (!err)
-                err = log_segs_insert(log, idx, seg);
+            err = log_seg_load_at(seg, j->index_interval);
+            if (!err && g->has_txn)
+                err = log_seg_load_txnindex(j->log, seg);
             if (err)
                 log_seg_free(seg);
+            else
+                g->fresh = seg;
         }
         if (err)
             break;
-        seg->durable = true;
-        /* The ages retention and segment.ms go by are the old ones'. */
-        seg->created_ms = j->segs[g->first].seg->created_ms;
-        seg->last_write_ms = j->segs[g->first + g->n - 1].seg->last_write_ms;
-        idx++;
-        j->st.segments_after++;
     }
     free(bases);
     if (!err)
-        err = cn_file_sync_dir(log->dir);
+        err = cn_file_sync_dir(j->dir);
     if (!err)
         err = CN_FAILPOINT("clean.index");
     if (!err)
-        err = remove_manifest(log->dir);
-    log_recompute_max_ts(log);
+        err = remove_manifest(j->dir);
     return err;
+}
+
+int cn_log_clean_swap(struct cn_log_clean_job *j)
+{
+    if (!j->held)
+        return CN_EINVAL;
+    /* The last moment a deletion or a stop can still call it off. */
+    int err = j->p.throttle ? j->p.throttle(j->p.throttle_arg, 0) : 0;
+    if (!err && j->ngroups)
+        err = swap_files(j);
+    if (err) {
+        j->swap_err = err;
+        return err;
+    }
+    j->swapped = true;
+    err = CN_FAILPOINT("clean.ckpt.before");
+    if (!err)
+        err = ckpt_store(j->dir, j->cleaned_to);
+    if (!err) {
+        j->ckpt_stored = true;
+        err = CN_FAILPOINT("clean.ckpt.after");
+    }
+    j->ckpt_err = err;
+    return err;
+}
+
+/* The loop's part of a swap the worker finished: the cleaned segments
+ * replace their groups in the list.  Memory only; no call here blocks. */
+static void swap_list(struct cn_log *log, struct cn_log_clean_job *j)
+{
+    size_t idx;
+    /* Nothing deletes or appends to the job's segments while it swaps;
+     * a list that changed anyway no longer matches the directory. */
+    if (!job_still_valid(log, j, &idx)) {
+        log_go_offline(log, "cleaner swap", CN_ECORRUPT);
+        return;
+    }
+    for (size_t gi = 0; gi < j->ngroups; gi++) {
+        struct job_group *g = &j->groups[gi];
+        struct cn_segment *seg = g->fresh;
+        log_segs_remove(log, idx, g->n);
+        seg->durable = true;
+        /* The ages retention and segment.ms go by are the old ones'. */
+        seg->created_ms = j->segs[g->first].created_ms;
+        seg->last_write_ms = j->segs[g->first + g->n - 1].last_write_ms;
+        log_fd_adopt(seg);
+        /* Never grows the array: g->n >= 1 segments just left it. */
+        int err = log_segs_insert(log, idx, seg);
+        if (err) {
+            log_seg_free(seg);
+            log_go_offline(log, "cleaner swap", err);
+            return;
+        }
+        g->fresh = NULL;
+        idx++;
+        j->st.segments_after++;
+    }
+    log_recompute_max_ts(log);
 }
 
 int cn_log_clean_end(struct cn_log *log, struct cn_log_clean_job *j, int err,
                      struct cn_log_clean_stats *stats)
 {
-    size_t at = 0;
-    bool committed = false;
-    if (!err && log->offline)
-        err = CN_EOFFLINE;
-    if (!err && !job_still_valid(log, j, &at))
-        err = -EAGAIN;
-    if (!err) {
-        for (size_t i = 0; i < j->ngroups; i++)
-            j->st.segments_before += (int32_t)j->groups[i].n;
-        if (j->ngroups)
-            err = swap_in(log, j, at, &committed);
+    /* Not handed to a worker's swap: the whole of it here. */
+    if (!err && !j->held) {
+        err = cn_log_clean_commit(log, j);
+        if (!err)
+            err = cn_log_clean_swap(j);
     }
-    if (err && committed) {
+    if (j->committed && !j->swapped) {
         /* Half swapped: the directory is finished by the next open, and
          * until then the list no longer matches it. */
+        err = j->swap_err ? j->swap_err : err;
         log_go_offline(log, "cleaner swap", err);
-    } else if (err) {
+    } else if (j->swapped) {
         for (size_t i = 0; i < j->ngroups; i++)
-            if (j->groups[i].written)
-                unlink_cleaned(j->dir, j->groups[i].base);
-    } else {
-        err = CN_FAILPOINT("clean.ckpt.before");
-        if (!err)
-            err = ckpt_store(log->dir, j->cleaned_to);
-        if (!err) {
+            j->st.segments_before += (int32_t)j->groups[i].n;
+        if (!log->offline)
+            swap_list(log, j);
+        if (j->ckpt_stored)
             log->clean_first_dirty = j->cleaned_to;
-            err = CN_FAILPOINT("clean.ckpt.after");
-        }
+        err = j->ckpt_err;
         /* A checkpoint not written costs only a pass over clean data. */
         if (err)
             CN_WARN("log %s: cleaner checkpoint not written: %s", log->dir,
                     cn_strerror(err));
         j->st.cleaned_to = j->cleaned_to;
+    } else {
+        if (!err)
+            err = -EAGAIN;
+        for (size_t i = 0; i < j->ngroups; i++)
+            if (j->groups[i].written)
+                unlink_cleaned(j->dir, j->groups[i].base);
     }
     if (!log->offline) {
         struct cn_log_clean_state cs;
@@ -1025,13 +1143,24 @@ int cn_log_clean_end(struct cn_log *log, struct cn_log_clean_job *j, int err,
     if (stats)
         *stats = j->st;
     release_job(log, j);
-    job_free(j);
     return err;
+}
+
+void cn_log_clean_free(struct cn_log_clean_job *j)
+{
+    if (!j)
+        return;
+    for (size_t i = 0; i < j->nclose; i++)
+        cn_file_ops->close(j->close_fds[i]);
+    for (size_t i = 0; i < j->ngroups; i++)
+        log_seg_free(j->groups[i].fresh);
+    job_free(j);
 }
 
 void cn_log_clean_abandon(struct cn_log *log, struct cn_log_clean_job *j)
 {
     (void)cn_log_clean_end(log, j, CN_EFAILPOINT, NULL);
+    cn_log_clean_free(j);
 }
 
 int cn_log_clean_now(struct cn_log *log, const struct cn_log_clean_params *p,
@@ -1041,7 +1170,9 @@ int cn_log_clean_now(struct cn_log *log, const struct cn_log_clean_params *p,
     int err = cn_log_clean_begin(log, p, &j);
     if (err)
         return err;
-    return cn_log_clean_end(log, j, cn_log_clean_run(j), stats);
+    err = cn_log_clean_end(log, j, cn_log_clean_run(j), stats);
+    cn_log_clean_free(j);
+    return err;
 }
 
 /* ---- cleaner-offset-checkpoint ------------------------------------------ */

@@ -1,9 +1,9 @@
 /*
  * log_clean.h - the log cleaner's engine on disk: one cleaning pass over a
- * partition log (cleanup.policy=compact), in three steps like a sync, so
- * the reading and writing run off the loop thread.  The retention rules
- * themselves are src/clean/clean.h; this drives them over the segment
- * files and swaps the result in crash-safely.
+ * partition log (cleanup.policy=compact), in steps like a sync, so every
+ * disk access runs off the loop thread.  The retention rules themselves
+ * are src/clean/clean.h; this drives them over the segment files and
+ * swaps the result in crash-safely.
  *
  *   cn_log_clean_begin()  loop: snapshots what the pass needs (the
  *                         cleanable segments, the first dirty offset from
@@ -16,17 +16,36 @@
  *                         next to the originals, fdatasynced.  Touches
  *                         only the job (no loop calls, no descriptor
  *                         cache).
- *   cn_log_clean_end()    loop: swaps the cleaned groups in, updates the
- *                         segment list, writes the cleaner checkpoint,
- *                         fills the stats, frees the job.
+ *   cn_log_clean_commit() loop: checks the job's segments are unchanged and
+ *                         holds the .log descriptors of those the swap
+ *                         replaces (opening any the cache had closed), so
+ *                         reads go on seeing the old bytes whatever the
+ *                         names become; from here until end no segment is
+ *                         deleted (retention waits, DeleteRecords only
+ *                         moves the log start).
+ *   cn_log_clean_swap()   worker: manifest, renames and unlinks, opens and
+ *                         loads the cleaned segments (outside the
+ *                         descriptor cache), directory fsync, manifest
+ *                         removed, cleaner checkpoint written.
+ *   cn_log_clean_end()    loop, memory only: the cleaned segments replace
+ *                         the old in the list and the old ones' descriptors
+ *                         leave the cache; fills the stats.  (Called right
+ *                         after run, it commits and swaps on the calling
+ *                         thread first, as tools and tests do.)
+ *   cn_log_clean_free()   any thread, best a worker: closes the old
+ *                         descriptors (their files are unlinked, so the
+ *                         last close frees the blocks) and frees the job.
  *
  * A begun job must be ended (or abandoned) before cn_log_close() or
- * cn_log_delete(), as a sync must.
+ * cn_log_delete(), as a sync must; free may come later.
  *
  * Appends go on meanwhile: only the active segment changes and it is never
  * cleaned.  Retention or DeleteRecords deleting a segment of the job while
- * it runs makes end abandon the job (-EAGAIN, .cleaned files removed,
- * nothing swapped); the next pass starts over.
+ * it runs makes commit refuse it (-EAGAIN; end removes the .cleaned files,
+ * nothing swapped); the next pass starts over.  A fetch during the swap
+ * reads the old segments through the held descriptors; a sync of an old
+ * segment whose file the swap removed counts as done (its data is in the
+ * cleaned segment, synced before).
  *
  * Each group of segments becomes one segment named after its first; its
  * last batch is kept (emptied if need be), so the new segment ends where
@@ -55,10 +74,13 @@
  * Fail points ("error" makes the step fail and the job be abandoned,
  * "crash" kills the process there):
  *   clean.written      run, after every .cleaned file is written and synced
- *   clean.swap         end, manifest committed, first group's old files gone
- *   clean.index        end, every group renamed in and its indexes loaded
- *   clean.ckpt.before  end, before the cleaner checkpoint write
- *   clean.ckpt.after   end, after it
+ *   clean.swap         swap, manifest committed, first group's old files
+ *                      gone
+ *   clean.index        swap, every group renamed in and its indexes loaded
+ *   clean.ckpt.before  swap, before the cleaner checkpoint write
+ *   clean.ckpt.after   swap, after it
+ * (all on the worker: a crash there leaves the disk as the same crash did
+ * when the swap ran on the loop, and end then never ran).
  */
 #ifndef CN_LOG_LOG_CLEAN_H
 #define CN_LOG_LOG_CLEAN_H
@@ -146,20 +168,37 @@ int cn_log_clean_begin(struct cn_log *log, const struct cn_log_clean_params *p,
  * Runs on: worker. */
 int cn_log_clean_run(struct cn_log_clean_job *job);
 
-/* Takes run's result: on 0, swaps the cleaned segments in and writes the
- * cleaner checkpoint; else (or when the log changed under the job, see
- * above: -EAGAIN) removes the .cleaned files.  Fills *stats (may be
- * NULL), frees job, and returns the pass's result: 0, run's error,
- * -EAGAIN, or -errno of the swap (a failed swap after the commit point
- * takes the log offline: recovery at the next open finishes it), or of
- * the checkpoint write (the swap stands; the next pass only re-reads
- * clean data).
+/* After run returned 0: readies the swap (see above).  Returns 0 (then
+ * cn_log_clean_swap, then end), or -EAGAIN when the log changed under the
+ * job, CN_EOFFLINE, -errno when a descriptor cannot be opened, CN_ENOMEM
+ * (then end with that error).  Runs on: loop. */
+int cn_log_clean_commit(struct cn_log *log, struct cn_log_clean_job *job);
+
+/* The swap's disk work, and the cleaner checkpoint.  Calls the throttle
+ * once first (its error, e.g. -ECANCELED, calls the swap off, nothing
+ * touched).  Returns 0 or the first error; end reads the details from the
+ * job.  Runs on: worker (touches only the job and files). */
+int cn_log_clean_swap(struct cn_log_clean_job *job);
+
+/* Takes the result of the caller's last step (run, commit or swap) in
+ * err.  After a swap: the cleaned segments go into the list.  Else (err
+ * set, or the log changed under the job, see above: -EAGAIN) removes the
+ * .cleaned files.  Fills *stats (may be NULL) and returns the pass's
+ * result: 0, run's or commit's error, -EAGAIN, or -errno of the swap (a
+ * failed swap after the commit point takes the log offline: recovery at
+ * the next open finishes it), or of the checkpoint write (the swap
+ * stands; the next pass only re-reads clean data).  The job is then only
+ * for cn_log_clean_free.
  * Runs on: loop. */
 int cn_log_clean_end(struct cn_log *log, struct cn_log_clean_job *job, int err,
                      struct cn_log_clean_stats *stats);
 
-/* Frees a job that was begun but will not run (shutdown before the worker
- * took it), like end with an error.  Runs on: loop. */
+/* Closes what end left to close and frees the job (NULL is fine).
+ * Runs on: any thread, once end has returned. */
+void cn_log_clean_free(struct cn_log_clean_job *job);
+
+/* Ends and frees a job that was begun but will not run (shutdown before
+ * the worker took it), like end with an error.  Runs on: loop. */
 void cn_log_clean_abandon(struct cn_log *log, struct cn_log_clean_job *job);
 
 /* Whole-pass convenience for tests and tools: begin, run, end on the

@@ -66,6 +66,7 @@ struct log_fdslot {
     struct log_fdslot *newer, *older; /* LRU neighbours */
     struct cn_segment *seg;           /* owner */
     int pins;                         /* syncs in flight using the fd */
+    bool held;                        /* a cleaner swap needs it open */
 };
 
 struct cn_segment {
@@ -85,6 +86,9 @@ struct cn_segment {
     int refs;            /* sync snapshots holding the segment */
     bool durable;        /* rolled, and data + indexes fdatasynced */
     bool dead;           /* unlinked; freed when refs drop to 0 */
+    bool replaced;       /* a cleaner swap on a worker is renaming or
+                          * unlinking its files (only its held .log
+                          * still reads as it was) */
     int64_t created_ms;  /* segment.ms age origin, ms */
     int64_t max_ts;      /* largest batch max timestamp, -1 if none */
     int64_t max_ts_offset; /* last offset of the batch that had max_ts */
@@ -118,6 +122,8 @@ struct cn_log {
     struct cn_log_stats stats;   /* recovery figures; rest computed */
     int64_t clean_first_dirty;   /* cleaner checkpoint, -1 never cleaned */
     bool clean_busy;             /* a cleaning job is in flight */
+    bool clean_swapping;         /* its swap runs on a worker: no segment
+                                  * may be deleted until it ended */
 };
 
 /* Big-endian helpers. */
@@ -163,7 +169,13 @@ int log_seg_create(struct cn_log *log, int64_t base, struct cn_segment **out);
 /* Opens an existing segment's files without reading them. */
 int log_seg_open_files(struct cn_log *log, int64_t base,
                        struct cn_segment **out);
-/* Closes fds and frees (no unlink). */
+/* Opens an existing segment's .log, .index and .timeindex (and its
+ * .txnindex when txn) outside the descriptor cache, so a worker may; the
+ * segment reads as usual (log_fd_get returns those descriptors) but is
+ * the opener's alone until log_fd_adopt.  Returns 0 or -errno. */
+int log_seg_open_detached(struct cn_log *log, int64_t base, bool txn,
+                          struct cn_segment **out);
+/* Closes fds and frees (no unlink); any thread for a detached segment. */
 void log_seg_free(struct cn_segment *seg);
 /* Unlinks the four files (no dir fsync); returns the first -errno. */
 int log_seg_unlink(struct cn_log *log, int64_t base);
@@ -210,6 +222,9 @@ int log_seg_recover(struct cn_log *log, struct cn_segment *seg,
  * next_offset, max_ts.  Returns 0, or CN_ECORRUPT if the caller must fall
  * back to log_seg_recover(). */
 int log_seg_load_trusted(struct cn_log *log, struct cn_segment *seg);
+/* The same with the index interval given, reading nothing of seg->log
+ * but its dir: a worker's check of a detached segment. */
+int log_seg_load_at(struct cn_segment *seg, int64_t index_interval);
 /* Reads the header at pos; returns 0, CN_ETRUNC at/after end, or an error. */
 int log_seg_read_hdr(struct cn_segment *seg, int64_t pos,
                      struct log_bhdr *h);
@@ -259,6 +274,20 @@ void log_fd_close(struct cn_segment *seg, enum log_file which);
  * has the worker open it by name. */
 bool log_fd_pin(struct cn_segment *seg, enum log_file which, int *fd_out);
 void log_fd_unpin(struct cn_segment *seg, enum log_file which);
+/* Holds seg's file `which` open (opening it now if the cache closed it)
+ * until log_fd_unhold or log_fd_take: a worker is about to rename or
+ * unlink it, and reads through the cache must go on seeing the old
+ * bytes.  A sync may still pin it.  Returns 0 or -errno. */
+int log_fd_hold(struct cn_segment *seg, enum log_file which);
+void log_fd_unhold(struct cn_segment *seg, enum log_file which);
+/* Takes seg's descriptor `which` out of the cache (dropping a hold) and
+ * returns it for the caller to close, off the loop if its file was
+ * unlinked (the last close frees the blocks); -1 when it is closed, or
+ * pinned by a sync (whose end closes it with the segment). */
+int log_fd_take(struct cn_segment *seg, enum log_file which);
+/* Hands the cache the descriptors of a segment opened outside it (a
+ * worker's, as log_seg_open_detached does). */
+void log_fd_adopt(struct cn_segment *seg);
 
 /* txnindex.c */
 

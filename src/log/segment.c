@@ -140,6 +140,32 @@ int log_seg_open_files(struct cn_log *log, int64_t base,
     return 0;
 }
 
+int log_seg_open_detached(struct cn_log *log, int64_t base, bool txn,
+                          struct cn_segment **out)
+{
+    struct cn_segment *seg = seg_alloc(log, base);
+    if (!seg)
+        return CN_ENOMEM;
+    int *fds[LOG_FILES] = {&seg->log_fd, &seg->idx_fd, &seg->tidx_fd,
+                           &seg->txn_fd};
+    int err = 0;
+    for (int i = 0; !err && i < (txn ? LOG_FILES : LOG_FILE_TXNINDEX); i++) {
+        char path[PATH_MAX];
+        err = log_seg_path(path, sizeof path, log, base, log_file_ext[i]);
+        if (!err && (*fds[i] = cn_file_ops->open(path, O_RDWR, 0)) < 0) {
+            err = *fds[i];
+            *fds[i] = -1;
+        }
+    }
+    seg->txn_file = txn && !err;
+    if (err) {
+        log_seg_free(seg);
+        return err;
+    }
+    *out = seg;
+    return 0;
+}
+
 int log_seg_unlink(struct cn_log *log, int64_t base)
 {
     static const char *const ext[4] = {"log", "index", "timeindex",
@@ -515,6 +541,11 @@ static int slurp(int fd, uint8_t **out, int64_t *n)
 
 int log_seg_load_trusted(struct cn_log *log, struct cn_segment *seg)
 {
+    return log_seg_load_at(seg, log->cfg.index_interval_bytes);
+}
+
+int log_seg_load_at(struct cn_segment *seg, int64_t index_interval)
+{
     uint8_t *b = NULL;
     int64_t n;
     int err = cn_file_ops->fsize(seg->log_fd, &seg->size);
@@ -598,7 +629,7 @@ int log_seg_load_trusted(struct cn_log *log, struct cn_segment *seg)
         if (pos == from && seg->idx_n ? h.base_offset != expect
                                       : h.base_offset < expect)
             return cn_corrupt("index entry does not match log");
-        if (pos - from >= log->cfg.index_interval_bytes && pos > 0 &&
+        if (pos - from >= index_interval && pos > 0 &&
             pos != from)
             return cn_corrupt("offset index lost entries");
         if (h.max_timestamp > seg->max_ts) {
@@ -627,6 +658,6 @@ int log_seg_load_trusted(struct cn_log *log, struct cn_segment *seg)
         }
     }
     /* The time index entry spacing restarts here; at worst one entry more. */
-    seg->tidx_bytes = log->cfg.index_interval_bytes;
+    seg->tidx_bytes = index_interval;
     return 0;
 }

@@ -609,6 +609,7 @@ UNIT_TEST(test_changes_during_run)
     CHECK_EQ(cn_log_clean_run(j), 0);
     CHECK(count_files(f.dir, ".cleaned") > 0);
     CHECK_EQ(cn_log_clean_end(f.log, j, 0, NULL), 0);
+    cn_log_clean_free(j);
     char got[BIG];
     dump(&f, got, sizeof got, NULL);
     CHECK(!strcmp(got, "1:a=2 2:b=1 3:a=3 4:c=1"));
@@ -620,6 +621,7 @@ UNIT_TEST(test_changes_during_run)
     CHECK_EQ(cn_log_clean_run(j), 0);
     CHECK_EQ(cn_log_delete_records(f.log, 3), 0);
     CHECK_EQ(cn_log_clean_end(f.log, j, 0, NULL), -EAGAIN);
+    cn_log_clean_free(j);
     CHECK_EQ(count_files(f.dir, ".cleaned"), 0);
     dump(&f, got, sizeof got, NULL);
     CHECK(!strcmp(got, "3:a=3 4:c=1"));
