@@ -311,7 +311,7 @@ void cn_log_stats(const struct cn_log *log, struct cn_log_stats *out);
  */
 struct cn_log_fd_stats {
     size_t open;        /* segment files open now */
-    size_t pinned;      /* of which held by syncs in flight */
+    size_t pinned;      /* of which held by syncs or cleaner swaps */
     size_t budget;      /* most kept open */
     uint64_t opens;     /* segment file opens since start, reopens too */
     uint64_t evictions; /* closed to stay within the budget */

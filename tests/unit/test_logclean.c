@@ -18,6 +18,7 @@
 #include "base/failpoint.h"
 #include "base/say.h"
 #include "base/wr.h"
+#include "log/file.h"
 #include "log/log.h"
 #include "log/log_clean.h"
 #include "producer/pstate.h"
@@ -849,6 +850,195 @@ UNIT_TEST(test_error_at_each_fail_point)
     cn_say_max_level = lvl;
 }
 
+/* The file syscalls, counted: what the loop-side steps of a swap do. */
+static struct {
+    int open, close, io, sync, rename, unlink, other;
+} calls;
+
+static int c_open(const char *p, int fl, mode_t m)
+{
+    calls.open++;
+    return cn_file_ops_real.open(p, fl, m);
+}
+static int c_close(int fd)
+{
+    calls.close++;
+    return cn_file_ops_real.close(fd);
+}
+static ssize_t c_pread(int fd, void *b, size_t n, off_t o)
+{
+    calls.io++;
+    return cn_file_ops_real.pread(fd, b, n, o);
+}
+static ssize_t c_pwrite(int fd, const void *b, size_t n, off_t o)
+{
+    calls.io++;
+    return cn_file_ops_real.pwrite(fd, b, n, o);
+}
+static int c_fdatasync(int fd)
+{
+    calls.sync++;
+    return cn_file_ops_real.fdatasync(fd);
+}
+static int c_fsync(int fd)
+{
+    calls.sync++;
+    return cn_file_ops_real.fsync(fd);
+}
+static int c_ftruncate(int fd, off_t l)
+{
+    calls.other++;
+    return cn_file_ops_real.ftruncate(fd, l);
+}
+static int c_rename(const char *a, const char *b)
+{
+    calls.rename++;
+    return cn_file_ops_real.rename(a, b);
+}
+static int c_unlink(const char *p)
+{
+    calls.unlink++;
+    return cn_file_ops_real.unlink(p);
+}
+static int c_mkdir(const char *p, mode_t m)
+{
+    calls.other++;
+    return cn_file_ops_real.mkdir(p, m);
+}
+static int c_rmdir(const char *p)
+{
+    calls.other++;
+    return cn_file_ops_real.rmdir(p);
+}
+static int c_fsize(int fd, int64_t *s)
+{
+    calls.other++;
+    return cn_file_ops_real.fsize(fd, s);
+}
+
+static const struct cn_file_ops counting_ops = {
+    c_open,   c_close,  c_pread, c_pwrite, c_fdatasync, c_fsync,
+    c_ftruncate, c_rename, c_unlink, c_mkdir, c_rmdir, c_fsize};
+
+static void count_start(void)
+{
+    memset(&calls, 0, sizeof calls);
+    cn_file_ops = &counting_ops;
+}
+
+static int count_stop(void)
+{
+    cn_file_ops = &cn_file_ops_real;
+    return calls.open + calls.close + calls.io + calls.sync + calls.rename +
+           calls.unlink + calls.other;
+}
+
+/* The loop's steps of a swap (commit, end) make no fsync, rename or
+ * unlink, and end no file call at all: the worker's step (swap) does
+ * them, and closing the old descriptors is free's.  The whole swap run
+ * by end itself (as tools do) shows the counter sees them. */
+UNIT_TEST(test_loop_steps_do_no_disk_io)
+{
+    struct fx f;
+    crash_mode = 1; /* one group per segment: three to swap */
+    crash_log(&f);
+    struct cn_log_clean_params p;
+    params(&f, &p);
+    struct cn_log_clean_job *j;
+    CHECK_EQ(cn_log_clean_begin(f.log, &p, &j), 0);
+    CHECK_EQ(cn_log_clean_run(j), 0);
+    count_start();
+    CHECK_EQ(cn_log_clean_commit(f.log, j), 0);
+    int n = count_stop();
+    /* Opens only for a .log the cache had closed (none here). */
+    CHECK_EQ(calls.sync + calls.rename + calls.unlink + calls.io, 0);
+    CHECK_EQ(n, calls.open);
+    count_start();
+    CHECK_EQ(cn_log_clean_swap(j), 0);
+    count_stop();
+    CHECK(calls.sync > 0 && calls.rename > 0 && calls.unlink > 0);
+    count_start();
+    CHECK_EQ(cn_log_clean_end(f.log, j, 0, NULL), 0);
+    CHECK_EQ(count_stop(), 0);
+    count_start();
+    cn_log_clean_free(j);
+    count_stop();
+    CHECK(calls.close > 0); /* the old segments' descriptors */
+    char got[BIG];
+    dump(&f, got, sizeof got, NULL);
+    CHECK(!strcmp(got, CRASH_NEW));
+    struct cn_log_fd_stats fs;
+    cn_log_fd_stats(&fs);
+    CHECK_EQ(fs.pinned, 0);
+    fx_fini(&f);
+
+    crash_log(&f);
+    params(&f, &p);
+    CHECK_EQ(cn_log_clean_begin(f.log, &p, &j), 0);
+    CHECK_EQ(cn_log_clean_run(j), 0);
+    count_start();
+    CHECK_EQ(cn_log_clean_end(f.log, j, 0, NULL), 0);
+    count_stop();
+    CHECK(calls.sync > 0 && calls.rename > 0);
+    cn_log_clean_free(j);
+    fx_fini(&f);
+}
+
+/* While the worker renames and unlinks, the loop's reads of the old
+ * segments go through the .log descriptors commit held, so they return
+ * the old bytes even after the cache closed everything it could; and
+ * retention and DeleteRecords delete no segment under the swap. */
+UNIT_TEST(test_old_segments_read_during_swap)
+{
+    struct fx f;
+    crash_mode = 1;
+    crash_log(&f);
+    struct cn_log_clean_params p;
+    params(&f, &p);
+    struct cn_log_clean_job *j;
+    CHECK_EQ(cn_log_clean_begin(f.log, &p, &j), 0);
+    CHECK_EQ(cn_log_clean_run(j), 0);
+    CHECK_EQ(cn_log_clean_commit(f.log, j), 0);
+    CHECK_EQ(cn_log_clean_swap(j), 0);
+    /* Another log's files take the whole (smallest) budget: the cache
+     * closes every descriptor it may. */
+    cn_log_set_fd_budget(16);
+    struct fx other;
+    fx_open(&other);
+    for (int i = 0; i < 8; i++) {
+        put(&other, -1, 0, false, "x=1");
+        roll(&other);
+    }
+    char got[BIG];
+    dump(&other, got, sizeof got, NULL);
+    fx_fini(&other);
+    dump(&f, got, sizeof got, NULL);
+    cn_log_set_fd_budget(0);
+    CHECK(!strcmp(got, CRASH_OLD));
+    if (strcmp(got, CRASH_OLD))
+        fprintf(stderr, "  during the swap: %s\n", got);
+    struct cn_log_config c = f.cfg;
+    c.retention_ms = 0;
+    cn_log_set_config(f.log, &c);
+    CHECK_EQ(cn_log_enforce_retention(f.log, fake_now + 10000), 0);
+    CHECK_EQ(cn_log_delete_records(f.log, 2), 0);
+    CHECK_EQ(cn_log_start_offset(f.log), 2);
+    cn_log_set_config(f.log, &f.cfg);
+    CHECK_EQ(segments(&f), 4);
+    CHECK_EQ(cn_log_clean_end(f.log, j, 0, NULL), 0);
+    cn_log_clean_free(j);
+    dump(&f, got, sizeof got, NULL);
+    CHECK(!strcmp(got, "2:a=2 3:E 4:b=2 5:C0 6:z=1"));
+    if (strcmp(got, "2:a=2 3:E 4:b=2 5:C0 6:z=1"))
+        fprintf(stderr, "  after the swap: %s\n", got);
+    CHECK(!cn_log_is_offline(f.log));
+    fx_close(&f);
+    fx_reopen(&f);
+    dump(&f, got, sizeof got, NULL);
+    CHECK(!strcmp(got, "2:a=2 3:E 4:b=2 5:C0 6:z=1"));
+    fx_fini(&f);
+}
+
 /* Kafka's cleaner-offset-checkpoint text: round trip, and the damaged
  * forms refused. */
 UNIT_TEST(test_ckpt_codec)
@@ -917,4 +1107,5 @@ UNIT_MAIN(test_survivors_offsets_reads, test_group_end_kept,
           test_producer_batch_emptied, test_changes_during_run,
           test_corrupt_batch_refused, test_throttle_hook,
           test_crash_at_each_fail_point,
-          test_error_at_each_fail_point, test_ckpt_codec)
+          test_error_at_each_fail_point, test_loop_steps_do_no_disk_io,
+          test_old_segments_read_during_swap, test_ckpt_codec)
