@@ -398,8 +398,8 @@ static void finish(struct cn_cleaner *c, struct job *j)
         j->p = NULL; /* its topic was deleted meanwhile */
     const char *topic = j->p ? j->p->topic->name : NULL;
     if (j->phase == PH_RUN && j->ran && !err) {
-        if (!topic) {
-            err = -ECANCELED; /* nothing to swap into */
+        if (!topic || c->stopping) {
+            err = -ECANCELED; /* nothing to swap into, or no time */
         } else {
             int64_t t0 = cn_clock_mono_us();
             err = cn_log_clean_commit(j->log, j->lj);
