@@ -43,6 +43,7 @@ struct job {
     struct cn_clean_producer *producers;
     int err;                         /* run's (or swap's) result */
     int64_t swap_us;                 /* the swap's time on the worker */
+    int64_t loop_us;                 /* its longest step on the loop */
     bool ran;                        /* a worker ran it (else abandon) */
     atomic_bool cancel;              /* its topic was deleted: give up */
     struct job *next;                /* loop: in-flight list */
@@ -82,7 +83,7 @@ struct cn_cleaner {
         records_removed;
     int64_t last_pass_ms;
     int last_error;
-    int64_t swap_loop_us_max, swap_loop_us_last; /* loop-side steps */
+    int64_t swap_loop_us_max;        /* longest loop-side swap step */
     int64_t swap_worker_us_last;     /* the swap's disk work (worker) */
 };
 
@@ -380,10 +381,11 @@ static void on_timer(uv_timer_t *t)
 
 /* The longest loop-side step of a swap is what it costs the loop: a
  * produce or fetch waits that long. */
-static void note_loop(struct cn_cleaner *c, int64_t t0_us)
+static void note_loop(struct cn_cleaner *c, struct job *j, int64_t t0_us)
 {
     int64_t us = cn_clock_mono_us() - t0_us;
-    c->swap_loop_us_last = us;
+    if (us > j->loop_us)
+        j->loop_us = us;
     if (us > c->swap_loop_us_max)
         c->swap_loop_us_max = us;
 }
@@ -403,14 +405,14 @@ static void finish(struct cn_cleaner *c, struct job *j)
         } else {
             int64_t t0 = cn_clock_mono_us();
             err = cn_log_clean_commit(j->log, j->lj);
-            note_loop(c, t0);
+            note_loop(c, j, t0);
             if (!err) {
                 enqueue(c, j, PH_SWAP);
                 return;
             }
         }
     }
-    if (j->phase == PH_SWAP)
+    if (j->phase == PH_SWAP && j->swap_us > 0)
         c->swap_worker_us_last = j->swap_us;
     inflight_remove(c, j);
     struct cn_log_clean_stats st;
@@ -419,7 +421,7 @@ static void finish(struct cn_cleaner *c, struct job *j)
     if (j->ran) {
         int64_t t0 = cn_clock_mono_us();
         rc = cn_log_clean_end(j->log, j->lj, err, &st);
-        note_loop(c, t0);
+        note_loop(c, j, t0);
     } else {
         (void)cn_log_clean_end(j->log, j->lj, -ECANCELED, NULL);
     }
@@ -446,7 +448,7 @@ static void finish(struct cn_cleaner *c, struct job *j)
                 st.segments_before, st.segments_after, st.records_removed,
                 st.records_read, st.bytes_read, st.bytes_written, st.run_ms,
                 (double)j->swap_us / 1000.0,
-                (double)c->swap_loop_us_last / 1000.0);
+                (double)j->loop_us / 1000.0);
     } else if (rc != -ECANCELED && rc != -EAGAIN) {
         c->passes_failed++;
         c->last_error = rc;

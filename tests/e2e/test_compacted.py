@@ -488,6 +488,43 @@ def test_max_compaction_lag_forces_a_pass(broker_factory):
     wait_clean(broker, "cmp-lag")
 
 
+def test_tombstone_expires_after_delete_retention(broker_factory):
+    """delete.retention.ms as KIP-534 has it: the first pass over a
+    tombstone keeps it (and stamps its delete horizon, now + the
+    retention); a later pass past the horizon removes it.  Held off by
+    min.compaction.lag.ms until everything is written, so one pass cleans
+    it all whenever it runs; later passes come from new dirty data, as
+    many as it takes, so nothing depends on how long anything took."""
+    broker = broker_factory(**FAST)
+    conf = dict(TOPIC_CONF, **{"delete.retention.ms": "300"})
+    create(broker, "cmp-tomb", **dict(conf, **{
+        "min.compaction.lag.ms": str(24 * 3600 * 1000)}))
+    assert raw_produce(broker, "cmp-tomb", kw.record_batch(
+        [b"old" * 100], keys=[b"gone"]))[0] == 0
+    assert raw_produce(broker, "cmp-tomb", kw.record_batch(
+        [None], keys=[b"gone"]))[:2] == (0, 1)
+    for rnd in range(6):
+        raw_produce(broker, "cmp-tomb", kw.record_batch(
+            [b"f" * 300] * 4, keys=[b"f%d" % i for i in range(4)]))
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = ConfigResource(ConfigResource.Type.TOPIC, "cmp-tomb",
+                         set_config=conf)
+    admin.alter_configs([res])[res].result(30)
+    passes = wait_clean(broker, "cmp-tomb")["cairn_cleaner_passes_total"]
+    got = read_all(broker, "cmp-tomb", "read_uncommitted")
+    assert [(o, v) for o, k, v in got if k == b"gone"] == [(1, None)]
+    deadline = time.monotonic() + 30 * SLOW
+    while any(k == b"gone" for _, k, _ in got):
+        assert time.monotonic() < deadline, broker.log_tail()
+        raw_produce(broker, "cmp-tomb", kw.record_batch(
+            [b"f" * 300] * 4, keys=[b"f%d" % i for i in range(4)]))
+        passes = wait_clean(broker, "cmp-tomb", min_passes=passes + 1)[
+            "cairn_cleaner_passes_total"]
+        got = read_all(broker, "cmp-tomb", "read_uncommitted")
+    # Only the tombstone went: the latest of every other key stays.
+    assert {k for _, k, _ in got} == {b"f%d" % i for i in range(4)}
+
+
 def test_compressed_batches_compacted(broker_factory):
     """The gist of librdkafka's 0077 (compaction) with its compression
     cases: keyed records with tombstones stored in each codec in a
