@@ -933,6 +933,19 @@ static int count_stop(void)
            calls.unlink + calls.other;
 }
 
+/* The crash log (one group per segment: three to swap), begun and run. */
+static struct cn_log_clean_job *crash_log_run(struct fx *f)
+{
+    crash_mode = 1;
+    crash_log(f);
+    struct cn_log_clean_params p;
+    params(f, &p);
+    struct cn_log_clean_job *j = NULL;
+    CHECK_EQ(cn_log_clean_begin(f->log, &p, &j), 0);
+    CHECK_EQ(cn_log_clean_run(j), 0);
+    return j;
+}
+
 /* The loop's steps of a swap (commit, end) make no fsync, rename or
  * unlink, and end no file call at all: the worker's step (swap) does
  * them, and closing the old descriptors is free's.  The whole swap run
@@ -940,13 +953,7 @@ static int count_stop(void)
 UNIT_TEST(test_loop_steps_do_no_disk_io)
 {
     struct fx f;
-    crash_mode = 1; /* one group per segment: three to swap */
-    crash_log(&f);
-    struct cn_log_clean_params p;
-    params(&f, &p);
-    struct cn_log_clean_job *j;
-    CHECK_EQ(cn_log_clean_begin(f.log, &p, &j), 0);
-    CHECK_EQ(cn_log_clean_run(j), 0);
+    struct cn_log_clean_job *j = crash_log_run(&f);
     count_start();
     CHECK_EQ(cn_log_clean_commit(f.log, j), 0);
     int n = count_stop();
@@ -972,10 +979,7 @@ UNIT_TEST(test_loop_steps_do_no_disk_io)
     CHECK_EQ(fs.pinned, 0);
     fx_fini(&f);
 
-    crash_log(&f);
-    params(&f, &p);
-    CHECK_EQ(cn_log_clean_begin(f.log, &p, &j), 0);
-    CHECK_EQ(cn_log_clean_run(j), 0);
+    j = crash_log_run(&f);
     count_start();
     CHECK_EQ(cn_log_clean_end(f.log, j, 0, NULL), 0);
     count_stop();
@@ -991,13 +995,7 @@ UNIT_TEST(test_loop_steps_do_no_disk_io)
 UNIT_TEST(test_old_segments_read_during_swap)
 {
     struct fx f;
-    crash_mode = 1;
-    crash_log(&f);
-    struct cn_log_clean_params p;
-    params(&f, &p);
-    struct cn_log_clean_job *j;
-    CHECK_EQ(cn_log_clean_begin(f.log, &p, &j), 0);
-    CHECK_EQ(cn_log_clean_run(j), 0);
+    struct cn_log_clean_job *j = crash_log_run(&f);
     CHECK_EQ(cn_log_clean_commit(f.log, j), 0);
     CHECK_EQ(cn_log_clean_swap(j), 0);
     /* Another log's files take the whole (smallest) budget: the cache
