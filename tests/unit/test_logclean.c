@@ -933,10 +933,11 @@ static int count_stop(void)
            calls.unlink + calls.other;
 }
 
-/* The crash log (one group per segment: three to swap), begun and run. */
-static struct cn_log_clean_job *crash_log_run(struct fx *f)
+/* The crash log in mode (1: one group per segment, three to swap), its
+ * pass begun and run. */
+static struct cn_log_clean_job *crash_log_run(struct fx *f, int mode)
 {
-    crash_mode = 1;
+    crash_mode = mode;
     crash_log(f);
     struct cn_log_clean_params p;
     params(f, &p);
@@ -946,6 +947,19 @@ static struct cn_log_clean_job *crash_log_run(struct fx *f)
     return j;
 }
 
+/* After a swap: the log reads cleaned, no descriptor is left held; and
+ * the fixture is gone. */
+static void check_swapped(struct fx *f)
+{
+    char got[BIG];
+    dump(f, got, sizeof got, NULL);
+    CHECK(!strcmp(got, CRASH_NEW));
+    struct cn_log_fd_stats fs;
+    cn_log_fd_stats(&fs);
+    CHECK_EQ(fs.pinned, 0);
+    fx_fini(f);
+}
+
 /* The loop's steps of a swap (commit, end) make no fsync, rename or
  * unlink, and end no file call at all: the worker's step (swap) does
  * them, and closing the old descriptors is free's.  The whole swap run
@@ -953,7 +967,7 @@ static struct cn_log_clean_job *crash_log_run(struct fx *f)
 UNIT_TEST(test_loop_steps_do_no_disk_io)
 {
     struct fx f;
-    struct cn_log_clean_job *j = crash_log_run(&f);
+    struct cn_log_clean_job *j = crash_log_run(&f, 1);
     count_start();
     CHECK_EQ(cn_log_clean_commit(f.log, j), 0);
     int n = count_stop();
@@ -971,15 +985,9 @@ UNIT_TEST(test_loop_steps_do_no_disk_io)
     cn_log_clean_free(j);
     count_stop();
     CHECK(calls.close > 0); /* the old segments' descriptors */
-    char got[BIG];
-    dump(&f, got, sizeof got, NULL);
-    CHECK(!strcmp(got, CRASH_NEW));
-    struct cn_log_fd_stats fs;
-    cn_log_fd_stats(&fs);
-    CHECK_EQ(fs.pinned, 0);
-    fx_fini(&f);
+    check_swapped(&f);
 
-    j = crash_log_run(&f);
+    j = crash_log_run(&f, 1);
     count_start();
     CHECK_EQ(cn_log_clean_end(f.log, j, 0, NULL), 0);
     count_stop();
@@ -995,7 +1003,7 @@ UNIT_TEST(test_loop_steps_do_no_disk_io)
 UNIT_TEST(test_old_segments_read_during_swap)
 {
     struct fx f;
-    struct cn_log_clean_job *j = crash_log_run(&f);
+    struct cn_log_clean_job *j = crash_log_run(&f, 1);
     CHECK_EQ(cn_log_clean_commit(f.log, j), 0);
     CHECK_EQ(cn_log_clean_swap(j), 0);
     /* Another log's files take the whole (smallest) budget: the cache
@@ -1035,6 +1043,30 @@ UNIT_TEST(test_old_segments_read_during_swap)
     dump(&f, got, sizeof got, NULL);
     CHECK(!strcmp(got, "2:a=2 3:E 4:b=2 5:C0 6:z=1"));
     fx_fini(&f);
+}
+
+/* Syncs begun during a swap, of old segments never synced: one through
+ * the descriptors it pins (the held .log among them), one that cannot pin
+ * them and opens the files by name, finding some gone.  Neither takes
+ * the log offline: the data is in the cleaned segments already. */
+UNIT_TEST(test_syncs_during_swap)
+{
+    struct fx f;
+    /* One group: its later segments' files are unlinked. */
+    struct cn_log_clean_job *j = crash_log_run(&f, 0);
+    CHECK_EQ(cn_log_clean_commit(f.log, j), 0);
+    struct cn_log_sync *a = cn_log_sync_begin(f.log);
+    struct cn_log_sync *b = cn_log_sync_begin(f.log);
+    CHECK(a != NULL && b != NULL);
+    CHECK_EQ(cn_log_clean_swap(j), 0);
+    int rb = cn_log_sync_run(b);
+    CHECK_EQ(rb, -ENOENT);
+    CHECK_EQ(cn_log_sync_end(f.log, b, rb), 0);
+    CHECK_EQ(cn_log_sync_end(f.log, a, cn_log_sync_run(a)), 0);
+    CHECK(!cn_log_is_offline(f.log));
+    CHECK_EQ(cn_log_clean_end(f.log, j, 0, NULL), 0);
+    cn_log_clean_free(j);
+    check_swapped(&f);
 }
 
 /* Kafka's cleaner-offset-checkpoint text: round trip, and the damaged
@@ -1106,4 +1138,5 @@ UNIT_MAIN(test_survivors_offsets_reads, test_group_end_kept,
           test_corrupt_batch_refused, test_throttle_hook,
           test_crash_at_each_fail_point,
           test_error_at_each_fail_point, test_loop_steps_do_no_disk_io,
-          test_old_segments_read_during_swap, test_ckpt_codec)
+          test_old_segments_read_during_swap, test_syncs_during_swap,
+          test_ckpt_codec)
