@@ -1,11 +1,13 @@
 /*
- * test_threads.c - the log's two calls that run off the loop thread, run
+ * test_threads.c - the log's calls that run off the loop thread, run
  * the way the broker runs them, so the ThreadSanitizer build (make
  * build-tsan) sees the concurrency: cn_log_sync_run on libuv's thread pool
  * (uv_queue_work, as sync.c's group-commit rounds: up to three in flight,
  * ended in order) while the loop appends, rolls segments and deletes
- * records; and cn_log_clean_run on a worker thread handing its job back
- * through a uv_async (as cleaner.c) while the loop appends.  The plain
+ * records; and a cleaning pass's worker steps (cn_log_clean_run, then
+ * cn_log_clean_swap after the loop's commit, then cn_log_clean_free after
+ * its end) on a worker thread handing the job back through a uv_async (as
+ * cleaner.c) while the loop appends.  The plain
  * and ASan builds run it too; it checks the outcome (everything synced,
  * the compacted log's contents).
  */
@@ -56,6 +58,7 @@ struct fx {
     uv_thread_t thread;
     uv_async_t async;
     struct cn_log_clean_job *job;
+    enum { PH_RUN, PH_SWAP, PH_FREE } phase; /* the worker's step */
     int job_err;
     bool cleaning;
     int passes;
@@ -187,8 +190,19 @@ UNIT_TEST(test_sync_rounds_beside_appends)
 static void clean_worker(void *arg)
 {
     struct fx *f = arg;
-    f->job_err = cn_log_clean_run(f->job);
+    if (f->phase == PH_RUN)
+        f->job_err = cn_log_clean_run(f->job);
+    else if (f->phase == PH_SWAP)
+        f->job_err = cn_log_clean_swap(f->job);
+    else
+        cn_log_clean_free(f->job);
     uv_async_send(&f->async);
+}
+
+static void start_worker(struct fx *f, int phase)
+{
+    f->phase = phase;
+    CHECK_EQ(uv_thread_create(&f->thread, clean_worker, f), 0);
 }
 
 static void begin_pass(struct fx *f)
@@ -206,19 +220,32 @@ static void begin_pass(struct fx *f)
     if (rc)
         return;
     f->cleaning = true;
-    CHECK_EQ(uv_thread_create(&f->thread, clean_worker, f), 0);
+    start_worker(f, PH_RUN);
 }
 
 static void on_cleaned(uv_async_t *a)
 {
     struct fx *f = a->data;
     CHECK_EQ(uv_thread_join(&f->thread), 0);
-    struct cn_log_clean_stats st;
-    memset(&st, 0, sizeof st);
-    CHECK_EQ(cn_log_clean_end(f->log, f->job, f->job_err, &st), 0);
-    f->removed += st.records_removed;
+    if (f->phase == PH_RUN && f->job_err == 0) {
+        f->job_err = cn_log_clean_commit(f->log, f->job);
+        CHECK_EQ(f->job_err, 0);
+        if (f->job_err == 0) {
+            start_worker(f, PH_SWAP);
+            return;
+        }
+    }
+    if (f->phase != PH_FREE) {
+        struct cn_log_clean_stats st;
+        memset(&st, 0, sizeof st);
+        CHECK_EQ(cn_log_clean_end(f->log, f->job, f->job_err, &st), 0);
+        f->removed += st.records_removed;
+        f->passes++;
+        start_worker(f, PH_FREE);
+        return;
+    }
+    f->job = NULL;
     f->cleaning = false;
-    f->passes++;
 }
 
 static void clean_step(uv_idle_t *h)
