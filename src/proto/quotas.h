@@ -23,8 +23,6 @@
 #include "base/wr.h"
 #include "gen/api.h"
 
-#define CN_API_DESCRIBE_CLIENT_QUOTAS 48
-#define CN_API_ALTER_CLIENT_QUOTAS 49
 #define CN_CLIENT_QUOTAS_MAX_VERSION 1
 
 /* DescribeClientQuotas match types. */

@@ -209,13 +209,15 @@ SCRAM_ADAPTERS(alter_scram_req, struct cn_alter_scram_req)
 SCRAM_ADAPTERS(alter_scram_resp, struct cn_alter_scram_resp)
 
 const struct cn_api_info cn_scram_api_infos[2] = {
-    {50, "DescribeUserScramCredentials", 0, 0, 0, false,
+    {CN_API_DESCRIBE_USER_SCRAM_CREDENTIALS, "DescribeUserScramCredentials", 0,
+     0, 0, false,
      sizeof(struct cn_describe_scram_req),
      sizeof(struct cn_describe_scram_resp), init_describe_scram_req,
      decode_describe_scram_req, encode_describe_scram_req,
      init_describe_scram_resp, decode_describe_scram_resp,
      encode_describe_scram_resp},
-    {51, "AlterUserScramCredentials", 0, 0, 0, false,
+    {CN_API_ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentials", 0, 0, 0,
+     false,
      sizeof(struct cn_alter_scram_req), sizeof(struct cn_alter_scram_resp),
      init_alter_scram_req, decode_alter_scram_req, encode_alter_scram_req,
      init_alter_scram_resp, decode_alter_scram_resp,

@@ -55,6 +55,59 @@ struct cn_api_info {
 #define CN_API_COUNT 41
 #define CN_API_KEY_MAX 69
 
+/*
+ * Every API key Cairn knows: each request schema's apiKey, and the APIs
+ * whose codecs are hand-written (tools/protogen.py HAND_APIS), marked
+ * with the file that has their codec.
+ */
+enum cn_api_key {
+    CN_API_PRODUCE = 0,
+    CN_API_FETCH = 1,
+    CN_API_LIST_OFFSETS = 2,
+    CN_API_METADATA = 3,
+    CN_API_OFFSET_COMMIT = 8,
+    CN_API_OFFSET_FETCH = 9,
+    CN_API_FIND_COORDINATOR = 10,
+    CN_API_JOIN_GROUP = 11,
+    CN_API_HEARTBEAT = 12,
+    CN_API_LEAVE_GROUP = 13,
+    CN_API_SYNC_GROUP = 14,
+    CN_API_DESCRIBE_GROUPS = 15,
+    CN_API_LIST_GROUPS = 16,
+    CN_API_SASL_HANDSHAKE = 17,
+    CN_API_API_VERSIONS = 18,
+    CN_API_CREATE_TOPICS = 19,
+    CN_API_DELETE_TOPICS = 20,
+    CN_API_DELETE_RECORDS = 21,
+    CN_API_INIT_PRODUCER_ID = 22,
+    CN_API_OFFSET_FOR_LEADER_EPOCH = 23,
+    CN_API_ADD_PARTITIONS_TO_TXN = 24,
+    CN_API_ADD_OFFSETS_TO_TXN = 25,
+    CN_API_END_TXN = 26,
+    CN_API_WRITE_TXN_MARKERS = 27,
+    CN_API_TXN_OFFSET_COMMIT = 28,
+    CN_API_DESCRIBE_ACLS = 29,
+    CN_API_CREATE_ACLS = 30,
+    CN_API_DELETE_ACLS = 31,
+    CN_API_DESCRIBE_CONFIGS = 32,
+    CN_API_ALTER_CONFIGS = 33,
+    CN_API_SASL_AUTHENTICATE = 36,
+    CN_API_CREATE_PARTITIONS = 37,
+    CN_API_DELETE_GROUPS = 42,
+    CN_API_INCREMENTAL_ALTER_CONFIGS = 44,
+    CN_API_OFFSET_DELETE = 47,
+    CN_API_DESCRIBE_CLIENT_QUOTAS = 48, /* proto/quotas.c */
+    CN_API_ALTER_CLIENT_QUOTAS = 49, /* proto/quotas.c */
+    CN_API_DESCRIBE_USER_SCRAM_CREDENTIALS = 50, /* proto/scram_msgs.c */
+    CN_API_ALTER_USER_SCRAM_CREDENTIALS = 51, /* proto/scram_msgs.c */
+    CN_API_DESCRIBE_CLUSTER = 60,
+    CN_API_DESCRIBE_PRODUCERS = 61,
+    CN_API_DESCRIBE_TRANSACTIONS = 65,
+    CN_API_LIST_TRANSACTIONS = 66,
+    CN_API_CONSUMER_GROUP_HEARTBEAT = 68,
+    CN_API_CONSUMER_GROUP_DESCRIBE = 69,
+};
+
 /* Every generated message, sorted by name. */
 extern const struct cn_msg_info cn_msg_infos[CN_MSG_COUNT];
 /* Every API, sorted by key. */
