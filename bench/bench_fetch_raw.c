@@ -25,8 +25,6 @@
 #include "proto/batch.h"
 #include "proto/gen/msgs.h"
 
-#define API_FETCH 1
-#define API_METADATA 3
 #define MAX_PARTS 1024
 
 struct part {
@@ -51,7 +49,7 @@ static int list_partitions(struct cn_kclient *c, const char *topic,
     struct cn_metadata_request_metadata_request_topic t;
     struct cn_metadata_response rs;
     struct cn_arena arena;
-    int16_t v = cn_kclient_version(c, API_METADATA);
+    int16_t v = cn_kclient_version(c, CN_API_METADATA);
     int n = -1;
 
     if (v < 0) {
@@ -65,7 +63,7 @@ static int list_partitions(struct cn_kclient *c, const char *topic,
     rq.topics_len = 1;
     rq.allow_auto_topic_creation = false;
     cn_arena_init(&arena);
-    if (cn_kclient_call(c, API_METADATA, v, &rq, &rs, &arena)) {
+    if (cn_kclient_call(c, CN_API_METADATA, v, &rq, &rs, &arena)) {
         fprintf(stderr, "metadata: %s\n", c->err);
         goto out;
     }
@@ -160,7 +158,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", c.err);
         return 1;
     }
-    if (cn_kclient_version(&c, API_FETCH) < version) {
+    if (cn_kclient_version(&c, CN_API_FETCH) < version) {
         fprintf(stderr, "broker does not speak Fetch v%d\n", version);
         return 1;
     }
@@ -206,7 +204,7 @@ int main(int argc, char **argv)
             rq.topics_len = 1;
             rq.forgotten_topics_data_len = 0;
             cn_arena_init(&arena);
-            if (cn_kclient_call(&c, API_FETCH, (int16_t)version, &rq, &rs,
+            if (cn_kclient_call(&c, CN_API_FETCH, (int16_t)version, &rq, &rs,
                                 &arena)) {
                 fprintf(stderr, "fetch: %s\n", c.err);
                 return 1;

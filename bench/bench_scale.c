@@ -31,8 +31,6 @@
 #include "proto/batch.h"
 #include "proto/gen/msgs.h"
 
-#define API_PRODUCE 0
-#define API_FETCH 1
 
 /* Partitions one CreateTopics or CreatePartitions request adds: the
  * broker creates them in one go on its loop (a few fsyncs each), and
@@ -120,7 +118,7 @@ static int produce_round(struct cn_kclient *c, const char *topic, int nparts,
         rq.topic_data = &td;
         rq.topic_data_len = 1;
         cn_arena_init(&arena);
-        if (cn_kclient_call(c, API_PRODUCE, 8, &rq, &rs, &arena)) {
+        if (cn_kclient_call(c, CN_API_PRODUCE, 8, &rq, &rs, &arena)) {
             fprintf(stderr, "produce: %s\n", c->err);
             return -1;
         }
@@ -205,7 +203,7 @@ static int fetch_all(struct cn_kclient *c, const char *topic, int nparts,
             rq.topics_len = 1;
             rq.forgotten_topics_data_len = 0;
             cn_arena_init(&arena);
-            if (cn_kclient_call(c, API_FETCH, 11, &rq, &rs, &arena)) {
+            if (cn_kclient_call(c, CN_API_FETCH, 11, &rq, &rs, &arena)) {
                 fprintf(stderr, "fetch: %s\n", c->err);
                 return -1;
             }

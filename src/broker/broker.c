@@ -32,6 +32,7 @@
 #include "metrics.h"
 #include "hanging.h"
 #include "txn_coord.h"
+#include "proto/gen/api.h"
 #include "proto/kerr.h"
 
 struct cn_broker_priv {
@@ -186,7 +187,7 @@ static void on_req_done(struct cn_req *req, void *opaque)
 
 static void on_req_abandoned(struct cn_req *req, void *opaque)
 {
-    if (req->api_key == 1) /* Fetch */
+    if (req->api_key == CN_API_FETCH)
         cn_fetch_abandon(opaque, req);
     else if (req->api_key == 8 || req->api_key == 28) /* (Txn)OffsetCommit */
         cn_offset_commit_abandon(opaque, req);

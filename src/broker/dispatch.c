@@ -26,56 +26,58 @@ const struct cn_handler cn_handlers[] = {
      * before 2.8 compresses with gzip/snappy/lz4 only if the broker lists
      * Produce v0 (librdkafka#4956), and Kafka 4.x advertises v0 for the
      * same reason (KAFKA-18659). */
-    {0, 0, 12, 0, cn_h_produce},
-    {1, 4, 17, 0, cn_h_fetch},
-    {2, 0, 10, 0, cn_h_list_offsets},
-    {3, 0, 12, 0, cn_h_metadata},
-    {8, 0, 9, 0, cn_h_offset_commit},
-    {9, 0, 9, 0, cn_h_offset_fetch},
-    {10, 0, 6, 0, cn_h_find_coordinator},
-    {11, 0, 9, 0, cn_h_join_group},
-    {12, 0, 4, 0, cn_h_heartbeat},
-    {13, 0, 5, 0, cn_h_leave_group},
-    {14, 0, 5, 0, cn_h_sync_group},
-    {15, 0, 5, 0, cn_h_describe_groups},
-    {16, 0, 5, 0, cn_h_list_groups},
-    {17, 0, 1, 0, cn_h_sasl_handshake},
-    {18, 0, 4, 0, cn_h_api_versions},
-    {19, 0, 7, 0, cn_h_create_topics},
-    {20, 0, 6, 0, cn_h_delete_topics},
-    {21, 0, 2, 0, cn_h_delete_records},
-    {22, 0, 5, 0, cn_h_init_producer_id},
-    {23, 0, 4, 0, cn_h_offset_for_leader_epoch},
+    {CN_API_PRODUCE, 0, 12, 0, cn_h_produce},
+    {CN_API_FETCH, 4, 17, 0, cn_h_fetch},
+    {CN_API_LIST_OFFSETS, 0, 10, 0, cn_h_list_offsets},
+    {CN_API_METADATA, 0, 12, 0, cn_h_metadata},
+    {CN_API_OFFSET_COMMIT, 0, 9, 0, cn_h_offset_commit},
+    {CN_API_OFFSET_FETCH, 0, 9, 0, cn_h_offset_fetch},
+    {CN_API_FIND_COORDINATOR, 0, 6, 0, cn_h_find_coordinator},
+    {CN_API_JOIN_GROUP, 0, 9, 0, cn_h_join_group},
+    {CN_API_HEARTBEAT, 0, 4, 0, cn_h_heartbeat},
+    {CN_API_LEAVE_GROUP, 0, 5, 0, cn_h_leave_group},
+    {CN_API_SYNC_GROUP, 0, 5, 0, cn_h_sync_group},
+    {CN_API_DESCRIBE_GROUPS, 0, 5, 0, cn_h_describe_groups},
+    {CN_API_LIST_GROUPS, 0, 5, 0, cn_h_list_groups},
+    {CN_API_SASL_HANDSHAKE, 0, 1, 0, cn_h_sasl_handshake},
+    {CN_API_API_VERSIONS, 0, 4, 0, cn_h_api_versions},
+    {CN_API_CREATE_TOPICS, 0, 7, 0, cn_h_create_topics},
+    {CN_API_DELETE_TOPICS, 0, 6, 0, cn_h_delete_topics},
+    {CN_API_DELETE_RECORDS, 0, 2, 0, cn_h_delete_records},
+    {CN_API_INIT_PRODUCER_ID, 0, 5, 0, cn_h_init_producer_id},
+    {CN_API_OFFSET_FOR_LEADER_EPOCH, 0, 4, 0, cn_h_offset_for_leader_epoch},
     /* v4+ are broker-to-broker (KIP-890 verification, batched, VerifyOnly);
      * clients use 0-3. */
-    {24, 0, 5, 0, cn_h_add_partitions_to_txn},
-    {25, 0, 4, 0, cn_h_add_offsets_to_txn},
+    {CN_API_ADD_PARTITIONS_TO_TXN, 0, 5, 0, cn_h_add_partitions_to_txn},
+    {CN_API_ADD_OFFSETS_TO_TXN, 0, 4, 0, cn_h_add_offsets_to_txn},
     /* v5 is transaction version 2 (KIP-890): every EndTxn bumps the epoch
      * while the finalized transaction.version is 2. */
-    {26, 0, 5, 0, cn_h_end_txn},
-    {27, 0, 1, 0, cn_h_write_txn_markers},
+    {CN_API_END_TXN, 0, 5, 0, cn_h_end_txn},
+    {CN_API_WRITE_TXN_MARKERS, 0, 1, 0, cn_h_write_txn_markers},
     /* v5 is v4 on the wire (KIP-890: transaction version 2, the group's
      * partition joins the transaction without AddOffsetsToTxn). */
-    {28, 0, 5, 0, cn_h_txn_offset_commit},
-    {29, 0, 3, 0, cn_h_describe_acls},
-    {30, 0, 3, 0, cn_h_create_acls},
-    {31, 0, 3, 0, cn_h_delete_acls},
-    {32, 0, 4, 0, cn_h_describe_configs},
-    {33, 0, 2, 0, cn_h_alter_configs},
-    {36, 0, 2, 0, cn_h_sasl_authenticate},
-    {37, 0, 3, 0, cn_h_create_partitions},
-    {42, 0, 2, 0, cn_h_delete_groups},
-    {44, 0, 1, 0, cn_h_incremental_alter_configs},
-    {47, 0, 0, 0, cn_h_offset_delete},
+    {CN_API_TXN_OFFSET_COMMIT, 0, 5, 0, cn_h_txn_offset_commit},
+    {CN_API_DESCRIBE_ACLS, 0, 3, 0, cn_h_describe_acls},
+    {CN_API_CREATE_ACLS, 0, 3, 0, cn_h_create_acls},
+    {CN_API_DELETE_ACLS, 0, 3, 0, cn_h_delete_acls},
+    {CN_API_DESCRIBE_CONFIGS, 0, 4, 0, cn_h_describe_configs},
+    {CN_API_ALTER_CONFIGS, 0, 2, 0, cn_h_alter_configs},
+    {CN_API_SASL_AUTHENTICATE, 0, 2, 0, cn_h_sasl_authenticate},
+    {CN_API_CREATE_PARTITIONS, 0, 3, 0, cn_h_create_partitions},
+    {CN_API_DELETE_GROUPS, 0, 2, 0, cn_h_delete_groups},
+    {CN_API_INCREMENTAL_ALTER_CONFIGS, 0, 1, 0, cn_h_incremental_alter_configs},
+    {CN_API_OFFSET_DELETE, 0, 0, 0, cn_h_offset_delete},
     /* Hand-written codecs (src/proto/quotas.c, scram_msgs.c). */
-    {48, 0, 1, 0, cn_h_describe_client_quotas},
-    {49, 0, 1, 0, cn_h_alter_client_quotas},
-    {50, 0, 0, 0, cn_h_describe_user_scram_credentials},
-    {51, 0, 0, 0, cn_h_alter_user_scram_credentials},
-    {60, 0, 1, 0, cn_h_describe_cluster},
-    {61, 0, 0, 0, cn_h_describe_producers},
-    {65, 0, 0, 0, cn_h_describe_transactions},
-    {66, 0, 1, 0, cn_h_list_transactions},
+    {CN_API_DESCRIBE_CLIENT_QUOTAS, 0, 1, 0, cn_h_describe_client_quotas},
+    {CN_API_ALTER_CLIENT_QUOTAS, 0, 1, 0, cn_h_alter_client_quotas},
+    {CN_API_DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, 0,
+     cn_h_describe_user_scram_credentials},
+    {CN_API_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, 0,
+     cn_h_alter_user_scram_credentials},
+    {CN_API_DESCRIBE_CLUSTER, 0, 1, 0, cn_h_describe_cluster},
+    {CN_API_DESCRIBE_PRODUCERS, 0, 0, 0, cn_h_describe_producers},
+    {CN_API_DESCRIBE_TRANSACTIONS, 0, 0, 0, cn_h_describe_transactions},
+    {CN_API_LIST_TRANSACTIONS, 0, 1, 0, cn_h_list_transactions},
 };
 const size_t cn_handler_count = sizeof cn_handlers / sizeof cn_handlers[0];
 
@@ -87,11 +89,51 @@ const size_t cn_handler_count = sizeof cn_handlers / sizeof cn_handlers[0];
  * yet must not be open to everyone). */
 static bool authz_checked(int16_t key)
 {
-    static const int16_t keys[] = {0,  1,  2,  3,  8,  9,  10, 11, 12, 13,
-                                   14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
-                                   24, 25, 26, 27, 28, 29, 30, 31, 32, 33,
-                                   36, 37, 42, 44, 47, 48, 49, 50, 51, 60,
-                                   61, 65, 66};
+    static const int16_t keys[] = {
+        CN_API_PRODUCE,
+        CN_API_FETCH,
+        CN_API_LIST_OFFSETS,
+        CN_API_METADATA,
+        CN_API_OFFSET_COMMIT,
+        CN_API_OFFSET_FETCH,
+        CN_API_FIND_COORDINATOR,
+        CN_API_JOIN_GROUP,
+        CN_API_HEARTBEAT,
+        CN_API_LEAVE_GROUP,
+        CN_API_SYNC_GROUP,
+        CN_API_DESCRIBE_GROUPS,
+        CN_API_LIST_GROUPS,
+        CN_API_SASL_HANDSHAKE,
+        CN_API_API_VERSIONS,
+        CN_API_CREATE_TOPICS,
+        CN_API_DELETE_TOPICS,
+        CN_API_DELETE_RECORDS,
+        CN_API_INIT_PRODUCER_ID,
+        CN_API_OFFSET_FOR_LEADER_EPOCH,
+        CN_API_ADD_PARTITIONS_TO_TXN,
+        CN_API_ADD_OFFSETS_TO_TXN,
+        CN_API_END_TXN,
+        CN_API_WRITE_TXN_MARKERS,
+        CN_API_TXN_OFFSET_COMMIT,
+        CN_API_DESCRIBE_ACLS,
+        CN_API_CREATE_ACLS,
+        CN_API_DELETE_ACLS,
+        CN_API_DESCRIBE_CONFIGS,
+        CN_API_ALTER_CONFIGS,
+        CN_API_SASL_AUTHENTICATE,
+        CN_API_CREATE_PARTITIONS,
+        CN_API_DELETE_GROUPS,
+        CN_API_INCREMENTAL_ALTER_CONFIGS,
+        CN_API_OFFSET_DELETE,
+        CN_API_DESCRIBE_CLIENT_QUOTAS,
+        CN_API_ALTER_CLIENT_QUOTAS,
+        CN_API_DESCRIBE_USER_SCRAM_CREDENTIALS,
+        CN_API_ALTER_USER_SCRAM_CREDENTIALS,
+        CN_API_DESCRIBE_CLUSTER,
+        CN_API_DESCRIBE_PRODUCERS,
+        CN_API_DESCRIBE_TRANSACTIONS,
+        CN_API_LIST_TRANSACTIONS,
+    };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (keys[i] == key)
             return true;
@@ -205,8 +247,8 @@ static void api_versions_answer(struct cn_broker *b, struct cn_req *req,
         return;
     }
     if (error) {
-        const struct cn_handler *av = handler_find(18);
-        resp.api_keys[0].api_key = 18;
+        const struct cn_handler *av = handler_find(CN_API_API_VERSIONS);
+        resp.api_keys[0].api_key = CN_API_API_VERSIONS;
         resp.api_keys[0].min_version = av->min_version;
         resp.api_keys[0].max_version = av->max_version;
     } else {
@@ -263,8 +305,9 @@ void cn_dispatch(struct cn_req *req, void *opaque)
     req->api_key = h.api_key; /* for the metrics done hook */
     req->api_version = h.api_version;
     const struct cn_handler *hd = handler_find(h.api_key);
-    if (h.api_key == 18 && (!hd || h.api_version < hd->min_version ||
-                            h.api_version > hd->max_version)) {
+    if (h.api_key == CN_API_API_VERSIONS &&
+        (!hd || h.api_version < hd->min_version ||
+         h.api_version > hd->max_version)) {
         api_versions_answer(b, req, &h, 0, KAFKA_UNSUPPORTED_VERSION);
         return;
     }

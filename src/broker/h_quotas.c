@@ -219,14 +219,16 @@ static int32_t request_time(struct cn_broker *b,
  * applies. */
 static bool request_exempt(int16_t key)
 {
-    return key == 27 || key == 17 || key == 36;
+    return key == CN_API_WRITE_TXN_MARKERS || key == CN_API_SASL_HANDSHAKE ||
+           key == CN_API_SASL_AUTHENTICATE;
 }
 
 /* Their handlers put throttle_time_ms in place (not the first field, or
  * Fetch's answer that drops its records when throttled). */
 static bool request_self_placed(int16_t key)
 {
-    return key == 0 || key == 1 || key == 18 || key == 47;
+    return key == CN_API_PRODUCE || key == CN_API_FETCH ||
+           key == CN_API_API_VERSIONS || key == CN_API_OFFSET_DELETE;
 }
 
 void cn_quota_request_begin(struct cn_broker *b, struct cn_req *req,
@@ -289,7 +291,7 @@ int32_t cn_quota_request_answer(struct cn_broker *b, struct cn_req *req,
 /* The version whose wire format the answer has (dispatch.c's aliases). */
 static int16_t wire_version(int16_t key, int16_t version)
 {
-    if (key == 28 && version == 5)
+    if (key == CN_API_TXN_OFFSET_COMMIT && version == 5)
         return 4;
     return version;
 }

@@ -202,7 +202,8 @@ bool cn_sasl_gate(struct cn_broker *b, struct cn_req *req,
         /* KIP-368, as Kafka's Processor: a SaslHandshake begins
          * re-authentication; any other request after the session's end
          * closes the connection. */
-        if (exp > 0 && cn_clock_mono_ms() >= exp && h->api_key != 17) {
+        if (exp > 0 && cn_clock_mono_ms() >= exp &&
+            h->api_key != CN_API_SASL_HANDSHAKE) {
             CN_INFO("closing %s: SASL session of %s expired "
                     "(connections.max.reauth.ms) and it did not "
                     "re-authenticate",
@@ -212,7 +213,9 @@ bool cn_sasl_gate(struct cn_broker *b, struct cn_req *req,
         }
         return true;
     }
-    if (h->api_key == 18 || h->api_key == 17 || h->api_key == 36)
+    if (h->api_key == CN_API_API_VERSIONS ||
+        h->api_key == CN_API_SASL_HANDSHAKE ||
+        h->api_key == CN_API_SASL_AUTHENTICATE)
         return true;
     const struct cn_api_info *ai = cn_api_info_get(h->api_key);
     CN_WARN("closing %s: %s request before SASL authentication",

@@ -66,7 +66,7 @@ static void answer_end_txn(struct cn_req *req, const struct cn_req_header *h,
  * clients know for it. */
 static int16_t fenced_error(int16_t api_key, int16_t version)
 {
-    int16_t first_with_fenced = api_key == 22 ? 4 : 2;
+    int16_t first_with_fenced = api_key == CN_API_INIT_PRODUCER_ID ? 4 : 2;
     return version >= first_with_fenced ? KAFKA_PRODUCER_FENCED
                                         : KAFKA_INVALID_PRODUCER_EPOCH;
 }
@@ -174,7 +174,10 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
         }
         if (producer_epoch != e->meta.producer_epoch &&
             producer_id == e->meta.producer_id) {
-            answer_init_pid(req, h, fenced_error(22, h->api_version), -1, -1);
+            answer_init_pid(req, h,
+                            fenced_error(CN_API_INIT_PRODUCER_ID,
+                                         h->api_version),
+                            -1, -1);
             return;
         }
     }
@@ -371,7 +374,8 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
     struct txn_entry *e = NULL;
     int16_t kerr = check_producer(b, rq.v3_and_below_transactional_id,
                                   rq.v3_and_below_producer_id,
-                                  rq.v3_and_below_producer_epoch, 24,
+                                  rq.v3_and_below_producer_epoch,
+                                  CN_API_ADD_PARTITIONS_TO_TXN,
                                   h->api_version, &e);
     if (kerr == KAFKA_CONCURRENT_TRANSACTIONS &&
         txn_park(b, e, req, h, &body0, cn_h_add_partitions_to_txn))
@@ -470,7 +474,8 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
     }
     struct txn_entry *e = NULL;
     int16_t kerr = check_producer(b, rq.transactional_id, rq.producer_id,
-                                  rq.producer_epoch, 25, h->api_version, &e);
+                                  rq.producer_epoch, CN_API_ADD_OFFSETS_TO_TXN,
+                                  h->api_version, &e);
     if (kerr == KAFKA_CONCURRENT_TRANSACTIONS &&
         txn_park(b, e, req, h, &body0, cn_h_add_offsets_to_txn))
         return;
@@ -676,7 +681,8 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
     }
     struct txn_entry *e = NULL;
     int16_t kerr = check_producer(b, rq.transactional_id, rq.producer_id,
-                                  rq.producer_epoch, 26, h->api_version, &e);
+                                  rq.producer_epoch, CN_API_END_TXN,
+                                  h->api_version, &e);
     if (kerr == KAFKA_CONCURRENT_TRANSACTIONS &&
         txn_park(b, e, req, h, &body0, cn_h_end_txn))
         return;

@@ -27,7 +27,7 @@ static bool http_listener(struct ctx *x, const struct cn_metadata_response *md,
         snprintf(note, note_size, "cannot connect to broker %d", node);
         return false;
     }
-    int16_t v = cn_kclient_version(c, API_DESCRIBE_CONFIGS);
+    int16_t v = cn_kclient_version(c, CN_API_DESCRIBE_CONFIGS);
     if (v < 0) {
         snprintf(note, note_size, "the broker has no DescribeConfigs");
         return false;
@@ -46,7 +46,7 @@ static bool http_listener(struct ctx *x, const struct cn_metadata_response *md,
     cn_describe_configs_request_init(&rq);
     rq.resources = &r;
     rq.resources_len = 1;
-    if (cli_call(c, API_DESCRIBE_CONFIGS, v, &rq, &rs, &x->arena)) {
+    if (cli_call(c, CN_API_DESCRIBE_CONFIGS, v, &rq, &rs, &x->arena)) {
         snprintf(note, note_size, "DescribeConfigs of broker %d failed",
                  node);
         return false;

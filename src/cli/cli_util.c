@@ -227,7 +227,7 @@ int cli_fetch_metadata(struct ctx *x, const char *topic,
 {
     struct cn_metadata_request rq;
     struct cn_metadata_request_metadata_request_topic t;
-    int16_t v = cli_need_version(&x->boot, API_METADATA, "Metadata");
+    int16_t v = cli_need_version(&x->boot, CN_API_METADATA, "Metadata");
 
     if (v < 0)
         return EXIT_FAIL;
@@ -242,7 +242,7 @@ int cli_fetch_metadata(struct ctx *x, const char *topic,
         rq.topics_len = -1; /* null: every topic (v0 sends an empty list) */
     }
     rq.allow_auto_topic_creation = false;
-    if (cli_call(&x->boot, API_METADATA, v, &rq, rs, &x->arena))
+    if (cli_call(&x->boot, CN_API_METADATA, v, &rq, rs, &x->arena))
         return EXIT_FAIL;
     return 0;
 }
@@ -433,7 +433,7 @@ int cli_list_offset(struct cn_kclient *c, struct ctx *x, const struct tp *tp,
     struct cn_list_offsets_request_list_offsets_topic t;
     struct cn_list_offsets_request_list_offsets_partition p;
     struct cn_list_offsets_response rs;
-    int16_t v = cli_need_version(c, API_LIST_OFFSETS, "ListOffsets");
+    int16_t v = cli_need_version(c, CN_API_LIST_OFFSETS, "ListOffsets");
 
     if (v < 0)
         return EXIT_FAIL;
@@ -455,7 +455,7 @@ int cli_list_offset(struct cn_kclient *c, struct ctx *x, const struct tp *tp,
     rq.isolation_level = isolation;
     rq.topics = &t;
     rq.topics_len = 1;
-    if (cli_call(c, API_LIST_OFFSETS, v, &rq, &rs, &x->arena))
+    if (cli_call(c, CN_API_LIST_OFFSETS, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     if (rs.topics_len < 1 || rs.topics[0].partitions_len < 1) {
         fprintf(stderr, "cairnctl: ListOffsets response has no result\n");
@@ -487,7 +487,7 @@ int cli_find_coordinator(struct ctx *x, int8_t key_type, const char *id,
     struct cn_bytes key = cn_bytes_str(id);
     struct cn_bytes host;
     int32_t port;
-    int16_t v = cli_need_version(&x->boot, API_FIND_COORDINATOR,
+    int16_t v = cli_need_version(&x->boot, CN_API_FIND_COORDINATOR,
                                  "FindCoordinator");
 
     if (v < 0)
@@ -498,7 +498,7 @@ int cli_find_coordinator(struct ctx *x, int8_t key_type, const char *id,
     rq.key_type = key_type;
     rq.coordinator_keys = &key;
     rq.coordinator_keys_len = 1;
-    if (cli_call(&x->boot, API_FIND_COORDINATOR, v, &rq, &rs, &x->arena))
+    if (cli_call(&x->boot, CN_API_FIND_COORDINATOR, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     if (v >= 4) {
         if (rs.coordinators_len < 1) {

@@ -11,10 +11,6 @@
 #include "cli/cli.h"
 #include "proto/kerr.h"
 
-#define API_DESCRIBE_ACLS 29
-#define API_CREATE_ACLS 30
-#define API_DELETE_ACLS 31
-
 /* The options as a filter (list, remove) or a binding (add). */
 struct acl_args {
     int8_t rtype, pattern, op, perm;
@@ -91,7 +87,7 @@ int cmd_acls_list(struct ctx *x)
     struct cn_kclient *c = cli_admin_conn(x);
     if (!c)
         return EXIT_FAIL;
-    int16_t v = acl_version(c, API_DESCRIBE_ACLS, "DescribeAcls");
+    int16_t v = acl_version(c, CN_API_DESCRIBE_ACLS, "DescribeAcls");
     if (v < 0)
         return EXIT_FAIL;
     struct cn_describe_acls_request rq;
@@ -105,7 +101,7 @@ int cmd_acls_list(struct ctx *x)
     rq.host_filter = o->host ? cn_bytes_str(o->host) : CN_BYTES_NULL;
     rq.operation = a.op;
     rq.permission_type = a.perm;
-    if (cli_call(c, API_DESCRIBE_ACLS, v, &rq, &rs, &x->arena))
+    if (cli_call(c, CN_API_DESCRIBE_ACLS, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     if (rs.error_code)
         return fail("DescribeAcls", rs.error_code, rs.error_message);
@@ -171,7 +167,7 @@ int cmd_acls_add(struct ctx *x)
     struct cn_kclient *c = cli_admin_conn(x);
     if (!c)
         return EXIT_FAIL;
-    int16_t v = acl_version(c, API_CREATE_ACLS, "CreateAcls");
+    int16_t v = acl_version(c, CN_API_CREATE_ACLS, "CreateAcls");
     if (v < 0)
         return EXIT_FAIL;
     struct cn_create_acls_request rq;
@@ -188,7 +184,7 @@ int cmd_acls_add(struct ctx *x)
     cr.permission_type = a.perm;
     rq.creations = &cr;
     rq.creations_len = 1;
-    if (cli_call(c, API_CREATE_ACLS, v, &rq, &rs, &x->arena))
+    if (cli_call(c, CN_API_CREATE_ACLS, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     if (rs.results_len < 1)
         return fail("CreateAcls", KAFKA_UNKNOWN_SERVER_ERROR, CN_BYTES_NULL);
@@ -215,7 +211,7 @@ int cmd_acls_remove(struct ctx *x)
     struct cn_kclient *c = cli_admin_conn(x);
     if (!c)
         return EXIT_FAIL;
-    int16_t v = acl_version(c, API_DELETE_ACLS, "DeleteAcls");
+    int16_t v = acl_version(c, CN_API_DELETE_ACLS, "DeleteAcls");
     if (v < 0)
         return EXIT_FAIL;
     struct cn_delete_acls_request rq;
@@ -233,7 +229,7 @@ int cmd_acls_remove(struct ctx *x)
     f.permission_type = a.perm;
     rq.filters = &f;
     rq.filters_len = 1;
-    if (cli_call(c, API_DELETE_ACLS, v, &rq, &rs, &x->arena))
+    if (cli_call(c, CN_API_DELETE_ACLS, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     if (rs.filter_results_len < 1)
         return fail("DeleteAcls", KAFKA_UNKNOWN_SERVER_ERROR, CN_BYTES_NULL);

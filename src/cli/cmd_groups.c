@@ -122,10 +122,10 @@ static int list_groups(struct ctx *x, struct group_row **rows_out,
 
         if (!c)
             return EXIT_FAIL;
-        v = cli_need_version(c, API_LIST_GROUPS, "ListGroups");
+        v = cli_need_version(c, CN_API_LIST_GROUPS, "ListGroups");
         if (v < 0)
             return EXIT_FAIL;
-        if (cli_call(c, API_LIST_GROUPS, v, &rq, &rs[b], &x->arena))
+        if (cli_call(c, CN_API_LIST_GROUPS, v, &rq, &rs[b], &x->arena))
             return EXIT_FAIL;
         if (rs[b].error_code) {
             fprintf(stderr, "cairnctl: cannot list groups on broker %d: %s\n",
@@ -316,13 +316,13 @@ static int view_group(struct ctx *x, const char *id, bool must_exist,
     if (code)
         return group_error(o, "cannot find the coordinator of group", id,
                            code, NULL);
-    v = cli_need_version(c, API_DESCRIBE_GROUPS, "DescribeGroups");
+    v = cli_need_version(c, CN_API_DESCRIBE_GROUPS, "DescribeGroups");
     if (v < 0)
         return EXIT_FAIL;
     cn_describe_groups_request_init(&drq);
     drq.groups = &gid;
     drq.groups_len = 1;
-    if (cli_call(c, API_DESCRIBE_GROUPS, v, &drq, &drs, &x->arena))
+    if (cli_call(c, CN_API_DESCRIBE_GROUPS, v, &drq, &drs, &x->arena))
         return EXIT_FAIL;
     if (drs.groups_len < 1) {
         fprintf(stderr, "cairnctl: DescribeGroups response has no result\n");
@@ -336,7 +336,7 @@ static int view_group(struct ctx *x, const char *id, bool must_exist,
         return group_error(o, "cannot describe group", id,
                            KAFKA_GROUP_ID_NOT_FOUND, NULL);
 
-    v = cli_need_version(c, API_OFFSET_FETCH, "OffsetFetch");
+    v = cli_need_version(c, CN_API_OFFSET_FETCH, "OffsetFetch");
     if (v < 0)
         return EXIT_FAIL;
     if (v < 2) {
@@ -358,7 +358,7 @@ static int view_group(struct ctx *x, const char *id, bool must_exist,
     frq.groups_len = 1;
     /* What is committed now; pending transactional commits wait. */
     frq.require_stable = false;
-    if (cli_call(c, API_OFFSET_FETCH, v, &frq, &frs, &x->arena))
+    if (cli_call(c, CN_API_OFFSET_FETCH, v, &frq, &frs, &x->arena))
         return EXIT_FAIL;
     code = frs.error_code;
     if (v >= 8) {
@@ -841,7 +841,7 @@ static int commit_offsets(struct ctx *x, const struct group_view *gv,
     if (code)
         return group_error(o, "cannot find the coordinator of group", gv->id,
                            code, NULL);
-    v = cli_need_version(c, API_OFFSET_COMMIT, "OffsetCommit");
+    v = cli_need_version(c, CN_API_OFFSET_COMMIT, "OffsetCommit");
     if (v < 0)
         return EXIT_FAIL;
     topics = cn_arena_calloc(&x->arena, (size_t)gv->nrows + 1,
@@ -879,7 +879,7 @@ static int commit_offsets(struct ctx *x, const struct group_view *gv,
     rq.retention_time_ms = -1;
     rq.topics = topics;
     rq.topics_len = nt;
-    if (cli_call(c, API_OFFSET_COMMIT, v, &rq, &rs, &x->arena))
+    if (cli_call(c, CN_API_OFFSET_COMMIT, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     for (int32_t t = 0; t < rs.topics_len; t++)
         for (int32_t p = 0; p < rs.topics[t].partitions_len; p++) {
@@ -1032,13 +1032,13 @@ int cmd_groups_delete(struct ctx *x)
         if (code)
             return group_error(o, "cannot find the coordinator of group",
                                o->groups[i], code, NULL);
-        v = cli_need_version(c, API_DELETE_GROUPS, "DeleteGroups");
+        v = cli_need_version(c, CN_API_DELETE_GROUPS, "DeleteGroups");
         if (v < 0)
             return EXIT_FAIL;
         cn_delete_groups_request_init(&rq);
         rq.groups_names = &gid;
         rq.groups_names_len = 1;
-        if (cli_call(c, API_DELETE_GROUPS, v, &rq, &rs, &x->arena))
+        if (cli_call(c, CN_API_DELETE_GROUPS, v, &rq, &rs, &x->arena))
             return EXIT_FAIL;
         if (rs.results_len < 1) {
             fprintf(stderr, "cairnctl: DeleteGroups response has no "

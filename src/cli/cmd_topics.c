@@ -66,7 +66,7 @@ static int describe_configs(struct ctx *x, const char *const *names, int32_t n,
                             int16_t *vout)
 {
     struct cn_describe_configs_request rq;
-    int16_t v = cn_kclient_version(&x->boot, API_DESCRIBE_CONFIGS);
+    int16_t v = cn_kclient_version(&x->boot, CN_API_DESCRIBE_CONFIGS);
     struct cn_describe_configs_request_describe_configs_resource *r;
 
     *vout = v;
@@ -88,7 +88,7 @@ static int describe_configs(struct ctx *x, const char *const *names, int32_t n,
     rq.resources_len = n;
     rq.include_synonyms = false;
     rq.include_documentation = false;
-    if (cli_call(&x->boot, API_DESCRIBE_CONFIGS, v, &rq, out, &x->arena))
+    if (cli_call(&x->boot, CN_API_DESCRIBE_CONFIGS, v, &rq, out, &x->arena))
         return EXIT_FAIL;
     return 0;
 }
@@ -420,7 +420,7 @@ int cmd_topics_create(struct ctx *x)
     c = cli_admin_conn(x);
     if (!c)
         return EXIT_FAIL;
-    v = cli_need_version(c, API_CREATE_TOPICS, "CreateTopics");
+    v = cli_need_version(c, CN_API_CREATE_TOPICS, "CreateTopics");
     if (v < 0)
         return EXIT_FAIL;
     cn_create_topics_request_init(&rq);
@@ -446,7 +446,7 @@ int cmd_topics_create(struct ctx *x)
     rq.topics_len = 1;
     rq.timeout_ms = cli_admin_timeout(o);
     rq.validate_only = false;
-    if (cli_call(c, API_CREATE_TOPICS, v, &rq, &rs, &x->arena))
+    if (cli_call(c, CN_API_CREATE_TOPICS, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     if (rs.topics_len < 1 || rs.topics[0].error_code)
         return topic_result(o, "CreateTopics", rs.topics_len,
@@ -484,7 +484,7 @@ int cmd_topics_delete(struct ctx *x)
     c = cli_admin_conn(x);
     if (!c)
         return EXIT_FAIL;
-    v = cli_need_version(c, API_DELETE_TOPICS, "DeleteTopics");
+    v = cli_need_version(c, CN_API_DELETE_TOPICS, "DeleteTopics");
     if (v < 0)
         return EXIT_FAIL;
     cn_delete_topics_request_init(&rq);
@@ -496,7 +496,7 @@ int cmd_topics_delete(struct ctx *x)
     rq.topic_names = &name;
     rq.topic_names_len = 1;
     rq.timeout_ms = cli_admin_timeout(o);
-    if (cli_call(c, API_DELETE_TOPICS, v, &rq, &rs, &x->arena))
+    if (cli_call(c, CN_API_DELETE_TOPICS, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     if (rs.responses_len < 1 ||
         rs.responses[0].error_code)
@@ -527,7 +527,7 @@ int cmd_topics_alter(struct ctx *x)
     c = cli_admin_conn(x);
     if (!c)
         return EXIT_FAIL;
-    v = cli_need_version(c, API_CREATE_PARTITIONS, "CreatePartitions");
+    v = cli_need_version(c, CN_API_CREATE_PARTITIONS, "CreatePartitions");
     if (v < 0)
         return EXIT_FAIL;
     cn_create_partitions_request_init(&rq);
@@ -540,7 +540,7 @@ int cmd_topics_alter(struct ctx *x)
     rq.topics_len = 1;
     rq.timeout_ms = cli_admin_timeout(o);
     rq.validate_only = false;
-    if (cli_call(c, API_CREATE_PARTITIONS, v, &rq, &rs, &x->arena))
+    if (cli_call(c, CN_API_CREATE_PARTITIONS, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     if (rs.results_len < 1 || rs.results[0].error_code)
         return topic_result(o, "CreatePartitions", rs.results_len,
@@ -649,7 +649,7 @@ int cmd_configs_alter(struct ctx *x)
     c = cli_admin_conn(x);
     if (!c)
         return EXIT_FAIL;
-    v = cli_need_version(c, API_INCREMENTAL_ALTER_CONFIGS,
+    v = cli_need_version(c, CN_API_INCREMENTAL_ALTER_CONFIGS,
                      "IncrementalAlterConfigs");
     if (v < 0)
         return EXIT_FAIL;
@@ -677,7 +677,7 @@ int cmd_configs_alter(struct ctx *x)
     rq.resources = &res;
     rq.resources_len = 1;
     rq.validate_only = false;
-    if (cli_call(c, API_INCREMENTAL_ALTER_CONFIGS, v, &rq, &rs, &x->arena))
+    if (cli_call(c, CN_API_INCREMENTAL_ALTER_CONFIGS, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     if (rs.responses_len < 1 || rs.responses[0].error_code)
         return topic_result(o, "IncrementalAlterConfigs", rs.responses_len,

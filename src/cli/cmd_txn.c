@@ -96,7 +96,7 @@ int cmd_txn_list(struct ctx *x)
 
         if (!c)
             return EXIT_FAIL;
-        v = cli_need_version(c, API_LIST_TRANSACTIONS, "ListTransactions");
+        v = cli_need_version(c, CN_API_LIST_TRANSACTIONS, "ListTransactions");
         if (v < 0)
             return EXIT_FAIL;
         if ((o->seen & OPT_DURATION) && v < 1) {
@@ -106,7 +106,7 @@ int cmd_txn_list(struct ctx *x)
                     c->host, c->port);
             return EXIT_FAIL;
         }
-        if (cli_call(c, API_LIST_TRANSACTIONS, v, &rq, &rs[b], &x->arena))
+        if (cli_call(c, CN_API_LIST_TRANSACTIONS, v, &rq, &rs[b], &x->arena))
             return EXIT_FAIL;
         if (rs[b].error_code) {
             fprintf(stderr,
@@ -237,13 +237,14 @@ int cmd_txn_describe(struct ctx *x)
     rc = find_txn_coordinator(x, o->txn_id, &c, &node);
     if (rc)
         return rc;
-    v = cli_need_version(c, API_DESCRIBE_TRANSACTIONS, "DescribeTransactions");
+    v = cli_need_version(c, CN_API_DESCRIBE_TRANSACTIONS,
+                         "DescribeTransactions");
     if (v < 0)
         return EXIT_FAIL;
     cn_describe_transactions_request_init(&rq);
     rq.transactional_ids = &id;
     rq.transactional_ids_len = 1;
-    if (cli_call(c, API_DESCRIBE_TRANSACTIONS, v, &rq, &rs, &x->arena))
+    if (cli_call(c, CN_API_DESCRIBE_TRANSACTIONS, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     if (rs.transaction_states_len < 1) {
         fprintf(stderr, "cairnctl: DescribeTransactions response has no "
@@ -345,7 +346,7 @@ int cmd_txn_describe_producers(struct ctx *x)
                 o->topic, o->partition);
         return EXIT_FAIL;
     }
-    v = cli_need_version(c, API_DESCRIBE_PRODUCERS, "DescribeProducers");
+    v = cli_need_version(c, CN_API_DESCRIBE_PRODUCERS, "DescribeProducers");
     if (v < 0)
         return EXIT_FAIL;
     cn_describe_producers_request_init(&rq);
@@ -355,7 +356,7 @@ int cmd_txn_describe_producers(struct ctx *x)
     tr.partition_indexes_len = 1;
     rq.topics = &tr;
     rq.topics_len = 1;
-    if (cli_call(c, API_DESCRIBE_PRODUCERS, v, &rq, &rs, &x->arena))
+    if (cli_call(c, CN_API_DESCRIBE_PRODUCERS, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     for (int32_t i = 0; i < rs.topics_len; i++)
         for (int32_t p = 0; p < rs.topics[i].partitions_len; p++)
@@ -529,7 +530,7 @@ static int producers_of(
     c = cli_node_conn(x, md, tp->leader);
     if (!c)
         return EXIT_FAIL;
-    v = cli_need_version(c, API_DESCRIBE_PRODUCERS, "DescribeProducers");
+    v = cli_need_version(c, CN_API_DESCRIBE_PRODUCERS, "DescribeProducers");
     if (v < 0)
         return EXIT_FAIL;
     rs = cn_arena_calloc(&x->arena, 1, sizeof *rs);
@@ -542,7 +543,7 @@ static int producers_of(
     tr.partition_indexes_len = 1;
     rq.topics = &tr;
     rq.topics_len = 1;
-    if (cli_call(c, API_DESCRIBE_PRODUCERS, v, &rq, rs, &x->arena))
+    if (cli_call(c, CN_API_DESCRIBE_PRODUCERS, v, &rq, rs, &x->arena))
         return EXIT_FAIL;
     for (int32_t i = 0; i < rs->topics_len; i++)
         for (int32_t p = 0; p < rs->topics[i].partitions_len; p++)
@@ -617,10 +618,10 @@ static int pid_lookup(struct ctx *x, const struct cn_metadata_response *md,
 
         if (!c)
             return EXIT_FAIL;
-        v = cli_need_version(c, API_LIST_TRANSACTIONS, "ListTransactions");
+        v = cli_need_version(c, CN_API_LIST_TRANSACTIONS, "ListTransactions");
         if (v < 0)
             return EXIT_FAIL;
-        if (cli_call(c, API_LIST_TRANSACTIONS, v, &rq, &rs, &x->arena))
+        if (cli_call(c, CN_API_LIST_TRANSACTIONS, v, &rq, &rs, &x->arena))
             return EXIT_FAIL;
         for (int32_t i = 0; i < rs.transaction_states_len; i++)
             if (rs.transaction_states[i].producer_id == pid) {
@@ -638,14 +639,15 @@ static int pid_lookup(struct ctx *x, const struct cn_metadata_response *md,
     int16_t v;
     if (!c)
         return EXIT_FAIL;
-    v = cli_need_version(c, API_DESCRIBE_TRANSACTIONS, "DescribeTransactions");
+    v = cli_need_version(c, CN_API_DESCRIBE_TRANSACTIONS,
+                         "DescribeTransactions");
     if (v < 0)
         return EXIT_FAIL;
     id = cn_bytes_str(pc->txn_id);
     cn_describe_transactions_request_init(&dq);
     dq.transactional_ids = &id;
     dq.transactional_ids_len = 1;
-    if (cli_call(c, API_DESCRIBE_TRANSACTIONS, v, &dq, &ds, &x->arena))
+    if (cli_call(c, CN_API_DESCRIBE_TRANSACTIONS, v, &dq, &ds, &x->arena))
         return EXIT_FAIL;
     if (ds.transaction_states_len < 1 || ds.transaction_states[0].error_code)
         return 0; /* gone meanwhile: keep what ListTransactions said */
@@ -907,7 +909,7 @@ int cmd_txn_abort(struct ctx *x)
     c = cli_node_conn(x, &md, parts[0].leader);
     if (!c)
         return EXIT_FAIL;
-    v = cli_need_version(c, API_WRITE_TXN_MARKERS, "WriteTxnMarkers");
+    v = cli_need_version(c, CN_API_WRITE_TXN_MARKERS, "WriteTxnMarkers");
     if (v < 0)
         return EXIT_FAIL;
     cn_write_txn_markers_request_init(&rq);
@@ -924,7 +926,7 @@ int cmd_txn_abort(struct ctx *x)
     m.coordinator_epoch = coord_epoch;
     rq.markers = &m;
     rq.markers_len = 1;
-    if (cli_call(c, API_WRITE_TXN_MARKERS, v, &rq, &rs, &x->arena))
+    if (cli_call(c, CN_API_WRITE_TXN_MARKERS, v, &rq, &rs, &x->arena))
         return EXIT_FAIL;
     if (rs.markers_len < 1 || rs.markers[0].topics_len < 1 ||
         rs.markers[0].topics[0].partitions_len < 1) {

@@ -21,9 +21,6 @@
 #include "proto/scram_msgs.h"
 #include "sec/sasl.h"
 
-#define API_DESCRIBE_SCRAM 50
-#define API_ALTER_SCRAM 51
-
 static int mech_of(const struct ctx *x, int *out)
 {
     const char *m = x->o->mechanism ? x->o->mechanism : "SCRAM-SHA-512";
@@ -79,7 +76,8 @@ int cmd_users_list(struct ctx *x)
 {
     const struct opts *o = x->o;
     struct cn_kclient *c =
-        users_conn(x, API_DESCRIBE_SCRAM, "DescribeUserScramCredentials");
+        users_conn(x, CN_API_DESCRIBE_USER_SCRAM_CREDENTIALS,
+                   "DescribeUserScramCredentials");
     if (!c)
         return EXIT_FAIL;
     struct cn_bytes one = o->user ? cn_bytes_str(o->user) : CN_BYTES_NULL;
@@ -88,7 +86,7 @@ int cmd_users_list(struct ctx *x)
     cn_wr_init(&wr, 64);
     cn_describe_scram_req_encode(&wr, &rq);
     struct cn_rd rd;
-    int rc = call(x, c, API_DESCRIBE_SCRAM, &wr, &rd);
+    int rc = call(x, c, CN_API_DESCRIBE_USER_SCRAM_CREDENTIALS, &wr, &rd);
     cn_wr_fini(&wr);
     if (rc)
         return rc;
@@ -153,14 +151,15 @@ int cmd_users_list(struct ctx *x)
 static int alter(struct ctx *x, const struct cn_alter_scram_req *rq)
 {
     struct cn_kclient *c =
-        users_conn(x, API_ALTER_SCRAM, "AlterUserScramCredentials");
+        users_conn(x, CN_API_ALTER_USER_SCRAM_CREDENTIALS,
+                   "AlterUserScramCredentials");
     if (!c)
         return EXIT_FAIL;
     struct cn_wr wr;
     cn_wr_init(&wr, 256);
     cn_alter_scram_req_encode(&wr, rq);
     struct cn_rd rd;
-    int rc = call(x, c, API_ALTER_SCRAM, &wr, &rd);
+    int rc = call(x, c, CN_API_ALTER_USER_SCRAM_CREDENTIALS, &wr, &rd);
     OPENSSL_cleanse(wr.buf, wr.len);
     cn_wr_fini(&wr);
     if (rc)

@@ -32,11 +32,6 @@
 #include "proto/kerr.h"
 #include "sec/sasl_client.h"
 
-#define API_VERSIONS_KEY 18
-#define METADATA_KEY 3
-#define SASL_HANDSHAKE_KEY 17
-#define SASL_AUTHENTICATE_KEY 36
-
 static const char client_id[] = "cairnctl";
 
 static const char *describe_err(int err)
@@ -503,7 +498,8 @@ static int negotiate(struct cn_kclient *c)
     rq.client_software_name = cn_bytes_str(client_id);
     rq.client_software_version = cn_bytes_str("0.1");
     for (;;) {
-        err = exchange(c, API_VERSIONS_KEY, version, &rq, NULL, &arena, &body);
+        err = exchange(c, CN_API_API_VERSIONS, version, &rq, NULL, &arena,
+                       &body);
         if (err)
             goto out;
         struct cn_rd peek = body;
@@ -512,7 +508,7 @@ static int negotiate(struct cn_kclient *c)
             version = 0;
             continue;
         }
-        err = decode_body(c, API_VERSIONS_KEY, version, &body, &rs, &arena);
+        err = decode_body(c, CN_API_API_VERSIONS, version, &body, &rs, &arena);
         if (err)
             goto out;
         if (rs.error_code) {
@@ -714,7 +710,7 @@ static int sasl_round(struct cn_kclient *c, int16_t v, const uint8_t *in,
     cn_sasl_authenticate_request_init(&rq);
     rq.auth_bytes.ptr = in;
     rq.auth_bytes.len = (int32_t)in_len;
-    err = cn_kclient_call(c, SASL_AUTHENTICATE_KEY, v, &rq, &rs, arena);
+    err = cn_kclient_call(c, CN_API_SASL_AUTHENTICATE, v, &rq, &rs, arena);
     if (err)
         return err;
     if (rs.error_code) {
@@ -752,8 +748,8 @@ static int sasl_login(struct cn_kclient *c)
     uint8_t msg[CN_SCRAM_MSG_MAX + 256];
     size_t n = 0;
     char why[256] = "";
-    int16_t hv = cn_kclient_version(c, SASL_HANDSHAKE_KEY);
-    int16_t av = cn_kclient_version(c, SASL_AUTHENTICATE_KEY);
+    int16_t hv = cn_kclient_version(c, CN_API_SASL_HANDSHAKE);
+    int16_t av = cn_kclient_version(c, CN_API_SASL_AUTHENTICATE);
     int err;
 
     if (hv < 1 || av < 0) {
@@ -765,7 +761,7 @@ static int sasl_login(struct cn_kclient *c)
     cn_arena_init(&arena);
     cn_sasl_handshake_request_init(&hq);
     hq.mechanism = cn_bytes_str(mech);
-    err = cn_kclient_call(c, SASL_HANDSHAKE_KEY, hv, &hq, &hs, &arena);
+    err = cn_kclient_call(c, CN_API_SASL_HANDSHAKE, hv, &hq, &hs, &arena);
     if (err)
         goto out;
     if (hs.error_code && hs.mechanisms_len <= 0) {
@@ -934,7 +930,7 @@ int cn_kclient_controller(struct cn_kclient *c, struct cn_kclient *ctl,
     const struct cn_metadata_response_metadata_response_broker *b = NULL;
     struct cn_arena arena;
     char host[CN_KCLIENT_HOST_MAX];
-    int16_t v = cn_kclient_version(c, METADATA_KEY);
+    int16_t v = cn_kclient_version(c, CN_API_METADATA);
     int err;
 
     /* ControllerId arrived in Metadata v1. */
@@ -946,7 +942,7 @@ int cn_kclient_controller(struct cn_kclient *c, struct cn_kclient *ctl,
     cn_metadata_request_init(&rq);
     rq.topics = NULL;
     rq.topics_len = 0; /* no topics: we only want brokers and controller */
-    err = cn_kclient_call(c, METADATA_KEY, v, &rq, &rs, &arena);
+    err = cn_kclient_call(c, CN_API_METADATA, v, &rq, &rs, &arena);
     if (err)
         goto out;
     for (int32_t i = 0; i < rs.brokers_len; i++)
