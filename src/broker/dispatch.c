@@ -13,9 +13,7 @@
 #include "base/clock.h"
 #include "quotas.h"
 #include "base/say.h"
-#include "group_coord.h"
 #include "handlers.h"
-#include "txn_coord.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 

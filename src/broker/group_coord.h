@@ -37,29 +37,6 @@ struct cn_partition *cn_group_coord_partition(struct cn_broker *b,
 void cn_group_coord_marker(struct cn_broker *b, struct cn_partition *p,
                            int64_t producer_id, bool commit);
 
-void cn_h_join_group(struct cn_broker *b, struct cn_req *req,
-                     const struct cn_req_header *h, struct cn_rd *body);
-void cn_h_sync_group(struct cn_broker *b, struct cn_req *req,
-                     const struct cn_req_header *h, struct cn_rd *body);
-void cn_h_heartbeat(struct cn_broker *b, struct cn_req *req,
-                    const struct cn_req_header *h, struct cn_rd *body);
-void cn_h_leave_group(struct cn_broker *b, struct cn_req *req,
-                      const struct cn_req_header *h, struct cn_rd *body);
-void cn_h_describe_groups(struct cn_broker *b, struct cn_req *req,
-                          const struct cn_req_header *h, struct cn_rd *body);
-void cn_h_list_groups(struct cn_broker *b, struct cn_req *req,
-                      const struct cn_req_header *h, struct cn_rd *body);
-void cn_h_delete_groups(struct cn_broker *b, struct cn_req *req,
-                        const struct cn_req_header *h, struct cn_rd *body);
-void cn_h_offset_commit(struct cn_broker *b, struct cn_req *req,
-                        const struct cn_req_header *h, struct cn_rd *body);
-void cn_h_offset_fetch(struct cn_broker *b, struct cn_req *req,
-                       const struct cn_req_header *h, struct cn_rd *body);
-void cn_h_offset_delete(struct cn_broker *b, struct cn_req *req,
-                        const struct cn_req_header *h, struct cn_rd *body);
-void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
-                            const struct cn_req_header *h,
-                            struct cn_rd *body);
 /* net's abandon_cb for an OffsetCommit or TxnOffsetCommit: ends a commit
  * the fail point offset_commit.wait_for_close held for its client's
  * going. */

@@ -1,6 +1,8 @@
 /*
  * handlers.h - one function per Kafka API, called by dispatch.c with the
- * request header decoded and `body` positioned at the request body.
+ * request header decoded and `body` positioned at the request body.  Every
+ * handler (cn_h_*) is declared here, the coordinators' included; the API
+ * table in dispatch.c names their keys by enum cn_api_key (proto/gen/api.h).
  *
  * A handler decodes the body into req->arena, does the work, writes the
  * response (cn_resp_begin, then the generated encoder) and calls
@@ -111,6 +113,50 @@ void cn_h_describe_producers(struct cn_broker *b, struct cn_req *req,
 void cn_h_write_txn_markers(struct cn_broker *b, struct cn_req *req,
                             const struct cn_req_header *h,
                             struct cn_rd *body);
+
+/* The group coordinator's APIs (h_group.c, h_group_delete.c,
+ * h_offset_commit.c, h_offset_fetch.c). */
+void cn_h_join_group(struct cn_broker *b, struct cn_req *req,
+                     const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_sync_group(struct cn_broker *b, struct cn_req *req,
+                     const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_heartbeat(struct cn_broker *b, struct cn_req *req,
+                    const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_leave_group(struct cn_broker *b, struct cn_req *req,
+                      const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_describe_groups(struct cn_broker *b, struct cn_req *req,
+                          const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_list_groups(struct cn_broker *b, struct cn_req *req,
+                      const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_delete_groups(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_offset_commit(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_offset_fetch(struct cn_broker *b, struct cn_req *req,
+                       const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_offset_delete(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
+                            const struct cn_req_header *h,
+                            struct cn_rd *body);
+
+/* The transaction coordinator's APIs (h_txn.c, h_txn_describe.c). */
+void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
+                           const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h,
+                                struct cn_rd *body);
+void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
+                             const struct cn_req_header *h,
+                             struct cn_rd *body);
+void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h,
+                                struct cn_rd *body);
+void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
+                            const struct cn_req_header *h,
+                            struct cn_rd *body);
+void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
+                  const struct cn_req_header *h, struct cn_rd *body);
 
 /* The ACL APIs (authz.c). */
 void cn_h_create_acls(struct cn_broker *b, struct cn_req *req,

@@ -142,8 +142,6 @@ int16_t cn_txn_coord_abort_for_operator(struct cn_broker *b,
                                         int64_t producer_id, const char *topic,
                                         int32_t partition, bool *taken);
 
-void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
-                           const struct cn_req_header *h, struct cn_rd *body);
 /* InitProducerId with a transactional id (the idempotent case stays in
  * h_producers.c).  body is the undecoded request, kept so it can run
  * again when the id is busy. */
@@ -153,19 +151,5 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
                              struct cn_bytes transactional_id,
                              int32_t timeout_ms, int64_t producer_id,
                              int16_t producer_epoch);
-void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
-                                const struct cn_req_header *h,
-                                struct cn_rd *body);
-void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
-                             const struct cn_req_header *h,
-                             struct cn_rd *body);
-void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
-                                const struct cn_req_header *h,
-                                struct cn_rd *body);
-void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
-                            const struct cn_req_header *h,
-                            struct cn_rd *body);
-void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
-                  const struct cn_req_header *h, struct cn_rd *body);
 
 #endif
