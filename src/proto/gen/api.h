@@ -55,11 +55,8 @@ struct cn_api_info {
 #define CN_API_COUNT 41
 #define CN_API_KEY_MAX 69
 
-/*
- * Every API key Cairn knows: each request schema's apiKey, and the APIs
- * whose codecs are hand-written (tools/protogen.py HAND_APIS), marked
- * with the file that has their codec.
- */
+/* Every API key: each request schema's apiKey, and the APIs whose codecs
+ * are hand-written (tools/protogen.py HAND_APIS). */
 enum cn_api_key {
     CN_API_PRODUCE = 0,
     CN_API_FETCH = 1,
@@ -96,10 +93,10 @@ enum cn_api_key {
     CN_API_DELETE_GROUPS = 42,
     CN_API_INCREMENTAL_ALTER_CONFIGS = 44,
     CN_API_OFFSET_DELETE = 47,
-    CN_API_DESCRIBE_CLIENT_QUOTAS = 48, /* proto/quotas.c */
-    CN_API_ALTER_CLIENT_QUOTAS = 49, /* proto/quotas.c */
-    CN_API_DESCRIBE_USER_SCRAM_CREDENTIALS = 50, /* proto/scram_msgs.c */
-    CN_API_ALTER_USER_SCRAM_CREDENTIALS = 51, /* proto/scram_msgs.c */
+    CN_API_DESCRIBE_CLIENT_QUOTAS = 48, /* hand-written */
+    CN_API_ALTER_CLIENT_QUOTAS = 49, /* hand-written */
+    CN_API_DESCRIBE_USER_SCRAM_CREDENTIALS = 50, /* hand-written */
+    CN_API_ALTER_USER_SCRAM_CREDENTIALS = 51, /* hand-written */
     CN_API_DESCRIBE_CLUSTER = 60,
     CN_API_DESCRIBE_PRODUCERS = 61,
     CN_API_DESCRIBE_TRANSACTIONS = 65,
