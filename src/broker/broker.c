@@ -189,7 +189,8 @@ static void on_req_abandoned(struct cn_req *req, void *opaque)
 {
     if (req->api_key == CN_API_FETCH)
         cn_fetch_abandon(opaque, req);
-    else if (req->api_key == 8 || req->api_key == 28) /* (Txn)OffsetCommit */
+    else if (req->api_key == CN_API_OFFSET_COMMIT ||
+             req->api_key == CN_API_TXN_OFFSET_COMMIT)
         cn_offset_commit_abandon(opaque, req);
 }
 
