@@ -5,6 +5,7 @@
 #   tools/deps.sh java    a JDK (17) and Maven, for tests/java
 #   tools/deps.sh bench   what `make bench` adds: the admin client (topic
 #                         create/delete with configs) and matplotlib (chart)
+#   tools/deps.sh lint    what `make lint` and `make format-check` need
 # Safe to run again: installed packages are skipped without touching apt.
 set -euo pipefail
 
@@ -15,6 +16,9 @@ test_pkgs=(clang libclang-rt-14-dev kcat openssl python3 python3-pytest
            python3-confluent-kafka python3-venv)
 # pytest: bench/peers.py imports the e2e harness (tests/e2e/kafka_ref.py).
 bench_pkgs=(python3-confluent-kafka python3-matplotlib python3-pytest)
+# The unversioned names (14 on Debian 12) bring git-clang-format and
+# run-clang-tidy on PATH.
+lint_pkgs=(clang-format clang-tidy cppcheck)
 
 want=()
 case "${1:-build}" in
@@ -22,7 +26,8 @@ case "${1:-build}" in
     test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
     java) ;;
     bench) want=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
-    *) echo "usage: tools/deps.sh build|test|java|bench" >&2; exit 2 ;;
+    lint) want=("${build_pkgs[@]}" "${lint_pkgs[@]}") ;;
+    *) echo "usage: tools/deps.sh build|test|java|bench|lint" >&2; exit 2 ;;
 esac
 
 missing=()
