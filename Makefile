@@ -10,12 +10,15 @@
 #   make bench    throughput against this machine's limits
 #   make soak     the long tests `make test` leaves out (CAIRN_SOAK=1)
 #   make gen      regenerate src/proto/gen from ../shared/kafka-protocol
+#   make lint     clang-tidy and cppcheck over src/ (CI runs it)
+#   make format-check / make format   check / fix the layout of the C
+#                 lines changed since .clang-format was adopted
 
 MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 
-.PHONY: all build build-asan build-tsan build-fuzz build-java build-go build-py deps test-deps run test soak bench gen check-gen clean
+.PHONY: all build build-asan build-tsan build-fuzz build-java build-go build-py deps test-deps run test soak bench gen check-gen lint format-check format clean
 
 all: build
 
@@ -100,5 +103,15 @@ check-gen:
 	@if [ -d ../shared/kafka-protocol ]; then $(PY) tools/protogen.py --check; \
 	else echo "check-gen: ../shared/kafka-protocol not present; skipped"; fi
 
+# Not part of `make test`, whose time budget is tight; .ci/run calls both.
+lint:
+	@tools/lint.sh
+
+format-check:
+	@tools/format-check.sh
+
+format:
+	@tools/format-check.sh --fix
+
 clean:
-	rm -rf build build-asan build-tsan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz build-lint
