@@ -511,8 +511,10 @@ static int load_one(struct cn_broker *b, const char *name, char *err,
             for (int i = 0; i < 16; i++) {
                 int hi = hex_nibble(line[3 + 2 * i]);
                 int lo = hex_nibble(line[4 + 2 * i]);
-                if (hi < 0 || lo < 0)
+                if (hi < 0 || lo < 0) {
                     have_id = false;
+                    break;
+                }
                 id.b[i] = (uint8_t)((hi << 4) | lo);
             }
         } else if (strncmp(line, "partitions=", 11) == 0) {

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAIRN_BIN, SLOW, needs_cairn
+from conftest import CAIRN_BIN, SLOW, free_port, needs_cairn
 from kafka_wire import (TxnClient, fetch_request_v11, parse_fetch_v11,
                         record_batch)
 
@@ -338,3 +338,22 @@ def test_verify_logs_finds_a_flipped_byte(broker_factory):
     # looks at it.
     b.start()
     assert log_end(b) == END
+
+
+def test_topic_id_with_bad_hex_refuses_start(tmp_path):
+    """A .topics file whose id holds a non-hex digit is corrupt metadata:
+    the broker says so and exits.  Decoding it once shifted the -1 a bad
+    digit gives left (undefined; the sanitized build aborted there)."""
+    data = tmp_path / "data"
+    (data / ".topics").mkdir(parents=True)
+    (data / ".topics" / "badhex").write_text(
+        "id=%s\npartitions=1\n" % ("zz" * 16))
+    res = subprocess.run(
+        [str(CAIRN_BIN), "--set", "log.dirs=%s" % data,
+         "--set", "listeners=PLAINTEXT://127.0.0.1:%d" % free_port(),
+         "--set", "http.listener="],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, timeout=60 * SLOW)
+    out = res.stdout + res.stderr
+    assert "runtime error" not in out, out
+    assert res.returncode != 0 and "corrupt topic metadata" in out, out
