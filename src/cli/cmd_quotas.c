@@ -140,7 +140,9 @@ int cmd_quotas_list(struct ctx *x)
         rows[i].e = &rs.entries[i];
         entity_text(&rs.entries[i], rows[i].entity, sizeof rows[i].entity);
     }
-    qsort(rows, (size_t)n, sizeof *rows, cmp_row);
+    /* With no entries rows is NULL, which qsort must not be given. */
+    if (n)
+        qsort(rows, (size_t)n, sizeof *rows, cmp_row);
     if (x->o->json)
         putchar('[');
     for (int32_t i = 0; i < n; i++) {
