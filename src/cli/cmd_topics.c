@@ -653,7 +653,7 @@ int cmd_configs_alter(struct ctx *x)
                      "IncrementalAlterConfigs");
     if (v < 0)
         return EXIT_FAIL;
-    cf = cn_arena_calloc(&x->arena, (size_t)(o->nsets + o->ndeletes),
+    cf = cn_arena_calloc(&x->arena, (size_t)o->nsets + (size_t)o->ndeletes,
                          sizeof *cf);
     if (!cf) {
         fprintf(stderr, "cairnctl: out of memory\n");
