@@ -533,9 +533,13 @@ static int load_record(struct cn_txn_coord *c, const struct cn_record *rec)
         e->meta = m;
         e->indexed_pid = -1;
         int rc = txn_entry_insert(c, e);
-        if (!rc)
-            pid_reindex(c, e);
-        return rc;
+        if (rc) {
+            cn_txn_meta_fini(&e->meta);
+            free(e);
+            return rc;
+        }
+        pid_reindex(c, e);
+        return 0;
     }
     cn_txn_meta_fini(&e->meta);
     e->meta = m;
