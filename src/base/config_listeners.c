@@ -318,9 +318,10 @@ int cn_config_resolve_listeners(const char *listeners, const char *map,
 {
     char why[WHY_MAX];
     int rc = CN_EINVAL;
-    struct list_ctx *lc = malloc(2 * sizeof *lc), *ac = lc + 1;
+    struct list_ctx *lc = malloc(2 * sizeof *lc);
     if (!lc)
         return CN_ENOMEM;
+    struct list_ctx *ac = lc + 1;
     *n = 0;
     if (parse_list(listeners, lc, false, why, sizeof why)) {
         cfg_seterr(err, err_len, "invalid listeners \"%s\": %s", listeners,
