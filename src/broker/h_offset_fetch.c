@@ -152,6 +152,7 @@ static void authz_filter(struct cn_broker *b, struct fetched_list *l,
 #define GROUP_BY_TOPIC(l, TOPIC_T, PART_T, out, out_len)                     \
     do {                                                                    \
         size_t nt_ = 0;                                                     \
+        /* NOLINTNEXTLINE(bugprone-macro-parentheses): TOPIC_T is a type */ \
         TOPIC_T *ts_ = cn_arena_calloc(&(l)->req->arena, (l)->n + 1,        \
                                        sizeof *ts_);                        \
         if (!ts_)                                                           \
@@ -168,6 +169,7 @@ static void authz_filter(struct cn_broker *b, struct fetched_list *l,
                     return CN_ENOMEM;                                       \
                 nt_++;                                                      \
             }                                                               \
+            /* NOLINTNEXTLINE(bugprone-macro-parentheses): PART_T is a type */ \
             PART_T *p_ = &ts_[t_].partitions[ts_[t_].partitions_len++];     \
             p_->partition_index = (l)->v[i_].partition;                     \
             p_->committed_offset = (l)->v[i_].offset;                       \
