@@ -166,12 +166,12 @@ void cn_wr_uvarint(struct cn_wr *wr, uint32_t v)
 
 void cn_wr_varint(struct cn_wr *wr, int32_t v)
 {
-    wr_uleb(wr, ((uint32_t)v << 1) ^ (uint32_t)(v >> 31));
+    wr_uleb(wr, ((uint32_t)v << 1) ^ -((uint32_t)v >> 31));
 }
 
 void cn_wr_varlong(struct cn_wr *wr, int64_t v)
 {
-    wr_uleb(wr, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+    wr_uleb(wr, ((uint64_t)v << 1) ^ -((uint64_t)v >> 63));
 }
 
 void cn_wr_str(struct cn_wr *wr, bool compact, struct cn_bytes s)
@@ -251,12 +251,12 @@ size_t cn_uvarint_size(uint32_t v)
 
 size_t cn_varint_size(int32_t v)
 {
-    return cn_uvarint_size(((uint32_t)v << 1) ^ (uint32_t)(v >> 31));
+    return cn_uvarint_size(((uint32_t)v << 1) ^ -((uint32_t)v >> 31));
 }
 
 size_t cn_varlong_size(int64_t v)
 {
-    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    uint64_t u = ((uint64_t)v << 1) ^ -((uint64_t)v >> 63);
     size_t n = 1;
     while (u >= 0x80) {
         u >>= 7;
