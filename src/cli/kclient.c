@@ -547,8 +547,9 @@ const char *cn_kclient_sec_protocol(const struct cn_kclient_sec *sec)
 /* OpenSSL asks for the key's password through this. */
 static int key_password_cb(char *buf, int size, int rwflag, void *u)
 {
-    const char *pw = u;
-    size_t n = pw ? strlen(pw) : 0;
+    /* No password is an empty one: memcpy must not get NULL, even for 0. */
+    const char *pw = u ? (const char *)u : "";
+    size_t n = strlen(pw);
 
     (void)rwflag;
     if (n >= (size_t)size)
