@@ -328,6 +328,8 @@ static int view_group(struct ctx *x, const char *id, bool must_exist,
         fprintf(stderr, "cairnctl: DescribeGroups response has no result\n");
         return EXIT_FAIL;
     }
+    /* drs.groups points into the arena, not into drs. */
+    /* cppcheck-suppress autoVariables */
     gv->g = &drs.groups[0];
     if (gv->g->error_code)
         return group_error(o, "cannot describe group", id,
