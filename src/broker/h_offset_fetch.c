@@ -148,11 +148,12 @@ static void authz_filter(struct cn_broker *b, struct fetched_list *l,
 }
 
 /* Groups the flat list by topic (in first-seen order) into the v0-7 or
- * v8+ response arrays.  The two shapes have the same fields. */
+ * v8+ response arrays.  The two shapes have the same fields.  TOPIC_T and
+ * PART_T are types, which cannot take parentheses. */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
 #define GROUP_BY_TOPIC(l, TOPIC_T, PART_T, out, out_len)                     \
     do {                                                                    \
         size_t nt_ = 0;                                                     \
-        /* NOLINTNEXTLINE(bugprone-macro-parentheses): TOPIC_T is a type */ \
         TOPIC_T *ts_ = cn_arena_calloc(&(l)->req->arena, (l)->n + 1,        \
                                        sizeof *ts_);                        \
         if (!ts_)                                                           \
@@ -169,7 +170,6 @@ static void authz_filter(struct cn_broker *b, struct fetched_list *l,
                     return CN_ENOMEM;                                       \
                 nt_++;                                                      \
             }                                                               \
-            /* NOLINTNEXTLINE(bugprone-macro-parentheses): PART_T is a type */ \
             PART_T *p_ = &ts_[t_].partitions[ts_[t_].partitions_len++];     \
             p_->partition_index = (l)->v[i_].partition;                     \
             p_->committed_offset = (l)->v[i_].offset;                       \
@@ -180,6 +180,7 @@ static void authz_filter(struct cn_broker *b, struct fetched_list *l,
         (out) = ts_;                                                        \
         (out_len) = (int32_t)nt_;                                           \
     } while (0)
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 static int fetch_v0_7(struct cn_broker *b, struct cn_req *req,
                       const struct cn_offset_fetch_request *rq,
