@@ -260,6 +260,7 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     b->cfg = cfg;
     b->node_id = cfg->node_id;
     b->sync_next_round = 1;
+    b->data_visible = cn_broker_data_arrived;
     snprintf(b->adv_host, sizeof b->adv_host, "%s",
              cfg->advertised_host[0] ? cfg->advertised_host : "127.0.0.1");
     b->adv_port = cfg->advertised_port;

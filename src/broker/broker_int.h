@@ -21,6 +21,7 @@
 #include "base/wr.h"
 #include "log/log.h"
 #include "net/net.h"
+#include "partition/partition.h"
 #include "producer/pid.h"
 #include "producer/pstate.h"
 #include "proto/header.h"
@@ -31,21 +32,6 @@ struct cn_txn_coord;
 struct cn_group_coord;
 struct cn_sync_round;
 struct cn_cleaner;
-
-struct cn_partition {
-    struct cn_topic *topic;   /* owner */
-    int32_t index;            /* partition number */
-    struct cn_log *log;       /* its on-disk log */
-    int64_t high_watermark;   /* offsets below are visible to consumers */
-    struct cn_pstate *pstate; /* producer ids that wrote here */
-    int64_t active_base;      /* active segment's base: a change = roll */
-    int64_t clean_retry_ms;   /* monotonic: a failed cleaner pass is not
-                               * retried before (cleaner.c) */
-    int64_t clean_last_end_ms; /* monotonic end of its last pass, 0 none */
-    int clean_last_error;      /* of its last pass, 0 when it swapped */
-    bool in_sync_list;        /* queued for the next sync round */
-    struct cn_partition *sync_next;
-};
 
 struct cn_topic {
     char *name;                       /* owned, NUL-terminated */
@@ -114,6 +100,9 @@ struct cn_broker {
     int sync_running;               /* rounds in flight */
     struct cn_sync_round *sync_inflight; /* those, oldest first */
     struct cn_sync_waiter *sync_waiters;
+    /* Called when data became visible (a round moved high watermarks):
+     * wakes parked fetches.  Set at start, so sync.c needs no handler. */
+    void (*data_visible)(struct cn_broker *b);
 
     struct cn_cleaner *cleaner;     /* cleaner.h; NULL when off */
     int clean_running;              /* cleaner passes begun, not ended */
@@ -236,17 +225,12 @@ static inline bool cn_partition_offline(const struct cn_broker *b,
     return b->log_dir_offline || cn_log_is_offline(p->log);
 }
 
-/* The last stable offset: the first offset of the oldest open transaction,
- * capped at the high watermark.  read_committed readers stop there. */
-static inline int64_t cn_partition_lso(const struct cn_partition *p)
-{
-    int64_t open = cn_pstate_first_open_offset(p->pstate);
-    return open >= 0 && open < p->high_watermark ? open : p->high_watermark;
-}
-
 /* sync.c: group commit and the high watermark. */
 void cn_sync_appended(struct cn_broker *b, struct cn_partition *p);
 void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w);
+/* The partition layer's view of the broker: group commit, a full disk,
+ * a failed log directory. */
+struct cn_part_env cn_sync_part_env(struct cn_broker *b);
 /* Appends a batch a coordinator wrote to an internal partition and
  * records it in the producer table; w->finish runs once it is durable,
  * whatever the flush policy (coordinators act only on durable state).
@@ -260,32 +244,10 @@ int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
  * of p is durable and applied.  Returns 0 or an error. */
 int cn_sync_checkpoint(struct cn_broker *b, struct cn_partition *p,
                        uint8_t *batch, size_t len);
-/* Called after data became visible (high watermark moved). */
-void cn_broker_data_arrived(struct cn_broker *b);
 
-/* producers.c: producer state beside each partition log. */
-int cn_partition_producers_load(struct cn_partition *p, const char *name);
-/* Calls fn for every batch of p's log from `from` (the batch holding it)
- * to the end, reading in large chunks; stops at fn's first non-zero
- * return and returns it, or a read or parse error. */
-int cn_partition_scan(struct cn_partition *p, int64_t from,
-                      int (*fn)(void *arg, const uint8_t *batch, size_t len,
-                                const struct cn_batch_hdr *hdr),
-                      void *arg);
-/* Records an appended batch (data or marker) in the producer table. */
-int cn_partition_record_batch(struct cn_partition *p, const uint8_t *batch,
-                              size_t len, const struct cn_batch_hdr *hdr);
-/* Call after each append and before recording the batch: snapshots the
- * table when the append rolled a new segment. */
-void cn_partition_check_roll(struct cn_partition *p);
-void cn_partition_producers_close(struct cn_partition *p);
-void cn_partition_after_retention(struct cn_partition *p);
+/* topics.c: producer ids idle past producer.id.expiration.ms go. */
 void cn_partition_expire_producers(struct cn_broker *b, struct cn_partition *p,
                                    int64_t now_ms);
-/* Reads a control batch's marker: type (CN_CONTROL_*) and coordinator
- * epoch.  Returns 0 or CN_ECORRUPT. */
-int cn_batch_marker(const uint8_t *batch, size_t len, int *type,
-                    int32_t *coordinator_epoch);
 
 /* dispatch.c */
 void cn_dispatch(struct cn_req *req, void *opaque);
@@ -320,6 +282,8 @@ int cn_pids_take(struct cn_broker *b, struct cn_req *req,
                  cn_pid_handler_fn fn, int64_t *pid);
 
 /* delayed fetch (h_fetch.c) */
+/* Called after data became visible (high watermark moved). */
+void cn_broker_data_arrived(struct cn_broker *b);
 void cn_fetch_wake_all(struct cn_broker *b);
 void cn_fetch_cancel_all(struct cn_broker *b);
 /* Ends req's long poll at once, answering nothing, if it is a parked

@@ -25,8 +25,9 @@
  * the operator, has the transaction's outcome.  Such a commit is audited
  * (a WARN line and cairn_txn_operator_commit_markers_total).
  *
- * Otherwise the marker is appended here (hanging.c), recorded in the
- * producer state and the partition answers once it is durable.  A marker
+ * Otherwise the marker is appended here through the local marker
+ * channel's path (markers.h), the one the coordinator's markers take,
+ * and the partition answers once it is visible.  A marker
  * for a producer with no open transaction on the partition is appended
  * as Kafka does: it closes nothing and fences older epochs.
  */
@@ -36,18 +37,11 @@
 #include "base/say.h"
 #include "handlers.h"
 #include "hanging.h"
+#include "markers.h"
 #include "metrics.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 #include "txn_coord.h"
-
-struct markers_state;
-
-/* One partition's marker, waiting to be durable. */
-struct part_wait {
-    struct cn_sync_waiter w;
-    struct markers_state *ms;
-};
 
 struct markers_state {
     struct cn_req *req;
@@ -64,13 +58,14 @@ static void markers_answer(struct markers_state *ms)
     cn_req_done(ms->req);
 }
 
-static void part_durable(struct cn_broker *b, struct cn_sync_waiter *w)
+/* One partition's marker is visible. */
+static void part_durable(struct cn_broker *b, void *arg)
 {
-    struct part_wait *pw = (struct part_wait *)w;
+    struct markers_state *ms = arg;
 
     (void)b;
-    if (--pw->ms->pending == 0)
-        markers_answer(pw->ms);
+    if (--ms->pending == 0)
+        markers_answer(ms);
 }
 
 /*
@@ -106,7 +101,6 @@ static int16_t write_one(
     struct cn_bytes topic, int32_t partition)
 {
     struct cn_partition *p = cn_partition_find(b, topic, partition);
-    struct part_wait *pw;
     bool by_coord = false;
     int16_t err;
 
@@ -125,21 +119,17 @@ static int16_t write_one(
             return err;
         }
     }
-    pw = cn_arena_calloc(&ms->req->arena, 1, sizeof *pw);
-    if (!pw)
-        return KAFKA_KAFKA_STORAGE_ERROR;
-    pw->ms = ms;
-    pw->w.req = ms->req;
-    pw->w.finish = part_durable;
     ms->pending++;
     if (m->transaction_result)
-        err = cn_hanging_write_marker(b, p, m->producer_id, m->producer_epoch,
-                                      true, m->coordinator_epoch, &pw->w);
+        err = cn_marker_write_local(b, p, CN_PART_OPERATOR, m->producer_id,
+                                    m->producer_epoch, true,
+                                    m->coordinator_epoch, part_durable, ms);
     else
         err = cn_hanging_abort(b, p, m->producer_id, m->producer_epoch,
-                               m->coordinator_epoch, &pw->w, &by_coord);
+                               m->coordinator_epoch, part_durable, ms,
+                               &by_coord);
     if (err)
-        ms->pending--; /* the waiter is not called on an error */
+        ms->pending--; /* part_durable is not called on an error */
     if (!m->transaction_result && (err == KAFKA_INVALID_TXN_STATE ||
                                    err == KAFKA_CONCURRENT_TRANSACTIONS))
         cn_metrics_client_marker_refused(b);

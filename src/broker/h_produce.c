@@ -51,113 +51,6 @@ static int16_t kerr_from_log_err(int err)
     return KAFKA_UNKNOWN_SERVER_ERROR;
 }
 
-struct append_ctx {
-    struct cn_broker *b;
-    struct cn_partition *p;
-    int64_t first_offset;
-    int64_t append_time; /* LogAppendTime, or -1 */
-    int err;
-    struct cn_bytes txn_id; /* the request's transactional id */
-};
-
-static int append_one(void *arg, const uint8_t *batch, size_t len,
-                      const struct cn_batch_hdr *hdr)
-{
-    struct append_ctx *ac = arg;
-    (void)hdr;
-    /* The frame belongs to this request; writing into it is ours to do. */
-    uint8_t *mut = (uint8_t *)(uintptr_t)batch;
-    cn_batch_set_leader_epoch(mut, 0);
-    if (ac->append_time >= 0)
-        cn_batch_set_log_append_time(mut, len, ac->append_time);
-    int64_t base;
-    int err = cn_log_append(ac->p->log, mut, len, &base);
-    if (err) {
-        ac->err = err;
-        return err;
-    }
-    if (ac->first_offset < 0)
-        ac->first_offset = base;
-    /* Roll first: a snapshot taken at the new segment's base must not
-     * include the batch that starts it. */
-    cn_partition_check_roll(ac->p);
-    struct cn_batch_hdr appended;
-    if (cn_batch_hdr_parse(mut, len, &appended) == 0 &&
-        cn_partition_record_batch(ac->p, mut, len, &appended) != 0) {
-        ac->err = CN_ENOMEM;
-        return CN_ENOMEM;
-    }
-    return 0;
-}
-
-/* What the partition's producer state says about a batch, as a Kafka
- * error; *dup set (with KAFKA_NONE) when it was appended before. */
-static int16_t check_producer(struct append_ctx *ac,
-                              const struct cn_batch_hdr *hdr, bool *dup,
-                              int64_t *dup_offset)
-{
-    *dup = false;
-    if (!cn_batch_has_producer_id(hdr))
-        return KAFKA_NONE;
-    struct cn_pentry_info pe;
-    bool open = cn_pstate_get(ac->p->pstate, hdr->producer_id, &pe) &&
-                pe.txn_first_offset >= 0 &&
-                pe.epoch == hdr->producer_epoch;
-    /* A transactional batch that is not part of this epoch's open
-     * transaction here must be part of one the coordinator holds Ongoing
-     * (KIP-890 part 1).  Kafka asks before it looks at epochs and
-     * sequences, so its answer wins. */
-    if (!open && cn_batch_is_transactional(hdr)) {
-        int16_t kerr = cn_txn_coord_verify(ac->b, ac->txn_id,
-                                           hdr->producer_id,
-                                           hdr->producer_epoch,
-                                           ac->p->topic->name, ac->p->index);
-        if (kerr)
-            return kerr;
-    }
-    switch (cn_pstate_check(ac->p->pstate, hdr, dup_offset)) {
-    case CN_PCHECK_APPEND:
-        break;
-    case CN_PCHECK_DUPLICATE:
-        /* A planted bug for the history checker's self-test
-         * (cairnctl verify must catch it): retries get appended twice. */
-        if (CN_TEST_BUG("bug.duplicates_appended"))
-            break;
-        *dup = true;
-        return KAFKA_NONE;
-    case CN_PCHECK_FENCED:
-        /* Since Kafka 2.7 (KIP-588) an old epoch on produce is
-         * INVALID_PRODUCER_EPOCH at every version; PRODUCER_FENCED is for
-         * the coordinator's APIs. */
-        return KAFKA_INVALID_PRODUCER_EPOCH;
-    case CN_PCHECK_OUT_OF_ORDER:
-    default:
-        return KAFKA_OUT_OF_ORDER_SEQUENCE_NUMBER;
-    }
-    /* A plain batch from a producer with an open transaction would land
-     * inside that transaction's range without belonging to it. */
-    if (!cn_batch_is_transactional(hdr))
-        return open ? KAFKA_INVALID_TXN_STATE : KAFKA_NONE;
-    return KAFKA_NONE;
-}
-
-struct check_ctx {
-    struct append_ctx *ac;
-    int16_t kerr;
-    bool dup;           /* the batch was appended before */
-    int64_t dup_offset; /* its first offset then */
-};
-
-static int check_one(void *arg, const uint8_t *batch, size_t len,
-                     const struct cn_batch_hdr *hdr)
-{
-    struct check_ctx *cc = arg;
-    (void)batch;
-    (void)len;
-    cc->kerr = check_producer(cc->ac, hdr, &cc->dup, &cc->dup_offset);
-    return cc->kerr ? -1 : 0;
-}
-
 /*
  * CreateTime topics bound how far record timestamps may stray from the
  * broker's clock (message.timestamp.before.max.ms / .after.max.ms, and the
@@ -317,6 +210,52 @@ static bool keyless_refused(struct cn_req *req, const struct cn_topic *t,
     return true;
 }
 
+/* One partition's append, as the partition layer calls back into it. */
+struct produce_prep {
+    struct cn_broker *b;
+    struct cn_bytes txn_id; /* the request's transactional id */
+    struct cn_partition *p;
+    struct cn_req *req;
+    struct cn_topic *t;
+    int32_t partition;
+    struct cn_wr *scratch;
+    struct cn_wr recomp; /* the batch in the topic's codec, if rebuilt */
+    struct cn_produce_response_partition_produce_response *pr;
+};
+
+/* KIP-890: the coordinator must hold the transaction Ongoing. */
+static int16_t produce_verify(void *arg, int64_t producer_id, int16_t epoch)
+{
+    struct produce_prep *pp = arg;
+    return cn_txn_coord_verify(pp->b, pp->txn_id, producer_id, epoch,
+                               pp->p->topic->name, pp->p->index);
+}
+
+/* The topic-dependent checks of the batch, once the producer state has
+ * accepted it, and the re-encoding into the topic's codec. */
+static int16_t produce_prepare(void *arg, struct cn_part_append *a)
+{
+    struct produce_prep *pp = arg;
+    const struct cn_topic *t = pp->t;
+    if (keyless_refused(pp->req, t, pp->partition, a->batches, a->len,
+                        pp->scratch, pp->pr))
+        return pp->pr->error_code;
+    if (t->config.message_timestamp_type == CN_TS_CREATE_TIME &&
+        !timestamps_ok(&t->config, a->batches, a->len))
+        return KAFKA_INVALID_TIMESTAMP;
+    if (t->config.message_timestamp_type == CN_TS_LOG_APPEND_TIME)
+        a->append_time = cn_clock_wall_ms();
+    int16_t kerr = recompress(t, a->batches, a->len, pp->scratch,
+                              &pp->recomp);
+    if (kerr)
+        return kerr;
+    if (pp->recomp.len > 0) {
+        a->batches = pp->recomp.buf;
+        a->len = pp->recomp.len;
+    }
+    return KAFKA_NONE;
+}
+
 /* Returns the partition appended to, or NULL when nothing was. */
 static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req *req,
                               int16_t version, struct cn_bytes txn_id,
@@ -349,19 +288,12 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
         .max_uncompressed_bytes = 0,
         .allow_control = false,
     };
-    struct append_ctx ac = {b, p, -1, -1, 0, txn_id};
-    struct check_ctx cc = {&ac, 0, false, -1};
-    struct cn_batch_hdr hdr;
-    memset(&hdr, 0, sizeof hdr);
     int n = cn_batch_validate_set(pd->records.ptr, (size_t)pd->records.len,
-                                  &lim, scratch, check_one, &cc);
+                                  &lim, scratch, NULL, NULL);
     if (n < 0) {
-        if (cc.kerr) {
-            pr->error_code = cc.kerr;
-            return NULL;
-        }
-        /* Validation failed before any callback: find the header for the
-         * error mapping. */
+        /* Find the header for the error mapping. */
+        struct cn_batch_hdr hdr;
+        memset(&hdr, 0, sizeof hdr);
         cn_batch_hdr_parse(pd->records.ptr, (size_t)pd->records.len, &hdr);
         pr->error_code = kerr_from_batch_err(n, &hdr);
         CN_DEBUG("rejected produce to %s-%d from %s: %s", t->name, pd->index,
@@ -373,72 +305,54 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
         pr->error_code = KAFKA_INVALID_RECORD;
         return NULL;
     }
-    if (cc.dup) {
+    struct produce_prep pp = {b, txn_id, p, req, t, pd->index, scratch,
+                              {0}, pr};
+    cn_wr_init(&pp.recomp, 0);
+    struct cn_part_env env = cn_sync_part_env(b);
+    /* The frame belongs to this request; writing into it is ours to do. */
+    struct cn_part_append a = {
+        .origin = CN_PART_CLIENT,
+        .batches = (uint8_t *)(uintptr_t)pd->records.ptr,
+        .len = (size_t)pd->records.len,
+        .what = "a log write",
+        .append_time = -1,
+        .verify = produce_verify,
+        .prepare = produce_prepare,
+        .arg = &pp,
+    };
+    cn_part_append(p, &env, &a);
+    /* A planted bug for the history checker's self-test (cairnctl verify
+     * must catch it): retries get appended twice. */
+    if (a.duplicate && CN_TEST_BUG("bug.duplicates_appended")) {
+        a.allow_duplicate = true;
+        cn_part_append(p, &env, &a);
+    }
+    cn_wr_fini(&pp.recomp);
+    if (a.kerr) {
+        pr->error_code = a.kerr;
+        return NULL;
+    }
+    if (a.duplicate) {
         /* A retry of a batch already appended: answer as the original was
-         * answered, write nothing.  The original may not be synced yet,
-         * so an acks=-1 answer still waits for the next sync round. */
-        pr->base_offset = cc.dup_offset;
+         * answered, write nothing. */
+        pr->base_offset = a.base_offset;
         pr->log_append_time_ms = -1;
         pr->log_start_offset = cn_log_start_offset(p->log);
-        cn_sync_appended(b, p);
         return p;
     }
-    if (keyless_refused(req, t, pd->index, pd->records.ptr,
-                        (size_t)pd->records.len, scratch, pr))
-        return NULL;
-    if (t->config.message_timestamp_type == CN_TS_CREATE_TIME &&
-        !timestamps_ok(&t->config, pd->records.ptr,
-                       (size_t)pd->records.len)) {
-        pr->error_code = KAFKA_INVALID_TIMESTAMP;
-        return NULL;
-    }
-    if (t->config.message_timestamp_type == CN_TS_LOG_APPEND_TIME)
-        ac.append_time = cn_clock_wall_ms();
-    /* Validated already; walk again without re-validating to append. */
-    const uint8_t *pos = pd->records.ptr;
-    const uint8_t *end = pos + pd->records.len;
-    struct cn_wr recomp;
-    cn_wr_init(&recomp, 0);
-    int16_t rkerr = recompress(t, pos, (size_t)(end - pos), scratch, &recomp);
-    if (rkerr) {
-        cn_wr_fini(&recomp);
-        pr->error_code = rkerr;
-        return NULL;
-    }
-    if (recomp.len > 0) {
-        pos = recomp.buf;
-        end = pos + recomp.len;
-    }
-    while (pos < end) {
-        if (cn_batch_hdr_parse(pos, (size_t)(end - pos), &hdr) != 0)
-            break;
-        size_t len = cn_batch_size(&hdr);
-        if (append_one(&ac, pos, len, &hdr) != 0)
-            break;
-        pos += len;
-    }
-    cn_wr_fini(&recomp);
-    if (ac.err == -ENOSPC) {
+    if (a.err == -ENOSPC) {
         /* Undone by the log, which stays online: refuse, keep serving. */
         pr->error_code = KAFKA_KAFKA_STORAGE_ERROR;
-        cn_broker_disk_full(b, p, true);
-        if (ac.first_offset < 0)
-            return NULL;
-    } else if (ac.err) {
-        pr->error_code = kerr_from_log_err(ac.err);
+    } else if (a.err) {
+        pr->error_code = kerr_from_log_err(a.err);
         CN_ERROR("append to %s-%d failed: %s", t->name, pd->index,
-                 cn_strerror(ac.err));
-        if (ac.err != CN_ETOOBIG && ac.err != CN_EINVAL)
-            cn_broker_log_dir_failed(b, "a log write", ac.err);
-        if (ac.first_offset < 0)
-            return NULL;
-    } else {
-        cn_broker_disk_full(b, p, false);
+                 cn_strerror(a.err));
     }
-    pr->base_offset = ac.first_offset;
-    pr->log_append_time_ms = ac.append_time;
+    if (a.base_offset < 0)
+        return NULL;
+    pr->base_offset = a.base_offset;
+    pr->log_append_time_ms = a.append_time;
     pr->log_start_offset = cn_log_start_offset(p->log);
-    cn_sync_appended(b, p);
     return p;
 }
 

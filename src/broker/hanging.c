@@ -1,6 +1,6 @@
 /*
- * hanging.c - the marker write shared by WriteTxnMarkers and operator
- * aborts, and the periodic hanging-transaction check; see hanging.h.
+ * hanging.c - operator aborts and the periodic hanging-transaction check;
+ * see hanging.h.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,10 +10,9 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/say.h"
-#include "group_coord.h"
 #include "hanging.h"
+#include "markers.h"
 #include "metrics.h"
-#include "proto/batch.h"
 #include "proto/kerr.h"
 #include "txn_coord.h"
 
@@ -22,90 +21,24 @@ struct cn_hanging {
     uv_timer_t timer;
 };
 
-/* One marker in flight: wakes parked read_committed fetches (the LSO
- * moved) before handing over to the caller's waiter, if any. */
-struct marker_op {
-    struct cn_sync_waiter w;
-    struct cn_sync_waiter *user; /* NULL: nobody waits */
-};
-
-static void marker_durable(struct cn_broker *b, struct cn_sync_waiter *w)
-{
-    struct marker_op *op = (struct marker_op *)w;
-    struct cn_sync_waiter *user = op->user;
-
-    free(op);
-    cn_broker_data_arrived(b);
-    if (user)
-        user->finish(b, user);
-}
-
-int16_t cn_hanging_write_marker(struct cn_broker *b, struct cn_partition *p,
-                                int64_t producer_id, int16_t producer_epoch,
-                                bool commit, int32_t coordinator_epoch,
-                                struct cn_sync_waiter *w)
-{
-    struct cn_pentry_info info;
-    struct marker_op *op;
-    struct cn_wr batch;
-    int rc;
-
-    /* The coordinator's own log takes no transactional data, so a marker
-     * there could only confuse its replay. */
-    if (p->topic->internal && strcmp(p->topic->name, CN_TXN_TOPIC) == 0)
-        return KAFKA_INVALID_REQUEST;
-    if (cn_partition_offline(b, p) || b->stopping)
-        return KAFKA_KAFKA_STORAGE_ERROR;
-    /* A marker from an older epoch than the partition has seen is a
-     * zombie coordinator's or a stale operator's (as Kafka). */
-    if (cn_pstate_get(p->pstate, producer_id, &info) &&
-        producer_epoch < info.epoch)
-        return KAFKA_INVALID_PRODUCER_EPOCH;
-    op = calloc(1, sizeof *op);
-    if (!op)
-        return KAFKA_KAFKA_STORAGE_ERROR;
-    op->user = w;
-    op->w.finish = marker_durable;
-    cn_wr_init(&batch, 128);
-    rc = cn_batch_build_control(&batch, producer_id, producer_epoch, commit,
-                                coordinator_epoch, cn_clock_wall_ms());
-    if (rc == 0)
-        rc = batch.err;
-    if (rc == 0)
-        rc = cn_sync_append_internal(b, p, batch.buf, batch.len, &op->w);
-    cn_wr_fini(&batch);
-    /* The group coordinator must hear of markers on its partitions: the
-     * producer's pending transactional offsets become visible or go. */
-    if (rc == 0 && p->topic->internal &&
-        strcmp(p->topic->name, CN_OFFSETS_TOPIC) == 0)
-        cn_group_coord_marker(b, p, producer_id, commit);
-    if (rc) {
-        free(op);
-        CN_WARN("cannot write the %s marker of producer %" PRId64
-                " to %s-%d: %s",
-                commit ? "commit" : "abort", producer_id, p->topic->name,
-                p->index, cn_strerror(rc));
-        return KAFKA_KAFKA_STORAGE_ERROR;
-    }
-    return KAFKA_NONE;
-}
-
 int16_t cn_hanging_abort(struct cn_broker *b, struct cn_partition *p,
                          int64_t producer_id, int16_t producer_epoch,
-                         int32_t coordinator_epoch, struct cn_sync_waiter *w,
-                         bool *by_coordinator)
+                         int32_t coordinator_epoch,
+                         void (*done)(struct cn_broker *b, void *arg),
+                         void *arg, bool *by_coordinator)
 {
     int16_t err = cn_txn_coord_abort_for_operator(
         b, producer_id, p->topic->name, p->index, by_coordinator);
     if (err)
         return err;
     if (*by_coordinator) {
-        if (w)
-            w->finish(b, w);
+        if (done)
+            done(b, arg);
         return KAFKA_NONE;
     }
-    return cn_hanging_write_marker(b, p, producer_id, producer_epoch, false,
-                                   coordinator_epoch, w);
+    return cn_marker_write_local(b, p, CN_PART_OPERATOR, producer_id,
+                                 producer_epoch, false, coordinator_epoch,
+                                 done, arg);
 }
 
 /* ---- the periodic check ------------------------------------------------ */
@@ -235,7 +168,7 @@ int cn_hanging_check_now(struct cn_broker *b, bool auto_abort)
         if (!auto_abort)
             continue;
         int16_t err = cn_hanging_abort(b, p, x->producer_id, info.epoch,
-                                       info.coordinator_epoch, NULL,
+                                       info.coordinator_epoch, NULL, NULL,
                                        &by_coord);
         CN_WARN("audit: transaction.hanging.auto.abort: aborting producer id "
                 "%" PRId64 " epoch %d on %s-%d (first offset %" PRId64

@@ -1,6 +1,6 @@
 /*
  * hanging.h - hanging transactions on this broker's partitions: the
- * marker write that WriteTxnMarkers and operator aborts share, and the
+ * operator abort that WriteTxnMarkers and the check share, and the
  * periodic check that finds (and, if asked, aborts) transactions a
  * partition holds open but no coordinator will ever close.
  *
@@ -36,37 +36,22 @@ int cn_hanging_start(struct cn_broker *b, struct cn_hanging **out);
 void cn_hanging_stop(struct cn_hanging *h);
 
 /*
- * Appends a commit or abort marker for producer_id/producer_epoch to p and
- * records it in p's producer state (closing its open transaction, writing
- * the aborted-transaction index entry for an abort, moving the LSO).  A
- * marker for a producer with no open transaction on p is appended too, as
- * Kafka does: it closes nothing, and it fences older epochs.  Returns a
- * Kafka error code: NONE (then w->finish runs once the marker is durable,
- * possibly before this returns), INVALID_PRODUCER_EPOCH for an epoch older
- * than the partition's, INVALID_REQUEST for __transaction_state,
- * KAFKA_STORAGE_ERROR when the log cannot take it (w not called).
- */
-int16_t cn_hanging_write_marker(struct cn_broker *b, struct cn_partition *p,
-                                int64_t producer_id, int16_t producer_epoch,
-                                bool commit, int32_t coordinator_epoch,
-                                struct cn_sync_waiter *w);
-
-/*
  * An operator abort of producer_id's open transaction on p: if the
  * coordinator holds the producer in a transaction that includes p, it
  * decides (cn_txn_coord_abort_for_operator): it aborts the whole
  * transaction (epoch bump, markers follow) or is aborting it already, and
  * *by_coordinator is true, or it refuses (INVALID_TXN_STATE while it
  * commits, CONCURRENT_TRANSACTIONS while a change is written); otherwise
- * the abort marker is written here as cn_hanging_write_marker does.  w
- * may be NULL (fire and forget); when the coordinator takes over
- * w->finish is called at once.  Returns a Kafka error code as
- * cn_hanging_write_marker, or the coordinator's refusal (w not called).
+ * the abort marker is written here (cn_marker_write_local, origin
+ * operator).  done may be NULL (fire and forget); when the coordinator
+ * takes over done is called at once.  Returns a Kafka error code as
+ * cn_marker_write_local, or the coordinator's refusal (done not called).
  */
 int16_t cn_hanging_abort(struct cn_broker *b, struct cn_partition *p,
                          int64_t producer_id, int16_t producer_epoch,
-                         int32_t coordinator_epoch, struct cn_sync_waiter *w,
-                         bool *by_coordinator);
+                         int32_t coordinator_epoch,
+                         void (*done)(struct cn_broker *b, void *arg),
+                         void *arg, bool *by_coordinator);
 
 /* Runs one check now (tests); returns how many hanging transactions it
  * found. */

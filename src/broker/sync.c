@@ -131,7 +131,7 @@ static void round_done(uv_work_t *w, int status)
         return; /* an older round is still syncing */
     finish_waiters(b);
     cn_topics_reap(b);
-    cn_broker_data_arrived(b);
+    b->data_visible(b);
     /* Waiters for the next round still need one even if the partitions
      * they wrote to were deleted meanwhile; finish() may have appended and
      * started one already. */
@@ -244,43 +244,78 @@ void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w)
     *pp = w;
 }
 
+static void env_appended(void *ctx, struct cn_partition *p)
+{
+    cn_sync_appended(ctx, p);
+}
+
+static void env_disk_full(void *ctx, const struct cn_partition *p, bool full)
+{
+    cn_broker_disk_full(ctx, p, full);
+}
+
+static void env_dir_failed(void *ctx, const char *what, int err)
+{
+    cn_broker_log_dir_failed(ctx, what, err);
+}
+
+struct cn_part_env cn_sync_part_env(struct cn_broker *b)
+{
+    return (struct cn_part_env){b, env_appended, env_disk_full,
+                                env_dir_failed};
+}
+
+/* Appends a coordinator's batch; the caller decides how it is synced. */
+static int append_coordinator(struct cn_broker *b, struct cn_partition *p,
+                              uint8_t *batch, size_t len, const char *what,
+                              bool caller_syncs)
+{
+    if (b->stopping || cn_partition_offline(b, p))
+        return CN_EOFFLINE;
+    struct cn_part_env env = cn_sync_part_env(b);
+    struct cn_part_append a = {
+        .origin = CN_PART_COORDINATOR,
+        .batches = batch,
+        .len = len,
+        .what = what,
+        .caller_syncs = caller_syncs,
+        .append_time = -1,
+    };
+    return cn_part_append(p, &env, &a);
+}
+
+/* Syncs p on the loop; 0 or the error that took the directory offline. */
+static int sync_now(struct cn_broker *b, struct cn_partition *p)
+{
+    struct cn_log_sync *s = cn_log_sync_begin(p->log);
+    if (!s)
+        return 0;
+    int err = cn_log_sync_run(s);
+    err = cn_log_sync_end(p->log, s, err);
+    if (err)
+        cn_broker_log_dir_failed(b, "fdatasync", err);
+    return err;
+}
+
 int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
                             uint8_t *batch, size_t len,
                             struct cn_sync_waiter *w)
 {
-    if (b->stopping || cn_partition_offline(b, p))
-        return CN_EOFFLINE;
-    int64_t base;
-    int rc = cn_log_append(p->log, batch, len, &base);
-    if (rc) {
-        if (rc == -ENOSPC)
-            cn_broker_disk_full(b, p, true);
-        else if (rc != CN_ENOMEM && rc != CN_EINVAL)
-            cn_broker_log_dir_failed(b, "an internal topic write", rc);
+    bool group = b->cfg->cairn_fsync_group_commit;
+    int rc = append_coordinator(b, p, batch, len, "an internal topic write",
+                                !group);
+    if (rc)
         return rc;
-    }
-    cn_broker_disk_full(b, p, false);
-    cn_partition_check_roll(p);
-    struct cn_batch_hdr hdr;
-    if (cn_batch_hdr_parse(batch, len, &hdr) == 0)
-        cn_partition_record_batch(p, batch, len, &hdr);
-    if (!b->cfg->cairn_fsync_group_commit) {
+    if (!group) {
         /* Coordinators act only on what is durable, whatever the flush
          * policy for data says. */
-        struct cn_log_sync *s = cn_log_sync_begin(p->log);
-        if (s) {
-            int err = cn_log_sync_run(s);
-            err = cn_log_sync_end(p->log, s, err);
-            if (err) {
-                cn_broker_log_dir_failed(b, "fdatasync", err);
-                return err;
-            }
-        }
+        rc = sync_now(b, p);
+        if (rc)
+            return rc;
         p->high_watermark = cn_log_end_offset(p->log);
         w->finish(b, w);
         return 0;
     }
-    cn_sync_appended(b, p);
     cn_sync_wait(b, w);
     return 0;
 }
@@ -288,31 +323,15 @@ int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
 int cn_sync_checkpoint(struct cn_broker *b, struct cn_partition *p,
                        uint8_t *batch, size_t len)
 {
-    if (b->stopping || cn_partition_offline(b, p))
-        return CN_EOFFLINE;
     int64_t first = cn_log_end_offset(p->log);
-    int64_t base;
-    int rc = cn_log_append(p->log, batch, len, &base);
-    if (rc) {
-        if (rc == -ENOSPC)
-            cn_broker_disk_full(b, p, true);
-        else if (rc != CN_ENOMEM && rc != CN_EINVAL)
-            cn_broker_log_dir_failed(b, "a checkpoint write", rc);
+    int rc = append_coordinator(b, p, batch, len, "a checkpoint write", true);
+    if (rc)
         return rc;
-    }
-    cn_broker_disk_full(b, p, false);
-    cn_partition_check_roll(p);
     /* Synced here, on the loop: the old records may only go once the
      * checkpoint that replaces them is durable, and this is rare. */
-    struct cn_log_sync *s = cn_log_sync_begin(p->log);
-    if (s) {
-        rc = cn_log_sync_run(s);
-        rc = cn_log_sync_end(p->log, s, rc);
-        if (rc) {
-            cn_broker_log_dir_failed(b, "fdatasync", rc);
-            return rc;
-        }
-    }
+    rc = sync_now(b, p);
+    if (rc)
+        return rc;
     if (cn_log_end_offset(p->log) > p->high_watermark)
         p->high_watermark = cn_log_end_offset(p->log);
     rc = cn_log_delete_records(p->log, first);

@@ -681,3 +681,13 @@ struct cn_topic *cn_topic_internal(struct cn_broker *b, const char *name,
     }
     return t;
 }
+
+void cn_partition_expire_producers(struct cn_broker *b, struct cn_partition *p,
+                                   int64_t now_ms)
+{
+    size_t n = cn_pstate_expire(p->pstate, now_ms,
+                                b->cfg->producer_id_expiration_ms);
+    if (n)
+        CN_DEBUG("expired %zu producer ids in %s-%d", n,
+                 p->topic ? p->topic->name : "?", p->index);
+}

@@ -21,6 +21,7 @@
 
 #include "base/clock.h"
 #include "base/say.h"
+#include "markers.h"
 #include "proto/batch.h"
 #include "proto/kerr.h"
 #include "txn/txn_log.h"
@@ -585,6 +586,7 @@ int cn_txn_coord_start(struct cn_broker *b)
     if (!c)
         return CN_ENOMEM;
     b->txn = c;
+    c->markers = &cn_marker_channel_local;
     struct cn_topic *t = txn_log_topic(b, false);
     /* An existing log keeps the partition count it was made with. */
     c->nparts = t ? t->partition_count

@@ -21,6 +21,8 @@
 #include "txn/txn_state.h"
 #include "txn_coord.h"
 
+struct cn_marker_channel;
+
 struct txn_entry {
     struct cn_txn_meta meta;    /* as last made durable */
     bool busy;                  /* a change or markers in flight */
@@ -58,6 +60,8 @@ struct cn_txn_coord {
     uint64_t fenced;            /* open transactions fenced by an
                                    InitProducerId */
     uint64_t marker_retries;    /* marker_retry timers pending */
+    /* Where markers go: the local partitions today (markers.h). */
+    const struct cn_marker_channel *markers;
     struct cn_hist commit_ms;   /* decision -> CompleteCommit durable */
     struct cn_hist abort_ms;    /* decision -> CompleteAbort durable */
 };

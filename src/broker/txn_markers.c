@@ -13,11 +13,10 @@
 #include "base/clock.h"
 #include "base/failpoint.h"
 #include "base/say.h"
-#include "group_coord.h"
-#include "proto/batch.h"
 #include "proto/kerr.h"
 #include "txn/txn_state.h"
 #include "txn_coord.h"
+#include "markers.h"
 #include "txn_int.h"
 
 /* Markers carry the coordinator epoch; one broker has always led. */
@@ -53,12 +52,6 @@ static void complete_written(struct txn_write *w, int16_t err)
              cn_txn_state_name(e->meta.state));
 }
 
-struct marker_wait {
-    struct cn_sync_waiter waiter; /* first */
-    struct txn_entry *e;
-    bool commit;
-};
-
 struct marker_retry {
     uv_timer_t timer;
     struct cn_broker *b;
@@ -66,12 +59,17 @@ struct marker_retry {
     bool commit;
 };
 
-static void markers_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
+/* One round of markers for e's transaction, sent through the channel. */
+struct marker_run {
+    struct txn_entry *e;
+    bool commit;
+    bool failed;    /* some partition's marker was not written */
+    size_t pending; /* results not yet in, plus one while sending */
+};
+
+static void markers_synced(struct cn_broker *b, struct txn_entry *e,
+                           bool commit)
 {
-    struct marker_wait *mw = (struct marker_wait *)sw;
-    struct txn_entry *e = mw->e;
-    bool commit = mw->commit;
-    free(mw);
     if (CN_FAILPOINT("txn.after_markers_before_complete"))
         return;
     struct cn_txn_meta next;
@@ -107,84 +105,94 @@ static void on_marker_retry(uv_timer_t *t)
     uv_close((uv_handle_t *)t, on_retry_closed);
 }
 
+/* Every partition has answered: complete, or try them all again later
+ * (a repeated marker is harmless). */
+static void markers_done(struct cn_broker *b, struct marker_run *run)
+{
+    struct txn_entry *e = run->e;
+    bool commit = run->commit, failed = run->failed;
+    free(run);
+    if (!failed) {
+        markers_synced(b, e, commit);
+        return;
+    }
+    struct marker_retry *r = calloc(1, sizeof *r);
+    if (!r)
+        return;
+    r->b = b;
+    r->e = e;
+    r->commit = commit;
+    uv_timer_init(b->loop, &r->timer);
+    r->timer.data = r;
+    uv_timer_start(&r->timer, on_marker_retry, MARKER_RETRY_MS, 0);
+    b->txn->marker_retries++;
+}
+
+static void marker_result(struct cn_broker *b, void *arg, size_t i,
+                          int16_t kerr)
+{
+    struct marker_run *run = arg;
+    (void)i;
+    if (kerr)
+        run->failed = true;
+    if (--run->pending == 0)
+        markers_done(b, run);
+}
+
 /*
- * Appends the marker to every partition of e's transaction, then (once
- * they are durable) records the completion.  A partition of a deleted
- * topic needs no marker.  If the log directory is offline the markers
- * are tried again later: a decided transaction is finished, never
- * dropped.
+ * Sends the marker to every partition of e's transaction through the
+ * coordinator's marker channel, then (once every partition has it)
+ * records the completion.  If a partition cannot take it (the log
+ * directory offline, a full disk) the markers are sent again later: a
+ * decided transaction is finished, never dropped.
  */
 void txn_write_markers(struct cn_broker *b, struct txn_entry *e, bool commit)
 {
     if (b->stopping)
         return; /* the next start's recovery writes them */
     const struct cn_txn_meta *m = &e->meta;
-    struct cn_wr batch;
-    cn_wr_init(&batch, 128);
-    bool failed = b->log_dir_offline;
-    for (size_t i = 0; i < m->npartitions && !failed; i++) {
-        struct cn_partition *p = cn_partition_find(
-            b, cn_bytes_str(m->partitions[i].topic), m->partitions[i].partition);
-        if (!p)
-            continue;
-        cn_wr_reset(&batch);
-        if (cn_batch_build_control(&batch, m->producer_id, m->producer_epoch,
-                                   commit, COORDINATOR_EPOCH,
-                                   cn_clock_wall_ms()) != 0) {
-            failed = true;
-            break;
-        }
-        int64_t base;
-        int rc = cn_log_append(p->log, batch.buf, batch.len, &base);
-        if (rc) {
-            /* A full disk: tried again later, like an offline one. */
-            if (rc == -ENOSPC)
-                cn_broker_disk_full(b, p, true);
-            else
-                cn_broker_log_dir_failed(b, "a marker write", rc);
-            failed = true;
-            break;
-        }
-        cn_broker_disk_full(b, p, false);
-        cn_partition_check_roll(p);
-        struct cn_batch_hdr hdr;
-        if (cn_batch_hdr_parse(batch.buf, batch.len, &hdr) == 0)
-            cn_partition_record_batch(p, batch.buf, batch.len, &hdr);
-        if (p->topic->internal &&
-            strcmp(p->topic->name, CN_OFFSETS_TOPIC) == 0)
-            cn_group_coord_marker(b, p, m->producer_id, commit);
-        cn_sync_appended(b, p);
-        if (i == 0 && m->npartitions > 1 &&
-            CN_FAILPOINT("txn.after_some_markers")) {
-            failed = true;
-            break;
-        }
-    }
-    cn_wr_fini(&batch);
-    if (failed) {
-        struct marker_retry *r = calloc(1, sizeof *r);
-        if (!r)
-            return;
-        r->b = b;
-        r->e = e;
-        r->commit = commit;
-        uv_timer_init(b->loop, &r->timer);
-        r->timer.data = r;
-        uv_timer_start(&r->timer, on_marker_retry, MARKER_RETRY_MS, 0);
-        b->txn->marker_retries++;
+    struct marker_run *run = calloc(1, sizeof *run);
+    struct cn_marker_tp *tps = calloc(m->npartitions + 1, sizeof *tps);
+    if (!run || !tps) {
+        free(run);
+        free(tps);
         return;
     }
-    struct marker_wait *mw = calloc(1, sizeof *mw);
-    if (!mw)
-        return;
-    mw->e = e;
-    mw->commit = commit;
-    mw->waiter.finish = markers_synced;
-    if (!b->cfg->cairn_fsync_group_commit) {
-        markers_synced(b, &mw->waiter);
-        return;
+    for (size_t i = 0; i < m->npartitions; i++)
+        tps[i] = (struct cn_marker_tp){m->partitions[i].topic,
+                                       m->partitions[i].partition};
+    run->e = e;
+    run->commit = commit;
+    run->failed = b->log_dir_offline;
+    run->pending = 1;
+    struct cn_marker_send s = {
+        .producer_id = m->producer_id,
+        .producer_epoch = m->producer_epoch,
+        .commit = commit,
+        .coordinator_epoch = COORDINATOR_EPOCH,
+        .tps = tps,
+        .n = m->npartitions,
+        .result = marker_result,
+        .arg = run,
+    };
+    if (!run->failed && s.n > 1) {
+        /* The first marker alone, so a crash can be planted between it
+         * and the others. */
+        s.n = 1;
+        run->pending++;
+        b->txn->markers->send(b, &s);
+        if (CN_FAILPOINT("txn.after_some_markers"))
+            run->failed = true;
+        s.tps = tps + 1;
+        s.n = m->npartitions - 1;
     }
-    cn_sync_wait(b, &mw->waiter);
+    if (!run->failed) {
+        run->pending += s.n;
+        b->txn->markers->send(b, &s);
+    }
+    free(tps);
+    if (--run->pending == 0)
+        markers_done(b, run);
 }
 
 /* ---- aborts the coordinator makes --------------------------------------- */

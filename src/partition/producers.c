@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/clock.h"
+#include "base/err.h"
 #include "base/rd.h"
 #include "base/say.h"
-#include "broker_int.h"
+#include "partition/partition.h"
 #include "proto/batch.h"
 
 /* Snapshots kept per partition: the newest is what a restart uses; one
@@ -187,14 +187,4 @@ void cn_partition_after_retention(struct cn_partition *p)
 {
     cn_pstate_snapshot_prune(cn_log_dir(p->log), cn_log_oldest_base(p->log),
                              SNAPSHOTS_KEPT);
-}
-
-void cn_partition_expire_producers(struct cn_broker *b, struct cn_partition *p,
-                                   int64_t now_ms)
-{
-    size_t n = cn_pstate_expire(p->pstate, now_ms,
-                                b->cfg->producer_id_expiration_ms);
-    if (n)
-        CN_DEBUG("expired %zu producer ids in %s-%d", n,
-                 p->topic ? p->topic->name : "?", p->index);
 }

@@ -1,0 +1,166 @@
+/*
+ * partition.h - the partition layer: one partition's log and the state
+ * derived from it (producer state, last stable offset, aborted-transaction
+ * index, producer snapshots), kept in step by one write path.
+ *
+ * Every write to a partition goes through cn_part_append, whoever makes
+ * it: a client's Produce, a coordinator's marker or internal-topic record,
+ * an operator's WriteTxnMarkers (and next, a follower copying its
+ * leader).  What depends on the origin is only the validation before the
+ * write; the write itself (append, roll snapshot, producer-state update,
+ * .txnindex entry for an abort, hand-off to group commit) is the same for
+ * all, so no caller can forget a step.
+ *
+ * This layer sits below the broker: it includes no broker header, and
+ * reaches the broker's group commit and disk-failure policy only through
+ * struct cn_part_env.  The topic a partition belongs to is opaque here.
+ *
+ * Runs on: loop.
+ */
+#ifndef CN_PARTITION_H
+#define CN_PARTITION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/bytes.h"
+#include "log/log.h"
+#include "producer/pstate.h"
+#include "proto/batch.h"
+
+struct cn_topic;
+
+struct cn_partition {
+    struct cn_topic *topic;   /* owner (the broker's) */
+    int32_t index;            /* partition number */
+    struct cn_log *log;       /* its on-disk log */
+    int64_t high_watermark;   /* offsets below are visible to consumers */
+    struct cn_pstate *pstate; /* producer ids that wrote here */
+    int64_t active_base;      /* active segment's base: a change = roll */
+    int64_t clean_retry_ms;   /* monotonic: a failed cleaner pass is not
+                               * retried before (cleaner.c) */
+    int64_t clean_last_end_ms; /* monotonic end of its last pass, 0 none */
+    int clean_last_error;      /* of its last pass, 0 when it swapped */
+    bool in_sync_list;        /* queued for the next sync round */
+    struct cn_partition *sync_next;
+};
+
+/* The last stable offset: the first offset of the oldest open transaction,
+ * capped at the high watermark.  read_committed readers stop there. */
+static inline int64_t cn_partition_lso(const struct cn_partition *p)
+{
+    int64_t open = cn_pstate_first_open_offset(p->pstate);
+    return open >= 0 && open < p->high_watermark ? open : p->high_watermark;
+}
+
+/* ---- the one write path -------------------------------------------------- */
+
+/* Who writes, which decides what is checked before the write. */
+enum cn_part_origin {
+    /* A client's Produce: each batch passes the producer state (duplicate,
+     * fenced epoch, sequence gap, a plain batch inside an open
+     * transaction) and, for a transactional batch that opens no
+     * transaction here, the coordinator's verification (KIP-890). */
+    CN_PART_CLIENT,
+    /* A coordinator's own write: a transaction marker, or a record of
+     * __transaction_state / __consumer_offsets.  Trusted as is. */
+    CN_PART_COORDINATOR,
+    /* A marker from outside the broker (WriteTxnMarkers): refused with
+     * INVALID_PRODUCER_EPOCH when older than the partition's epoch for
+     * that producer, as Kafka refuses a zombie coordinator's. */
+    CN_PART_OPERATOR,
+    /* Next: CN_PART_REPLICA, a follower appending its leader's batches
+     * at the leader's offsets, with no check but continuity. */
+};
+
+/* What the layer above provides; ctx is passed back to each. */
+struct cn_part_env {
+    void *ctx;
+    /* Group commit: p has appended data not yet synced. */
+    void (*appended)(void *ctx, struct cn_partition *p);
+    /* After each append that reached the log: whether it found no space
+     * (the log undid it and stays online). */
+    void (*disk_full)(void *ctx, const struct cn_partition *p, bool full);
+    /* A write failed in a way that takes the log directory offline;
+     * what names the write for the log. */
+    void (*dir_failed)(void *ctx, const char *what, int err);
+};
+
+/*
+ * An append request.  The caller fills the inputs; cn_part_append fills
+ * the results.  batches holds one or more whole, validated batches (magic
+ * 2) and is written into: the base offset and the timestamps are patched
+ * in place.
+ */
+struct cn_part_append {
+    enum cn_part_origin origin;
+    uint8_t *batches;
+    size_t len;
+    const char *what;      /* names the write if it fails ("a log write") */
+    bool caller_syncs;     /* no group-commit hand-off: the caller syncs */
+    bool allow_duplicate;  /* CN_PART_CLIENT: append a retry again (only
+                            * the history checker's planted bug does) */
+    int64_t append_time;   /* LogAppendTime to stamp, or -1 */
+    /* CN_PART_CLIENT: KIP-890 verification of a transactional batch that
+     * opens no transaction here; returns a Kafka error code.  NULL: no
+     * verification. */
+    int16_t (*verify)(void *arg, int64_t producer_id, int16_t epoch);
+    /* CN_PART_CLIENT: called once the producer state has accepted every
+     * batch and before anything is written, for the checks that depend
+     * on the topic (timestamps, keys) and for re-encoding: it may point
+     * batches/len at other bytes that live until cn_part_append returns.
+     * Returns a Kafka error code; non-zero refuses the write. */
+    int16_t (*prepare)(void *arg, struct cn_part_append *a);
+    void *arg;             /* for verify and prepare */
+
+    /* Results. */
+    int16_t kerr;          /* a refusal by validation, else KAFKA_NONE */
+    int err;               /* a log error (0, -ENOSPC, CN_EOFFLINE...) */
+    bool duplicate;        /* a retry of a batch appended before: nothing
+                            * written, base_offset is the original's */
+    int64_t base_offset;   /* first offset written, or -1 */
+};
+
+/*
+ * Appends a->batches to p, in this order: the origin's checks (any
+ * refusal leaves p untouched, a->kerr set), then for each batch the log
+ * append, the producer snapshot if the append rolled a segment (taken
+ * before the batch is recorded, so it describes the log below the new
+ * segment), the producer-state update (which moves the LSO and, for an
+ * abort marker, adds the .txnindex entry), and at the end the hand-off
+ * to group commit unless a->caller_syncs.  A duplicate is handed off too:
+ * the original may not be synced yet.  Returns 0, -1 for a refusal
+ * (a->kerr), or the log error (a->err, for which the env was told).
+ * After a log error a->base_offset >= 0 says earlier batches were
+ * written (and handed off).
+ */
+int cn_part_append(struct cn_partition *p, const struct cn_part_env *env,
+                   struct cn_part_append *a);
+
+/* ---- producer state beside the log (producers.c) ------------------------- */
+
+/* Loads p's producer state at open: the newest snapshot, then the log
+ * after it.  name is for the log line. */
+int cn_partition_producers_load(struct cn_partition *p, const char *name);
+/* Calls fn for every batch of p's log from `from` (the batch holding it)
+ * to the end, reading in large chunks; stops at fn's first non-zero
+ * return and returns it, or a read or parse error. */
+int cn_partition_scan(struct cn_partition *p, int64_t from,
+                      int (*fn)(void *arg, const uint8_t *batch, size_t len,
+                                const struct cn_batch_hdr *hdr),
+                      void *arg);
+/* Records an appended batch (data or marker) in the producer table. */
+int cn_partition_record_batch(struct cn_partition *p, const uint8_t *batch,
+                              size_t len, const struct cn_batch_hdr *hdr);
+/* Call after each append and before recording the batch: snapshots the
+ * table when the append rolled a new segment. */
+void cn_partition_check_roll(struct cn_partition *p);
+void cn_partition_producers_close(struct cn_partition *p);
+void cn_partition_after_retention(struct cn_partition *p);
+/* Reads a control batch's marker: type (CN_CONTROL_*) and coordinator
+ * epoch.  Returns 0 or CN_ECORRUPT. */
+int cn_batch_marker(const uint8_t *batch, size_t len, int *type,
+                    int32_t *coordinator_epoch);
+
+#endif

@@ -1,0 +1,367 @@
+/* test_partition.c - the partition layer's one write path over a real log
+ * in a temp directory, no sockets: each origin's checks (producer state
+ * for clients, epoch fencing for operators), duplicate answers, markers
+ * moving the LSO and writing the .txnindex, the roll snapshot, and the
+ * hand-off to group commit. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/wr.h"
+#include "log/log.h"
+#include "partition/partition.h"
+#include "proto/batch.h"
+#include "proto/kerr.h"
+#include "unit.h"
+
+/* The fake broker above: counts what the partition layer tells it. */
+struct fake_env {
+    int appended;
+    int full_true, full_false;
+    int dir_failed;
+    int verified;
+    int16_t verify_answer;
+};
+
+static void fake_appended(void *ctx, struct cn_partition *p)
+{
+    struct fake_env *f = ctx;
+    f->appended++;
+    /* As group commit without fsync: everything appended is visible. */
+    p->high_watermark = cn_log_end_offset(p->log);
+}
+
+static void fake_disk_full(void *ctx, const struct cn_partition *p, bool full)
+{
+    struct fake_env *f = ctx;
+    (void)p;
+    if (full)
+        f->full_true++;
+    else
+        f->full_false++;
+}
+
+static void fake_dir_failed(void *ctx, const char *what, int err)
+{
+    struct fake_env *f = ctx;
+    (void)what;
+    (void)err;
+    f->dir_failed++;
+}
+
+static int16_t fake_verify(void *arg, int64_t producer_id, int16_t epoch)
+{
+    struct fake_env *f = arg;
+    (void)producer_id;
+    (void)epoch;
+    f->verified++;
+    return f->verify_answer;
+}
+
+struct fixture {
+    char *dir;
+    struct cn_partition p;
+    struct fake_env f;
+    struct cn_part_env env;
+    struct cn_wr w;
+};
+
+static void fx_open(struct fixture *x, int64_t segment_bytes)
+{
+    memset(x, 0, sizeof *x);
+    x->dir = unit_tmpdir("partition");
+    struct cn_log_config cfg;
+    cn_log_config_default(&cfg);
+    if (segment_bytes > 0)
+        cfg.segment_bytes = segment_bytes;
+    CHECK_EQ(cn_log_open(x->dir, &cfg, &x->p.log), 0);
+    CHECK_EQ(cn_partition_producers_load(&x->p, "t-0"), 0);
+    x->env = (struct cn_part_env){&x->f, fake_appended, fake_disk_full,
+                                  fake_dir_failed};
+    cn_wr_init(&x->w, 256);
+}
+
+static void fx_close(struct fixture *x)
+{
+    cn_wr_fini(&x->w);
+    cn_partition_producers_close(&x->p);
+    cn_log_close(x->p.log);
+    unit_rmtree(x->dir);
+    free(x->dir);
+}
+
+/* A one-record batch of producer pid (or -1) into x->w, replacing it. */
+static void data_batch(struct fixture *x, int64_t pid, int16_t epoch,
+                       int32_t seq, bool txn)
+{
+    struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
+    bp.producer_id = pid;
+    bp.producer_epoch = epoch;
+    bp.base_sequence = seq;
+    bp.transactional = txn;
+    struct cn_batch_builder bb;
+    cn_batch_builder_init(&bb, &bp);
+    cn_batch_builder_add(&bb, 1000, (struct cn_bytes){(const uint8_t *)"k", 1},
+                         (struct cn_bytes){(const uint8_t *)"value", 5},
+                         NULL, 0);
+    cn_wr_reset(&x->w);
+    CHECK_EQ(cn_batch_builder_finish(&bb, &x->w), 0);
+    cn_batch_builder_fini(&bb);
+}
+
+static void marker_batch(struct fixture *x, int64_t pid, int16_t epoch,
+                         bool commit)
+{
+    cn_wr_reset(&x->w);
+    CHECK_EQ(cn_batch_build_control(&x->w, pid, epoch, commit, 0, 1000), 0);
+}
+
+/* Appends x->w from origin; returns cn_part_append's result. */
+static int append(struct fixture *x, enum cn_part_origin origin,
+                  struct cn_part_append *a)
+{
+    memset(a, 0, sizeof *a);
+    a->origin = origin;
+    a->batches = x->w.buf;
+    a->len = x->w.len;
+    a->what = "a test write";
+    a->append_time = -1;
+    a->verify = fake_verify;
+    a->arg = &x->f;
+    return cn_part_append(&x->p, &x->env, a);
+}
+
+UNIT_TEST(client_idempotent_append_and_duplicate)
+{
+    struct fixture x;
+    struct cn_part_append a;
+    fx_open(&x, 0);
+    data_batch(&x, 7, 0, 0, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    CHECK_EQ(a.base_offset, 0);
+    CHECK(!a.duplicate);
+    CHECK_EQ(x.f.appended, 1);
+    CHECK_EQ(x.f.full_false, 1);
+    CHECK_EQ(cn_pstate_count(x.p.pstate), 1);
+    data_batch(&x, -1, -1, -1, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    CHECK_EQ(a.base_offset, 1);
+    /* The retry of the first batch: answered with its offset, not
+     * written, still handed to group commit (the original may not be
+     * synced yet). */
+    data_batch(&x, 7, 0, 0, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    CHECK(a.duplicate);
+    CHECK_EQ(a.base_offset, 0);
+    CHECK_EQ(cn_log_end_offset(x.p.log), 2);
+    CHECK_EQ(x.f.appended, 3);
+    fx_close(&x);
+}
+
+UNIT_TEST(client_producer_state_refusals)
+{
+    struct fixture x;
+    struct cn_part_append a;
+    fx_open(&x, 0);
+    data_batch(&x, 7, 3, 0, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    /* A gap in the sequence. */
+    data_batch(&x, 7, 3, 5, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), -1);
+    CHECK_EQ(a.kerr, KAFKA_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    /* An older epoch: fenced. */
+    data_batch(&x, 7, 2, 0, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), -1);
+    CHECK_EQ(a.kerr, KAFKA_INVALID_PRODUCER_EPOCH);
+    /* Nothing written, nothing handed off by the refusals. */
+    CHECK_EQ(cn_log_end_offset(x.p.log), 1);
+    CHECK_EQ(x.f.appended, 1);
+    /* The coordinator's own writes are not checked against it. */
+    data_batch(&x, 7, 3, 9, false);
+    CHECK_EQ(append(&x, CN_PART_COORDINATOR, &a), 0);
+    CHECK_EQ(cn_log_end_offset(x.p.log), 2);
+    fx_close(&x);
+}
+
+UNIT_TEST(client_transactional_verify_and_lso)
+{
+    struct fixture x;
+    struct cn_part_append a;
+    fx_open(&x, 0);
+    /* Opening a transaction here asks the coordinator (KIP-890). */
+    x.f.verify_answer = KAFKA_INVALID_TXN_STATE;
+    data_batch(&x, 9, 0, 0, true);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), -1);
+    CHECK_EQ(a.kerr, KAFKA_INVALID_TXN_STATE);
+    CHECK_EQ(x.f.verified, 1);
+    CHECK_EQ(cn_log_end_offset(x.p.log), 0);
+    x.f.verify_answer = KAFKA_NONE;
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    CHECK_EQ(x.f.verified, 2);
+    CHECK_EQ(cn_partition_lso(&x.p), 0);
+    /* Inside the open transaction: no second question. */
+    data_batch(&x, 9, 0, 1, true);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    CHECK_EQ(x.f.verified, 2);
+    /* A plain batch of that producer would land inside the range. */
+    data_batch(&x, 9, 0, 2, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), -1);
+    CHECK_EQ(a.kerr, KAFKA_INVALID_TXN_STATE);
+    CHECK_EQ(x.p.high_watermark, 2);
+    CHECK_EQ(cn_partition_lso(&x.p), 0);
+    fx_close(&x);
+}
+
+static int collect(void *arg, const struct cn_aborted_txn *t)
+{
+    struct cn_aborted_txn *out = arg;
+    *out = *t;
+    return 1;
+}
+
+UNIT_TEST(coordinator_markers_move_lso_and_txnindex)
+{
+    struct fixture x;
+    struct cn_part_append a;
+    fx_open(&x, 0);
+    data_batch(&x, 11, 0, 0, true);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    data_batch(&x, 12, 0, 0, true);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    CHECK_EQ(cn_partition_lso(&x.p), 0);
+    CHECK_EQ(cn_pstate_open_count(x.p.pstate), 2);
+    /* Abort 11: the LSO moves to 12's first offset, the index has it. */
+    marker_batch(&x, 11, 0, false);
+    CHECK_EQ(append(&x, CN_PART_COORDINATOR, &a), 0);
+    CHECK_EQ(a.base_offset, 2);
+    CHECK_EQ(cn_partition_lso(&x.p), 1);
+    struct cn_aborted_txn at;
+    memset(&at, 0, sizeof at);
+    CHECK_EQ(cn_log_aborted_txns(x.p.log, 0, 3, collect, &at), 1);
+    CHECK_EQ(at.producer_id, 11);
+    CHECK_EQ(at.first_offset, 0);
+    CHECK_EQ(at.last_offset, 2);
+    CHECK_EQ(at.lso, 1);
+    /* Commit 12: nothing open, the LSO is the high watermark and a
+     * commit adds no index entry. */
+    marker_batch(&x, 12, 0, true);
+    CHECK_EQ(append(&x, CN_PART_COORDINATOR, &a), 0);
+    CHECK_EQ(cn_pstate_open_count(x.p.pstate), 0);
+    CHECK_EQ(cn_partition_lso(&x.p), 4);
+    memset(&at, 0, sizeof at);
+    CHECK_EQ(cn_log_aborted_txns(x.p.log, 3, 4, collect, &at), 0);
+    CHECK_EQ(x.f.appended, 4);
+    fx_close(&x);
+}
+
+UNIT_TEST(operator_marker_fenced_by_epoch)
+{
+    struct fixture x;
+    struct cn_part_append a;
+    fx_open(&x, 0);
+    data_batch(&x, 21, 4, 0, true);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    /* An operator's marker from an older epoch is a zombie's. */
+    marker_batch(&x, 21, 3, false);
+    CHECK_EQ(append(&x, CN_PART_OPERATOR, &a), -1);
+    CHECK_EQ(a.kerr, KAFKA_INVALID_PRODUCER_EPOCH);
+    CHECK_EQ(cn_log_end_offset(x.p.log), 1);
+    CHECK_EQ(cn_pstate_open_count(x.p.pstate), 1);
+    /* At the partition's epoch it closes the transaction. */
+    marker_batch(&x, 21, 4, false);
+    CHECK_EQ(append(&x, CN_PART_OPERATOR, &a), 0);
+    CHECK_EQ(cn_pstate_open_count(x.p.pstate), 0);
+    /* A marker for a producer with nothing open is appended too. */
+    marker_batch(&x, 99, 0, true);
+    CHECK_EQ(append(&x, CN_PART_OPERATOR, &a), 0);
+    CHECK_EQ(cn_log_end_offset(x.p.log), 3);
+    fx_close(&x);
+}
+
+static int16_t refuse(void *arg, struct cn_part_append *a)
+{
+    (void)a;
+    int *calls = arg;
+    (*calls)++;
+    return KAFKA_INVALID_TIMESTAMP;
+}
+
+UNIT_TEST(prepare_runs_after_producer_checks)
+{
+    struct fixture x;
+    struct cn_part_append a;
+    int calls = 0;
+    fx_open(&x, 0);
+    data_batch(&x, 5, 0, 0, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    data_batch(&x, 5, 0, 1, false);
+    memset(&a, 0, sizeof a);
+    a.origin = CN_PART_CLIENT;
+    a.batches = x.w.buf;
+    a.len = x.w.len;
+    a.what = "a test write";
+    a.append_time = -1;
+    a.prepare = refuse;
+    a.arg = &calls;
+    CHECK_EQ(cn_part_append(&x.p, &x.env, &a), -1);
+    CHECK_EQ(a.kerr, KAFKA_INVALID_TIMESTAMP);
+    CHECK_EQ(calls, 1);
+    CHECK_EQ(cn_log_end_offset(x.p.log), 1);
+    /* A producer-state refusal comes first: prepare is not asked. */
+    data_batch(&x, 5, 0, 7, false);
+    a.batches = x.w.buf;
+    a.len = x.w.len;
+    CHECK_EQ(cn_part_append(&x.p, &x.env, &a), -1);
+    CHECK_EQ(a.kerr, KAFKA_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    CHECK_EQ(calls, 1);
+    CHECK_EQ(cn_log_end_offset(x.p.log), 1);
+    CHECK_EQ(x.f.appended, 1);
+    fx_close(&x);
+}
+
+UNIT_TEST(roll_snapshots_and_caller_syncs)
+{
+    struct fixture x;
+    struct cn_part_append a;
+    fx_open(&x, 200);
+    data_batch(&x, 31, 0, 0, false);
+    size_t one = x.w.len;
+    int32_t seq = 0;
+    /* Fill past the first segment so an append rolls. */
+    while (cn_log_active_base(x.p.log) == 0 && seq < 20) {
+        data_batch(&x, 31, 0, seq++, false);
+        memset(&a, 0, sizeof a);
+        a.origin = CN_PART_COORDINATOR;
+        a.batches = x.w.buf;
+        a.len = x.w.len;
+        a.what = "a test write";
+        a.append_time = -1;
+        a.caller_syncs = true;
+        CHECK_EQ(cn_part_append(&x.p, &x.env, &a), 0);
+    }
+    CHECK(one > 0);
+    int64_t base = cn_log_active_base(x.p.log);
+    CHECK(base > 0);
+    CHECK_EQ(x.p.active_base, base);
+    /* The snapshot names the new segment's base and leaves out the batch
+     * that starts it. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%020lld.snapshot", x.dir,
+             (long long)base);
+    CHECK_EQ(access(path, F_OK), 0);
+    /* The caller syncs itself: no hand-off. */
+    CHECK_EQ(x.f.appended, 0);
+    CHECK_EQ(x.f.dir_failed, 0);
+    fx_close(&x);
+}
+
+UNIT_MAIN(client_idempotent_append_and_duplicate,
+          client_producer_state_refusals,
+          client_transactional_verify_and_lso,
+          coordinator_markers_move_lso_and_txnindex,
+          operator_marker_fenced_by_epoch,
+          prepare_runs_after_producer_checks,
+          roll_snapshots_and_caller_syncs)
