@@ -5,9 +5,10 @@
  * (Java's String.hashCode rule, so tools agree on where).  Each state
  * change is appended to that partition and synced before anything acts on
  * it or the client hears of it.  EndTxn writes PrepareCommit/PrepareAbort
- * (the decision), answers, appends a marker to every partition in the
- * transaction through the same append path a remote leader would use, and
- * then writes CompleteCommit/CompleteAbort.  At start the log is replayed
+ * (the decision), answers, sends a marker to every partition in the
+ * transaction through its marker channel (markers.h: local partitions
+ * today, through the partition layer's one write path), and then writes
+ * CompleteCommit/CompleteAbort.  At start the log is replayed
  * and decided transactions are finished.
  *
  * Transaction version 2 (KIP-890 part 2), while cairn.transaction.version

@@ -13,10 +13,10 @@
 #include "base/clock.h"
 #include "base/failpoint.h"
 #include "base/say.h"
+#include "markers.h"
 #include "proto/kerr.h"
 #include "txn/txn_state.h"
 #include "txn_coord.h"
-#include "markers.h"
 #include "txn_int.h"
 
 /* Markers carry the coordinator epoch; one broker has always led. */
@@ -52,19 +52,19 @@ static void complete_written(struct txn_write *w, int16_t err)
              cn_txn_state_name(e->meta.state));
 }
 
-struct marker_retry {
-    uv_timer_t timer;
-    struct cn_broker *b;
-    struct txn_entry *e;
-    bool commit;
-};
-
 /* One round of markers for e's transaction, sent through the channel. */
 struct marker_run {
     struct txn_entry *e;
     bool commit;
     bool failed;    /* some partition's marker was not written */
     size_t pending; /* results not yet in, plus one while sending */
+};
+
+struct marker_retry {
+    uv_timer_t timer;
+    struct cn_broker *b;
+    struct txn_entry *e;
+    bool commit;
 };
 
 static void markers_synced(struct cn_broker *b, struct txn_entry *e,

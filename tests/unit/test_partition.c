@@ -119,9 +119,9 @@ static void marker_batch(struct fixture *x, int64_t pid, int16_t epoch,
     CHECK_EQ(cn_batch_build_control(&x->w, pid, epoch, commit, 0, 1000), 0);
 }
 
-/* Appends x->w from origin; returns cn_part_append's result. */
-static int append(struct fixture *x, enum cn_part_origin origin,
-                  struct cn_part_append *a)
+/* A request to append x->w from origin, with no hooks. */
+static void req_init(struct fixture *x, enum cn_part_origin origin,
+                     struct cn_part_append *a)
 {
     memset(a, 0, sizeof *a);
     a->origin = origin;
@@ -129,6 +129,13 @@ static int append(struct fixture *x, enum cn_part_origin origin,
     a->len = x->w.len;
     a->what = "a test write";
     a->append_time = -1;
+}
+
+/* Appends x->w from origin; returns cn_part_append's result. */
+static int append(struct fixture *x, enum cn_part_origin origin,
+                  struct cn_part_append *a)
+{
+    req_init(x, origin, a);
     a->verify = fake_verify;
     a->arg = &x->f;
     return cn_part_append(&x->p, &x->env, a);
@@ -298,12 +305,7 @@ UNIT_TEST(prepare_runs_after_producer_checks)
     data_batch(&x, 5, 0, 0, false);
     CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
     data_batch(&x, 5, 0, 1, false);
-    memset(&a, 0, sizeof a);
-    a.origin = CN_PART_CLIENT;
-    a.batches = x.w.buf;
-    a.len = x.w.len;
-    a.what = "a test write";
-    a.append_time = -1;
+    req_init(&x, CN_PART_CLIENT, &a);
     a.prepare = refuse;
     a.arg = &calls;
     CHECK_EQ(cn_part_append(&x.p, &x.env, &a), -1);
@@ -333,12 +335,7 @@ UNIT_TEST(roll_snapshots_and_caller_syncs)
     /* Fill past the first segment so an append rolls. */
     while (cn_log_active_base(x.p.log) == 0 && seq < 20) {
         data_batch(&x, 31, 0, seq++, false);
-        memset(&a, 0, sizeof a);
-        a.origin = CN_PART_COORDINATOR;
-        a.batches = x.w.buf;
-        a.len = x.w.len;
-        a.what = "a test write";
-        a.append_time = -1;
+        req_init(&x, CN_PART_COORDINATOR, &a);
         a.caller_syncs = true;
         CHECK_EQ(cn_part_append(&x.p, &x.env, &a), 0);
     }
