@@ -245,8 +245,7 @@ static int16_t produce_prepare(void *arg, struct cn_part_append *a)
         return KAFKA_INVALID_TIMESTAMP;
     if (t->config.message_timestamp_type == CN_TS_LOG_APPEND_TIME)
         a->append_time = cn_clock_wall_ms();
-    int16_t kerr = recompress(t, a->batches, a->len, pp->scratch,
-                              &pp->recomp);
+    int16_t kerr = recompress(t, a->batches, a->len, pp->scratch, &pp->recomp);
     if (kerr)
         return kerr;
     if (pp->recomp.len > 0) {
@@ -305,8 +304,8 @@ static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req
         pr->error_code = KAFKA_INVALID_RECORD;
         return NULL;
     }
-    struct produce_prep pp = {b, txn_id, p, req, t, pd->index, scratch,
-                              {0}, pr};
+    struct produce_prep pp = {b,         txn_id,  p,   req, t,
+                              pd->index, scratch, {0}, pr};
     cn_wr_init(&pp.recomp, 0);
     struct cn_part_env env = cn_sync_part_env(b);
     /* The frame belongs to this request; writing into it is ours to do. */

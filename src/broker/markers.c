@@ -25,7 +25,7 @@ struct marker_op {
 static void marker_visible(struct cn_broker *b, struct cn_sync_waiter *w)
 {
     struct marker_op *op = (struct marker_op *)w;
-    void (*done)(struct cn_broker *b, void *arg) = op->done;
+    void (*done)(struct cn_broker *, void *) = op->done;
     void *arg = op->arg;
 
     free(op);
@@ -120,9 +120,10 @@ static void local_send(struct cn_broker *b, const struct cn_marker_send *s)
             continue;
         }
         *lr = (struct local_result){s->result, s->arg, i};
-        int16_t kerr = cn_marker_write_local(
-            b, p, CN_PART_COORDINATOR, s->producer_id, s->producer_epoch,
-            s->commit, s->coordinator_epoch, local_done, lr);
+        int16_t kerr = cn_marker_write_local(b, p, CN_PART_COORDINATOR,
+                                             s->producer_id, s->producer_epoch,
+                                             s->commit, s->coordinator_epoch,
+                                             local_done, lr);
         if (kerr) {
             free(lr);
             s->result(b, s->arg, i, kerr);

@@ -47,7 +47,7 @@ struct cn_marker_tp {
 struct cn_marker_send {
     int64_t producer_id;
     int16_t producer_epoch;
-    bool commit;                 /* commit or abort marker */
+    bool commit; /* commit or abort marker */
     int32_t coordinator_epoch;
     const struct cn_marker_tp *tps;
     size_t n;

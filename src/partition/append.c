@@ -22,21 +22,19 @@ static int16_t check_client(struct cn_partition *p,
         return KAFKA_NONE;
     struct cn_pentry_info pe;
     bool open = cn_pstate_get(p->pstate, hdr->producer_id, &pe) &&
-                pe.txn_first_offset >= 0 &&
-                pe.epoch == hdr->producer_epoch;
+                pe.txn_first_offset >= 0 && pe.epoch == hdr->producer_epoch;
     /* A transactional batch that is not part of this epoch's open
      * transaction here must be part of one the coordinator holds Ongoing
      * (KIP-890 part 1).  Kafka asks before it looks at epochs and
      * sequences, so its answer wins. */
     if (!open && cn_batch_is_transactional(hdr) && a->verify) {
-        int16_t kerr =
-            a->verify(a->arg, hdr->producer_id, hdr->producer_epoch);
+        int16_t kerr = a->verify(a->arg, hdr->producer_id,
+                                 hdr->producer_epoch);
         if (kerr)
             return kerr;
     }
     switch (cn_pstate_check(p->pstate, hdr, dup_offset)) {
-    case CN_PCHECK_APPEND:
-        break;
+    case CN_PCHECK_APPEND: break;
     case CN_PCHECK_DUPLICATE:
         if (a->allow_duplicate)
             break;
@@ -48,8 +46,7 @@ static int16_t check_client(struct cn_partition *p,
          * the coordinator's APIs. */
         return KAFKA_INVALID_PRODUCER_EPOCH;
     case CN_PCHECK_OUT_OF_ORDER:
-    default:
-        return KAFKA_OUT_OF_ORDER_SEQUENCE_NUMBER;
+    default: return KAFKA_OUT_OF_ORDER_SEQUENCE_NUMBER;
     }
     /* A plain batch from a producer with an open transaction would land
      * inside that transaction's range without belonging to it. */

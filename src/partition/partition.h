@@ -32,17 +32,17 @@
 struct cn_topic;
 
 struct cn_partition {
-    struct cn_topic *topic;   /* owner (the broker's) */
-    int32_t index;            /* partition number */
-    struct cn_log *log;       /* its on-disk log */
-    int64_t high_watermark;   /* offsets below are visible to consumers */
-    struct cn_pstate *pstate; /* producer ids that wrote here */
-    int64_t active_base;      /* active segment's base: a change = roll */
-    int64_t clean_retry_ms;   /* monotonic: a failed cleaner pass is not
+    struct cn_topic *topic;    /* owner (the broker's) */
+    int32_t index;             /* partition number */
+    struct cn_log *log;        /* its on-disk log */
+    int64_t high_watermark;    /* offsets below are visible to consumers */
+    struct cn_pstate *pstate;  /* producer ids that wrote here */
+    int64_t active_base;       /* active segment's base: a change = roll */
+    int64_t clean_retry_ms;    /* monotonic: a failed cleaner pass is not
                                * retried before (cleaner.c) */
     int64_t clean_last_end_ms; /* monotonic end of its last pass, 0 none */
     int clean_last_error;      /* of its last pass, 0 when it swapped */
-    bool in_sync_list;        /* queued for the next sync round */
+    bool in_sync_list;         /* queued for the next sync round */
     struct cn_partition *sync_next;
 };
 
@@ -97,11 +97,11 @@ struct cn_part_append {
     enum cn_part_origin origin;
     uint8_t *batches;
     size_t len;
-    const char *what;      /* names the write if it fails ("a log write") */
-    bool caller_syncs;     /* no group-commit hand-off: the caller syncs */
-    bool allow_duplicate;  /* CN_PART_CLIENT: append a retry again (only
+    const char *what;     /* names the write if it fails ("a log write") */
+    bool caller_syncs;    /* no group-commit hand-off: the caller syncs */
+    bool allow_duplicate; /* CN_PART_CLIENT: append a retry again (only
                             * the history checker's planted bug does) */
-    int64_t append_time;   /* LogAppendTime to stamp, or -1 */
+    int64_t append_time;  /* LogAppendTime to stamp, or -1 */
     /* CN_PART_CLIENT: KIP-890 verification of a transactional batch that
      * opens no transaction here; returns a Kafka error code.  NULL: no
      * verification. */
@@ -112,14 +112,14 @@ struct cn_part_append {
      * batches/len at other bytes that live until cn_part_append returns.
      * Returns a Kafka error code; non-zero refuses the write. */
     int16_t (*prepare)(void *arg, struct cn_part_append *a);
-    void *arg;             /* for verify and prepare */
+    void *arg; /* for verify and prepare */
 
     /* Results. */
-    int16_t kerr;          /* a refusal by validation, else KAFKA_NONE */
-    int err;               /* a log error (0, -ENOSPC, CN_EOFFLINE...) */
-    bool duplicate;        /* a retry of a batch appended before: nothing
+    int16_t kerr;        /* a refusal by validation, else KAFKA_NONE */
+    int err;             /* a log error (0, -ENOSPC, CN_EOFFLINE...) */
+    bool duplicate;      /* a retry of a batch appended before: nothing
                             * written, base_offset is the original's */
-    int64_t base_offset;   /* first offset written, or -1 */
+    int64_t base_offset; /* first offset written, or -1 */
 };
 
 /*

@@ -32,7 +32,8 @@ int cn_batch_marker(const uint8_t *batch, size_t len, int *type,
     if (cn_control_key_parse(rec.key, &t) != 0)
         return CN_ECORRUPT;
     struct cn_rd rd;
-    cn_rd_init(&rd, rec.value.ptr, rec.value.len > 0 ? (size_t)rec.value.len : 0);
+    cn_rd_init(&rd, rec.value.ptr,
+               rec.value.len > 0 ? (size_t)rec.value.len : 0);
     (void)cn_rd_i16(&rd); /* marker value version */
     int32_t epoch = cn_rd_i32(&rd);
     if (rd.err)
@@ -83,7 +84,8 @@ int cn_partition_scan(struct cn_partition *p, int64_t from,
     while (at < end && !rc) {
         cn_wr_reset(&buf);
         size_t got = 0;
-        rc = cn_log_read(p->log, at, end, REPLAY_CHUNK_BYTES, true, &buf, &got);
+        rc = cn_log_read(p->log, at, end, REPLAY_CHUNK_BYTES, true, &buf,
+                         &got);
         if (rc || got == 0)
             break;
         for (size_t pos = 0; pos < got && !rc;) {

@@ -105,8 +105,8 @@ static void data_batch(struct fixture *x, int64_t pid, int16_t epoch,
     struct cn_batch_builder bb;
     cn_batch_builder_init(&bb, &bp);
     cn_batch_builder_add(&bb, 1000, (struct cn_bytes){(const uint8_t *)"k", 1},
-                         (struct cn_bytes){(const uint8_t *)"value", 5},
-                         NULL, 0);
+                         (struct cn_bytes){(const uint8_t *)"value", 5}, NULL,
+                         0);
     cn_wr_reset(&x->w);
     CHECK_EQ(cn_batch_builder_finish(&bb, &x->w), 0);
     cn_batch_builder_fini(&bb);
@@ -346,8 +346,7 @@ UNIT_TEST(roll_snapshots_and_caller_syncs)
     /* The snapshot names the new segment's base and leaves out the batch
      * that starts it. */
     char path[4096];
-    snprintf(path, sizeof path, "%s/%020lld.snapshot", x.dir,
-             (long long)base);
+    snprintf(path, sizeof path, "%s/%020lld.snapshot", x.dir, (long long)base);
     CHECK_EQ(access(path, F_OK), 0);
     /* The caller syncs itself: no hand-off. */
     CHECK_EQ(x.f.appended, 0);
@@ -356,9 +355,7 @@ UNIT_TEST(roll_snapshots_and_caller_syncs)
 }
 
 UNIT_MAIN(client_idempotent_append_and_duplicate,
-          client_producer_state_refusals,
-          client_transactional_verify_and_lso,
+          client_producer_state_refusals, client_transactional_verify_and_lso,
           coordinator_markers_move_lso_and_txnindex,
-          operator_marker_fenced_by_epoch,
-          prepare_runs_after_producer_checks,
+          operator_marker_fenced_by_epoch, prepare_runs_after_producer_checks,
           roll_snapshots_and_caller_syncs)
