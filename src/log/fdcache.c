@@ -45,6 +45,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sys/resource.h>
 
 #include "base/say.h"
@@ -64,6 +65,7 @@ static struct {
     size_t pinned;                      /* of which pinned */
     size_t budget;                      /* 0 until derived */
     uint64_t opens, evictions, emfile;  /* counters */
+    pthread_t owner;                    /* the loop: may close slots */
 } cache;
 
 size_t cn_log_fd_budget_for_limit(uint64_t nofile)
@@ -90,6 +92,7 @@ static size_t budget(void)
             lim = rl.rlim_cur == RLIM_INFINITY ? 1u << 20
                                                : (uint64_t)rl.rlim_cur;
         cache.budget = cn_log_fd_budget_for_limit(lim);
+        cache.owner = pthread_self();
         cn_file_reclaim = reclaim;
     }
     return cache.budget;
@@ -227,6 +230,11 @@ static bool evict_one(const struct cn_segment *keep)
  * many were closed. */
 static size_t reclaim(void)
 {
+    /* Workers (a cleaner's swap, a sync by path, a producer-id block) open
+     * through cn_file_open too; the list is the loop's alone, so theirs
+     * fail with EMFILE and their pass or write is tried again later. */
+    if (!pthread_equal(pthread_self(), cache.owner))
+        return 0;
     size_t want = cache.open / 8 < 8 ? 8 : cache.open / 8, n = 0;
     size_t unpinned = cache.open - cache.pinned;
     while (n < want && unpinned > RECLAIM_SPARE) {

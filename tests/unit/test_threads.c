@@ -20,6 +20,7 @@
 
 #include "base/err.h"
 #include "base/wr.h"
+#include "log/file.h"
 #include "log/log.h"
 #include "log/log_clean.h"
 #include "proto/batch.h"
@@ -285,4 +286,40 @@ UNIT_TEST(test_clean_beside_appends)
     fx_fini(&f);
 }
 
-UNIT_MAIN(test_sync_rounds_beside_appends, test_clean_beside_appends)
+/* ---- the descriptor cache is the loop's ------------------------------- */
+
+static void reclaim_off_loop(void *arg)
+{
+    size_t *closed = arg;
+    *closed = cn_file_reclaim();
+}
+
+/* A worker whose open hits EMFILE must not close the loop's cached
+ * descriptors (the LRU list has no lock); the loop's own reclaim does. */
+UNIT_TEST(test_reclaim_only_on_the_loop)
+{
+    struct fx f;
+    cn_log_set_fd_budget(64);
+    fx_open(&f, 256);
+    for (int i = 0; i < 200; i++)
+        put(&f, i % 10);
+    struct cn_log_fd_stats before, after;
+    cn_log_fd_stats(&before);
+    CHECK(before.open > 16);
+    CHECK(cn_file_reclaim != NULL);
+    size_t closed = 99;
+    uv_thread_t t;
+    CHECK_EQ(uv_thread_create(&t, reclaim_off_loop, &closed), 0);
+    CHECK_EQ(uv_thread_join(&t), 0);
+    CHECK_EQ(closed, 0);
+    cn_log_fd_stats(&after);
+    CHECK_EQ(after.open, before.open);
+    CHECK(cn_file_reclaim() > 0);
+    cn_log_fd_stats(&after);
+    CHECK(after.open < before.open);
+    fx_fini(&f);
+    cn_log_set_fd_budget(0);
+}
+
+UNIT_MAIN(test_sync_rounds_beside_appends, test_clean_beside_appends,
+          test_reclaim_only_on_the_loop)
