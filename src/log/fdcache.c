@@ -92,6 +92,10 @@ static size_t budget(void)
             lim = rl.rlim_cur == RLIM_INFINITY ? 1u << 20
                                                : (uint64_t)rl.rlim_cur;
         cache.budget = cn_log_fd_budget_for_limit(lim);
+    }
+    /* Installed here, not only when the budget is derived: the broker
+     * sets its budget at start (cn_log_set_fd_budget), on the loop. */
+    if (cn_file_reclaim != reclaim) {
         cache.owner = pthread_self();
         cn_file_reclaim = reclaim;
     }
