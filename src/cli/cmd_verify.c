@@ -86,12 +86,19 @@ static const char *self_exe = "/proc/self/exe";
 
 /* ---- processes ---- */
 
+/* Where child c writes its history (verify.h's lines). */
+static void hist_path(const struct run *r, const struct child *c, char *buf,
+                      size_t len)
+{
+    snprintf(buf, len, "%s/%s%d.hist", r->dir, c->role, c->id);
+}
+
 static int spawn(struct run *r, struct child *c)
 {
     char hist[320], log[320], id[16], inc[16], parts[16], tmo[16];
     pid_t pid;
 
-    snprintf(hist, sizeof hist, "%s/%s%d.hist", r->dir, c->role, c->id);
+    hist_path(r, c, hist, sizeof hist);
     snprintf(log, sizeof log, "%s/%s%d.log", r->dir, c->role, c->id);
     snprintf(id, sizeof id, "%d", c->id);
     snprintf(inc, sizeof inc, "%d", c->inc);
@@ -526,7 +533,7 @@ static bool child_committed(const struct run *r, const struct child *c)
     char path[320], line[256];
     bool found = false;
 
-    snprintf(path, sizeof path, "%s/%s%d.hist", r->dir, c->role, c->id);
+    hist_path(r, c, path, sizeof path);
     FILE *f = fopen(path, "r");
     if (!f)
         return false;
@@ -619,7 +626,7 @@ static void load_histories(struct run *r, struct cn_vcheck *vc)
         bool tail = !strcmp(c->role, "tail");
         FILE *f;
 
-        snprintf(path, sizeof path, "%s/%s%d.hist", r->dir, c->role, c->id);
+        hist_path(r, c, path, sizeof path);
         f = fopen(path, "r");
         if (!f)
             continue;
