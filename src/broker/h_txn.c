@@ -138,7 +138,7 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
         answer_init_pid(req, h, KAFKA_INVALID_TRANSACTION_TIMEOUT, -1, -1);
         return;
     }
-    struct cn_txn_coord *c = b->txn;
+    struct cn_txnb *c = b->txn;
     struct txn_entry *e = txn_entry_find(c, id);
     int64_t now = cn_clock_wall_ms();
     if (!e) {

@@ -231,7 +231,7 @@ void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
         else
             want_state[st] = true;
     }
-    struct cn_txn_coord *c = b->txn;
+    struct cn_txnb *c = b->txn;
     rs.transaction_states = cn_arena_calloc(&req->arena, c->count + 1,
                                             sizeof *rs.transaction_states);
     if (!rs.transaction_states)
@@ -275,7 +275,7 @@ nomem:
 void cn_txn_coord_stats(struct cn_broker *b, struct cn_txn_stats *out)
 {
     memset(out, 0, sizeof *out);
-    struct cn_txn_coord *c = b->txn;
+    struct cn_txnb *c = b->txn;
     if (!c)
         return;
     for (size_t i = 0; i < c->buckets; i++)

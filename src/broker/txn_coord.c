@@ -51,7 +51,7 @@ static uint32_t id_hash(const char *s)
     return h;
 }
 
-struct txn_entry *txn_entry_find(struct cn_txn_coord *c, const char *id)
+struct txn_entry *txn_entry_find(struct cn_txnb *c, const char *id)
 {
     if (!c->buckets)
         return NULL;
@@ -62,7 +62,7 @@ struct txn_entry *txn_entry_find(struct cn_txn_coord *c, const char *id)
     return NULL;
 }
 
-int txn_entry_insert(struct cn_txn_coord *c, struct txn_entry *e)
+int txn_entry_insert(struct cn_txnb *c, struct txn_entry *e)
 {
     if (c->count + 1 > c->buckets) {
         size_t nb = c->buckets ? c->buckets * 2 : 256;
@@ -92,7 +92,7 @@ int txn_entry_insert(struct cn_txn_coord *c, struct txn_entry *e)
     return 0;
 }
 
-static void set_writing(struct cn_txn_coord *c, struct txn_entry *e,
+static void set_writing(struct cn_txnb *c, struct txn_entry *e,
                         bool writing)
 {
     if (e->writing == writing)
@@ -104,7 +104,7 @@ static void set_writing(struct cn_txn_coord *c, struct txn_entry *e,
         c->part_writing[e->part]--;
 }
 
-static void pid_unindex(struct cn_txn_coord *c, struct txn_entry *e)
+static void pid_unindex(struct cn_txnb *c, struct txn_entry *e)
 {
     if (e->indexed_pid < 0)
         return;
@@ -118,7 +118,7 @@ static void pid_unindex(struct cn_txn_coord *c, struct txn_entry *e)
 }
 
 /* Keeps the producer id index in step with e->meta.producer_id. */
-static void pid_reindex(struct cn_txn_coord *c, struct txn_entry *e)
+static void pid_reindex(struct cn_txnb *c, struct txn_entry *e)
 {
     if (e->indexed_pid == e->meta.producer_id)
         return;
@@ -132,7 +132,7 @@ static void pid_reindex(struct cn_txn_coord *c, struct txn_entry *e)
     e->indexed_pid = e->meta.producer_id;
 }
 
-struct txn_entry *txn_entry_by_pid(struct cn_txn_coord *c, int64_t pid)
+struct txn_entry *txn_entry_by_pid(struct cn_txnb *c, int64_t pid)
 {
     if (pid < 0)
         return NULL;
@@ -143,9 +143,9 @@ struct txn_entry *txn_entry_by_pid(struct cn_txn_coord *c, int64_t pid)
     return NULL;
 }
 
-static void park_forget(struct cn_txn_coord *c, struct txn_entry *e);
+static void park_forget(struct cn_txnb *c, struct txn_entry *e);
 
-static void entry_remove(struct cn_txn_coord *c, struct txn_entry *e)
+static void entry_remove(struct cn_txnb *c, struct txn_entry *e)
 {
     park_forget(c, e);
     pid_unindex(c, e);
@@ -193,7 +193,7 @@ bool txn_park(struct cn_broker *b, struct txn_entry *e, struct cn_req *req,
               const struct cn_req_header *h, const struct cn_rd *body,
               cn_handler_fn fn)
 {
-    struct cn_txn_coord *c = b->txn;
+    struct cn_txnb *c = b->txn;
     if (c->no_park || b->stopping || !c->timer_armed)
         return false;
     struct txn_park *pk = cn_arena_calloc(&req->arena, 1, sizeof *pk);
@@ -223,7 +223,7 @@ bool txn_park(struct cn_broker *b, struct txn_entry *e, struct cn_req *req,
  * round. */
 static void unpark(struct cn_broker *b, struct txn_entry *e, bool all)
 {
-    struct cn_txn_coord *c = b->txn;
+    struct cn_txnb *c = b->txn;
     int64_t now = cn_clock_mono_ms();
     struct txn_park *ready = NULL, **tail = &ready;
     struct txn_park **pp = &c->parked;
@@ -261,7 +261,7 @@ static void park_check(uv_timer_t *t)
 
 /* An entry is going away: its waiting requests run again now and find
  * it gone. */
-static void park_forget(struct cn_txn_coord *c, struct txn_entry *e)
+static void park_forget(struct cn_txnb *c, struct txn_entry *e)
 {
     for (struct txn_park *pk = c->parked; pk; pk = pk->next)
         if (pk->e == e) {
@@ -402,7 +402,7 @@ void txn_write_change(struct cn_broker *b, struct txn_entry *e,
  */
 static void maybe_compact(struct cn_broker *b, const char *id)
 {
-    struct cn_txn_coord *c = b->txn;
+    struct cn_txnb *c = b->txn;
     struct cn_topic *t = b->stopping ? NULL : txn_log_topic(b, false);
     if (!t || !c)
         return;
@@ -481,7 +481,7 @@ static void expired_written(struct txn_write *w, int16_t err)
 static void on_expiry_check(uv_timer_t *t)
 {
     struct cn_broker *b = t->data;
-    struct cn_txn_coord *c = b->txn;
+    struct cn_txnb *c = b->txn;
     int64_t now = cn_clock_wall_ms();
     if (b->stopping)
         return;
@@ -511,7 +511,7 @@ static void on_expiry_check(uv_timer_t *t)
 
 /* ---- load and recovery -------------------------------------------------- */
 
-static int load_record(struct cn_txn_coord *c, const struct cn_record *rec)
+static int load_record(struct cn_txnb *c, const struct cn_record *rec)
 {
     struct cn_txn_meta m;
     cn_txn_meta_init(&m);
@@ -549,7 +549,7 @@ static int load_record(struct cn_txn_coord *c, const struct cn_record *rec)
 }
 
 struct load_ctx {
-    struct cn_txn_coord *c;
+    struct cn_txnb *c;
     struct cn_wr scratch; /* decompressed records */
     int64_t from;         /* records below are not the log's any more */
 };
@@ -571,7 +571,7 @@ static int load_batch(void *arg, const uint8_t *batch, size_t len,
     return rc;
 }
 
-static int load_partition(struct cn_txn_coord *c, struct cn_partition *p)
+static int load_partition(struct cn_txnb *c, struct cn_partition *p)
 {
     struct load_ctx lc = {c, {0}, cn_log_start_offset(p->log)};
     cn_wr_init(&lc.scratch, 0);
@@ -582,7 +582,7 @@ static int load_partition(struct cn_txn_coord *c, struct cn_partition *p)
 
 int cn_txn_coord_start(struct cn_broker *b)
 {
-    struct cn_txn_coord *c = calloc(1, sizeof *c);
+    struct cn_txnb *c = calloc(1, sizeof *c);
     if (!c)
         return CN_ENOMEM;
     b->txn = c;
@@ -639,7 +639,7 @@ int cn_txn_coord_start(struct cn_broker *b)
 
 void cn_txn_coord_stop(struct cn_broker *b)
 {
-    struct cn_txn_coord *c = b->txn;
+    struct cn_txnb *c = b->txn;
     if (!c || !c->timer_armed)
         return;
     uv_timer_stop(&c->timer);
@@ -657,7 +657,7 @@ void cn_txn_coord_stop(struct cn_broker *b)
 
 void cn_txn_coord_free(struct cn_broker *b)
 {
-    struct cn_txn_coord *c = b->txn;
+    struct cn_txnb *c = b->txn;
     if (!c)
         return;
     for (size_t i = 0; i < c->buckets; i++)

@@ -34,11 +34,10 @@
 #include "base/hist.h"
 #include "broker_int.h"
 #include "handlers.h"
+#include "txn/coord.h"
 #include "txn/txn_state.h"
 
-#define CN_TXN_TOPIC "__transaction_state"
-
-struct cn_txn_coord;
+struct cn_txnb;
 
 /* Loads __transaction_state if it exists, finishing decided transactions,
  * and arms the timeout check.  Returns 0 or a negative error. */
@@ -93,20 +92,6 @@ bool cn_txn_coord_add_for_produce(struct cn_broker *b, struct cn_req *req,
                                   int64_t producer_id, int16_t producer_epoch,
                                   const struct cn_txn_tp_ref *tps, size_t n);
 
-/* What the metrics endpoint shows about the coordinator. */
-struct cn_txn_stats {
-    uint64_t ids_by_state[CN_TXN_NSTATES]; /* gauge, per state */
-    uint64_t commits;            /* transactions completed as committed */
-    uint64_t aborts;             /* ... as aborted (any reason) */
-    uint64_t timed_out_aborts;   /* aborted by the coordinator's timeout */
-    uint64_t fenced;             /* epoch fences (InitProducerId while a
-                                    transaction was open) */
-    uint64_t marker_retry_queue; /* gauge: transactions whose markers wait
-                                    for a retry (LogAppendRetryQueueSize) */
-    uint64_t parked_requests;    /* gauge: requests waiting for a busy id */
-    struct cn_hist commit_ms;    /* EndTxn received -> CompleteCommit */
-    struct cn_hist abort_ms;     /* EndTxn/abort start -> CompleteAbort */
-};
 void cn_txn_coord_stats(struct cn_broker *b, struct cn_txn_stats *out);
 
 /* The coordinator's view of a producer id (hanging-transaction checks,

@@ -38,7 +38,7 @@ struct txn_entry {
 
 #define PID_BUCKETS 4096
 
-struct cn_txn_coord {
+struct cn_txnb {
     uv_timer_t expiry_timer;    /* unused transactional ids */
     struct txn_entry **table;   /* by transactional id */
     size_t buckets, count;
@@ -106,11 +106,11 @@ struct txn_write {
 /* Transaction version 2 (KIP-890 part 2) is finalized. */
 bool txn_tv2_on(const struct cn_broker *b);
 /* The entry for a transactional id, or NULL. */
-struct txn_entry *txn_entry_find(struct cn_txn_coord *c, const char *id);
+struct txn_entry *txn_entry_find(struct cn_txnb *c, const char *id);
 /* Adds e (its meta.transactional_id set) to the table.  0 or CN_ENOMEM. */
-int txn_entry_insert(struct cn_txn_coord *c, struct txn_entry *e);
+int txn_entry_insert(struct cn_txnb *c, struct txn_entry *e);
 /* The entry whose current producer id is pid, or NULL. */
-struct txn_entry *txn_entry_by_pid(struct cn_txn_coord *c, int64_t pid);
+struct txn_entry *txn_entry_by_pid(struct cn_txnb *c, int64_t pid);
 /* __transaction_state, created first when create is set; NULL if absent
  * or it cannot be created. */
 struct cn_topic *txn_log_topic(struct cn_broker *b, bool create);

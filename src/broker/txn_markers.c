@@ -36,7 +36,7 @@ static void complete_written(struct txn_write *w, int16_t err)
         return;
     }
     struct txn_entry *e = w->e;
-    struct cn_txn_coord *c = w->b->txn;
+    struct cn_txnb *c = w->b->txn;
     e->busy = false;
     if (e->decide_us > 0) {
         double ms = (double)(cn_clock_mono_us() - e->decide_us) / 1000.0;
@@ -231,7 +231,7 @@ static void timeout_written(struct txn_write *w, int16_t err)
 void txn_on_timeout_check(uv_timer_t *t)
 {
     struct cn_broker *b = t->data;
-    struct cn_txn_coord *c = b->txn;
+    struct cn_txnb *c = b->txn;
     int64_t now = cn_clock_wall_ms();
     if (b->stopping)
         return;

@@ -233,7 +233,7 @@ nomem:
 
 static void produce_add_written(struct txn_write *w, int16_t err)
 {
-    struct cn_txn_coord *c = w->b->txn;
+    struct cn_txnb *c = w->b->txn;
     w->e->busy = false;
     struct cn_rd body = w->body;
     /* Failed: the produce runs once more without adding, so the
@@ -250,7 +250,7 @@ bool cn_txn_coord_add_for_produce(struct cn_broker *b, struct cn_req *req,
                                   int64_t producer_id, int16_t producer_epoch,
                                   const struct cn_txn_tp_ref *tps, size_t n)
 {
-    struct cn_txn_coord *c = b->txn;
+    struct cn_txnb *c = b->txn;
     if (!c || !txn_tv2_on(b) || c->no_add || n == 0)
         return false;
     struct txn_entry *e = txn_entry_by_pid(c, producer_id);
