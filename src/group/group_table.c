@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/clock.h"
 #include "base/rand.h"
 #include "proto/kerr.h"
 
@@ -153,9 +152,10 @@ struct cn_groups *cn_groups_new(const struct cn_groups_config *cfg,
     gs->cfg = *cfg;
     gs->ops = *ops;
     gs->rng = cfg->seed;
+    /* Without the system's generator, the table's address still differs
+     * from one start to the next (ASLR), which is all member ids need. */
     if (!gs->rng && cn_rand_bytes(&gs->rng, sizeof gs->rng) != 0)
-        gs->rng = (uint64_t)cn_clock_mono_us() ^ (uint64_t)cn_clock_wall_ms()
-                                                     << 20;
+        gs->rng = (uint64_t)(uintptr_t)gs ^ 0x9e3779b97f4a7c15u;
     return gs;
 }
 
