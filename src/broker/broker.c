@@ -168,10 +168,7 @@ static void on_flush(uv_timer_t *t)
                 struct cn_log *log = tp->partitions[p]->log;
                 if (!cn_log_needs_flush(log, now))
                     continue;
-                /* Synchronous here: the policy is opt-in and rare. */
-                struct cn_log_sync *s = cn_log_sync_begin(log);
-                if (s)
-                    cn_log_sync_end(log, s, cn_log_sync_run(s));
+                cn_sync_flush(b, tp->partitions[p]);
             }
 }
 

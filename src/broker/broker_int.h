@@ -115,7 +115,7 @@ struct cn_broker {
     struct cn_pidalloc pids;        /* producer ids, idempotent or not */
     struct pid_wait *pid_waits;     /* requests waiting for them (pids.c) */
     bool pid_failed_rerun;          /* answering those after a failed write */
-    struct cn_txnb *txn;       /* transaction coordinator */
+    struct cn_txnb *txn;            /* transaction coordinator */
     struct cn_group_coord *gc;      /* consumer groups and offsets */
     struct cn_metrics *metrics;     /* counters and the HTTP endpoint */
     struct cn_acl_authorizer authz; /* ACLs and the decision's settings */
@@ -228,6 +228,9 @@ static inline bool cn_partition_offline(const struct cn_broker *b,
 /* sync.c: group commit and the high watermark. */
 void cn_sync_appended(struct cn_broker *b, struct cn_partition *p);
 void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w);
+/* Syncs p in the next round (on a worker) whatever the group-commit
+ * setting: Kafka's flush.messages / flush.ms with group commit off. */
+void cn_sync_flush(struct cn_broker *b, struct cn_partition *p);
 /* The partition layer's view of the broker: group commit, a full disk,
  * a failed log directory. */
 struct cn_part_env cn_sync_part_env(struct cn_broker *b);

@@ -206,18 +206,38 @@ static void sync_start_round(struct cn_broker *b)
     }
 }
 
+static void sync_enlist(struct cn_broker *b, struct cn_partition *p)
+{
+    if (!p->in_sync_list) {
+        p->in_sync_list = true;
+        p->sync_next = b->sync_list;
+        b->sync_list = p;
+    }
+}
+
 void cn_sync_appended(struct cn_broker *b, struct cn_partition *p)
 {
     if (!b->cfg->cairn_fsync_group_commit) {
         p->high_watermark = cn_log_end_offset(p->log);
         return;
     }
-    if (!p->in_sync_list) {
-        p->in_sync_list = true;
-        p->sync_next = b->sync_list;
-        b->sync_list = p;
-    }
+    sync_enlist(b, p);
     sync_start_round(b);
+}
+
+void cn_sync_flush(struct cn_broker *b, struct cn_partition *p)
+{
+    sync_enlist(b, p);
+    sync_start_round(b);
+}
+
+static void sync_queue_waiter(struct cn_broker *b, struct cn_sync_waiter *w)
+{
+    w->next = NULL;
+    struct cn_sync_waiter **pp = &b->sync_waiters;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = w;
 }
 
 void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w)
@@ -237,11 +257,7 @@ void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w)
         w->finish(b, w);
         return;
     }
-    w->next = NULL;
-    struct cn_sync_waiter **pp = &b->sync_waiters;
-    while (*pp)
-        pp = &(*pp)->next;
-    *pp = w;
+    sync_queue_waiter(b, w);
 }
 
 static void env_appended(void *ctx, struct cn_partition *p)
@@ -308,12 +324,13 @@ int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
         return rc;
     if (!group) {
         /* Coordinators act only on what is durable, whatever the flush
-         * policy for data says. */
-        rc = sync_now(b, p);
-        if (rc)
-            return rc;
-        p->high_watermark = cn_log_end_offset(p->log);
-        w->finish(b, w);
+         * policy for data says: the partition gets a round of its own (on
+         * a worker, as with group commit; only internal partitions join
+         * rounds then), and its high watermark follows that round. */
+        sync_enlist(b, p);
+        w->round = b->sync_next_round;
+        sync_queue_waiter(b, w);
+        sync_start_round(b);
         return 0;
     }
     cn_sync_wait(b, w);
