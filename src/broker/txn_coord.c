@@ -92,7 +92,8 @@ int txn_entry_insert(struct cn_txnb *c, struct txn_entry *e)
     return 0;
 }
 
-static void set_writing(struct cn_txnb *c, struct txn_entry *e, bool writing)
+static void set_writing(struct cn_txnb *c, struct txn_entry *e,
+                        bool writing)
 {
     if (e->writing == writing)
         return;
