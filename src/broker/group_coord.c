@@ -17,30 +17,27 @@
 #include "group_coord.h"
 #include "group_int.h"
 #include "handlers.h"
+#include "istore.h"
 #include "proto/batch.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
-#include "txn/txn_state.h"
-#include "txn_coord.h"
 
 /* ---- the topic ---------------------------------------------------------- */
 
-static struct cn_topic *offsets_topic(struct cn_broker *b, bool create)
+static int32_t group_part(const struct cn_group_coord *gc, const char *id)
 {
-    return cn_topic_internal(b, CN_OFFSETS_TOPIC,
-                             b->cfg->offsets_topic_num_partitions, create);
+    return cn_istore_part_of(gc->store, (const uint8_t *)id, strlen(id));
 }
 
 struct cn_partition *cn_group_coord_partition(struct cn_broker *b,
                                               struct cn_bytes group_id)
 {
-    struct cn_topic *t = offsets_topic(b, true);
-    if (!t)
+    if (!b->gc || !b->gc->store)
         return NULL;
-    int32_t part = cn_txn_partition_for(
-        group_id.len > 0 ? group_id.ptr : (const uint8_t *)"",
-        group_id.len > 0 ? (size_t)group_id.len : 0, t->partition_count);
-    return part >= 0 ? t->partitions[part] : NULL;
+    int32_t part = cn_istore_part_of(
+        b->gc->store, group_id.ptr, group_id.len > 0 ? (size_t)group_id.len
+                                                     : 0);
+    return part >= 0 ? cn_istore_partition(b->gc->store, part, true) : NULL;
 }
 
 char *cn_gc_cstr(struct cn_req *req, struct cn_bytes s)
@@ -57,38 +54,38 @@ char *cn_gc_cstr(struct cn_req *req, struct cn_bytes s)
 
 /* ---- durable writes ----------------------------------------------------- */
 
-/*
- * Appends records (key/value pairs; a value with len -1 is a tombstone) to
- * p as one batch; w->finish runs once durable.  producer_id >= 0 makes it
- * a transactional batch of that producer.  Returns 0 or an error (w not
- * called).
- */
+/* A caller's sync waiter, finished through the store. */
+struct gc_write {
+    struct cn_istore_wait iw; /* first */
+    struct cn_broker *b;
+    struct cn_sync_waiter *w;
+};
+
+static void gc_write_done(struct cn_istore_wait *iw, int err)
+{
+    struct gc_write *gw = (struct gc_write *)iw;
+    struct cn_broker *b = gw->b;
+    struct cn_sync_waiter *w = gw->w;
+    (void)err; /* the callers look at b->log_dir_offline */
+    free(gw);
+    w->finish(b, w);
+}
+
 int cn_gc_write(struct cn_broker *b, struct cn_partition *p,
                 const struct cn_bytes *keys, const struct cn_bytes *values,
                 size_t n, int64_t producer_id, int16_t producer_epoch,
                 struct cn_sync_waiter *w)
 {
-    struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
-    if (producer_id >= 0) {
-        bp.transactional = true;
-        bp.producer_id = producer_id;
-        bp.producer_epoch = producer_epoch;
-    }
-    struct cn_batch_builder bb;
-    cn_batch_builder_init(&bb, &bp);
-    int64_t now = cn_clock_wall_ms();
-    for (size_t i = 0; i < n; i++)
-        cn_batch_builder_add(&bb, now, keys[i], values[i], NULL, 0);
-    struct cn_wr batch;
-    cn_wr_init(&batch, 256);
-    int rc = cn_batch_builder_finish(&bb, &batch);
-    cn_batch_builder_fini(&bb);
-    if (!rc)
-        rc = cn_sync_append_internal(b, p, batch.buf, batch.len, w);
-    cn_wr_fini(&batch);
+    struct gc_write *gw = b->gc ? calloc(1, sizeof *gw) : NULL;
+    if (!gw)
+        return CN_ENOMEM;
+    gw->iw.done = gc_write_done;
+    gw->b = b;
+    gw->w = w;
+    int rc = cn_istore_write(b->gc->store, p->index, keys, values, n,
+                             producer_id, producer_epoch, &gw->iw);
     if (rc)
-        CN_ERROR("cannot append to %s-%d: %s", CN_OFFSETS_TOPIC, p->index,
-                 cn_strerror(rc));
+        free(gw);
     return rc;
 }
 
@@ -103,76 +100,44 @@ struct cn_bytes cn_gc_arena_bytes(struct cn_req *req, const struct cn_wr *w)
 
 /* ---- replay at start ---------------------------------------------------- */
 
-struct load_ctx {
-    struct cn_group_coord *gc;
-    struct cn_wr scratch;
-    int64_t now;
-    size_t records, bad;
-};
-
-static int load_batch(void *arg, const uint8_t *batch, size_t len,
-                      const struct cn_batch_hdr *hdr)
+static int load_record(void *ctx, int32_t part, struct cn_bytes key,
+                       struct cn_bytes value, int64_t producer_id, bool txn)
 {
-    struct load_ctx *lc = arg;
-    if (cn_batch_is_control(hdr)) {
-        int type;
-        int32_t coord_epoch;
-        if (hdr->producer_id >= 0 &&
-            cn_batch_marker(batch, len, &type, &coord_epoch) == 0)
-            cn_offsets_txn_complete(lc->gc->offsets, hdr->producer_id,
-                                    type == CN_CONTROL_COMMIT);
-        return 0;
-    }
-    struct cn_record_iter it;
-    struct cn_batch_hdr h;
-    if (cn_batch_records(batch, len, 0, &lc->scratch, &h, &it) != 0) {
-        lc->bad++;
-        return 0;
-    }
-    bool txn = cn_batch_is_transactional(&h);
-    struct cn_record rec;
-    while (cn_record_iter_next(&it, &rec) == 1) {
-        if (cn_bytes_is_null(rec.key))
-            continue;
-        const uint8_t *val = cn_bytes_is_null(rec.value) ? NULL
-                                                         : rec.value.ptr;
-        size_t vlen = val ? (size_t)rec.value.len : 0;
-        int rc = cn_offsets_load_record(lc->gc->offsets, rec.key.ptr,
-                                        (size_t)rec.key.len, val, vlen,
-                                        txn ? h.producer_id : -1, txn);
-        if (rc == CN_OFFSETS_NOT_OFFSET)
-            rc = cn_groups_load_record(lc->gc->groups, rec.key.ptr,
-                                       (size_t)rec.key.len, val, vlen,
-                                       lc->now);
-        if (rc == CN_ENOMEM)
-            return rc;
-        if (rc)
-            lc->bad++;
-        else
-            lc->records++;
-    }
-    return 0;
+    struct cn_group_coord *gc = ctx;
+    (void)part;
+    const uint8_t *val = cn_bytes_is_null(value) ? NULL : value.ptr;
+    size_t vlen = val ? (size_t)value.len : 0;
+    int rc = cn_offsets_load_record(gc->offsets, key.ptr, (size_t)key.len,
+                                    val, vlen, producer_id, txn);
+    if (rc == CN_OFFSETS_NOT_OFFSET)
+        rc = cn_groups_load_record(gc->groups, key.ptr, (size_t)key.len, val,
+                                   vlen, gc->load_now_ms);
+    return rc;
 }
 
-static int load_all(struct cn_broker *b, struct cn_topic *t)
+static void load_marker(void *ctx, int32_t part, int64_t producer_id,
+                        bool commit)
 {
-    struct load_ctx lc = {b->gc, {0}, cn_clock_wall_ms(), 0, 0};
-    cn_wr_init(&lc.scratch, 0);
+    struct cn_group_coord *gc = ctx;
+    (void)part;
+    cn_offsets_txn_complete(gc->offsets, producer_id, commit);
+}
+
+static int load_all(struct cn_group_coord *gc)
+{
+    struct cn_istore_counts n = {0, 0};
+    gc->load_now_ms = cn_clock_wall_ms();
     int64_t t0 = cn_clock_mono_ms();
     int rc = 0;
-    for (int32_t i = 0; i < t->partition_count && !rc; i++) {
-        struct cn_partition *p = t->partitions[i];
-        rc = cn_partition_scan(p, cn_log_start_offset(p->log), load_batch,
-                               &lc);
-    }
-    cn_wr_fini(&lc.scratch);
-    if (lc.bad)
+    for (int32_t i = 0; i < cn_istore_nparts(gc->store) && !rc; i++)
+        rc = cn_istore_replay(gc->store, i, &n);
+    if (n.bad)
         CN_WARN("%s: %zu records could not be read and were skipped",
-                CN_OFFSETS_TOPIC, lc.bad);
+                CN_OFFSETS_TOPIC, n.bad);
     CN_INFO("loaded %zu records of %s in %lld ms: %zu groups with offsets",
-            lc.records, CN_OFFSETS_TOPIC,
+            n.records, CN_OFFSETS_TOPIC,
             (long long)(cn_clock_mono_ms() - t0),
-            cn_offsets_ngroups(b->gc->offsets));
+            cn_offsets_ngroups(gc->offsets));
     return rc;
 }
 
@@ -188,13 +153,34 @@ void cn_group_coord_marker(struct cn_broker *b, struct cn_partition *p,
 
 /* ---- keeping __consumer_offsets bounded ------------------------------- */
 
+/* The policy: past the slack, and not again before another half slack of
+ * records, whatever happens. */
+static bool want_compact(void *ctx, int32_t part, int64_t start, int64_t end)
+{
+    struct cn_group_coord *gc = ctx;
+    int64_t slack = gc->b->cfg->cairn_internal_compact_slack_records;
+    if (end - start < slack || end < gc->next_check[part])
+        return false;
+    gc->next_check[part] = end + slack / 2;
+    return true;
+}
+
 struct compact_ctx {
-    struct cn_batch_builder bb;
+    struct cn_batch_builder *bb;
     const char *group;
     struct cn_wr key, value;
     int64_t now;
     size_t live;
 };
+
+static void compact_add(struct compact_ctx *cc)
+{
+    cn_batch_builder_add(cc->bb, cc->now,
+                         cn_bytes_of(cc->key.buf, (int32_t)cc->key.len),
+                         cn_bytes_of(cc->value.buf, (int32_t)cc->value.len),
+                         NULL, 0);
+    cc->live++;
+}
 
 static int compact_offset(void *arg, const char *topic, int32_t partition,
                           const struct cn_offset_value *v)
@@ -204,56 +190,32 @@ static int compact_offset(void *arg, const char *topic, int32_t partition,
     cn_wr_reset(&cc->value);
     int rc = cn_offsets_record(&cc->key, &cc->value, cc->group, topic,
                                partition, v);
-    if (rc)
-        return rc;
-    cn_batch_builder_add(&cc->bb, cc->now,
-                         cn_bytes_of(cc->key.buf, (int32_t)cc->key.len),
-                         cn_bytes_of(cc->value.buf, (int32_t)cc->value.len),
-                         NULL, 0);
-    cc->live++;
-    return 0;
+    if (!rc)
+        compact_add(cc);
+    return rc;
 }
 
 /*
- * Compaction by checkpoint, as for the transaction log: the group
- * coordinator holds the newest value of every key of the partition, so it
- * appends them all (each group's metadata and offsets) in one batch,
- * syncs it, and moves the log start to it.  Skipped while anything of the
- * partition is not yet durable and applied, or a transaction is open on
- * it (its pending offsets live only in the log until the marker).
+ * The checkpoint: the group coordinator holds the newest value of every
+ * key of the partition, each group's metadata and offsets.  Not while a
+ * transaction holds offsets of a group of the partition: its pending
+ * offsets live only in the log until the marker.
  */
-void cn_gc_maybe_compact(struct cn_broker *b, struct cn_partition *p)
+static int checkpoint(void *ctx, int32_t part, struct cn_batch_builder *bb,
+                      int64_t now_ms, size_t *live)
 {
-    struct cn_group_coord *gc = b->gc;
-    if (!gc || b->stopping || p->index >= gc->nparts)
-        return;
-    int64_t end = cn_log_end_offset(p->log);
-    int64_t start = cn_log_start_offset(p->log);
-    int64_t slack = b->cfg->cairn_internal_compact_slack_records;
-    if (end - start < slack || end < gc->next_check[p->index])
-        return;
-    /* Not again before another half slack of records, whatever happens. */
-    gc->next_check[p->index] = end + slack / 2;
-    if (cn_log_synced_offset(p->log) < end ||
-        cn_pstate_open_count(p->pstate) > 0)
-        return;
-    struct compact_ctx cc;
-    struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
-    cn_batch_builder_init(&cc.bb, &bp);
+    struct cn_group_coord *gc = ctx;
+    struct compact_ctx cc = {.bb = bb, .now = now_ms};
     cn_wr_init(&cc.key, 64);
     cn_wr_init(&cc.value, 256);
-    cc.now = cn_clock_wall_ms();
-    cc.live = 0;
     int rc = 0;
     for (const struct cn_group *g = cn_groups_next(gc->groups, NULL);
          g && !rc; g = cn_groups_next(gc->groups, g)) {
         const char *id = cn_group_id(g);
-        struct cn_partition *gp = cn_group_coord_partition(b,
-                                                           cn_bytes_str(id));
-        if (gp != p)
+        if (group_part(gc, id) != part)
             continue;
         if (cn_offsets_pending_count(gc->offsets, id) > 0) {
-            rc = CN_EEXIST; /* a transaction holds offsets: not now */
+            rc = CN_EEXIST;
             break;
         }
         cn_wr_reset(&cc.key);
@@ -261,44 +223,27 @@ void cn_gc_maybe_compact(struct cn_broker *b, struct cn_partition *p)
         rc = cn_group_metadata_record(g, &cc.key, &cc.value);
         if (rc)
             break;
-        cn_batch_builder_add(&cc.bb, cc.now,
-                             cn_bytes_of(cc.key.buf, (int32_t)cc.key.len),
-                             cn_bytes_of(cc.value.buf, (int32_t)cc.value.len),
-                             NULL, 0);
-        cc.live++;
+        compact_add(&cc);
         cc.group = id;
         rc = cn_offsets_foreach(gc->offsets, id, compact_offset, &cc);
     }
-    if (!rc && end - start >= (int64_t)cc.live + slack) {
-        struct cn_wr batch;
-        cn_wr_init(&batch, 4096);
-        if (cc.bb.count > 0) {
-            rc = cn_batch_builder_finish(&cc.bb, &batch);
-            if (!rc)
-                rc = cn_sync_checkpoint(b, p, batch.buf, batch.len);
-        } else {
-            rc = cn_log_delete_records(p->log, end);
-            if (!rc)
-                cn_partition_after_retention(p);
-        }
-        cn_wr_fini(&batch);
-        if (rc)
-            CN_WARN("compacting %s-%d failed: %s", CN_OFFSETS_TOPIC,
-                    p->index, cn_strerror(rc));
-        else
-            CN_INFO("%s-%d compacted: %zu records kept, log starts at %lld",
-                    CN_OFFSETS_TOPIC, p->index, cc.live,
-                    (long long)cn_log_start_offset(p->log));
-    }
-    cn_batch_builder_fini(&cc.bb);
     cn_wr_fini(&cc.key);
     cn_wr_fini(&cc.value);
+    *live = cc.live;
+    return rc;
+}
+
+void cn_gc_maybe_compact(struct cn_broker *b, struct cn_partition *p)
+{
+    if (b->gc)
+        cn_istore_maybe_compact(b->gc->store, p->index);
 }
 
 /* ---- group metadata records --------------------------------------------- */
 
 struct store_write {
-    struct cn_sync_waiter waiter; /* first */
+    struct cn_istore_wait iw;     /* first */
+    struct cn_broker *b;
     struct cn_partition *p;       /* written to */
     uint64_t token;               /* a SyncGroup waits on it, or 0 */
     char group_id[];              /* when token is set */
@@ -314,18 +259,41 @@ static int16_t store_error(bool no_partition)
                         : KAFKA_NOT_COORDINATOR;
 }
 
-static void store_synced(struct cn_broker *b, struct cn_sync_waiter *w)
+static void store_synced(struct cn_istore_wait *w, int err)
 {
     struct store_write *sw = (struct store_write *)w;
+    struct cn_broker *b = sw->b;
     struct cn_partition *p = sw->p;
-    /* A sync round that failed takes the log directory offline. */
     if (sw->token && b->gc)
         cn_groups_stored(b->gc->groups, sw->group_id, sw->token,
-                         b->log_dir_offline ? store_error(false)
-                                            : KAFKA_NONE,
+                         err ? store_error(false) : KAFKA_NONE,
                          cn_clock_wall_ms());
     free(w);
     cn_gc_maybe_compact(b, p);
+}
+
+/* Writes keys/values to p; store_synced runs once durable.  Token and
+ * group_id: a SyncGroup waits for it.  False when it could not be
+ * written. */
+static bool store_append(struct cn_broker *b, struct cn_partition *p,
+                         const struct cn_bytes *keys,
+                         const struct cn_bytes *values, size_t n,
+                         uint64_t token, const char *group_id)
+{
+    size_t idlen = token ? strlen(group_id) + 1 : 0;
+    struct store_write *sw = calloc(1, sizeof *sw + idlen);
+    if (!sw)
+        return false;
+    sw->iw.done = store_synced;
+    sw->b = b;
+    sw->p = p;
+    sw->token = token;
+    memcpy(sw->group_id, group_id, idlen);
+    if (cn_istore_write(b->gc->store, p->index, keys, values, n, -1, -1,
+                        &sw->iw) == 0)
+        return true;
+    free(sw);
+    return false;
 }
 
 /* ops->store and ops->store_sync: the group's generation (or its removal,
@@ -348,25 +316,14 @@ static void store_record(struct cn_broker *b, const char *group_id,
     cn_wr_init(&vw, 256);
     int rc = g ? cn_group_metadata_record(g, &kw, &vw)
                : cn_group_tombstone_key(group_id, &kw);
-    size_t idlen = token ? strlen(group_id) + 1 : 0;
-    struct store_write *sw = rc ? NULL : calloc(1, sizeof *sw + idlen);
-    bool written = false;
-    if (sw) {
-        sw->waiter.finish = store_synced;
-        sw->p = p;
-        sw->token = token;
-        memcpy(sw->group_id, group_id, idlen);
-        struct cn_bytes key = cn_bytes_of(kw.buf, (int32_t)kw.len);
-        struct cn_bytes val = g ? cn_bytes_of(vw.buf, (int32_t)vw.len)
-                                : CN_BYTES_NULL;
-        /* The fail point stands for an append of the assignment that
-         * fails (tests: SyncGroup must then answer with an error). */
-        written = !kw.err && !vw.err &&
-                  !(token && CN_FAILPOINT("group.assignment_write")) &&
-                  cn_gc_write(b, p, &key, &val, 1, -1, -1, &sw->waiter) == 0;
-        if (!written)
-            free(sw);
-    }
+    struct cn_bytes key = cn_bytes_of(kw.buf, (int32_t)kw.len);
+    struct cn_bytes val = g ? cn_bytes_of(vw.buf, (int32_t)vw.len)
+                            : CN_BYTES_NULL;
+    /* The fail point stands for an append of the assignment that fails
+     * (tests: SyncGroup must then answer with an error). */
+    bool written = !rc && !kw.err && !vw.err &&
+                   !(token && CN_FAILPOINT("group.assignment_write")) &&
+                   store_append(b, p, &key, &val, 1, token, group_id);
     cn_wr_fini(&kw);
     cn_wr_fini(&vw);
     if (!written && token)
@@ -424,14 +381,7 @@ static void flush_tombstones(struct expire_ctx *ec)
     struct cn_bytes vals[64];
     for (size_t i = 0; i < ec->n; i++)
         vals[i] = CN_BYTES_NULL;
-    struct store_write *sw = calloc(1, sizeof *sw);
-    if (sw) {
-        sw->waiter.finish = store_synced;
-        sw->p = ec->p;
-        if (cn_gc_write(ec->b, ec->p, ec->keys, vals, ec->n, -1, -1,
-                        &sw->waiter) != 0)
-            free(sw);
-    }
+    store_append(ec->b, ec->p, ec->keys, vals, ec->n, 0, NULL);
     for (size_t i = 0; i < ec->n; i++)
         free((void *)ec->keys[i].ptr);
     ec->n = 0;
@@ -515,14 +465,23 @@ int cn_group_coord_start(struct cn_broker *b)
     gc->offsets = cn_offsets_new();
     if (!gc->groups || !gc->offsets)
         return CN_ENOMEM;
-    struct cn_topic *t = offsets_topic(b, true);
-    if (!t)
-        return CN_ENOTFOUND;
-    gc->nparts = t->partition_count;
-    gc->next_check = calloc((size_t)gc->nparts, sizeof *gc->next_check);
+    gc->b = b;
+    static const struct cn_istore_ops store_ops = {
+        .record = load_record,
+        .marker = load_marker,
+        .want_compact = want_compact,
+        .checkpoint = checkpoint,
+    };
+    int rc = cn_istore_open(b, CN_OFFSETS_TOPIC,
+                            b->cfg->offsets_topic_num_partitions, &store_ops,
+                            gc, true, &gc->store);
+    if (rc)
+        return rc;
+    gc->next_check = calloc((size_t)cn_istore_nparts(gc->store),
+                            sizeof *gc->next_check);
     if (!gc->next_check)
         return CN_ENOMEM;
-    int rc = load_all(b, t);
+    rc = load_all(gc);
     if (rc)
         return rc;
     /* A group known only by its offsets exists, Empty, as in Kafka. */
@@ -563,6 +522,7 @@ void cn_group_coord_free(struct cn_broker *b)
         return;
     cn_groups_free(gc->groups);
     cn_offsets_free(gc->offsets);
+    cn_istore_free(gc->store);
     free(gc->next_check);
     free(gc);
     b->gc = NULL;

@@ -17,9 +17,11 @@ struct cn_group_coord {
     uv_timer_t timer;           /* next membership deadline */
     uv_timer_t retention_timer; /* offsets.retention.check.interval.ms */
     bool timers_armed;
-    int32_t nparts;             /* partitions of __consumer_offsets */
+    struct cn_broker *b;
+    struct cn_istore *store;    /* __consumer_offsets */
     int64_t *next_check;        /* per partition: end offset at which
                                    compaction is considered again */
+    int64_t load_now_ms;        /* the wall clock of the replay at start */
 };
 
 /* A NUL-terminated copy of a wire string in the request's arena ("" for
@@ -27,8 +29,9 @@ struct cn_group_coord {
 char *cn_gc_cstr(struct cn_req *req, struct cn_bytes s);
 /*
  * Appends records (a value with len -1 is a tombstone) to p as one batch
- * (transactional when producer_id >= 0); w->finish runs once durable.
- * Returns 0 or an error, with w not called.
+ * (transactional when producer_id >= 0) through the store (istore.h);
+ * w->finish runs once durable, then look at b->log_dir_offline.  Returns
+ * 0 or an error, with w not called.
  */
 int cn_gc_write(struct cn_broker *b, struct cn_partition *p,
                 const struct cn_bytes *keys, const struct cn_bytes *values,
