@@ -146,9 +146,12 @@ static int load_all(struct cn_group_coord *gc)
 void cn_group_coord_marker(struct cn_broker *b, struct cn_partition *p,
                            int64_t producer_id, bool commit)
 {
-    (void)p;
-    if (b->gc)
-        cn_offsets_txn_complete(b->gc->offsets, producer_id, commit);
+    if (!b->gc)
+        return;
+    /* With cairn.fsync.group.commit=false the data flush policy would
+     * never sync it, and the coordinator will act on it. */
+    cn_istore_sync(b->gc->store, p->index);
+    cn_offsets_txn_complete(b->gc->offsets, producer_id, commit);
 }
 
 /* ---- keeping __consumer_offsets bounded ------------------------------- */

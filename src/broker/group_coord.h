@@ -33,7 +33,8 @@ void cn_group_coord_free(struct cn_broker *b);
 struct cn_partition *cn_group_coord_partition(struct cn_broker *b,
                                               struct cn_bytes group_id);
 /* A transaction marker was appended to a __consumer_offsets partition:
- * the producer's pending offsets become visible (commit) or go. */
+ * the producer's pending offsets become visible (commit) or go.  Without
+ * group commit the marker is synced here. */
 void cn_group_coord_marker(struct cn_broker *b, struct cn_partition *p,
                            int64_t producer_id, bool commit);
 

@@ -213,6 +213,14 @@ int cn_istore_write(struct cn_istore *s, int32_t part,
     return rc;
 }
 
+int cn_istore_sync(struct cn_istore *s, int32_t part)
+{
+    struct cn_partition *p = cn_istore_partition(s, part, false);
+    if (!p || s->b->cfg->cairn_fsync_group_commit)
+        return 0;
+    return cn_sync_partition_now(s->b, p);
+}
+
 /* ---- compaction by checkpoint ------------------------------------------- */
 
 /* Appends the checkpoint in bb (or, with nothing live, just drops the

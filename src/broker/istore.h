@@ -110,6 +110,13 @@ int cn_istore_write(struct cn_istore *s, int32_t part,
                     size_t n, int64_t producer_id, int16_t producer_epoch,
                     struct cn_istore_wait *w);
 
+/* Makes what others appended to part durable (a transaction marker, which
+ * the partition layer appends under the flush policy for data): now with
+ * cairn.fsync.group.commit=false; with group commit the round covering it
+ * does, and this does nothing.  0 or the error that took the log directory
+ * offline. */
+int cn_istore_sync(struct cn_istore *s, int32_t part);
+
 /* Compacts part by checkpoint when ops->want_compact says so and nothing
  * of it is in flight, unsynced or in an open transaction; writes only if
  * that frees at least cairn.internal.compact.slack.records.  Call once a

@@ -10,6 +10,7 @@
 #include "base/config.h"
 #include "base/err.h"
 #include "broker/broker_int.h"
+#include "broker/group_coord.h"
 #include "broker/istore.h"
 #include "broker/markers.h"
 #include "proto/kerr.h"
@@ -464,8 +465,37 @@ UNIT_TEST(test_compact_gate_in_same_round)
     free(x.dir);
 }
 
+UNIT_TEST(test_group_marker_synced_without_group_commit)
+{
+    /* With cairn.fsync.group.commit=false the partition layer appends a
+     * marker under the flush policy for data, which never syncs an
+     * internal topic; the group coordinator acts on it at once. */
+    struct fixture x;
+    x.dir = unit_tmpdir("istore");
+    fx_start(&x, x.dir, false, 10000);
+    char err[256];
+    CHECK_EQ(cn_config_set(&x.cfg, "offsets.topic.num.partitions", "1", err,
+                           sizeof err),
+             0);
+    CHECK_EQ(cn_group_coord_start(&x.b), 0);
+    struct cn_partition *p = cn_group_coord_partition(&x.b, cn_bytes_str("g"));
+    CHECK(p != NULL);
+    CHECK_EQ(cn_marker_write_local(&x.b, p, CN_PART_COORDINATOR, 5, 0, true,
+                                   0, NULL, NULL),
+             KAFKA_NONE);
+    CHECK_EQ(cn_log_end_offset(p->log), 1);
+    CHECK_EQ(cn_log_synced_offset(p->log), 1);
+    cn_group_coord_stop(&x.b);
+    uv_run(&x.loop, UV_RUN_NOWAIT);
+    cn_group_coord_free(&x.b);
+    fx_stop(&x);
+    unit_rmtree(x.dir);
+    free(x.dir);
+}
+
 UNIT_MAIN(test_write_then_replay_in_order, test_open_without_create,
           test_replay_txn_records_and_markers,
           test_group_commit_off_done_at_once, test_compact_by_checkpoint,
           test_compact_nothing_live_drops_the_log, test_compact_gates,
-          test_compact_gate_in_same_round)
+          test_compact_gate_in_same_round,
+          test_group_marker_synced_without_group_commit)
