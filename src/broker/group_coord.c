@@ -34,9 +34,9 @@ struct cn_partition *cn_group_coord_partition(struct cn_broker *b,
 {
     if (!b->gc || !b->gc->store)
         return NULL;
-    int32_t part = cn_istore_part_of(
-        b->gc->store, group_id.ptr, group_id.len > 0 ? (size_t)group_id.len
-                                                     : 0);
+    int32_t part = cn_istore_part_of(b->gc->store, group_id.ptr,
+                                     group_id.len > 0 ? (size_t)group_id.len
+                                                      : 0);
     return part >= 0 ? cn_istore_partition(b->gc->store, part, true) : NULL;
 }
 
@@ -107,8 +107,8 @@ static int load_record(void *ctx, int32_t part, struct cn_bytes key,
     (void)part;
     const uint8_t *val = cn_bytes_is_null(value) ? NULL : value.ptr;
     size_t vlen = val ? (size_t)value.len : 0;
-    int rc = cn_offsets_load_record(gc->offsets, key.ptr, (size_t)key.len,
-                                    val, vlen, producer_id, txn);
+    int rc = cn_offsets_load_record(gc->offsets, key.ptr, (size_t)key.len, val,
+                                    vlen, producer_id, txn);
     if (rc == CN_OFFSETS_NOT_OFFSET)
         rc = cn_groups_load_record(gc->groups, key.ptr, (size_t)key.len, val,
                                    vlen, gc->load_now_ms);
@@ -135,8 +135,7 @@ static int load_all(struct cn_group_coord *gc)
         CN_WARN("%s: %zu records could not be read and were skipped",
                 CN_OFFSETS_TOPIC, n.bad);
     CN_INFO("loaded %zu records of %s in %lld ms: %zu groups with offsets",
-            n.records, CN_OFFSETS_TOPIC,
-            (long long)(cn_clock_mono_ms() - t0),
+            n.records, CN_OFFSETS_TOPIC, (long long)(cn_clock_mono_ms() - t0),
             cn_offsets_ngroups(gc->offsets));
     return rc;
 }
@@ -245,7 +244,7 @@ void cn_gc_maybe_compact(struct cn_broker *b, struct cn_partition *p)
 /* ---- group metadata records --------------------------------------------- */
 
 struct store_write {
-    struct cn_istore_wait iw;     /* first */
+    struct cn_istore_wait iw; /* first */
     struct cn_broker *b;
     struct cn_partition *p;       /* written to */
     uint64_t token;               /* a SyncGroup waits on it, or 0 */

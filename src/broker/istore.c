@@ -14,11 +14,11 @@
 struct cn_istore {
     struct cn_broker *b;
     char *name;
-    struct cn_topic *topic;     /* NULL until made */
+    struct cn_topic *topic; /* NULL until made */
     int32_t nparts;
     struct cn_istore_ops ops;
     void *ctx;
-    size_t *inflight;           /* per partition: writes not yet durable */
+    size_t *inflight; /* per partition: writes not yet durable */
 };
 
 static struct cn_topic *store_topic(struct cn_istore *s, bool create)
@@ -208,8 +208,7 @@ int cn_istore_write(struct cn_istore *s, int32_t part,
     }
     cn_wr_fini(&batch);
     if (rc)
-        CN_ERROR("cannot append to %s-%d: %s", s->name, part,
-                 cn_strerror(rc));
+        CN_ERROR("cannot append to %s-%d: %s", s->name, part, cn_strerror(rc));
     return rc;
 }
 

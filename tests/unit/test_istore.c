@@ -24,11 +24,11 @@ struct owner {
     /* replay, in order: "k=v", "k=null", "txn:pid:k=v", "commit:pid" */
     char ev[EV_MAX][64];
     int nev;
-    int refuse;         /* record: answer this error for key "bad" */
-    bool want;          /* want_compact's answer */
+    int refuse; /* record: answer this error for key "bad" */
+    bool want;  /* want_compact's answer */
     int wants, checkpoints;
-    int checkpoint_rc;  /* CN_EEXIST: not now */
-    int live;           /* records the checkpoint adds: "live0".. */
+    int checkpoint_rc; /* CN_EEXIST: not now */
+    int live;          /* records the checkpoint adds: "live0".. */
 };
 
 static int own_record(void *ctx, int32_t part, struct cn_bytes key,
@@ -92,7 +92,10 @@ static int own_checkpoint(void *ctx, int32_t part, struct cn_batch_builder *bb,
 }
 
 static const struct cn_istore_ops own_ops = {
-    own_record, own_marker, own_want, own_checkpoint,
+    own_record,
+    own_marker,
+    own_want,
+    own_checkpoint,
 };
 
 /* ---- a broker with only what the store uses ---------------------------- */
@@ -480,8 +483,8 @@ UNIT_TEST(test_group_marker_synced_without_group_commit)
     CHECK_EQ(cn_group_coord_start(&x.b), 0);
     struct cn_partition *p = cn_group_coord_partition(&x.b, cn_bytes_str("g"));
     CHECK(p != NULL);
-    CHECK_EQ(cn_marker_write_local(&x.b, p, CN_PART_COORDINATOR, 5, 0, true,
-                                   0, NULL, NULL),
+    CHECK_EQ(cn_marker_write_local(&x.b, p, CN_PART_COORDINATOR, 5, 0, true, 0,
+                                   NULL, NULL),
              KAFKA_NONE);
     CHECK_EQ(cn_log_end_offset(p->log), 1);
     CHECK_EQ(cn_log_synced_offset(p->log), 1);
