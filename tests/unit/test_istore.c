@@ -114,8 +114,8 @@ static void no_fetches(struct cn_broker *b)
     (void)b;
 }
 
-static void fx_start(struct fixture *x, const char *dir, bool group_commit,
-                     int32_t slack)
+/* A broker on x->dir. */
+static void fx_start(struct fixture *x, bool group_commit, int32_t slack)
 {
     memset(&x->b, 0, sizeof x->b);
     memset(&x->o, 0, sizeof x->o);
@@ -134,7 +134,7 @@ static void fx_start(struct fixture *x, const char *dir, bool group_commit,
     x->b.loop = &x->loop;
     x->b.cfg = &x->cfg;
     x->b.data_visible = no_fetches;
-    snprintf(x->b.data_dir, sizeof x->b.data_dir, "%s", dir);
+    snprintf(x->b.data_dir, sizeof x->b.data_dir, "%s", x->dir);
     CHECK_EQ(cn_topics_load(&x->b, err, sizeof err), 0);
 }
 
@@ -149,6 +149,24 @@ static void fx_stop(struct fixture *x)
     uv_run(&x->loop, UV_RUN_NOWAIT);
     CHECK_EQ(uv_loop_close(&x->loop), 0);
     cn_config_fini(&x->cfg);
+}
+
+/* fx_start, then the store of topic on it. */
+static void fx_open(struct fixture *x, bool group_commit, int32_t slack,
+                    const char *topic, int32_t nparts, bool create)
+{
+    fx_start(x, group_commit, slack);
+    CHECK_EQ(cn_istore_open(&x->b, topic, nparts, &own_ops, &x->o, create,
+                            &x->s),
+             0);
+}
+
+/* fx_stop, and the directory goes. */
+static void fx_end(struct fixture *x)
+{
+    fx_stop(x);
+    unit_rmtree(x->dir);
+    free(x->dir);
 }
 
 struct waited {
@@ -195,11 +213,8 @@ static struct cn_partition *part_of(struct fixture *x, int32_t part)
 UNIT_TEST(test_write_then_replay_in_order)
 {
     struct fixture x;
-    char *dir = unit_tmpdir("istore");
-    fx_start(&x, dir, true, 10000);
-    CHECK_EQ(cn_istore_open(&x.b, "__consumer_offsets", 3, &own_ops, &x.o,
-                            true, &x.s),
-             0);
+    x.dir = unit_tmpdir("istore");
+    fx_open(&x, true, 10000, "__consumer_offsets", 3, true);
     CHECK_EQ(cn_istore_nparts(x.s), 3);
     const char *a[] = {"a=1", "b=2"};
     const char *c[] = {"a=3", "b=-"};
@@ -213,10 +228,7 @@ UNIT_TEST(test_write_then_replay_in_order)
     fx_stop(&x);
 
     /* A restart configured for 5 partitions finds the topic with 3. */
-    fx_start(&x, dir, true, 10000);
-    CHECK_EQ(cn_istore_open(&x.b, "__consumer_offsets", 5, &own_ops, &x.o,
-                            false, &x.s),
-             0);
+    fx_open(&x, true, 10000, "__consumer_offsets", 5, false);
     CHECK_EQ(cn_istore_nparts(x.s), 3);
     struct cn_istore_counts n = {0, 0};
     CHECK_EQ(cn_istore_replay(x.s, 1, &n), 0);
@@ -227,19 +239,14 @@ UNIT_TEST(test_write_then_replay_in_order)
     CHECK(strcmp(x.o.ev[1], "b=2") == 0);
     CHECK(strcmp(x.o.ev[2], "a=3") == 0);
     CHECK(strcmp(x.o.ev[3], "b=null") == 0);
-    fx_stop(&x);
-    unit_rmtree(dir);
-    free(dir);
+    fx_end(&x);
 }
 
 UNIT_TEST(test_open_without_create)
 {
     struct fixture x;
-    char *dir = unit_tmpdir("istore");
-    fx_start(&x, dir, true, 10000);
-    CHECK_EQ(cn_istore_open(&x.b, "__transaction_state", 4, &own_ops, &x.o,
-                            false, &x.s),
-             0);
+    x.dir = unit_tmpdir("istore");
+    fx_open(&x, true, 10000, "__transaction_state", 4, false);
     CHECK_EQ(cn_istore_nparts(x.s), 4);
     CHECK(part_of(&x, 0) == NULL);
     /* Nothing to replay before the first write makes the topic. */
@@ -249,19 +256,14 @@ UNIT_TEST(test_open_without_create)
     put(&x, 3, -1, (const char *[]){"k=v"}, 1);
     CHECK(part_of(&x, 3) != NULL);
     CHECK(part_of(&x, 4) == NULL);
-    fx_stop(&x);
-    unit_rmtree(dir);
-    free(dir);
+    fx_end(&x);
 }
 
 UNIT_TEST(test_replay_txn_records_and_markers)
 {
     struct fixture x;
-    char *dir = unit_tmpdir("istore");
-    fx_start(&x, dir, true, 10000);
-    CHECK_EQ(cn_istore_open(&x.b, "__consumer_offsets", 1, &own_ops, &x.o,
-                            true, &x.s),
-             0);
+    x.dir = unit_tmpdir("istore");
+    fx_open(&x, true, 10000, "__consumer_offsets", 1, true);
     put(&x, 0, 7, (const char *[]){"t=1"}, 1);
     put(&x, 0, -1, (const char *[]){"bad=x", "plain=2"}, 2);
     CHECK_EQ(cn_marker_write_local(&x.b, part_of(&x, 0), CN_PART_COORDINATOR,
@@ -269,10 +271,7 @@ UNIT_TEST(test_replay_txn_records_and_markers)
              KAFKA_NONE);
     fx_stop(&x);
 
-    fx_start(&x, dir, true, 10000);
-    CHECK_EQ(cn_istore_open(&x.b, "__consumer_offsets", 1, &own_ops, &x.o,
-                            false, &x.s),
-             0);
+    fx_open(&x, true, 10000, "__consumer_offsets", 1, false);
     x.o.refuse = CN_ECORRUPT;
     struct cn_istore_counts n = {0, 0};
     CHECK_EQ(cn_istore_replay(x.s, 0, &n), 0);
@@ -285,37 +284,27 @@ UNIT_TEST(test_replay_txn_records_and_markers)
     /* Out of memory in the owner stops the replay with it. */
     x.o.refuse = CN_ENOMEM;
     CHECK_EQ(cn_istore_replay(x.s, 0, NULL), CN_ENOMEM);
-    fx_stop(&x);
-    unit_rmtree(dir);
-    free(dir);
+    fx_end(&x);
 }
 
 UNIT_TEST(test_group_commit_off_done_at_once)
 {
     struct fixture x;
-    char *dir = unit_tmpdir("istore");
-    fx_start(&x, dir, false, 10000);
-    CHECK_EQ(cn_istore_open(&x.b, "__consumer_offsets", 1, &own_ops, &x.o,
-                            true, &x.s),
-             0);
+    x.dir = unit_tmpdir("istore");
+    fx_open(&x, false, 10000, "__consumer_offsets", 1, true);
     struct cn_bytes k = cn_bytes_str("k"), v = cn_bytes_str("v");
     struct waited wd = {.w.done = waited_done};
     CHECK_EQ(cn_istore_write(x.s, 0, &k, &v, 1, -1, -1, &wd.w), 0);
     CHECK_EQ(wd.done, 1);
     CHECK_EQ(wd.err, 0);
     CHECK_EQ(cn_log_synced_offset(part_of(&x, 0)->log), 1);
-    fx_stop(&x);
-    unit_rmtree(dir);
-    free(dir);
+    fx_end(&x);
 }
 
 /* Six records on part 0, slack 2: compaction is possible. */
 static void fill(struct fixture *x, bool group_commit)
 {
-    fx_start(x, x->dir, group_commit, 2);
-    CHECK_EQ(cn_istore_open(&x->b, "__consumer_offsets", 1, &own_ops, &x->o,
-                            true, &x->s),
-             0);
+    fx_open(x, group_commit, 2, "__consumer_offsets", 1, true);
     for (int i = 0; i < 3; i++)
         put(x, 0, -1, (const char *[]){"a=1", "b=2"}, 2);
 }
@@ -344,17 +333,12 @@ UNIT_TEST(test_compact_by_checkpoint)
     fx_stop(&x);
 
     /* What a restart reads is the checkpoint. */
-    fx_start(&x, x.dir, true, 2);
-    CHECK_EQ(cn_istore_open(&x.b, "__consumer_offsets", 1, &own_ops, &x.o,
-                            false, &x.s),
-             0);
+    fx_open(&x, true, 2, "__consumer_offsets", 1, false);
     CHECK_EQ(cn_istore_replay(x.s, 0, NULL), 0);
     CHECK_EQ(x.o.nev, 2);
     CHECK(strcmp(x.o.ev[0], "live0=v") == 0);
     CHECK(strcmp(x.o.ev[1], "live1=v") == 0);
-    fx_stop(&x);
-    unit_rmtree(x.dir);
-    free(x.dir);
+    fx_end(&x);
 }
 
 UNIT_TEST(test_compact_nothing_live_drops_the_log)
@@ -367,9 +351,7 @@ UNIT_TEST(test_compact_nothing_live_drops_the_log)
     struct cn_partition *p = part_of(&x, 0);
     CHECK_EQ(cn_log_start_offset(p->log), 6);
     CHECK_EQ(cn_log_end_offset(p->log), 6);
-    fx_stop(&x);
-    unit_rmtree(x.dir);
-    free(x.dir);
+    fx_end(&x);
 }
 
 UNIT_TEST(test_compact_gates)
@@ -414,9 +396,7 @@ UNIT_TEST(test_compact_gates)
     cn_istore_maybe_compact(x.s, 0);
     CHECK_EQ(x.o.wants, 4);
     x.b.stopping = false;
-    fx_stop(&x);
-    unit_rmtree(x.dir);
-    free(x.dir);
+    fx_end(&x);
 }
 
 /* A done that asks for compaction, as an owner does once it applied. */
@@ -433,10 +413,7 @@ UNIT_TEST(test_compact_gate_in_same_round)
      * its owner yet; a checkpoint then would lose it. */
     struct fixture x;
     x.dir = unit_tmpdir("istore");
-    fx_start(&x, x.dir, true, 2);
-    CHECK_EQ(cn_istore_open(&x.b, "__consumer_offsets", 4, &own_ops, &x.o,
-                            true, &x.s),
-             0);
+    fx_open(&x, true, 2, "__consumer_offsets", 4, true);
     for (int i = 0; i < 3; i++)
         put(&x, 0, -1, (const char *[]){"a=1", "b=2"}, 2);
     x.o.want = true;
@@ -463,9 +440,7 @@ UNIT_TEST(test_compact_gate_in_same_round)
     cn_istore_maybe_compact(x.s, 0);
     CHECK_EQ(x.o.checkpoints, 1);
     CHECK_EQ(cn_log_start_offset(part_of(&x, 0)->log), 8);
-    fx_stop(&x);
-    unit_rmtree(x.dir);
-    free(x.dir);
+    fx_end(&x);
 }
 
 UNIT_TEST(test_group_marker_synced_without_group_commit)
@@ -475,7 +450,7 @@ UNIT_TEST(test_group_marker_synced_without_group_commit)
      * internal topic; the group coordinator acts on it at once. */
     struct fixture x;
     x.dir = unit_tmpdir("istore");
-    fx_start(&x, x.dir, false, 10000);
+    fx_start(&x, false, 10000);
     char err[256];
     CHECK_EQ(cn_config_set(&x.cfg, "offsets.topic.num.partitions", "1", err,
                            sizeof err),
@@ -491,9 +466,7 @@ UNIT_TEST(test_group_marker_synced_without_group_commit)
     cn_group_coord_stop(&x.b);
     uv_run(&x.loop, UV_RUN_NOWAIT);
     cn_group_coord_free(&x.b);
-    fx_stop(&x);
-    unit_rmtree(x.dir);
-    free(x.dir);
+    fx_end(&x);
 }
 
 UNIT_MAIN(test_write_then_replay_in_order, test_open_without_create,
