@@ -241,9 +241,6 @@ struct cn_part_env cn_sync_part_env(struct cn_broker *b);
 int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
                             uint8_t *batch, size_t len,
                             struct cn_sync_waiter *w);
-/* Syncs p now, on the loop: 0 or the error that took the log directory
- * offline. */
-int cn_sync_partition_now(struct cn_broker *b, struct cn_partition *p);
 /* Compaction by checkpoint for internal topics: appends batch (the live
  * state of the partition's keys), syncs it, then moves the log start to
  * its first offset so the older records go.  Only call when every record

@@ -148,7 +148,7 @@ void cn_group_coord_marker(struct cn_broker *b, struct cn_partition *p,
     if (!b->gc)
         return;
     /* With cairn.fsync.group.commit=false the data flush policy would
-     * never sync it, and the coordinator will act on it. */
+     * never sync it, yet the coordinators act on it. */
     cn_istore_sync(b->gc->store, p->index);
     cn_offsets_txn_complete(b->gc->offsets, producer_id, commit);
 }

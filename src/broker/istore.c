@@ -212,12 +212,11 @@ int cn_istore_write(struct cn_istore *s, int32_t part,
     return rc;
 }
 
-int cn_istore_sync(struct cn_istore *s, int32_t part)
+void cn_istore_sync(struct cn_istore *s, int32_t part)
 {
     struct cn_partition *p = cn_istore_partition(s, part, false);
-    if (!p || s->b->cfg->cairn_fsync_group_commit)
-        return 0;
-    return cn_sync_partition_now(s->b, p);
+    if (p && !s->b->cfg->cairn_fsync_group_commit)
+        cn_sync_flush(s->b, p);
 }
 
 /* ---- compaction by checkpoint ------------------------------------------- */

@@ -101,8 +101,9 @@ int cn_istore_replay(struct cn_istore *s, int32_t part,
 /*
  * Appends keys[i]/values[i] (a null value is a tombstone) to part as one
  * batch stamped with the wall clock, transactional for producer_id >= 0;
- * w->done runs once it is durable, perhaps before this returns (group
- * commit off).  Returns 0, or an error with w->done not called
+ * w->done runs once it is durable, whatever the flush policy for data
+ * (do not count on it running only after this returns).  Returns 0, or
+ * an error with w->done not called
  * (CN_EOFFLINE, CN_ENOTFOUND when the topic cannot be made, CN_ENOMEM).
  */
 int cn_istore_write(struct cn_istore *s, int32_t part,
@@ -111,11 +112,12 @@ int cn_istore_write(struct cn_istore *s, int32_t part,
                     struct cn_istore_wait *w);
 
 /* Makes what others appended to part durable (a transaction marker, which
- * the partition layer appends under the flush policy for data): now with
- * cairn.fsync.group.commit=false; with group commit the round covering it
- * does, and this does nothing.  0 or the error that took the log directory
- * offline. */
-int cn_istore_sync(struct cn_istore *s, int32_t part);
+ * the partition layer appends under the flush policy for data): with
+ * cairn.fsync.group.commit=false part joins the next sync round, which
+ * completes before any round that starts later (so before a coordinator's
+ * next record is durable); with group commit that round is already
+ * coming and this does nothing. */
+void cn_istore_sync(struct cn_istore *s, int32_t part);
 
 /* Compacts part by checkpoint when ops->want_compact says so and nothing
  * of it is in flight, unsynced or in an open transaction; writes only if

@@ -337,11 +337,6 @@ int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
     return 0;
 }
 
-int cn_sync_partition_now(struct cn_broker *b, struct cn_partition *p)
-{
-    return sync_now(b, p);
-}
-
 int cn_sync_checkpoint(struct cn_broker *b, struct cn_partition *p,
                        uint8_t *batch, size_t len)
 {

@@ -287,16 +287,12 @@ UNIT_TEST(test_replay_txn_records_and_markers)
     fx_end(&x);
 }
 
-UNIT_TEST(test_group_commit_off_done_at_once)
+UNIT_TEST(test_group_commit_off_still_synced)
 {
     struct fixture x;
     x.dir = unit_tmpdir("istore");
     fx_open(&x, false, 10000, "__consumer_offsets", 1, true);
-    struct cn_bytes k = cn_bytes_str("k"), v = cn_bytes_str("v");
-    struct waited wd = {.w.done = waited_done};
-    CHECK_EQ(cn_istore_write(x.s, 0, &k, &v, 1, -1, -1, &wd.w), 0);
-    CHECK_EQ(wd.done, 1);
-    CHECK_EQ(wd.err, 0);
+    put(&x, 0, -1, (const char *[]){"k=v"}, 1);
     CHECK_EQ(cn_log_synced_offset(part_of(&x, 0)->log), 1);
     fx_end(&x);
 }
@@ -461,6 +457,8 @@ UNIT_TEST(test_group_marker_synced_without_group_commit)
     CHECK_EQ(cn_marker_write_local(&x.b, p, CN_PART_COORDINATOR, 5, 0, true, 0,
                                    NULL, NULL),
              KAFKA_NONE);
+    while (x.b.sync_running && uv_run(&x.loop, UV_RUN_ONCE))
+        ;
     CHECK_EQ(cn_log_end_offset(p->log), 1);
     CHECK_EQ(cn_log_synced_offset(p->log), 1);
     cn_group_coord_stop(&x.b);
@@ -471,7 +469,7 @@ UNIT_TEST(test_group_marker_synced_without_group_commit)
 
 UNIT_MAIN(test_write_then_replay_in_order, test_open_without_create,
           test_replay_txn_records_and_markers,
-          test_group_commit_off_done_at_once, test_compact_by_checkpoint,
+          test_group_commit_off_still_synced, test_compact_by_checkpoint,
           test_compact_nothing_live_drops_the_log, test_compact_gates,
           test_compact_gate_in_same_round,
           test_group_marker_synced_without_group_commit)
