@@ -42,14 +42,7 @@ struct cn_partition *cn_group_coord_partition(struct cn_broker *b,
 
 char *cn_gc_cstr(struct cn_req *req, struct cn_bytes s)
 {
-    size_t n = s.len > 0 ? (size_t)s.len : 0;
-    char *out = cn_arena_alloc(&req->arena, n + 1);
-    if (!out)
-        return NULL;
-    if (n)
-        memcpy(out, s.ptr, n);
-    out[n] = '\0';
-    return out;
+    return cn_arena_strdup(&req->arena, s.len > 0 ? s : cn_bytes_str(""));
 }
 
 /* ---- durable writes ----------------------------------------------------- */
