@@ -291,12 +291,15 @@ static bool store_append(struct cn_broker *b, struct cn_partition *p,
     return false;
 }
 
-/* ops->store and ops->store_sync: the group's generation (or its removal,
- * g NULL with id) is written so a restart brings the group back.  With a
- * token, the group's SyncGroup answers wait for it (cn_groups_stored,
- * which may run before this returns: a write synced at once). */
+/* ops->store, store_sync and store_created: the group's generation (or
+ * its removal, g NULL with id) is written so a restart brings the group
+ * back.  With a token the state machine hears how the write ended
+ * (cn_groups_stored, which may run before this returns: a write synced at
+ * once): SyncGroup answers wait for it, a failed creation removes the
+ * group.  The fail point, when given, stands for an append that fails. */
 static void store_record(struct cn_broker *b, const char *group_id,
-                         const struct cn_group *g, uint64_t token)
+                         const struct cn_group *g, uint64_t token,
+                         const char *failpoint)
 {
     struct cn_partition *p = cn_group_coord_partition(
         b, cn_bytes_str(group_id));
@@ -314,10 +317,8 @@ static void store_record(struct cn_broker *b, const char *group_id,
     struct cn_bytes key = cn_bytes_of(kw.buf, (int32_t)kw.len);
     struct cn_bytes val = g ? cn_bytes_of(vw.buf, (int32_t)vw.len)
                             : CN_BYTES_NULL;
-    /* The fail point stands for an append of the assignment that fails
-     * (tests: SyncGroup must then answer with an error). */
     bool written = !rc && !kw.err && !vw.err &&
-                   !(token && CN_FAILPOINT("group.assignment_write")) &&
+                   !(failpoint && CN_FAILPOINT(failpoint)) &&
                    store_append(b, p, &key, &val, 1, token, group_id);
     cn_wr_fini(&kw);
     cn_wr_fini(&vw);
@@ -328,13 +329,22 @@ static void store_record(struct cn_broker *b, const char *group_id,
 
 static void on_store(void *arg, const struct cn_group *g)
 {
-    store_record(arg, cn_group_id(g), g, 0);
+    store_record(arg, cn_group_id(g), g, 0, NULL);
 }
 
+/* Tests: SyncGroup must answer with an error when the assignment's append
+ * fails. */
 static void on_store_sync(void *arg, const struct cn_group *g,
                           uint64_t token)
 {
-    store_record(arg, cn_group_id(g), g, token);
+    store_record(arg, cn_group_id(g), g, token, "group.assignment_write");
+}
+
+/* Tests: the group must go when its creation's append fails. */
+static void on_store_created(void *arg, const struct cn_group *g,
+                             uint64_t token)
+{
+    store_record(arg, cn_group_id(g), g, token, "group.create_write");
 }
 
 /* ---- timers ------------------------------------------------------------- */
@@ -455,6 +465,7 @@ int cn_group_coord_start(struct cn_broker *b)
         .store = on_store,
         .store_sync = on_store_sync,
         .arg = b,
+        .store_created = on_store_created,
     };
     gc->groups = cn_groups_new(&cfg, &ops);
     gc->offsets = cn_offsets_new();

@@ -274,10 +274,29 @@ static void complete_sync(struct cn_groups *gs, struct cn_group *g,
     }
 }
 
+/* The creating JoinGroup's write ended.  Failed, and nothing of the group
+ * written since: it goes, as in Kafka, whose creation is undone with the
+ * write. */
+static void create_stored(struct cn_groups *gs, struct cn_group *g,
+                          int16_t error)
+{
+    g->create_token = 0;
+    if (!error || g->generation != 0 || g->store_token)
+        return;
+    CN_WARN("group %s: cannot store its creation (error %d); removed", g->id,
+            error);
+    group_clear_members(gs, g, error);
+    group_destroy(gs, g);
+}
+
 void cn_groups_stored(struct cn_groups *gs, const char *group_id,
                       uint64_t token, int16_t error, int64_t now_ms)
 {
     struct cn_group *g = gs->shut ? NULL : group_lookup(gs, group_id);
+    if (g && token && g->create_token == token) {
+        create_stored(gs, g, error);
+        return;
+    }
     if (!g || !token || g->store_token != token ||
         g->store_generation != g->generation ||
         g->state != CN_GROUP_COMPLETING_REBALANCE)

@@ -13,7 +13,8 @@
  * fenced, re-sends the request, or the coordinator shuts down.
  *
  * Callbacks must not call back into the same struct cn_groups, except
- * cn_groups_stored from ops->store_sync (a write done at once).  Strings
+ * cn_groups_stored from ops->store_sync and ops->store_created (a write
+ * done at once).  Strings
  * and byte ranges handed to callbacks live only for the call; the caller
  * copies what it keeps.  Strings passed in are copied when kept.
  *
@@ -116,7 +117,7 @@ struct cn_groups_ops {
      * group is about to become Stable (with the leader's assignment
      * already set), when a static member is replaced in a Stable group,
      * when a rebalance ends with no members (Empty) and when JoinGroup
-     * creates a group.  A notification only: the state machine goes on
+     * creates a group (unless store_created).  A notification only: the state machine goes on
      * at once.  May be NULL.
      */
     void (*store)(void *arg, const struct cn_group *g);
@@ -128,7 +129,15 @@ struct cn_groups_ops {
      * the group goes Stable at once.
      */
     void (*store_sync)(void *arg, const struct cn_group *g, uint64_t token);
-    void *arg; /* passed to store and store_sync */
+    void *arg; /* passed to the callbacks */
+    /*
+     * JoinGroup created g: its first record, whose outcome the caller
+     * reports with cn_groups_stored(token).  If it could not be made
+     * durable the group is removed again, as Kafka reverts the creation,
+     * and members still waiting in it get the error.  NULL: store is
+     * called instead.
+     */
+    void (*store_created)(void *arg, const struct cn_group *g, uint64_t token);
 };
 
 struct cn_join_protocol {

@@ -86,6 +86,8 @@ struct cn_group {
     uint64_t store_token;     /* the leader's assignment being made durable
                                  (ops.store_sync), 0 when none */
     int32_t store_generation; /* the generation it was written for */
+    uint64_t create_token;    /* the creating JoinGroup's write
+                                 (ops.store_created), 0 when none */
     struct cn_group *hnext;   /* hash chain */
     struct cn_group *prev, *next; /* creation order */
 };
@@ -98,7 +100,7 @@ struct cn_groups {
     size_t count;    /* groups */
     struct cn_group *head, *tail;
     uint64_t rng;    /* splitmix64 state for member ids */
-    uint64_t tokens; /* last store_sync token handed out */
+    uint64_t tokens; /* last store_sync/store_created token handed out */
     bool shut;       /* cn_groups_shutdown() ran */
 };
 

@@ -275,6 +275,12 @@ void cn_groups_join(struct cn_groups *gs, const struct cn_join_req *rq,
     } else {
         join_existing_member(gs, g, &r, waiter, now_ms);
     }
-    if (created)
+    if (!created)
+        return;
+    if (!gs->ops.store_created) {
         group_store(gs, g);
+        return;
+    }
+    g->create_token = ++gs->tokens;
+    gs->ops.store_created(gs->ops.arg, g, g->create_token); /* may free g */
 }

@@ -331,6 +331,30 @@ def test_sync_group_waits_for_stored_assignment(broker_factory):
         cli.close()
 
 
+def test_failed_group_creation_is_undone(broker_factory):
+    """JoinGroup that creates a group writes it to __consumer_offsets; when
+    that write fails (a fail point) the group goes again, as Kafka undoes
+    the creation with its failed append.  The KIP-394 answer comes first
+    (Kafka answers it before the write too), so the id it handed out is
+    then unknown."""
+    broker, topic, group = broker_factory(**FAST_GROUPS), "gcreate", "g-cr"
+    broker.stop()
+    broker.failpoints = "group.create_write=error"
+    broker.start()
+    broker.create_topic(topic, 1)
+    cli = kw.ReadClient(broker.port, timeout=15 * SLOW)
+    try:
+        c = retry(lambda: (lambda e: (e["error"], e))(
+            cli.find_coordinator(group, kw.COORDINATOR_GROUP, 3)[0]))[1]
+        assert c["error"] == 0, c
+        d = cli.join_group(group, topics=[topic])
+        assert d["error"] == kw.MEMBER_ID_REQUIRED, d
+        d = cli.join_group(group, member_id=d["member_id"], topics=[topic])
+        assert d["error"] == kw.UNKNOWN_MEMBER_ID, d
+    finally:
+        cli.close()
+
+
 def test_raw_protocol_errors(gbroker):
     broker, topic, group = gbroker, "graw", "grp-raw"
     broker.create_topic(topic, 1)

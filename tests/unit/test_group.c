@@ -92,7 +92,7 @@ static void on_store(void *arg, const struct cn_group *g)
 static struct cn_groups *setup(int32_t max_size)
 {
     struct cn_groups_config cfg;
-    struct cn_groups_ops ops = {on_join, on_sync, on_store, NULL, NULL};
+    struct cn_groups_ops ops = {on_join, on_sync, on_store, NULL, NULL, NULL};
     cn_groups_config_default(&cfg);
     cfg.seed = 42;
     if (max_size)
@@ -969,8 +969,8 @@ static void on_store_sync(void *arg, const struct cn_group *g, uint64_t token)
 UNIT_TEST(test_sync_waits_for_store)
 {
     struct cn_groups_config cfg;
-    struct cn_groups_ops ops = {on_join, on_sync, on_store, on_store_sync,
-                                NULL};
+    struct cn_groups_ops ops = {on_join,       on_sync, on_store,
+                                on_store_sync, NULL,    NULL};
     cn_groups_config_default(&cfg);
     cfg.seed = 42;
     njw = nsw = nstores = nstore_syncs = 0;
@@ -1026,11 +1026,65 @@ UNIT_TEST(test_sync_waits_for_store)
     cn_groups_free(gs);
 }
 
+static int ncreated;
+
+static void on_store_created(void *arg, const struct cn_group *g,
+                             uint64_t token)
+{
+    (void)arg;
+    (void)g;
+    ncreated++;
+    last_token = token;
+}
+
+/* With store_created, a group whose creation could not be made durable
+ * goes again (Kafka undoes the creation with its failed write): a member
+ * still waiting in it gets the error, a KIP-394 member id handed out
+ * before is unknown.  A write that succeeded, or that ended after another
+ * generation, changes nothing. */
+UNIT_TEST(test_failed_creation_removes_group)
+{
+    struct cn_groups_config cfg;
+    struct cn_groups_ops ops = {on_join,       on_sync, on_store,
+                                on_store_sync, NULL,    on_store_created};
+    cn_groups_config_default(&cfg);
+    cfg.seed = 42;
+    njw = nsw = nstores = nstore_syncs = ncreated = 0;
+    struct cn_groups *gs = cn_groups_new(&cfg, &ops);
+    /* v0 waits in the join phase (no MEMBER_ID_REQUIRED). */
+    struct joinopt v0 = {.version = 1};
+    struct jw *a = join_ex(gs, "g", "", "A", &v0, 0);
+    CHECK_EQ(ncreated, 1);
+    CHECK_EQ(nstores, 0);
+    CHECK_EQ(a->called, 0);
+    cn_groups_stored(gs, "g", last_token, KAFKA_NOT_COORDINATOR, 10);
+    CHECK_EQ(a->called, 1);
+    CHECK_EQ(a->error, KAFKA_NOT_COORDINATOR);
+    CHECK_EQ(cn_groups_state(gs, "g"), CN_GROUP_DEAD);
+
+    /* KIP-394: the id was handed out, then the group went. */
+    struct jw *b = join(gs, "h", "", "B", 20);
+    CHECK_EQ(b->error, KAFKA_MEMBER_ID_REQUIRED);
+    CHECK_EQ(ncreated, 2);
+    cn_groups_stored(gs, "h", last_token, KAFKA_NOT_COORDINATOR, 30);
+    struct jw *b2 = join(gs, "h", b->member_id, "B", 40);
+    CHECK_EQ(b2->error, KAFKA_UNKNOWN_MEMBER_ID);
+
+    /* Durable: the group stays and goes on. */
+    struct jw *c = join_new(gs, "k", "C", 50);
+    cn_groups_stored(gs, "k", last_token, KAFKA_NONE, 60);
+    CHECK(cn_groups_state(gs, "k") != CN_GROUP_DEAD);
+    cn_groups_tick(gs, 10000);
+    CHECK_EQ(c->called, 1);
+    CHECK_EQ(c->error, KAFKA_NONE);
+    cn_groups_free(gs);
+    check_all_answered();
+}
+
 UNIT_MAIN(test_three_members_join_sync, test_leave_rebalance,
-          test_session_expiry, test_rebalance_timeout,
-          test_member_id_required, test_pending_member_delays_join,
-          test_static_member_rejoin, test_errors, test_max_size,
-          test_describe_list_delete, test_record_round_trip,
-          test_shutdown_answers_waiters, test_commit_check,
-          test_pending_sync_expiry, test_protocol_vote,
-          test_sync_waits_for_store)
+          test_session_expiry, test_rebalance_timeout, test_member_id_required,
+          test_pending_member_delays_join, test_static_member_rejoin,
+          test_errors, test_max_size, test_describe_list_delete,
+          test_record_round_trip, test_shutdown_answers_waiters,
+          test_commit_check, test_pending_sync_expiry, test_protocol_vote,
+          test_sync_waits_for_store, test_failed_creation_removes_group)
