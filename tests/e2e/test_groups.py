@@ -301,22 +301,31 @@ def test_admin_list_describe_delete(gbroker):
         cli.close()
 
 
+def failpoint_coordinator(broker_factory, failpoints, topic, group):
+    """A broker restarted with failpoints, topic made, and a raw client
+    that found group's coordinator (the caller closes it)."""
+    broker = broker_factory(**FAST_GROUPS)
+    broker.stop()
+    broker.failpoints = failpoints
+    broker.start()
+    broker.create_topic(topic, 1)
+    cli = kw.ReadClient(broker.port, timeout=15 * SLOW)
+    c = retry(lambda: (lambda e: (e["error"], e))(
+        cli.find_coordinator(group, kw.COORDINATOR_GROUP, 3)[0]))[1]
+    assert c["error"] == 0, c
+    return cli
+
+
 def test_sync_group_waits_for_stored_assignment(broker_factory):
     """The leader's assignment is written to __consumer_offsets before
     SyncGroup is answered, as Kafka answers from the append's callback:
     when that write fails (a fail point), SyncGroup gets NOT_COORDINATOR
     (Kafka's mapping of KAFKA_STORAGE_ERROR) and no assignment, and the
     group rebalances."""
-    broker, topic, group = broker_factory(**FAST_GROUPS), "gstore", "g-st"
-    broker.stop()
-    broker.failpoints = "group.assignment_write=error"
-    broker.start()
-    broker.create_topic(topic, 1)
-    cli = kw.ReadClient(broker.port, timeout=15 * SLOW)
+    topic, group = "gstore", "g-st"
+    cli = failpoint_coordinator(broker_factory, "group.assignment_write=error",
+                                topic, group)
     try:
-        c = retry(lambda: (lambda e: (e["error"], e))(
-            cli.find_coordinator(group, kw.COORDINATOR_GROUP, 3)[0]))[1]
-        assert c["error"] == 0, c
         d = cli.join_group(group, topics=[topic])
         assert d["error"] == kw.MEMBER_ID_REQUIRED, d
         mid = d["member_id"]
@@ -337,16 +346,10 @@ def test_failed_group_creation_is_undone(broker_factory):
     the creation with its failed append.  The KIP-394 answer comes first
     (Kafka answers it before the write too), so the id it handed out is
     then unknown."""
-    broker, topic, group = broker_factory(**FAST_GROUPS), "gcreate", "g-cr"
-    broker.stop()
-    broker.failpoints = "group.create_write=error"
-    broker.start()
-    broker.create_topic(topic, 1)
-    cli = kw.ReadClient(broker.port, timeout=15 * SLOW)
+    topic, group = "gcreate", "g-cr"
+    cli = failpoint_coordinator(broker_factory, "group.create_write=error",
+                                topic, group)
     try:
-        c = retry(lambda: (lambda e: (e["error"], e))(
-            cli.find_coordinator(group, kw.COORDINATOR_GROUP, 3)[0]))[1]
-        assert c["error"] == 0, c
         d = cli.join_group(group, topics=[topic])
         assert d["error"] == kw.MEMBER_ID_REQUIRED, d
         d = cli.join_group(group, member_id=d["member_id"], topics=[topic])

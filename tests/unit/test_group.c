@@ -89,16 +89,22 @@ static void on_store(void *arg, const struct cn_group *g)
     store_state = cn_group_state(g);
 }
 
-static struct cn_groups *setup(int32_t max_size)
+static struct cn_groups *setup_ops(const struct cn_groups_ops *ops,
+                                   int32_t max_size)
 {
     struct cn_groups_config cfg;
-    struct cn_groups_ops ops = {on_join, on_sync, on_store, NULL, NULL, NULL};
     cn_groups_config_default(&cfg);
     cfg.seed = 42;
     if (max_size)
         cfg.max_size = max_size;
     njw = nsw = nstores = 0;
-    return cn_groups_new(&cfg, &ops);
+    return cn_groups_new(&cfg, ops);
+}
+
+static struct cn_groups *setup(int32_t max_size)
+{
+    struct cn_groups_ops ops = {on_join, on_sync, on_store, NULL, NULL, NULL};
+    return setup_ops(&ops, max_size);
 }
 
 /* Every waiter handed out in this test was answered exactly once. */
@@ -968,13 +974,10 @@ static void on_store_sync(void *arg, const struct cn_group *g, uint64_t token)
  * and the group rebalances; a report for an older write is ignored. */
 UNIT_TEST(test_sync_waits_for_store)
 {
-    struct cn_groups_config cfg;
     struct cn_groups_ops ops = {on_join,       on_sync, on_store,
                                 on_store_sync, NULL,    NULL};
-    cn_groups_config_default(&cfg);
-    cfg.seed = 42;
-    njw = nsw = nstores = nstore_syncs = 0;
-    struct cn_groups *gs = cn_groups_new(&cfg, &ops);
+    nstore_syncs = 0;
+    struct cn_groups *gs = setup_ops(&ops, 0);
     struct jw *a = join_new(gs, "g", "A", 0);
     struct jw *b = join_new(gs, "g", "B", 100);
     cn_groups_tick(gs, 3000);
@@ -1044,13 +1047,10 @@ static void on_store_created(void *arg, const struct cn_group *g,
  * generation, changes nothing. */
 UNIT_TEST(test_failed_creation_removes_group)
 {
-    struct cn_groups_config cfg;
-    struct cn_groups_ops ops = {on_join,       on_sync, on_store,
-                                on_store_sync, NULL,    on_store_created};
-    cn_groups_config_default(&cfg);
-    cfg.seed = 42;
-    njw = nsw = nstores = nstore_syncs = ncreated = 0;
-    struct cn_groups *gs = cn_groups_new(&cfg, &ops);
+    struct cn_groups_ops ops = {on_join, on_sync, on_store,
+                                NULL,    NULL,    on_store_created};
+    ncreated = 0;
+    struct cn_groups *gs = setup_ops(&ops, 0);
     /* v0 waits in the join phase (no MEMBER_ID_REQUIRED). */
     struct joinopt v0 = {.version = 1};
     struct jw *a = join_ex(gs, "g", "", "A", &v0, 0);
