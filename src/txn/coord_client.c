@@ -98,18 +98,20 @@ void cn_tc_init_pid(struct txn_ctx *x, const struct cn_txn_request *rq,
     }
     struct cn_txn_meta next;
     cn_txn_meta_init(&next);
+    /* The fence's one bump is also the TV2 abort's (KAFKA-19367), with
+     * the same producer id (cn_tc_abort_epoch); the new instance's retry
+     * bumps once more. */
+    bool fence = e->meta.state == CN_TXN_ONGOING;
     int rc = cn_txn_meta_copy(&next, &e->meta);
     if (!rc)
-        rc = cn_tc_next_epoch(x, &next);
+        rc = fence ? cn_tc_abort_epoch(x, &next) : cn_tc_next_epoch(x, &next);
     if (rc) {
         cn_txn_meta_fini(&next);
         pid_failed(x, rq, rc);
         return;
     }
     next.last_update_ms = x->now->wall_ms;
-    /* The fence's one bump is also the TV2 abort's (KAFKA-19367); the new
-     * instance's retry bumps once more. */
-    if (e->meta.state == CN_TXN_ONGOING) {
+    if (fence) {
         /* Fence: the old instance's transaction is aborted under the new
          * epoch (PrepareEpochFence then PrepareAbort in Kafka, which
          * stores only the PrepareAbort). */
@@ -293,11 +295,32 @@ static void end_tv2_prepare(struct txn_ctx *x, struct txn_entry *e,
     cn_tc_write(x, e, &next, THEN_END, rq, CN_TXN_WRITE_DECISION);
 }
 
-/* A retry answered with success: with the epoch the client goes on with. */
+/* A retry answered with success: with the epoch the client goes on with.
+ * After a coordinator abort at the last usable epoch the stored epoch is
+ * INT16_MAX, which no client may use: the retry is the next bump, to a
+ * new producer id at epoch 0 (Empty, as InitProducerId leaves it), made
+ * durable before the answer. */
 static void answer_retry(struct txn_ctx *x, struct txn_entry *e,
                          const struct cn_txn_request *rq)
 {
-    answer_end(x, rq, KAFKA_NONE, &e->meta);
+    if (e->meta.producer_epoch <= CN_TXN_EPOCH_LAST_USABLE) {
+        answer_end(x, rq, KAFKA_NONE, &e->meta);
+        return;
+    }
+    struct cn_txn_meta next;
+    cn_txn_meta_init(&next);
+    int rc = cn_txn_meta_copy(&next, &e->meta);
+    if (!rc)
+        rc = cn_tc_next_epoch(x, &next);
+    if (rc) {
+        cn_txn_meta_fini(&next);
+        pid_failed(x, rq, rc);
+        return;
+    }
+    next.state = CN_TXN_EMPTY;
+    cn_txn_meta_clear_partitions(&next);
+    next.last_update_ms = x->now->wall_ms;
+    cn_tc_write(x, e, &next, THEN_END_ROTATE, rq, CN_TXN_WRITE_CHANGE);
 }
 
 /*

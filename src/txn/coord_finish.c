@@ -204,10 +204,23 @@ void cn_tc_finish_written(struct txn_ctx *x, struct txn_entry *e,
  * (InvalidProducerEpochException, then abortTransaction()).  A late
  * commit at E is still refused (INVALID_TXN_STATE), and a new instance's
  * InitProducerId bumps again, which fences E for good.
+ *
+ * The producer id stays, even at the last usable epoch, where the abort
+ * takes INT16_MAX (Kafka's prepareFenceProducerEpoch): the markers must
+ * carry the id whose batches are open on the data partitions, or those
+ * stay open and the LSO stuck.  The next bump (InitProducerId, or the
+ * TV2 EndTxn retry) moves to a new id.  At INT16_MAX already (a log
+ * Cairn did not write) the epoch cannot go up: the abort keeps it.
  */
 int cn_tc_abort_epoch(struct txn_ctx *x, struct cn_txn_meta *m)
 {
-    return cn_tc_next_epoch(x, m);
+    if (m->producer_id < 0)
+        return cn_tc_next_epoch(x, m);
+    if (m->producer_epoch < INT16_MAX) {
+        m->last_producer_epoch = m->producer_epoch;
+        m->producer_epoch++;
+    }
+    return 0;
 }
 
 /* Decides the abort of e's Ongoing transaction (next: its metadata with

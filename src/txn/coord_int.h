@@ -167,8 +167,8 @@ void cn_tc_marker_result(struct txn_ctx *x, const char *id, uint64_t seq,
                        size_t i, int16_t err);
 /* The retries now due. */
 void cn_tc_retry_markers(struct txn_ctx *x);
-/* The epoch for a coordinator-made abort: one bump.  0 or the seam's
- * error. */
+/* The epoch for a coordinator-made abort: one bump, the same producer id
+ * even at the last usable epoch.  0 or the seam's error. */
 int cn_tc_abort_epoch(struct txn_ctx *x, struct cn_txn_meta *m);
 void cn_tc_check_timeouts(struct txn_ctx *x);
 void cn_tc_check_expiry(struct txn_ctx *x);
