@@ -53,7 +53,8 @@ void cn_txn_actions_fini(struct cn_txn_actions *a)
     memset(a, 0, sizeof *a);
 }
 
-struct cn_txn_action *cn_tc_push(struct txn_ctx *x, enum cn_txn_action_kind kind)
+struct cn_txn_action *cn_tc_push(struct txn_ctx *x,
+                                 enum cn_txn_action_kind kind)
 {
     struct cn_txn_actions *a = x->acts;
     if (a->n == a->cap) {
@@ -73,7 +74,7 @@ struct cn_txn_action *cn_tc_push(struct txn_ctx *x, enum cn_txn_action_kind kind
 }
 
 void cn_tc_answer_to(struct txn_ctx *x, const struct cn_txn_answer *a,
-                   int16_t err, int64_t pid, int16_t epoch)
+                     int16_t err, int64_t pid, int16_t epoch)
 {
     struct cn_txn_action *act = cn_tc_push(x, CN_TXA_ANSWER);
     if (!act)
@@ -95,7 +96,7 @@ static struct cn_txn_answer answer_of(const struct cn_txn_request *rq)
 }
 
 void cn_tc_answer(struct txn_ctx *x, const struct cn_txn_request *rq,
-                int16_t err, int64_t pid, int16_t epoch)
+                  int16_t err, int64_t pid, int16_t epoch)
 {
     struct cn_txn_answer a = answer_of(rq);
     cn_tc_answer_to(x, &a, err, pid, epoch);
@@ -137,7 +138,8 @@ bool cn_tc_entry_waits(const struct txn_entry *e)
            s == CN_TXN_PREPARE_ABORT || s == CN_TXN_PREPARE_EPOCH_FENCE;
 }
 
-struct txn_entry *cn_tc_entry_find(const struct cn_txn_coord *c, const char *id)
+struct txn_entry *cn_tc_entry_find(const struct cn_txn_coord *c,
+                                   const char *id)
 {
     if (!c->buckets || !id)
         return NULL;
@@ -380,7 +382,7 @@ static struct txn_parked *parked_copy(const struct cn_txn_request *rq)
 }
 
 bool cn_tc_park(struct txn_ctx *x, const struct cn_txn_request *rq,
-              struct txn_entry *e, enum txn_park_reason reason)
+                struct txn_entry *e, enum txn_park_reason reason)
 {
     struct cn_txn_coord *c = x->c;
     if (c->stopping)
@@ -420,9 +422,9 @@ static bool coordinated(struct txn_ctx *x, const struct cn_txn_request *rq)
     if (rq->kind == CN_TXN_REQ_PRODUCE_ADD)
         return false;
     cn_tc_answer(x, rq,
-               st == PART_LOADING ? KAFKA_COORDINATOR_LOAD_IN_PROGRESS
-                                  : KAFKA_NOT_COORDINATOR,
-               -1, -1);
+                 st == PART_LOADING ? KAFKA_COORDINATOR_LOAD_IN_PROGRESS
+                                    : KAFKA_NOT_COORDINATOR,
+                 -1, -1);
     return false;
 }
 
@@ -442,24 +444,12 @@ static void process(struct txn_ctx *x, const struct cn_txn_request *rq,
     if (!coordinated(x, rq))
         return;
     switch (rq->kind) {
-    case CN_TXN_REQ_INIT_PID:
-        cn_tc_init_pid(x, rq, late);
-        break;
-    case CN_TXN_REQ_ADD_PARTS:
-        cn_tc_add_parts(x, rq, late);
-        break;
-    case CN_TXN_REQ_ADD_BATCHED:
-        cn_tc_add_batched(x, rq);
-        break;
-    case CN_TXN_REQ_ADD_OFFSETS:
-        cn_tc_add_offsets(x, rq, late);
-        break;
-    case CN_TXN_REQ_END:
-        cn_tc_end(x, rq, late);
-        break;
-    default:
-        cn_tc_answer(x, rq, KAFKA_INVALID_REQUEST, -1, -1);
-        break;
+    case CN_TXN_REQ_INIT_PID: cn_tc_init_pid(x, rq, late); break;
+    case CN_TXN_REQ_ADD_PARTS: cn_tc_add_parts(x, rq, late); break;
+    case CN_TXN_REQ_ADD_BATCHED: cn_tc_add_batched(x, rq); break;
+    case CN_TXN_REQ_ADD_OFFSETS: cn_tc_add_offsets(x, rq, late); break;
+    case CN_TXN_REQ_END: cn_tc_end(x, rq, late); break;
+    default: cn_tc_answer(x, rq, KAFKA_INVALID_REQUEST, -1, -1); break;
     }
 }
 
@@ -498,10 +488,10 @@ static void unpark(struct txn_ctx *x, struct txn_entry *e,
         ready = pk->next;
         if (which == UNPARK_ALL && pk->reason == PARK_PIDS)
             cn_tc_answer(x, &pk->rq,
-                       pk->rq.kind == CN_TXN_REQ_PRODUCE_ADD
-                           ? KAFKA_CONCURRENT_TRANSACTIONS
-                           : KAFKA_COORDINATOR_NOT_AVAILABLE,
-                       -1, -1);
+                         pk->rq.kind == CN_TXN_REQ_PRODUCE_ADD
+                             ? KAFKA_CONCURRENT_TRANSACTIONS
+                             : KAFKA_COORDINATOR_NOT_AVAILABLE,
+                         -1, -1);
         else
             process(x, &pk->rq, true, late);
         parked_free(pk);
@@ -524,9 +514,9 @@ static struct cn_bytes arena_bytes(struct txn_ctx *x, const struct cn_wr *w)
 static void run_then(struct txn_ctx *x, struct txn_entry *e, int16_t err);
 
 void cn_tc_write(struct txn_ctx *x, struct txn_entry *e,
-               struct cn_txn_meta *next, enum txn_then then,
-               const struct cn_txn_request *waiter,
-               enum cn_txn_write_role role)
+                 struct cn_txn_meta *next, enum txn_then then,
+                 const struct cn_txn_request *waiter,
+                 enum cn_txn_write_role role)
 {
     struct cn_txn_coord *c = x->c;
     e->then = then;
@@ -597,24 +587,22 @@ static void run_then(struct txn_ctx *x, struct txn_entry *e, int16_t err)
         e->busy = false;
         if (e->has_waiter)
             cn_tc_answer_to(x, &e->waiter, err, m->producer_id,
-                          m->producer_epoch);
+                            m->producer_epoch);
         break;
     case THEN_END:
         /* v5 returns the producer id and epoch the client goes on with:
          * the bumped epoch, or the next producer id at epoch 0. */
         if (e->has_waiter)
             cn_tc_answer_to(x, &e->waiter, err,
-                          rotating ? m->next_producer_id : m->producer_id,
-                          rotating ? 0 : m->producer_epoch);
+                            rotating ? m->next_producer_id : m->producer_id,
+                            rotating ? 0 : m->producer_epoch);
         if (err) {
             e->busy = false;
             break;
         }
         cn_tc_send_markers(x, e, e->commit, true);
         break;
-    default:
-        cn_tc_finish_written(x, e, e->then, err);
-        break;
+    default: cn_tc_finish_written(x, e, e->then, err); break;
     }
     e->has_waiter = false;
 }
@@ -651,8 +639,8 @@ int cn_txn_load_record(struct cn_txn_coord *c, int32_t part,
     bool tombstone = false;
     if (cn_txn_log_decode(key, value, &m, &tombstone) != 0) {
         /* Not a record we know: skipped, as Kafka's loader does. */
-        CN_DEBUG("%s-%d: skipping a record that does not decode",
-                 CN_TXN_TOPIC, part);
+        CN_DEBUG("%s-%d: skipping a record that does not decode", CN_TXN_TOPIC,
+                 part);
         return 0;
     }
     if (part >= 0 && part < c->cfg.nparts && c->part_state[part] == PART_NONE)
@@ -691,10 +679,10 @@ static void start_checks(struct txn_ctx *x)
     if (c->checks_on)
         return;
     c->checks_on = true;
-    c->next_abort_check_mono_ms =
-        x->now->mono_ms + c->cfg.abort_check_interval_ms;
-    c->next_expiry_check_mono_ms =
-        x->now->mono_ms + c->cfg.expiry_check_interval_ms;
+    c->next_abort_check_mono_ms = x->now->mono_ms +
+                                  c->cfg.abort_check_interval_ms;
+    c->next_expiry_check_mono_ms = x->now->mono_ms +
+                                   c->cfg.expiry_check_interval_ms;
 }
 
 static void on_leader(struct txn_ctx *x, int32_t part, int32_t epoch)
@@ -716,7 +704,7 @@ static void on_leader(struct txn_ctx *x, int32_t part, int32_t epoch)
             e->decide_us = x->now->mono_us;
             x->acts->resumed++;
             cn_tc_send_markers(x, e, e->meta.state == CN_TXN_PREPARE_COMMIT,
-                             false);
+                               false);
         }
 }
 
@@ -739,10 +727,10 @@ static void on_unleader(struct txn_ctx *x, int32_t part)
         }
         *pp = pk->next;
         cn_tc_answer(x, &pk->rq,
-                   pk->rq.kind == CN_TXN_REQ_PRODUCE_ADD
-                       ? KAFKA_CONCURRENT_TRANSACTIONS
-                       : KAFKA_NOT_COORDINATOR,
-                   -1, -1);
+                     pk->rq.kind == CN_TXN_REQ_PRODUCE_ADD
+                         ? KAFKA_CONCURRENT_TRANSACTIONS
+                         : KAFKA_NOT_COORDINATOR,
+                     -1, -1);
         parked_free(pk);
     }
     for (size_t i = 0; i < c->buckets; i++) {
@@ -776,14 +764,14 @@ static void on_tick(struct txn_ctx *x)
     if (c->checks_on && now >= c->next_abort_check_mono_ms) {
         cn_tc_check_timeouts(x);
         while (c->next_abort_check_mono_ms <= now)
-            c->next_abort_check_mono_ms +=
-                interval(c->cfg.abort_check_interval_ms);
+            c->next_abort_check_mono_ms += interval(
+                c->cfg.abort_check_interval_ms);
     }
     if (c->checks_on && now >= c->next_expiry_check_mono_ms) {
         cn_tc_check_expiry(x);
         while (c->next_expiry_check_mono_ms <= now)
-            c->next_expiry_check_mono_ms +=
-                interval(c->cfg.expiry_check_interval_ms);
+            c->next_expiry_check_mono_ms += interval(
+                c->cfg.expiry_check_interval_ms);
     }
 }
 
@@ -826,11 +814,9 @@ int cn_txn_step(struct cn_txn_coord *c, const struct cn_txn_event *ev,
         break;
     case CN_TXE_MARKER_RESULT:
         cn_tc_marker_result(&x, ev->u.marker.id, ev->u.marker.seq,
-                          ev->u.marker.i, ev->u.marker.err);
+                            ev->u.marker.i, ev->u.marker.err);
         break;
-    case CN_TXE_TICK:
-        on_tick(&x);
-        break;
+    case CN_TXE_TICK: on_tick(&x); break;
     case CN_TXE_PIDS_READY:
         c->pids_wanted = false;
         if (c->parked)
@@ -839,12 +825,10 @@ int cn_txn_step(struct cn_txn_coord *c, const struct cn_txn_event *ev,
     case CN_TXE_LEADER:
         on_leader(&x, ev->u.leader.part, ev->u.leader.coordinator_epoch);
         break;
-    case CN_TXE_UNLEADER:
-        on_unleader(&x, ev->u.leader.part);
-        break;
+    case CN_TXE_UNLEADER: on_unleader(&x, ev->u.leader.part); break;
     case CN_TXE_OPERATOR_ABORT:
         cn_tc_operator_abort(&x, ev->u.op.producer_id, ev->u.op.topic,
-                           ev->u.op.partition);
+                             ev->u.op.partition);
         break;
     case CN_TXE_STOP:
         /* Waiting requests are answered now (CONCURRENT_TRANSACTIONS, or
@@ -892,8 +876,8 @@ int cn_txn_foreach(const struct cn_txn_coord *c, int32_t part,
 {
     for (size_t i = 0; i < c->buckets; i++)
         for (const struct txn_entry *e = c->table[i]; e; e = e->next) {
-            if ((part >= 0 && e->part != part) || !cn_tc_part_led(c, e->part) ||
-                e->meta.state == CN_TXN_DEAD)
+            if ((part >= 0 && e->part != part) ||
+                !cn_tc_part_led(c, e->part) || e->meta.state == CN_TXN_DEAD)
                 continue;
             int rc = fn(arg, &e->meta);
             if (rc)

@@ -61,7 +61,7 @@ int cn_tc_next_epoch(struct txn_ctx *x, struct cn_txn_meta *m)
 }
 
 void cn_tc_init_pid(struct txn_ctx *x, const struct cn_txn_request *rq,
-                  bool late)
+                    bool late)
 {
     struct cn_txn_coord *c = x->c;
     const char *id = rq->transactional_id;
@@ -92,7 +92,7 @@ void cn_tc_init_pid(struct txn_ctx *x, const struct cn_txn_request *rq,
         if (rq->producer_epoch != e->meta.producer_epoch &&
             rq->producer_id == e->meta.producer_id) {
             cn_tc_answer(x, rq, cn_tc_fenced_error(rq->kind, rq->api_version),
-                       -1, -1);
+                         -1, -1);
             return;
         }
     }
@@ -175,7 +175,7 @@ static bool producer_ok(struct txn_ctx *x, const struct cn_txn_request *rq,
 /* ---- AddPartitionsToTxn (v0-3) ----------------------------------------- */
 
 void cn_tc_add_parts(struct txn_ctx *x, const struct cn_txn_request *rq,
-                   bool late)
+                     bool late)
 {
     struct txn_entry *e = NULL;
     if (!producer_ok(x, rq, late, &e))
@@ -188,7 +188,7 @@ void cn_tc_add_parts(struct txn_ctx *x, const struct cn_txn_request *rq,
     struct cn_txn_meta next;
     bool changed = false;
     if (cn_tc_build_add(e, rq->tps, rq->ntps, x->now->wall_ms, &next,
-                      &changed) != 0) {
+                        &changed) != 0) {
         cn_tc_answer(x, rq, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
         return;
     }
@@ -207,7 +207,7 @@ void cn_tc_add_parts(struct txn_ctx *x, const struct cn_txn_request *rq,
  * commit or abort marker reaches the offsets the producer then sends with
  * TxnOffsetCommit. */
 void cn_tc_add_offsets(struct txn_ctx *x, const struct cn_txn_request *rq,
-                     bool late)
+                       bool late)
 {
     struct txn_entry *e = NULL;
     if (!producer_ok(x, rq, late, &e))
@@ -255,7 +255,7 @@ static void answer_end(struct txn_ctx *x, const struct cn_txn_request *rq,
     }
     bool rotating = m->next_producer_id >= 0;
     cn_tc_answer(x, rq, err, rotating ? m->next_producer_id : m->producer_id,
-               rotating ? 0 : m->producer_epoch);
+                 rotating ? 0 : m->producer_epoch);
 }
 
 /* A TV2 EndTxn decides the transaction and bumps the epoch in the same
@@ -370,9 +370,7 @@ static void end_tv2(struct txn_ctx *x, const struct cn_txn_request *rq,
     bool retry = retry_bump || retry_overflow;
     bool commit = rq->commit;
     switch (s) {
-    case CN_TXN_ONGOING:
-        end_tv2_prepare(x, e, rq, commit, false);
-        return;
+    case CN_TXN_ONGOING: end_tv2_prepare(x, e, rq, commit, false); return;
     case CN_TXN_COMPLETE_COMMIT:
         if (commit && retry)
             answer_retry(x, e, rq);
@@ -395,9 +393,7 @@ static void end_tv2(struct txn_ctx *x, const struct cn_txn_request *rq,
         else
             end_tv2_prepare(x, e, rq, false, true);
         return;
-    default:
-        cn_tc_answer(x, rq, KAFKA_INVALID_TXN_STATE, -1, -1);
-        return;
+    default: cn_tc_answer(x, rq, KAFKA_INVALID_TXN_STATE, -1, -1); return;
     }
 }
 

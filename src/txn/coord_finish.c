@@ -42,7 +42,7 @@ static void markers_synced(struct txn_ctx *x, struct txn_entry *e)
 }
 
 void cn_tc_send_markers(struct txn_ctx *x, struct txn_entry *e, bool commit,
-                      bool first)
+                        bool first)
 {
     struct cn_txn_coord *c = x->c;
     e->commit = commit;
@@ -53,8 +53,8 @@ void cn_tc_send_markers(struct txn_ctx *x, struct txn_entry *e, bool commit,
         markers_synced(x, e);
         return;
     }
-    struct cn_txn_tp *tps =
-        cn_arena_calloc(&x->acts->arena, m->npartitions, sizeof *tps);
+    struct cn_txn_tp *tps = cn_arena_calloc(&x->acts->arena, m->npartitions,
+                                            sizeof *tps);
     char *id = cn_arena_strdup(&x->acts->arena,
                                cn_bytes_str(m->transactional_id));
     bool ok = tps && id;
@@ -78,14 +78,15 @@ void cn_tc_send_markers(struct txn_ctx *x, struct txn_entry *e, bool commit,
     act->u.markers.producer_epoch = m->producer_epoch;
     act->u.markers.commit = commit;
     act->u.markers.first_after_decision = first;
-    act->u.markers.coordinator_epoch =
-        e->part >= 0 ? c->coordinator_epoch[e->part] : 0;
+    act->u.markers.coordinator_epoch = e->part >= 0
+                                           ? c->coordinator_epoch[e->part]
+                                           : 0;
     act->u.markers.tps = tps;
     act->u.markers.n = m->npartitions;
 }
 
 void cn_tc_marker_result(struct txn_ctx *x, const char *id, uint64_t seq,
-                       size_t i, int16_t err)
+                         size_t i, int16_t err)
 {
     struct cn_txn_coord *c = x->c;
     struct txn_entry *e = cn_tc_entry_find(c, id);
@@ -150,13 +151,11 @@ static void complete_written(struct txn_ctx *x, struct txn_entry *e,
 }
 
 void cn_tc_finish_written(struct txn_ctx *x, struct txn_entry *e,
-                        enum txn_then then, int16_t err)
+                          enum txn_then then, int16_t err)
 {
     struct cn_txn_coord *c = x->c;
     switch (then) {
-    case THEN_COMPLETE:
-        complete_written(x, e, err);
-        return;
+    case THEN_COMPLETE: complete_written(x, e, err); return;
     case THEN_FENCE:
         /* The Ongoing transaction of a fenced instance is aborted on its
          * behalf with the new epoch; the new instance retries until that
@@ -187,9 +186,7 @@ void cn_tc_finish_written(struct txn_ctx *x, struct txn_entry *e,
             cn_tc_entry_remove(c, e);
         }
         return;
-    default:
-        e->busy = false;
-        return;
+    default: e->busy = false; return;
     }
 }
 
@@ -283,7 +280,7 @@ void cn_tc_check_expiry(struct txn_ctx *x)
                     cn_txn_meta_clear_partitions(&dead);
                     dead.last_update_ms = now;
                     cn_tc_write(x, e, &dead, THEN_EXPIRE, NULL,
-                              CN_TXN_WRITE_CHANGE);
+                                CN_TXN_WRITE_CHANGE);
                 } else {
                     cn_txn_meta_fini(&dead);
                 }
@@ -296,7 +293,7 @@ void cn_tc_check_expiry(struct txn_ctx *x)
 /* ---- operator aborts ---------------------------------------------------- */
 
 void cn_tc_operator_abort(struct txn_ctx *x, int64_t producer_id,
-                        const char *topic, int32_t partition)
+                          const char *topic, int32_t partition)
 {
     struct cn_txn_coord *c = x->c;
     struct txn_entry *e = cn_tc_entry_by_pid(c, producer_id);
@@ -334,8 +331,7 @@ void cn_tc_operator_abort(struct txn_ctx *x, int64_t producer_id,
                 m->transactional_id, (long long)producer_id, tp, partition);
         x->acts->result = KAFKA_INVALID_TXN_STATE;
         return;
-    case CN_TXN_ONGOING:
-        break;
+    case CN_TXN_ONGOING: break;
     default:
         /* Empty or Complete*: no transaction of the coordinator's is
          * open (their partitions are cleared), as hanging.c counts. */
@@ -354,16 +350,16 @@ void cn_tc_operator_abort(struct txn_ctx *x, int64_t producer_id,
         cn_txn_meta_fini(&next);
         CN_WARN("operator abort of transactional id %s (producer %lld epoch "
                 "%d) on %s-%d: cannot start it",
-                m->transactional_id, (long long)producer_id,
-                m->producer_epoch, tp, partition);
+                m->transactional_id, (long long)producer_id, m->producer_epoch,
+                tp, partition);
         x->acts->result = KAFKA_COORDINATOR_NOT_AVAILABLE;
         return;
     }
     CN_WARN("operator abort of transactional id %s (producer %lld epoch %d) "
             "on %s-%d: the coordinator aborts the whole transaction and "
             "bumps the epoch to %d",
-            m->transactional_id, (long long)producer_id, m->producer_epoch,
-            tp, partition, next.producer_epoch);
+            m->transactional_id, (long long)producer_id, m->producer_epoch, tp,
+            partition, next.producer_epoch);
     x->acts->op_taken = true;
     coord_abort(x, e, &next, false);
 }

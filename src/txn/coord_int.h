@@ -31,35 +31,35 @@ enum txn_then {
 };
 
 struct txn_entry {
-    struct cn_txn_meta meta;     /* as last made durable */
-    struct cn_txn_meta pending;  /* being written (valid while writing) */
+    struct cn_txn_meta meta;    /* as last made durable */
+    struct cn_txn_meta pending; /* being written (valid while writing) */
     enum txn_then then;
-    bool has_waiter;             /* waiter is to be answered */
-    struct cn_txn_answer waiter; /* kind, token, index, api_version */
-    bool busy;                   /* a change or markers in flight */
-    bool writing;                /* an APPEND not yet WRITTEN */
-    bool commit;                 /* the decision in flight */
-    bool timeout_abort;          /* the abort in flight is the timeout's */
-    uint64_t write_seq;          /* the APPEND in flight */
-    uint64_t marker_seq;         /* the SEND_MARKERS in flight, 0 none */
-    size_t markers_pending;      /* results not yet in */
-    bool markers_failed;         /* some partition's marker failed */
+    bool has_waiter;              /* waiter is to be answered */
+    struct cn_txn_answer waiter;  /* kind, token, index, api_version */
+    bool busy;                    /* a change or markers in flight */
+    bool writing;                 /* an APPEND not yet WRITTEN */
+    bool commit;                  /* the decision in flight */
+    bool timeout_abort;           /* the abort in flight is the timeout's */
+    uint64_t write_seq;           /* the APPEND in flight */
+    uint64_t marker_seq;          /* the SEND_MARKERS in flight, 0 none */
+    size_t markers_pending;       /* results not yet in */
+    bool markers_failed;          /* some partition's marker failed */
     int64_t marker_retry_mono_ms; /* markers go again then; 0: none */
-    int32_t part;                /* its __transaction_state partition */
-    int64_t decide_us;           /* mono us the decision began, or 0 */
-    struct txn_entry *next;      /* hash chain by id */
-    struct txn_entry *pid_next;  /* chain in the producer id index */
-    int64_t indexed_pid;         /* producer id indexed under, or -1 */
+    int32_t part;                 /* its __transaction_state partition */
+    int64_t decide_us;            /* mono us the decision began, or 0 */
+    struct txn_entry *next;       /* hash chain by id */
+    struct txn_entry *pid_next;   /* chain in the producer id index */
+    int64_t indexed_pid;          /* producer id indexed under, or -1 */
 };
 
 enum txn_park_reason { PARK_BUSY, PARK_PIDS };
 
 /* A request waiting for its busy id (or for producer ids), deep-copied. */
 struct txn_parked {
-    struct cn_txn_request rq;    /* transactional_id and tps owned */
+    struct cn_txn_request rq; /* transactional_id and tps owned */
     enum txn_park_reason reason;
-    int64_t deadline_mono_ms;    /* BUSY: answered late then */
-    struct txn_entry *e;         /* BUSY: NULL once the entry went */
+    int64_t deadline_mono_ms; /* BUSY: answered late then */
+    struct txn_entry *e;      /* BUSY: NULL once the entry went */
     struct txn_parked *next;
 };
 
@@ -68,19 +68,19 @@ enum txn_part_state { PART_NONE, PART_LOADING, PART_LED };
 struct cn_txn_coord {
     struct cn_txn_config cfg;
     struct cn_txn_pids pids;
-    struct txn_entry **table;    /* by transactional id */
+    struct txn_entry **table; /* by transactional id */
     size_t buckets, count;
     struct txn_entry *by_pid[TXN_PID_BUCKETS]; /* by current producer id */
-    size_t *part_ids;            /* ids per partition */
-    uint8_t *part_state;         /* enum txn_part_state per partition */
-    int32_t *coordinator_epoch;  /* per partition, from CN_TXE_LEADER */
+    size_t *part_ids;                          /* ids per partition */
+    uint8_t *part_state;        /* enum txn_part_state per partition */
+    int32_t *coordinator_epoch; /* per partition, from CN_TXE_LEADER */
     uint64_t next_seq;
-    struct txn_parked *parked;   /* arrival order */
-    bool pids_wanted;            /* WANT_PIDS emitted, no PIDS_READY yet */
-    bool checks_on;              /* the periodic checks are scheduled */
+    struct txn_parked *parked; /* arrival order */
+    bool pids_wanted;          /* WANT_PIDS emitted, no PIDS_READY yet */
+    bool checks_on;            /* the periodic checks are scheduled */
     int64_t next_abort_check_mono_ms, next_expiry_check_mono_ms;
     bool stopping;
-    size_t retries;              /* entries with marker_retry_mono_ms */
+    size_t retries; /* entries with marker_retry_mono_ms */
     uint64_t commits, aborts, timed_out_aborts, fenced;
     struct cn_hist commit_ms, abort_ms;
 };
@@ -97,8 +97,9 @@ struct txn_ctx {
 
 bool cn_tc_tv2_on(const struct cn_txn_coord *c);
 struct txn_entry *cn_tc_entry_find(const struct cn_txn_coord *c,
-                                 const char *id);
-struct txn_entry *cn_tc_entry_by_pid(const struct cn_txn_coord *c, int64_t pid);
+                                   const char *id);
+struct txn_entry *cn_tc_entry_by_pid(const struct cn_txn_coord *c,
+                                     int64_t pid);
 /* A new Empty entry for id (not durable yet), or NULL (no memory). */
 struct txn_entry *cn_tc_entry_new(struct cn_txn_coord *c, const char *id);
 void cn_tc_entry_remove(struct cn_txn_coord *c, struct txn_entry *e);
@@ -108,16 +109,16 @@ bool cn_tc_part_led(const struct cn_txn_coord *c, int32_t part);
 bool cn_tc_entry_waits(const struct txn_entry *e);
 
 struct cn_txn_action *cn_tc_push(struct txn_ctx *x,
-                               enum cn_txn_action_kind kind);
+                                 enum cn_txn_action_kind kind);
 /* Answers a (copy of a) request: kind, token, index, version. */
 void cn_tc_answer(struct txn_ctx *x, const struct cn_txn_request *rq,
-                int16_t err, int64_t pid, int16_t epoch);
+                  int16_t err, int64_t pid, int16_t epoch);
 void cn_tc_answer_to(struct txn_ctx *x, const struct cn_txn_answer *a,
-                   int16_t err, int64_t pid, int16_t epoch);
+                     int16_t err, int64_t pid, int16_t epoch);
 /* Parks rq on e (BUSY) or on the producer-id seam (e NULL: PIDS).  False
  * when it cannot (stopping; the caller answers). */
 bool cn_tc_park(struct txn_ctx *x, const struct cn_txn_request *rq,
-              struct txn_entry *e, enum txn_park_reason reason);
+                struct txn_entry *e, enum txn_park_reason reason);
 /*
  * Appends next (taken over) as e's newest record; once WRITTEN the entry
  * takes it and `then` runs.  waiter (may be NULL) is answered by then.
@@ -125,20 +126,20 @@ bool cn_tc_park(struct txn_ctx *x, const struct cn_txn_request *rq,
  * COORDINATOR_NOT_AVAILABLE.
  */
 void cn_tc_write(struct txn_ctx *x, struct txn_entry *e,
-               struct cn_txn_meta *next, enum txn_then then,
-               const struct cn_txn_request *waiter,
-               enum cn_txn_write_role role);
+                 struct cn_txn_meta *next, enum txn_then then,
+                 const struct cn_txn_request *waiter,
+                 enum cn_txn_write_role role);
 /* The producer-id seam: 0, -EAGAIN (WANT_PIDS emitted once) or an error. */
 int cn_tc_take_pid(struct txn_ctx *x, int64_t *pid);
 
 /* ---- coord_client.c --------------------------------------------------- */
 
 void cn_tc_init_pid(struct txn_ctx *x, const struct cn_txn_request *rq,
-                  bool late);
+                    bool late);
 void cn_tc_add_parts(struct txn_ctx *x, const struct cn_txn_request *rq,
-                   bool late);
-void cn_tc_add_offsets(struct txn_ctx *x, const struct cn_txn_request *rq,
                      bool late);
+void cn_tc_add_offsets(struct txn_ctx *x, const struct cn_txn_request *rq,
+                       bool late);
 void cn_tc_end(struct txn_ctx *x, const struct cn_txn_request *rq, bool late);
 /* Bumps m's epoch, or moves it to a new producer id at epoch 0 when the
  * epoch ran out.  0, -EAGAIN or the seam's error. */
@@ -151,20 +152,20 @@ int16_t cn_tc_fenced_error(enum cn_txn_req_kind kind, int16_t version);
 /* Builds in *next e's metadata with tps added, opening a transaction if
  * none is.  *changed says whether anything differs.  0 or CN_ENOMEM. */
 int cn_tc_build_add(const struct txn_entry *e, const struct cn_txn_tp *tps,
-                  size_t n, int64_t wall_ms, struct cn_txn_meta *next,
-                  bool *changed);
+                    size_t n, int64_t wall_ms, struct cn_txn_meta *next,
+                    bool *changed);
 void cn_tc_add_batched(struct txn_ctx *x, const struct cn_txn_request *rq);
 /* resumed: the request was parked (taken): every outcome answers. */
 void cn_tc_produce_add(struct txn_ctx *x, const struct cn_txn_request *rq,
-                     bool resumed, bool late);
+                       bool resumed, bool late);
 
 /* ---- coord_finish.c --------------------------------------------------- */
 
 /* Sends e's markers (first: right after the decision became durable). */
 void cn_tc_send_markers(struct txn_ctx *x, struct txn_entry *e, bool commit,
-                      bool first);
+                        bool first);
 void cn_tc_marker_result(struct txn_ctx *x, const char *id, uint64_t seq,
-                       size_t i, int16_t err);
+                         size_t i, int16_t err);
 /* The retries now due. */
 void cn_tc_retry_markers(struct txn_ctx *x);
 /* The epoch for a coordinator-made abort: one bump, the same producer id
@@ -173,10 +174,10 @@ int cn_tc_abort_epoch(struct txn_ctx *x, struct cn_txn_meta *m);
 void cn_tc_check_timeouts(struct txn_ctx *x);
 void cn_tc_check_expiry(struct txn_ctx *x);
 void cn_tc_operator_abort(struct txn_ctx *x, int64_t pid, const char *topic,
-                        int32_t partition);
+                          int32_t partition);
 /* The then of a decision-finishing write: COMPLETE, FENCE, COORD_ABORT,
  * EXPIRE. */
 void cn_tc_finish_written(struct txn_ctx *x, struct txn_entry *e,
-                        enum txn_then then, int16_t err);
+                          enum txn_then then, int16_t err);
 
 #endif

@@ -11,8 +11,8 @@
 #include "txn/coord_int.h"
 
 int cn_tc_build_add(const struct txn_entry *e, const struct cn_txn_tp *tps,
-                  size_t n, int64_t wall_ms, struct cn_txn_meta *next,
-                  bool *changed)
+                    size_t n, int64_t wall_ms, struct cn_txn_meta *next,
+                    bool *changed)
 {
     cn_txn_meta_init(next);
     int rc = cn_txn_meta_copy(next, &e->meta);
@@ -82,7 +82,7 @@ void cn_tc_add_batched(struct txn_ctx *x, const struct cn_txn_request *rq)
     struct cn_txn_meta next;
     bool changed = false;
     if (cn_tc_build_add(e, rq->tps, rq->ntps, x->now->wall_ms, &next,
-                      &changed) != 0) {
+                        &changed) != 0) {
         cn_tc_answer(x, rq, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
         return;
     }
@@ -110,7 +110,7 @@ static void produce_not_added(struct txn_ctx *x,
 }
 
 void cn_tc_produce_add(struct txn_ctx *x, const struct cn_txn_request *rq,
-                     bool resumed, bool late)
+                       bool resumed, bool late)
 {
     struct cn_txn_coord *c = x->c;
     if (!cn_tc_tv2_on(c) || rq->ntps == 0) {
@@ -154,7 +154,7 @@ void cn_tc_produce_add(struct txn_ctx *x, const struct cn_txn_request *rq,
     struct cn_txn_meta next;
     bool changed = false;
     if (cn_tc_build_add(e, rq->tps, rq->ntps, x->now->wall_ms, &next,
-                      &changed) != 0) {
+                        &changed) != 0) {
         produce_not_added(x, rq, resumed, KAFKA_COORDINATOR_NOT_AVAILABLE);
         return;
     }

@@ -51,8 +51,8 @@ static bool appended(struct cn_txn_meta *m, uint64_t *seq)
     const struct cn_txn_action *a = find(CN_TXA_APPEND);
     cn_txn_meta_init(m);
     bool tomb = false;
-    if (!a || cn_txn_log_decode(a->u.append.key, a->u.append.value, m,
-                                &tomb) != 0)
+    if (!a ||
+        cn_txn_log_decode(a->u.append.key, a->u.append.value, m, &tomb) != 0)
         return false;
     *seq = a->u.append.seq;
     return true;
@@ -172,8 +172,7 @@ static void rotates_then_answers(void *token)
     CHECK(find(CN_TXA_ANSWER) == NULL);
     written(seq);
     const struct cn_txn_action *a = find(CN_TXA_ANSWER);
-    CHECK(a && a->u.answer.token == token &&
-          a->u.answer.error == KAFKA_NONE &&
+    CHECK(a && a->u.answer.token == token && a->u.answer.error == KAFKA_NONE &&
           a->u.answer.producer_id == 1000 && a->u.answer.producer_epoch == 0);
 }
 
