@@ -577,6 +577,11 @@ static void run_then(struct txn_ctx *x, struct txn_entry *e, int16_t err)
 {
     const struct cn_txn_meta *m = &e->meta;
     bool rotating = m->next_producer_id >= 0;
+    /* Taken off first: what follows may write again (a new waiter) or
+     * free the entry (expiry). */
+    bool has_waiter = e->has_waiter;
+    struct cn_txn_answer waiter = e->waiter;
+    e->has_waiter = false;
     switch (e->then) {
     case THEN_INIT:
     case THEN_ADD:
@@ -585,15 +590,15 @@ static void run_then(struct txn_ctx *x, struct txn_entry *e, int16_t err)
     case THEN_PRODUCE_ADD:
     case THEN_BATCHED:
         e->busy = false;
-        if (e->has_waiter)
-            cn_tc_answer_to(x, &e->waiter, err, m->producer_id,
+        if (has_waiter)
+            cn_tc_answer_to(x, &waiter, err, m->producer_id,
                             m->producer_epoch);
         break;
     case THEN_END:
         /* v5 returns the producer id and epoch the client goes on with:
          * the bumped epoch, or the next producer id at epoch 0. */
-        if (e->has_waiter)
-            cn_tc_answer_to(x, &e->waiter, err,
+        if (has_waiter)
+            cn_tc_answer_to(x, &waiter, err,
                             rotating ? m->next_producer_id : m->producer_id,
                             rotating ? 0 : m->producer_epoch);
         if (err) {
@@ -604,7 +609,6 @@ static void run_then(struct txn_ctx *x, struct txn_entry *e, int16_t err)
         break;
     default: cn_tc_finish_written(x, e, e->then, err); break;
     }
-    e->has_waiter = false;
 }
 
 static void on_written(struct txn_ctx *x, const char *id, uint64_t seq,
