@@ -180,25 +180,8 @@ void cn_tc_add_parts(struct txn_ctx *x, const struct cn_txn_request *rq,
     struct txn_entry *e = NULL;
     if (!producer_ok(x, rq, late, &e))
         return;
-    if (rq->has_unknown) {
-        /* Nothing is added when any partition is bad. */
-        cn_tc_answer(x, rq, KAFKA_OPERATION_NOT_ATTEMPTED, -1, -1);
-        return;
-    }
-    struct cn_txn_meta next;
-    bool changed = false;
-    if (cn_tc_build_add(e, rq->tps, rq->ntps, x->now->wall_ms, &next,
-                        &changed) != 0) {
-        cn_tc_answer(x, rq, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
-        return;
-    }
-    if (!changed) {
-        cn_txn_meta_fini(&next);
-        cn_tc_answer(x, rq, KAFKA_NONE, -1, -1);
-        return;
-    }
-    next.client_tv = 1; /* adds its partitions itself: a TV1 client */
-    cn_tc_write(x, e, &next, THEN_ADD, rq, CN_TXN_WRITE_CHANGE);
+    /* Adds its partitions itself: a TV1 client. */
+    cn_tc_add_write(x, e, rq, 1, THEN_ADD);
 }
 
 /* ---- AddOffsetsToTxn ---------------------------------------------------- */

@@ -154,6 +154,12 @@ int16_t cn_tc_fenced_error(enum cn_txn_req_kind kind, int16_t version);
 int cn_tc_build_add(const struct txn_entry *e, const struct cn_txn_tp *tps,
                     size_t n, int64_t wall_ms, struct cn_txn_meta *next,
                     bool *changed);
+/* The add of rq's partitions to e's transaction, answered once durable
+ * (then), or at once when nothing changes or a partition is unknown;
+ * client_tv >= 0 is stored. */
+void cn_tc_add_write(struct txn_ctx *x, struct txn_entry *e,
+                     const struct cn_txn_request *rq, int client_tv,
+                     enum txn_then then);
 void cn_tc_add_batched(struct txn_ctx *x, const struct cn_txn_request *rq);
 /* resumed: the request was parked (taken): every outcome answers. */
 void cn_tc_produce_add(struct txn_ctx *x, const struct cn_txn_request *rq,

@@ -37,6 +37,32 @@ int cn_tc_build_add(const struct txn_entry *e, const struct cn_txn_tp *tps,
     return 0;
 }
 
+void cn_tc_add_write(struct txn_ctx *x, struct txn_entry *e,
+                     const struct cn_txn_request *rq, int client_tv,
+                     enum txn_then then)
+{
+    if (rq->has_unknown) {
+        /* Nothing is added when any partition is bad. */
+        cn_tc_answer(x, rq, KAFKA_OPERATION_NOT_ATTEMPTED, -1, -1);
+        return;
+    }
+    struct cn_txn_meta next;
+    bool changed = false;
+    if (cn_tc_build_add(e, rq->tps, rq->ntps, x->now->wall_ms, &next,
+                        &changed) != 0) {
+        cn_tc_answer(x, rq, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
+        return;
+    }
+    if (!changed) {
+        cn_txn_meta_fini(&next);
+        cn_tc_answer(x, rq, KAFKA_NONE, -1, -1);
+        return;
+    }
+    if (client_tv >= 0)
+        next.client_tv = (int8_t)client_tv;
+    cn_tc_write(x, e, &next, then, rq, CN_TXN_WRITE_CHANGE);
+}
+
 /* ---- AddPartitionsToTxn v4-5: batched, from a partition leader --------- */
 
 /* The producer check of a batched transaction; *out set with NONE. */
@@ -74,27 +100,9 @@ void cn_tc_add_batched(struct txn_ctx *x, const struct cn_txn_request *rq)
         cn_tc_answer(x, rq, kerr, -1, -1);
         return;
     }
-    struct txn_entry *e = (struct txn_entry *)ce;
-    if (rq->has_unknown) {
-        cn_tc_answer(x, rq, KAFKA_OPERATION_NOT_ATTEMPTED, -1, -1);
-        return;
-    }
-    struct cn_txn_meta next;
-    bool changed = false;
-    if (cn_tc_build_add(e, rq->tps, rq->ntps, x->now->wall_ms, &next,
-                        &changed) != 0) {
-        cn_tc_answer(x, rq, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
-        return;
-    }
-    if (!changed) {
-        cn_txn_meta_fini(&next);
-        cn_tc_answer(x, rq, KAFKA_NONE, -1, -1);
-        return;
-    }
     /* v5 is what a broker sends for a TV2 client's produce. */
-    if (rq->api_version >= 5)
-        next.client_tv = 2;
-    cn_tc_write(x, e, &next, THEN_BATCHED, rq, CN_TXN_WRITE_CHANGE);
+    cn_tc_add_write(x, (struct txn_entry *)ce, rq,
+                    rq->api_version >= 5 ? 2 : -1, THEN_BATCHED);
 }
 
 /* ---- TV2: the partition leader adds the partition (produce path) ------ */
