@@ -741,6 +741,11 @@ static void on_unleader(struct txn_ctx *x, int32_t part)
         struct txn_entry *e = c->table[i];
         while (e) {
             struct txn_entry *next = e->next;
+            /* A request whose write is in flight is answered now; its
+             * WRITTEN will find nothing (as Kafka's append callback
+             * answers when the coordinator went meanwhile). */
+            if (e->part == part && e->has_waiter)
+                cn_tc_answer_to(x, &e->waiter, KAFKA_NOT_COORDINATOR, -1, -1);
             if (e->part == part)
                 cn_tc_entry_remove(c, e);
             e = next;
