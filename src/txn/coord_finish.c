@@ -90,8 +90,10 @@ void cn_tc_marker_result(struct txn_ctx *x, const char *id, uint64_t seq,
 {
     struct cn_txn_coord *c = x->c;
     struct txn_entry *e = cn_tc_entry_find(c, id);
-    (void)i;
-    if (!e || !e->marker_seq || e->marker_seq != seq || !e->markers_pending)
+    /* One result per partition is the executor's contract (a repeat is
+     * not looked for); one outside the round is ignored. */
+    if (!e || !e->marker_seq || e->marker_seq != seq || !e->markers_pending ||
+        i >= e->meta.npartitions)
         return; /* a round given up on, or its partition lost */
     if (err)
         e->markers_failed = true;
