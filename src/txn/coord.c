@@ -437,7 +437,14 @@ static void process(struct txn_ctx *x, const struct cn_txn_request *rq,
         cn_tc_produce_add(x, rq, resumed, late);
         return;
     }
-    if (!rq->transactional_id || !rq->transactional_id[0]) {
+    /* An empty id is malformed for InitProducerId and the TV2 EndTxn
+     * (h_txn.c did so); the others find no such id (their check
+     * answers INVALID_PRODUCER_ID_MAPPING). */
+    bool tv2_end = rq->kind == CN_TXN_REQ_END && rq->api_version >= 5 &&
+                   cn_tc_tv2_on(x->c);
+    if (!rq->transactional_id ||
+        (!rq->transactional_id[0] &&
+         (rq->kind == CN_TXN_REQ_INIT_PID || tv2_end))) {
         cn_tc_answer(x, rq, KAFKA_INVALID_REQUEST, -1, -1);
         return;
     }
