@@ -249,6 +249,12 @@ static void end_tv2_prepare(struct txn_ctx *x, struct txn_entry *e,
                             const struct cn_txn_request *rq, bool commit,
                             bool bare)
 {
+    /* INT16_MAX is a coordinator abort's epoch, never handed out; a bump
+     * past it would wrap. */
+    if (e->meta.producer_epoch > CN_TXN_EPOCH_LAST_USABLE) {
+        cn_tc_answer(x, rq, KAFKA_PRODUCER_FENCED, -1, -1);
+        return;
+    }
     struct cn_txn_meta next;
     cn_txn_meta_init(&next);
     int rc = cn_txn_meta_copy(&next, &e->meta);
@@ -301,6 +307,7 @@ static void answer_retry(struct txn_ctx *x, struct txn_entry *e,
         return;
     }
     next.state = CN_TXN_EMPTY;
+    next.client_tv = 2; /* tells a repeat of this retry apart (end_tv2) */
     cn_txn_meta_clear_partitions(&next);
     next.last_update_ms = x->now->wall_ms;
     cn_tc_write(x, e, &next, THEN_END_ROTATE, rq, CN_TXN_WRITE_CHANGE);
@@ -340,6 +347,15 @@ static void end_tv2(struct txn_ctx *x, const struct cn_txn_request *rq,
                       m->producer_epoch == rq->producer_epoch + 1;
     if (m->producer_id != rq->producer_id && !retry_overflow) {
         cn_tc_answer(x, rq, KAFKA_INVALID_PRODUCER_ID_MAPPING, -1, -1);
+        return;
+    }
+    /* A repeat of the retry that moved to a new id after a coordinator
+     * abort at the last usable epoch (answer_retry wrote Empty, keeping
+     * client_tv 2; InitProducerId's Empty has client_tv 0, so its fenced
+     * instance stays fenced). */
+    if (s == CN_TXN_EMPTY && retry_overflow && !rq->commit &&
+        m->client_tv == 2) {
+        answer_end(x, rq, KAFKA_NONE, m);
         return;
     }
     bool same = rq->producer_epoch == m->producer_epoch &&
