@@ -273,7 +273,10 @@ int cn_txn_load_record(struct cn_txn_coord *c, int32_t part,
                        struct cn_bytes key, struct cn_bytes value);
 
 /* The only way state changes.  Appends to acts (reset it between steps).
- * 0 or CN_ENOMEM (the machine's state is then unchanged). */
+ * 0, or CN_ENOMEM: an allocation failed part way; the machine's state
+ * matches the actions that are in acts, so carry them out (and arm the
+ * timer) as after 0; what could not be recorded is lost (an id may stay
+ * busy until the next start). */
 int cn_txn_step(struct cn_txn_coord *c, const struct cn_txn_event *ev,
                 struct cn_txn_actions *acts);
 
