@@ -176,11 +176,11 @@ static void rotates_then_answers(void *token)
           a->u.answer.producer_id == 1000 && a->u.answer.producer_epoch == 0);
 }
 
-/* An EndTxn v5 of "tx" at (pid, epoch); its answer's error, or -1 when it
- * was not answered in this step (*wrote: it appended). */
-static int end_v5(int64_t pid, int16_t epoch, bool commit, bool *wrote)
+static int tok;
+
+/* An EndTxn v5 of "tx" at (pid, epoch), token &tok. */
+static void end_req(int64_t pid, int16_t epoch, bool commit)
 {
-    static int tok;
     struct cn_txn_event ev = {.kind = CN_TXE_REQUEST};
     ev.u.request = (struct cn_txn_request){.kind = CN_TXN_REQ_END,
                                            .token = &tok,
@@ -190,52 +190,66 @@ static int end_v5(int64_t pid, int16_t epoch, bool commit, bool *wrote)
                                            .producer_epoch = epoch,
                                            .commit = commit};
     step(ev);
+}
+
+/* end_req's answer error in the same step, or -1 (*wrote: it appended). */
+static int end_v5(int64_t pid, int16_t epoch, bool commit, bool *wrote)
+{
+    end_req(pid, epoch, commit);
     *wrote = find(CN_TXA_APPEND) != NULL;
     const struct cn_txn_action *a = find(CN_TXA_ANSWER);
     return a ? a->u.answer.error : -1;
 }
 
-UNIT_TEST(test_fence_at_last_epoch_keeps_pid)
+/* An InitProducerId v4 of "tx" with no producer id. */
+static void init_pid(void *token)
 {
-    setup();
-    int t1, t2;
     struct cn_txn_event ev = {.kind = CN_TXE_REQUEST};
     ev.u.request = (struct cn_txn_request){.kind = CN_TXN_REQ_INIT_PID,
-                                           .token = &t1,
+                                           .token = token,
                                            .api_version = 4,
                                            .transactional_id = "tx",
                                            .producer_id = -1,
                                            .producer_epoch = -1,
                                            .timeout_ms = 60000};
     step(ev);
+}
+
+/* The clock past the transaction's timeout, and the check's tick. */
+static void time_out(void)
+{
+    now.mono_ms += 70000;
+    now.wall_ms += 70000;
+    struct cn_txn_event tick = {.kind = CN_TXE_TICK};
+    step(tick);
+}
+
+/* The fence at LAST aborts at (P, INT16_MAX); the retry moves to
+ * (1000, 0); the fenced instance's EndTxn at (P, LAST) stays fenced. */
+UNIT_TEST(test_fence_at_last_epoch_keeps_pid)
+{
+    setup();
+    int t1, t2;
+    init_pid(&t1);
     const struct cn_txn_action *a = find(CN_TXA_ANSWER);
     CHECK(a && a->u.answer.error == KAFKA_CONCURRENT_TRANSACTIONS);
     abort_goes_out_for_p();
-    ev.u.request.token = &t2;
-    step(ev);
+    init_pid(&t2);
     rotates_then_answers(&t2);
+    bool wrote = true;
+    CHECK_EQ(end_v5(P, LAST, false, &wrote), KAFKA_PRODUCER_FENCED);
+    CHECK(!wrote);
     teardown();
 }
 
 UNIT_TEST(test_timeout_at_last_epoch_then_tv2_retry)
 {
     setup();
-    now.mono_ms += 70000;
-    now.wall_ms += 70000;
-    struct cn_txn_event tick = {.kind = CN_TXE_TICK};
-    step(tick);
+    time_out();
     abort_goes_out_for_p();
     /* The Java client's recovery: EndTxn(abort) v5 at the epoch it has. */
-    int t;
-    struct cn_txn_event ev = {.kind = CN_TXE_REQUEST};
-    ev.u.request = (struct cn_txn_request){.kind = CN_TXN_REQ_END,
-                                           .token = &t,
-                                           .api_version = 5,
-                                           .transactional_id = "tx",
-                                           .producer_id = P,
-                                           .producer_epoch = LAST};
-    step(ev);
-    rotates_then_answers(&t);
+    end_req(P, LAST, false);
+    rotates_then_answers(&tok);
     /* The same retry again (its answer lost): the same answer, no write. */
     bool wrote = true;
     CHECK_EQ(end_v5(P, LAST, false, &wrote), KAFKA_NONE);
@@ -253,10 +267,7 @@ UNIT_TEST(test_timeout_at_last_epoch_then_tv2_retry)
 UNIT_TEST(test_end_at_abort_epoch_fenced)
 {
     setup();
-    now.mono_ms += 70000;
-    now.wall_ms += 70000;
-    struct cn_txn_event tick = {.kind = CN_TXE_TICK};
-    step(tick);
+    time_out();
     abort_goes_out_for_p();
     bool wrote = true;
     CHECK_EQ(end_v5(P, INT16_MAX, false, &wrote), KAFKA_PRODUCER_FENCED);
@@ -264,32 +275,6 @@ UNIT_TEST(test_end_at_abort_epoch_fenced)
     teardown();
 }
 
-/* After InitProducerId moved the id to (1000, 0), the fenced instance's
- * EndTxn at (P, LAST) stays fenced. */
-UNIT_TEST(test_fenced_instance_after_init_rotation)
-{
-    setup();
-    int t1, t2;
-    struct cn_txn_event ev = {.kind = CN_TXE_REQUEST};
-    ev.u.request = (struct cn_txn_request){.kind = CN_TXN_REQ_INIT_PID,
-                                           .token = &t1,
-                                           .api_version = 4,
-                                           .transactional_id = "tx",
-                                           .producer_id = -1,
-                                           .producer_epoch = -1,
-                                           .timeout_ms = 60000};
-    step(ev);
-    abort_goes_out_for_p();
-    ev.u.request.token = &t2;
-    step(ev);
-    rotates_then_answers(&t2);
-    bool wrote = true;
-    CHECK_EQ(end_v5(P, LAST, false, &wrote), KAFKA_PRODUCER_FENCED);
-    CHECK(!wrote);
-    teardown();
-}
-
 UNIT_MAIN(test_fence_at_last_epoch_keeps_pid,
           test_timeout_at_last_epoch_then_tv2_retry,
-          test_end_at_abort_epoch_fenced,
-          test_fenced_instance_after_init_rotation)
+          test_end_at_abort_epoch_fenced)
