@@ -1,0 +1,989 @@
+/*
+ * test_txn_coord.c - the transaction coordinator's rules for clients and
+ * partition leaders (txn/coord.h), as a specification: the transition
+ * table from every state, InitProducerId fencing, KIP-890 verification
+ * and the implicit adds, and the TV2 epoch bump with its overflow traps.
+ *
+ * Expected values are what the broker's coordinator before the state
+ * machine did (src/broker/h_txn.c, txn_verify.c, txn_markers.c,
+ * txn_coord.c at 1ba53e9); cited where the rule is not obvious.  Time,
+ * durability, markers and producer ids are faked by txn_fake.h, which
+ * also checks every record written against cn_txn_transition_ok.
+ */
+#include "txn_fake.h"
+
+#define P 7       /* the producer id of replayed transactions */
+#define E 5       /* ... and its epoch */
+#define LAST CN_TXN_EPOCH_LAST_USABLE
+
+/* ---- 1. the transition table ------------------------------------------ */
+
+enum ev {
+    EV_INIT_NEW,  /* InitProducerId v4, no producer named */
+    EV_INIT_SAME, /* InitProducerId v3 naming (P, E) (KIP-360) */
+    EV_ADD,       /* AddPartitionsToTxn v3 t:1 */
+    EV_OFFSETS,   /* AddOffsetsToTxn, group partition __consumer_offsets:3 */
+    EV_END4C, EV_END4A, /* EndTxn v4 commit / abort at (P, E) */
+    EV_END5C, EV_END5A, /* EndTxn v5 (TV2) commit / abort at (P, E) */
+    EV_PRODUCE,   /* Produce v12 implicit add of t:1 */
+    EV_BATCHED,   /* AddPartitionsToTxn v5 (a leader's add) of t:1 */
+    EV_OP,        /* operator abort of P on t:0 */
+    EV_TIMEOUT,   /* time passes the transaction timeout */
+    EV_EXPIRY,    /* time passes transactional.id.expiration.ms */
+    EV_N
+};
+
+enum st {
+    ST_EMPTY, ST_ONGOING, ST_PC, ST_PA, ST_CC, ST_CA, ST_FENCE,
+    ST_DEAD_FLIGHT, /* its expiry tombstone is being written */
+    ST_ABSENT,      /* its tombstone is in the log */
+    ST_N
+};
+
+static const char *const st_name[ST_N] = {
+    "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
+    "CompleteAbort", "PrepareEpochFence", "Dead in flight", "absent"};
+static const char *const ev_name[EV_N] = {
+    "InitPid", "InitPid(P,E)v3", "AddParts", "AddOffsets", "EndTxn4 commit",
+    "EndTxn4 abort", "EndTxn5 commit", "EndTxn5 abort", "ProduceAdd",
+    "Batched v5", "operator abort", "timeout", "expiry"};
+
+#define PK -2 /* parked: no answer yet */
+#define NA -3 /* no answer is due (ticks; a produce add not taken) */
+#define X -1  /* no record */
+#define N KAFKA_NONE
+#define CT KAFKA_CONCURRENT_TRANSACTIONS
+#define ITS KAFKA_INVALID_TXN_STATE
+#define IPIM KAFKA_INVALID_PRODUCER_ID_MAPPING
+#define EM CN_TXN_EMPTY
+#define ON CN_TXN_ONGOING
+#define PC CN_TXN_PREPARE_COMMIT
+#define PA CN_TXN_PREPARE_ABORT
+#define DE CN_TXN_DEAD
+
+struct cell {
+    int ans;   /* answer error (operator abort: acts.result), PK or NA */
+    int rec;   /* the state the event's record writes, or X */
+    int mk;    /* markers sent once that record is durable */
+    int taken; /* PRODUCE_ADD: acts.taken; operator abort: op_taken */
+};
+
+/* Rows: h_txn.c:160-219 (InitPid), 226-245 (check_producer), 572-648
+ * (EndTxn v5), 682-715 (v4); txn_verify.c:105-113 (batched), 254-276
+ * (produce add); txn_markers.c:241 (timeout), 287-311 (operator);
+ * txn_coord.c:492 (expiry). */
+static const struct cell table[ST_N][EV_N] = {
+    [ST_EMPTY] = {{N, EM, 0, 0}, {N, EM, 0, 0}, {N, ON, 0, 0}, {N, ON, 0, 0},
+                  {ITS, X, 0, 0}, {ITS, X, 0, 0}, {ITS, X, 0, 0},
+                  /* TV2 abort with nothing open: decided, no partitions */
+                  {N, PA, 0, 0}, {N, ON, 0, 1}, {N, ON, 0, 0},
+                  {N, X, 0, 0}, {NA, X, 0, 0}, {NA, DE, 0, 0}},
+    [ST_ONGOING] = {{CT, PA, 1, 0}, {CT, PA, 1, 0}, {N, ON, 0, 0},
+                    {N, ON, 0, 0}, {N, PC, 1, 0}, {N, PA, 1, 0},
+                    {N, PC, 1, 0}, {N, PA, 1, 0}, {N, ON, 0, 1},
+                    {N, ON, 0, 0}, {N, PA, 1, 1}, {NA, PA, 1, 0},
+                    {NA, X, 0, 0}},
+    [ST_PC] = {{PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
+               {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
+               {PK, X, 0, 1}, {CT, X, 0, 0}, {ITS, X, 0, 0}, {NA, X, 0, 0},
+               {NA, X, 0, 0}},
+    [ST_PA] = {{PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
+               {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
+               {PK, X, 0, 1}, {CT, X, 0, 0}, {N, X, 0, 1}, {NA, X, 0, 0},
+               {NA, X, 0, 0}},
+    [ST_CC] = {{N, EM, 0, 0}, {N, EM, 0, 0}, {N, ON, 0, 0}, {N, ON, 0, 0},
+               {N, X, 0, 0}, {ITS, X, 0, 0}, {ITS, X, 0, 0}, {N, PA, 0, 0},
+               {N, ON, 0, 1}, {N, ON, 0, 0}, {N, X, 0, 0}, {NA, X, 0, 0},
+               {NA, DE, 0, 0}},
+    [ST_CA] = {{N, EM, 0, 0}, {N, EM, 0, 0}, {N, ON, 0, 0}, {N, ON, 0, 0},
+               {ITS, X, 0, 0}, {N, X, 0, 0}, {ITS, X, 0, 0}, {N, PA, 0, 0},
+               {N, ON, 0, 1}, {N, ON, 0, 0}, {N, X, 0, 0}, {NA, X, 0, 0},
+               {NA, DE, 0, 0}},
+    /* Replayed only (nobody writes it): treated as a Prepare state but
+     * not resumed at load, so its requests wait out park_max_ms (plan
+     * 11.7: flagged, kept as today). */
+    [ST_FENCE] = {{PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
+                  {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
+                  {PK, X, 0, 0}, {PK, X, 0, 1}, {CT, X, 0, 0},
+                  {N, X, 0, 1}, {NA, X, 0, 0}, {NA, X, 0, 0}},
+    [ST_DEAD_FLIGHT] = {{PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
+                        {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
+                        {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 1},
+                        {CT, X, 0, 0}, {N, X, 0, 0}, {NA, X, 0, 0},
+                        {NA, X, 0, 0}},
+    /* A new InitPid starts afresh; the old producer is unknown. */
+    [ST_ABSENT] = {{N, EM, 0, 0}, {N, EM, 0, 0}, {IPIM, X, 0, 0},
+                   {IPIM, X, 0, 0}, {IPIM, X, 0, 0}, {IPIM, X, 0, 0},
+                   {IPIM, X, 0, 0}, {IPIM, X, 0, 0}, {NA, X, 0, 0},
+                   {IPIM, X, 0, 0}, {N, X, 0, 0}, {NA, X, 0, 0},
+                   {NA, X, 0, 0}},
+};
+
+#define ID "txn-a"
+#define EXPIRE_MS 100000
+
+static void table_setup(enum st s, enum ev e)
+{
+    struct cn_txn_config cfg = fk_config();
+    cfg.expiry_check_interval_ms = 1000;
+    if (e != EV_TIMEOUT || s == ST_DEAD_FLIGHT)
+        cfg.id_expiration_ms = EXPIRE_MS;
+    fk_init_loading(&cfg);
+    static const enum cn_txn_state replayed[ST_N] = {
+        CN_TXN_EMPTY, CN_TXN_ONGOING, CN_TXN_PREPARE_COMMIT,
+        CN_TXN_PREPARE_ABORT, CN_TXN_COMPLETE_COMMIT, CN_TXN_COMPLETE_ABORT,
+        CN_TXN_PREPARE_EPOCH_FENCE, CN_TXN_EMPTY, CN_TXN_EMPTY};
+    enum cn_txn_state rs = replayed[s];
+    bool open = rs == CN_TXN_ONGOING || rs == CN_TXN_PREPARE_COMMIT ||
+                rs == CN_TXN_PREPARE_ABORT || rs == CN_TXN_PREPARE_EPOCH_FENCE;
+    struct cn_txn_meta m;
+    fk_meta(&m, ID, P, E, rs, open ? "t:0" : NULL);
+    if (e == EV_EXPIRY)
+        m.timeout_ms = 900000; /* so the Ongoing row does not time out */
+    fk_replay(&m);
+    if (s == ST_ABSENT) {
+        m.state = CN_TXN_DEAD;
+        fk_replay(&m);
+    }
+    cn_txn_meta_fini(&m);
+    for (int32_t p = 0; p < cfg.nparts; p++)
+        fk_leader(p);
+    if (s == ST_DEAD_FLIGHT) {
+        fk_advance(EXPIRE_MS + 2000);
+        CHECK_EQ(fk_pending_appends(), 1);
+        CHECK(fk_last_append() && fk_last_append()->tombstone);
+    }
+}
+
+/* Feeds the event; returns its token (0 for events without one). */
+static int table_event(enum ev e)
+{
+    struct cn_txn_request r;
+    switch (e) {
+    case EV_INIT_NEW:
+        return fk_init_pid(ID);
+    case EV_INIT_SAME:
+        return fk_init_pid_v(ID, P, E, 3);
+    case EV_ADD:
+        return fk_add(ID, P, E, "t:1");
+    case EV_OFFSETS:
+        return fk_add_offsets(ID, P, E, "__consumer_offsets:3");
+    case EV_END4C:
+    case EV_END4A:
+        return fk_end(ID, P, E, e == EV_END4C, 4);
+    case EV_END5C:
+    case EV_END5A:
+        return fk_end(ID, P, E, e == EV_END5C, 5);
+    case EV_PRODUCE:
+        return fk_produce_add(P, E, "t:1", true);
+    case EV_BATCHED:
+        r = fk_rq(CN_TXN_REQ_ADD_BATCHED, ID, P, E);
+        r.api_version = 5;
+        return fk_send(&r, "t:1");
+    case EV_OP:
+        fk_op_abort(P, "t", 0);
+        return 0;
+    case EV_TIMEOUT:
+        fk_advance(60000 + 10000 + 1);
+        return 0;
+    case EV_EXPIRY:
+        fk_advance(EXPIRE_MS + 2000);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static void table_cell(enum st s, enum ev e)
+{
+    const struct cell *want = &table[s][e];
+    int fails0 = unit_failures;
+    table_setup(s, e);
+    size_t app0 = F.napp, mk0 = F.nmk;
+    int tok = table_event(e);
+    bool taken = e == EV_OP ? F.op_taken : F.taken;
+    int result = F.result;
+    int rec = X;
+    if (F.napp > app0) {
+        rec = (int)F.app[app0].m.state;
+        if (!F.app[app0].done)
+            fk_durable_this(&F.app[app0], KAFKA_NONE);
+    }
+    int ans = e == EV_OP ? result
+              : tok      ? fk_err(tok) == -1 ? (e == EV_PRODUCE && !taken
+                                                    ? NA
+                                                    : PK)
+                                             : fk_err(tok)
+                         : NA;
+    int mk = F.nmk > mk0;
+    CHECK_EQ(ans, want->ans);
+    CHECK_EQ(rec, want->rec);
+    CHECK_EQ(mk, want->mk);
+    if (e == EV_OP || e == EV_PRODUCE)
+        CHECK_EQ(taken, want->taken);
+    if (unit_failures != fails0)
+        fprintf(stderr, "  ^ row %s x %s: ans %d rec %d mk %d taken %d\n",
+                st_name[s], ev_name[e], ans, rec, mk, taken);
+    /* Let everything finish so every request is answered. */
+    for (int i = 0; i < 3; i++) {
+        fk_settle();
+        fk_advance(F.cfg.park_max_ms + 1);
+    }
+    fk_settle();
+    fk_fini();
+}
+
+/* Every (state x event) answers, writes and sends what today's
+ * coordinator did; the harness checks each record against
+ * cn_txn_transition_ok. */
+UNIT_TEST(test_transition_table)
+{
+    for (int s = 0; s < ST_N; s++)
+        for (int e = 0; e < EV_N; e++)
+            table_cell((enum st)s, (enum ev)e);
+}
+
+/* A whole life, TV1: each record is the next legal state, and the log
+ * holds exactly the decisions (no record for a no-op). */
+UNIT_TEST(test_lifecycle_records)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    CHECK_EQ(p.pid, 1000);
+    CHECK_EQ(p.epoch, 0);
+    size_t a0 = F.napp;
+    fk_add(ID, p.pid, p.epoch, "t:0 t:1");
+    fk_settle();
+    fk_add(ID, p.pid, p.epoch, "t:1"); /* already in: no record */
+    CHECK_EQ(fk_nnew_appends(), 0);
+    fk_settle();
+    fk_end(ID, p.pid, p.epoch, true, 4);
+    fk_settle();
+    fk_add_offsets(ID, p.pid, p.epoch, "__consumer_offsets:3");
+    fk_settle();
+    fk_end(ID, p.pid, p.epoch, false, 4);
+    fk_settle();
+    static const enum cn_txn_state want[] = {
+        CN_TXN_ONGOING, CN_TXN_PREPARE_COMMIT, CN_TXN_COMPLETE_COMMIT,
+        CN_TXN_ONGOING, CN_TXN_PREPARE_ABORT,  CN_TXN_COMPLETE_ABORT};
+    CHECK_EQ(F.napp - a0, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < sizeof want / sizeof want[0] && a0 + i < F.napp;
+         i++) {
+        CHECK_EQ(F.app[a0 + i].m.state, want[i]);
+        CHECK_EQ(F.app[a0 + i].m.producer_epoch, 0); /* TV1: no bumps */
+    }
+    /* Roles, for the fail points: change, decision, complete. */
+    CHECK_EQ(F.app[a0].role, CN_TXN_WRITE_CHANGE);
+    CHECK_EQ(F.app[a0 + 1].role, CN_TXN_WRITE_DECISION);
+    CHECK_EQ(F.app[a0 + 2].role, CN_TXN_WRITE_COMPLETE);
+    /* Complete clears the partitions (txn_markers.c:88). */
+    CHECK_EQ(F.app[a0 + 2].m.npartitions, 0);
+    struct cn_txn_stats st = fk_stats();
+    CHECK_EQ(st.commits, 1);
+    CHECK_EQ(st.aborts, 1);
+    fk_fini();
+}
+
+/* A change is applied only once durable: until WRITTEN the query shows
+ * the old state and the client has no answer. */
+UNIT_TEST(test_change_applied_when_durable)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    int t = fk_add(ID, p.pid, p.epoch, "t:0");
+    CHECK_EQ(fk_nnew_appends(), 1);
+    CHECK_EQ(fk_nnew_answers(), 0);
+    CHECK(fk_find(ID) && fk_find(ID)->state == CN_TXN_EMPTY);
+    CHECK(cn_txn_busy(F.c, ID));
+    fk_durable(KAFKA_NONE);
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    CHECK(fk_find(ID) && fk_find(ID)->state == CN_TXN_ONGOING);
+    CHECK(!cn_txn_busy(F.c, ID));
+    fk_fini();
+}
+
+/* ---- 2. InitProducerId fencing --------------------------------------- */
+
+/* InitPid over an Ongoing transaction: the old instance's transaction is
+ * aborted under E+1, the new instance hears CONCURRENT_TRANSACTIONS at
+ * once and its retry gets E+2 (h_txn.c:198-209, fence_written :86-96). */
+UNIT_TEST(test_fence_ongoing)
+{
+    fk_init();
+    struct fk_producer p = fk_ongoing(ID, "t:0");
+    int t = fk_init_pid(ID);
+    CHECK_EQ(fk_err(t), KAFKA_CONCURRENT_TRANSACTIONS);
+    CHECK_EQ(fk_nnew_appends(), 1);
+    CHECK_EQ(fk_nnew_markers(), 0); /* not before the decision is durable */
+    const struct fk_app *r = fk_new_append(0);
+    if (r) {
+        CHECK_EQ(r->m.state, CN_TXN_PREPARE_ABORT);
+        CHECK_EQ(r->m.producer_id, p.pid);
+        CHECK_EQ(r->m.producer_epoch, p.epoch + 1);
+    }
+    fk_durable(KAFKA_NONE);
+    CHECK_EQ(fk_stats().fenced, 1);
+    const struct fk_mk *k = fk_new_markers(0);
+    if (k) {
+        CHECK(!k->commit);
+        CHECK_EQ(k->producer_id, p.pid);
+        CHECK_EQ(k->producer_epoch, p.epoch + 1);
+        CHECK_EQ(k->n, 1);
+        CHECK(k->first_after_decision);
+    }
+    fk_markers(-1);
+    CHECK(fk_last_append() &&
+          fk_last_append()->m.state == CN_TXN_COMPLETE_ABORT);
+    fk_durable(KAFKA_NONE);
+    int t2 = fk_init_pid(ID);
+    fk_settle();
+    const struct cn_txn_answer *a = fk_answer_for(t2);
+    CHECK(a && a->error == KAFKA_NONE);
+    if (a) {
+        CHECK_EQ(a->producer_id, p.pid);
+        CHECK_EQ(a->producer_epoch, p.epoch + 2);
+    }
+    fk_fini();
+}
+
+/* Ends a transaction of id with EndTxn v4 and leaves its markers out. */
+static struct fk_producer decided(bool commit)
+{
+    struct fk_producer p = fk_ongoing(ID, "t:0");
+    int t = fk_end(ID, p.pid, p.epoch, commit, 4);
+    fk_durable(KAFKA_NONE);
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    CHECK_EQ(fk_pending_marker_sends(), 1);
+    return p;
+}
+
+static void fence_decided(bool commit)
+{
+    fk_init();
+    struct fk_producer p = decided(commit);
+    int t = fk_init_pid(ID);
+    CHECK(fk_no_actions()); /* parked: no answer, no record */
+    CHECK_EQ(fk_stats().parked_requests, 1);
+    fk_markers(-1);
+    fk_durable(KAFKA_NONE); /* the Complete */
+    fk_settle();            /* the parked InitPid runs, one bump */
+    const struct cn_txn_answer *a = fk_answer_for(t);
+    CHECK(a && a->error == KAFKA_NONE);
+    if (a)
+        CHECK_EQ(a->producer_epoch, p.epoch + 1);
+    CHECK_EQ(fk_stats().parked_requests, 0);
+    CHECK_EQ(fk_stats().fenced, 0);
+    fk_fini();
+}
+
+/* InitPid while a commit's markers are out waits for the Complete, then
+ * bumps once (h_txn.c:160-166). */
+UNIT_TEST(test_fence_prepare_commit)
+{
+    fence_decided(true);
+}
+
+UNIT_TEST(test_fence_prepare_abort)
+{
+    fence_decided(false);
+}
+
+/* A parked request still waiting after park_max_ms hears
+ * CONCURRENT_TRANSACTIONS (txn_coord.c:208, 232). */
+UNIT_TEST(test_fence_parked_past_deadline)
+{
+    fk_init();
+    decided(true);
+    int t = fk_init_pid(ID);
+    fk_advance(F.cfg.park_max_ms - 1);
+    CHECK_EQ(fk_err(t), -1);
+    fk_advance(1);
+    CHECK_EQ(fk_err(t), KAFKA_CONCURRENT_TRANSACTIONS);
+    CHECK_EQ(fk_nnew_appends(), 0);
+    fk_settle();
+    fk_fini();
+}
+
+/* KIP-360: a client naming a producer must be the current instance:
+ * another id is INVALID_PRODUCER_ID_MAPPING, another epoch fenced
+ * (INVALID_PRODUCER_EPOCH before v4, PRODUCER_FENCED from v4,
+ * h_txn.c:67-72, 169-183). */
+UNIT_TEST(test_init_pid_kip360)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    fk_init_pid_v(ID, p.pid + 1, p.epoch, 4);
+    CHECK_EQ(fk_new_answer(0) ? fk_new_answer(0)->error : -1,
+             KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    int t3 = fk_init_pid_v(ID, p.pid, (int16_t)(p.epoch + 1), 3);
+    CHECK_EQ(fk_err(t3), KAFKA_INVALID_PRODUCER_EPOCH);
+    int t4 = fk_init_pid_v(ID, p.pid, (int16_t)(p.epoch + 1), 4);
+    CHECK_EQ(fk_err(t4), KAFKA_PRODUCER_FENCED);
+    CHECK_EQ(fk_nnew_appends(), 0);
+    int ok = fk_init_pid_v(ID, p.pid, p.epoch, 4);
+    fk_settle();
+    CHECK_EQ(fk_err(ok), KAFKA_NONE);
+    fk_fini();
+}
+
+/* InitPid at the last usable epoch moves to a new producer id at 0; the
+ * old id is still accepted as the previous one (h_txn.c:104-117,
+ * 170-171). */
+UNIT_TEST(test_init_pid_rotates_and_accepts_previous)
+{
+    struct cn_txn_config cfg = fk_config();
+    fk_init_loading(&cfg);
+    fk_replay_state(ID, P, LAST, CN_TXN_EMPTY, NULL);
+    for (int32_t i = 0; i < cfg.nparts; i++)
+        fk_leader(i);
+    int t = fk_init_pid_v(ID, P, LAST, 4);
+    fk_settle();
+    const struct cn_txn_answer *a = fk_answer_for(t);
+    CHECK(a && a->error == KAFKA_NONE);
+    if (a) {
+        CHECK_EQ(a->producer_id, 1000);
+        CHECK_EQ(a->producer_epoch, 0);
+    }
+    const struct cn_txn_meta *m = fk_find(ID);
+    CHECK(m && m->prev_producer_id == P);
+    int t2 = fk_init_pid_v(ID, P, LAST, 3); /* the previous id */
+    fk_settle();
+    a = fk_answer_for(t2);
+    CHECK(a && a->error == KAFKA_NONE);
+    if (a) {
+        CHECK_EQ(a->producer_id, 1000);
+        CHECK_EQ(a->producer_epoch, 1);
+    }
+    fk_fini();
+}
+
+/* The transaction timeout is checked against the maximum; an empty id
+ * is refused (h_txn.c:133-140). */
+UNIT_TEST(test_init_pid_bad_timeout)
+{
+    fk_init();
+    struct cn_txn_request r = fk_rq(CN_TXN_REQ_INIT_PID, ID, -1, -1);
+    r.timeout_ms = F.cfg.max_timeout_ms + 1;
+    int t = fk_send(&r, NULL);
+    CHECK_EQ(fk_err(t), KAFKA_INVALID_TRANSACTION_TIMEOUT);
+    r.timeout_ms = 0;
+    t = fk_send(&r, NULL);
+    CHECK_EQ(fk_err(t), KAFKA_INVALID_TRANSACTION_TIMEOUT);
+    r = fk_rq(CN_TXN_REQ_INIT_PID, "", -1, -1);
+    t = fk_send(&r, NULL);
+    CHECK_EQ(fk_err(t), KAFKA_INVALID_REQUEST);
+    CHECK_EQ(F.napp, 0);
+    fk_fini();
+}
+
+/* ---- 7. KIP-890: verification and the adds of partition leaders ------ */
+
+/* cn_txn_verify answers by id, producer id, epoch, then state and
+ * partition (txn_verify.c:301-328). */
+UNIT_TEST(test_verify)
+{
+    fk_init();
+    struct fk_producer p = fk_ongoing(ID, "t:0");
+    CHECK_EQ(cn_txn_verify(F.c, ID, p.pid, p.epoch, "t", 0), KAFKA_NONE);
+    CHECK_EQ(cn_txn_verify(F.c, "nobody", p.pid, p.epoch, "t", 0),
+             KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    CHECK_EQ(cn_txn_verify(F.c, ID, p.pid + 1, p.epoch, "t", 0),
+             KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    CHECK_EQ(cn_txn_verify(F.c, ID, p.pid, (int16_t)(p.epoch + 1), "t", 0),
+             KAFKA_INVALID_PRODUCER_EPOCH);
+    CHECK_EQ(cn_txn_verify(F.c, ID, p.pid, p.epoch, "t", 1),
+             KAFKA_INVALID_TXN_STATE);
+    CHECK_EQ(cn_txn_verify(F.c, ID, p.pid, p.epoch, "u", 0),
+             KAFKA_INVALID_TXN_STATE);
+    /* No id: found by producer id; an unknown one is INVALID_TXN_STATE
+     * (txn_verify.c:315-317). */
+    CHECK_EQ(cn_txn_verify(F.c, NULL, p.pid, p.epoch, "t", 0), KAFKA_NONE);
+    CHECK_EQ(cn_txn_verify(F.c, NULL, p.pid + 9, p.epoch, "t", 0),
+             KAFKA_INVALID_TXN_STATE);
+    fk_end(ID, p.pid, p.epoch, true, 4);
+    fk_settle();
+    CHECK_EQ(cn_txn_verify(F.c, ID, p.pid, p.epoch, "t", 0),
+             KAFKA_INVALID_TXN_STATE); /* not Ongoing any more */
+    fk_fini();
+}
+
+/* With verification disabled every question is answered NONE. */
+UNIT_TEST(test_verify_disabled)
+{
+    struct cn_txn_config cfg = fk_config();
+    cfg.verification_enable = false;
+    fk_init_cfg(&cfg);
+    CHECK_EQ(cn_txn_verify(F.c, "nobody", 1, 0, "t", 0), KAFKA_NONE);
+    CHECK_EQ(cn_txn_verify(F.c, NULL, 1, 0, "t", 0), KAFKA_NONE);
+    fk_fini();
+}
+
+/* AddPartitionsToTxn v4 VerifyOnly: the producer check alone; another
+ * epoch is PRODUCER_FENCED, busy CONCURRENT_TRANSACTIONS
+ * (txn_verify.c:105-113). */
+UNIT_TEST(test_check_batched)
+{
+    fk_init();
+    struct fk_producer p = fk_ongoing(ID, "t:0");
+    CHECK_EQ(cn_txn_check_batched(F.c, ID, p.pid, p.epoch), KAFKA_NONE);
+    CHECK_EQ(cn_txn_check_batched(F.c, "nobody", p.pid, p.epoch),
+             KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    CHECK_EQ(cn_txn_check_batched(F.c, ID, p.pid + 1, p.epoch),
+             KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    CHECK_EQ(cn_txn_check_batched(F.c, ID, p.pid, (int16_t)(p.epoch + 1)),
+             KAFKA_PRODUCER_FENCED);
+    fk_add(ID, p.pid, p.epoch, "t:1"); /* in flight: busy */
+    CHECK_EQ(cn_txn_check_batched(F.c, ID, p.pid, p.epoch),
+             KAFKA_CONCURRENT_TRANSACTIONS);
+    fk_settle();
+    fk_fini();
+}
+
+/* AddPartitionsToTxn v5 is a TV2 client's add: it marks client_tv 2;
+ * v4 leaves it (txn_verify.c:171-173). */
+UNIT_TEST(test_batched_add_v5_sets_tv2)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    int t = fk_batched(ID, p.pid, p.epoch, "t:0", 4);
+    CHECK(fk_last_append() && fk_last_append()->m.client_tv != 2);
+    fk_settle();
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    t = fk_batched(ID, p.pid, p.epoch, "t:1", 5);
+    CHECK(fk_last_append() && fk_last_append()->m.client_tv == 2 &&
+          fk_last_append()->m.state == CN_TXN_ONGOING);
+    fk_settle();
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    t = fk_batched(ID, p.pid, p.epoch, "t:1", 5); /* nothing new */
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    CHECK_EQ(fk_nnew_appends(), 0);
+    fk_fini();
+}
+
+/* A batched add naming an unknown partition adds nothing:
+ * OPERATION_NOT_ATTEMPTED, after the producer check (txn_verify.c:
+ * 114-117, 157-160). */
+UNIT_TEST(test_batched_add_unknown_not_attempted)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    struct cn_txn_request r = fk_rq(CN_TXN_REQ_ADD_BATCHED, ID, p.pid, p.epoch);
+    r.api_version = 5;
+    r.has_unknown = true;
+    int t = fk_send(&r, "t:0");
+    CHECK_EQ(fk_err(t), KAFKA_OPERATION_NOT_ATTEMPTED);
+    CHECK_EQ(fk_nnew_appends(), 0);
+    r.producer_epoch = (int16_t)(p.epoch + 1);
+    t = fk_send(&r, "t:0");
+    CHECK_EQ(fk_err(t), KAFKA_PRODUCER_FENCED);
+    fk_fini();
+}
+
+/* A batched add never parks: busy is CONCURRENT_TRANSACTIONS at once. */
+UNIT_TEST(test_batched_add_busy_concurrent)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    fk_add(ID, p.pid, p.epoch, "t:0");
+    int t = fk_batched(ID, p.pid, p.epoch, "t:1", 5);
+    CHECK_EQ(fk_err(t), KAFKA_CONCURRENT_TRANSACTIONS);
+    fk_settle();
+    fk_fini();
+}
+
+/* AddPartitionsToTxn v3 with an unknown partition: the producer is
+ * checked, then nothing is added (h_txn.c:374-393). */
+UNIT_TEST(test_add_parts_unknown_not_attempted)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    struct cn_txn_request r = fk_rq(CN_TXN_REQ_ADD_PARTS, ID, p.pid, p.epoch);
+    r.has_unknown = true;
+    int t = fk_send(&r, "t:0");
+    CHECK_EQ(fk_err(t), KAFKA_OPERATION_NOT_ATTEMPTED);
+    CHECK_EQ(fk_nnew_appends(), 0);
+    r.producer_id = p.pid + 1;
+    t = fk_send(&r, "t:0");
+    CHECK_EQ(fk_err(t), KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    fk_fini();
+}
+
+/* Produce v12 adds its partitions itself: taken, Ongoing with client_tv
+ * 2, answered NONE once durable (txn_verify.c:246-297). */
+UNIT_TEST(test_produce_add_v12_taken)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    int t = fk_produce_add(p.pid, p.epoch, "t:0 t:1", true);
+    CHECK(F.taken);
+    CHECK_EQ(fk_nnew_answers(), 0);
+    const struct fk_app *r = fk_new_append(0);
+    if (r) {
+        CHECK_EQ(r->m.state, CN_TXN_ONGOING);
+        CHECK_EQ(r->m.client_tv, 2);
+        CHECK_EQ(r->m.npartitions, 2);
+    }
+    fk_durable(KAFKA_NONE);
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    CHECK_EQ(cn_txn_verify(F.c, ID, p.pid, p.epoch, "t", 1), KAFKA_NONE);
+    fk_fini();
+}
+
+/* Not taken (go on, the verification answers): an older produce from a
+ * client not seen on TV2, another epoch, an unknown producer, nothing
+ * missing, no partitions, TV2 off (txn_verify.c:254-272). */
+UNIT_TEST(test_produce_add_not_taken)
+{
+    fk_init();
+    struct fk_producer p = fk_ongoing(ID, "t:0");
+    fk_produce_add(p.pid, p.epoch, "t:1", false); /* client_tv 1 */
+    CHECK(!F.taken);
+    fk_produce_add(p.pid, (int16_t)(p.epoch + 1), "t:1", true);
+    CHECK(!F.taken);
+    fk_produce_add(p.pid + 5, p.epoch, "t:1", true);
+    CHECK(!F.taken);
+    fk_produce_add(p.pid, p.epoch, "t:0", true); /* already in */
+    CHECK(!F.taken);
+    fk_produce_add(p.pid, p.epoch, NULL, true);
+    CHECK(!F.taken);
+    CHECK_EQ(F.napp, 2); /* InitPid and the add only */
+    fk_fini();
+    struct cn_txn_config cfg = fk_config();
+    cfg.transaction_version = 1;
+    fk_init_cfg(&cfg);
+    p = fk_new_producer(ID);
+    fk_produce_add(p.pid, p.epoch, "t:1", true);
+    CHECK(!F.taken);
+    fk_fini();
+}
+
+/* Once a producer has used TV2 (client_tv 2), its older produce
+ * requests add implicitly too. */
+UNIT_TEST(test_produce_add_tv2_client_any_version)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    fk_produce_add(p.pid, p.epoch, "t:0", true);
+    fk_settle();
+    int t = fk_produce_add(p.pid, p.epoch, "t:1", false);
+    CHECK(F.taken);
+    fk_settle();
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    fk_fini();
+}
+
+/* A produce add for a busy id waits inside the machine, then adds
+ * (txn_verify.c:273-276). */
+UNIT_TEST(test_produce_add_parked_then_added)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    fk_add(ID, p.pid, p.epoch, "t:0"); /* in flight */
+    int t = fk_produce_add(p.pid, p.epoch, "t:1", true);
+    CHECK(F.taken);
+    CHECK_EQ(fk_nnew_appends(), 0);
+    fk_durable(KAFKA_NONE); /* t:0 in; the parked add runs */
+    fk_settle();
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    const struct cn_txn_meta *m = fk_find(ID);
+    CHECK(m && cn_txn_meta_has_partition(m, "t", 1));
+    fk_fini();
+}
+
+/* Still busy after park_max_ms: CONCURRENT_TRANSACTIONS, which the
+ * produce takes as "go on unadded" (txn_coord.c:242-249). */
+UNIT_TEST(test_produce_add_late_concurrent)
+{
+    fk_init();
+    decided(true);
+    const struct cn_txn_meta *m = fk_find(ID);
+    int t = fk_produce_add(m->producer_id, m->producer_epoch, "t:1", true);
+    CHECK(F.taken);
+    fk_advance(F.cfg.park_max_ms);
+    CHECK_EQ(fk_err(t), KAFKA_CONCURRENT_TRANSACTIONS);
+    fk_settle();
+    fk_fini();
+}
+
+/* A failed add write answers an error (the produce goes on unadded and
+ * its verification fails it, txn_verify.c:238-243). */
+UNIT_TEST(test_produce_add_write_failed)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    int t = fk_produce_add(p.pid, p.epoch, "t:0", true);
+    fk_durable(KAFKA_COORDINATOR_NOT_AVAILABLE);
+    CHECK(fk_err(t) > 0);
+    CHECK(fk_find(ID) && fk_find(ID)->state == CN_TXN_EMPTY);
+    CHECK(!cn_txn_busy(F.c, ID));
+    fk_fini();
+}
+
+/* ---- 8. TV2: the bump in EndTxn and its overflow --------------------- */
+
+/* A TV2 Ongoing transaction of id at (pid, epoch) on t:0, replayed. */
+static void tv2_ongoing(int64_t pid, int16_t epoch)
+{
+    struct cn_txn_config cfg = fk_config();
+    fk_init_loading(&cfg);
+    struct cn_txn_meta m;
+    fk_meta(&m, ID, pid, epoch, CN_TXN_ONGOING, "t:0");
+    m.client_tv = 2;
+    fk_replay(&m);
+    cn_txn_meta_fini(&m);
+    for (int32_t i = 0; i < cfg.nparts; i++)
+        fk_leader(i);
+}
+
+/* EndTxn v5 bumps the epoch in the decision record and answers with the
+ * bumped epoch; below the last usable epoch no new id
+ * (h_txn.c:529-560). */
+UNIT_TEST(test_tv2_end_bumps_once)
+{
+    tv2_ongoing(P, LAST - 1);
+    int t = fk_end(ID, P, LAST - 1, true, 5);
+    const struct fk_app *r = fk_new_append(0);
+    if (r) {
+        CHECK_EQ(r->m.state, CN_TXN_PREPARE_COMMIT);
+        CHECK_EQ(r->m.producer_epoch, LAST);
+        CHECK_EQ(r->m.next_producer_id, -1);
+        CHECK_EQ(r->m.client_tv, 2);
+    }
+    fk_durable(KAFKA_NONE);
+    const struct cn_txn_answer *a = fk_answer_for(t);
+    CHECK(a && a->error == KAFKA_NONE);
+    if (a) {
+        CHECK_EQ(a->producer_id, P);
+        CHECK_EQ(a->producer_epoch, LAST);
+    }
+    fk_settle();
+    CHECK_EQ(F.pids_taken, 0);
+    fk_fini();
+}
+
+/* KAFKA-18660: at the last usable epoch EndTxn v5 decides at (P, 32767)
+ * with NextProducerId Q, answers (Q, 0) before the markers, sends the
+ * markers as (P, 32767) and completes onto (Q, 0, prev P); Q is then
+ * accepted everywhere, not fenced by itself (h_txn.c:536-541, :56-58,
+ * txn_markers.c:80-87). */
+UNIT_TEST(test_tv2_overflow)
+{
+    tv2_ongoing(P, LAST);
+    int t = fk_end(ID, P, LAST, true, 5);
+    const struct fk_app *r = fk_new_append(0);
+    if (r) {
+        CHECK_EQ(r->m.state, CN_TXN_PREPARE_COMMIT);
+        CHECK_EQ(r->m.producer_id, P);
+        CHECK_EQ(r->m.producer_epoch, INT16_MAX);
+        CHECK_EQ(r->m.next_producer_id, 1000);
+    }
+    fk_durable(KAFKA_NONE);
+    const struct cn_txn_answer *a = fk_answer_for(t);
+    CHECK(a && a->error == KAFKA_NONE);
+    if (a) {
+        CHECK_EQ(a->producer_id, 1000);
+        CHECK_EQ(a->producer_epoch, 0);
+    }
+    const struct fk_mk *k = fk_last_markers();
+    CHECK(k && k->commit && k->producer_id == P &&
+          k->producer_epoch == INT16_MAX);
+    fk_markers(-1);
+    r = fk_last_append();
+    if (r) {
+        CHECK_EQ(r->m.state, CN_TXN_COMPLETE_COMMIT);
+        CHECK_EQ(r->m.producer_id, 1000);
+        CHECK_EQ(r->m.producer_epoch, 0);
+        CHECK_EQ(r->m.prev_producer_id, P);
+        CHECK_EQ(r->m.next_producer_id, -1);
+    }
+    fk_durable(KAFKA_NONE);
+    CHECK(cn_txn_find_pid(F.c, P) == NULL);
+    CHECK(cn_txn_find_pid(F.c, 1000) != NULL);
+    /* The client's EndTxn retry from before the rotation: success with
+     * the new producer (h_txn.c:597-600). */
+    int tr = fk_end(ID, P, LAST, true, 5);
+    a = fk_answer_for(tr);
+    CHECK(a && a->error == KAFKA_NONE);
+    if (a) {
+        CHECK_EQ(a->producer_id, 1000);
+        CHECK_EQ(a->producer_epoch, 0);
+    }
+    /* The new producer's first produce adds, and verifies. */
+    int tp = fk_produce_add(1000, 0, "t:1", true);
+    CHECK(F.taken);
+    fk_settle();
+    CHECK_EQ(fk_err(tp), KAFKA_NONE);
+    CHECK_EQ(cn_txn_verify(F.c, ID, 1000, 0, "t", 1), KAFKA_NONE);
+    int ta = fk_add(ID, 1000, 0, "t:2");
+    fk_settle();
+    CHECK_EQ(fk_err(ta), KAFKA_NONE);
+    fk_fini();
+}
+
+/* A TV2 EndTxn retry after completion is success with the current
+ * producer; a different decision is INVALID_TXN_STATE; an older epoch
+ * PRODUCER_FENCED (h_txn.c:597-647). */
+UNIT_TEST(test_tv2_end_retry)
+{
+    tv2_ongoing(P, E);
+    fk_end(ID, P, E, true, 5);
+    fk_settle();
+    int t = fk_end(ID, P, E, true, 5);
+    const struct cn_txn_answer *a = fk_answer_for(t);
+    CHECK(a && a->error == KAFKA_NONE && a->producer_epoch == E + 1);
+    CHECK_EQ(fk_err(fk_end(ID, P, E, false, 5)), KAFKA_INVALID_TXN_STATE);
+    CHECK_EQ(fk_err(fk_end(ID, P, E - 1, true, 5)), KAFKA_PRODUCER_FENCED);
+    CHECK_EQ(fk_err(fk_end(ID, P + 1, E + 1, true, 5)),
+             KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    CHECK_EQ(F.napp, 2);
+    fk_fini();
+}
+
+/* With TV2 off EndTxn v5 follows the v4 rules: no bump. */
+UNIT_TEST(test_end_v5_without_tv2_no_bump)
+{
+    struct cn_txn_config cfg = fk_config();
+    cfg.transaction_version = 1;
+    fk_init_cfg(&cfg);
+    struct fk_producer p = fk_ongoing(ID, "t:0");
+    fk_end(ID, p.pid, p.epoch, true, 5);
+    CHECK(fk_last_append() &&
+          fk_last_append()->m.producer_epoch == p.epoch);
+    fk_settle();
+    fk_fini();
+}
+
+/* KAFKA-19367: InitPid over an Ongoing TV2 transaction bumps once: the
+ * abort is at exactly E+1, the retry gets E+2 (h_txn.c:196-197). */
+UNIT_TEST(test_fence_tv2_single_bump)
+{
+    tv2_ongoing(P, E);
+    fk_init_pid(ID);
+    CHECK(fk_last_append() &&
+          fk_last_append()->m.producer_epoch == E + 1);
+    fk_durable(KAFKA_NONE);
+    CHECK(fk_last_markers() && fk_last_markers()->producer_epoch == E + 1);
+    fk_settle();
+    int t = fk_init_pid(ID);
+    fk_settle();
+    const struct cn_txn_answer *a = fk_answer_for(t);
+    CHECK(a && a->error == KAFKA_NONE && a->producer_epoch == E + 2);
+    fk_fini();
+}
+
+/* At 32765 the fence goes to 32766 and the retry rotates to (Q, 0). */
+UNIT_TEST(test_fence_tv2_near_last_epoch_rotates_on_retry)
+{
+    tv2_ongoing(P, LAST - 1);
+    fk_init_pid(ID);
+    CHECK(fk_last_append() && fk_last_append()->m.producer_epoch == LAST);
+    fk_settle();
+    CHECK(fk_last_markers() && fk_last_markers()->producer_epoch == LAST);
+    int t = fk_init_pid(ID);
+    fk_settle();
+    const struct cn_txn_answer *a = fk_answer_for(t);
+    CHECK(a && a->error == KAFKA_NONE && a->producer_id == 1000 &&
+          a->producer_epoch == 0);
+    fk_fini();
+}
+
+/* The deliberate change (coord.h): a coordinator abort at the last
+ * usable epoch keeps the producer id and aborts at (P, 32767), so the
+ * markers close P's open batches; the next bump rotates.  Today
+ * (h_txn.c:104-117, txn_markers.c:169) the abort went out for a new id.
+ * Kafka: TransactionMetadata.prepareFenceProducerEpoch. */
+UNIT_TEST(test_fence_at_last_usable_epoch)
+{
+    tv2_ongoing(P, LAST);
+    int t = fk_init_pid(ID);
+    CHECK_EQ(fk_err(t), KAFKA_CONCURRENT_TRANSACTIONS);
+    const struct fk_app *r = fk_last_append();
+    CHECK(r && r->m.state == CN_TXN_PREPARE_ABORT && r->m.producer_id == P &&
+          r->m.producer_epoch == INT16_MAX);
+    fk_durable(KAFKA_NONE);
+    const struct fk_mk *k = fk_last_markers();
+    CHECK(k && !k->commit && k->producer_id == P &&
+          k->producer_epoch == INT16_MAX);
+    fk_settle();
+    int t2 = fk_init_pid(ID);
+    fk_settle();
+    const struct cn_txn_answer *a = fk_answer_for(t2);
+    CHECK(a && a->error == KAFKA_NONE && a->producer_id == 1000 &&
+          a->producer_epoch == 0);
+    const struct cn_txn_meta *m = fk_find(ID);
+    CHECK(m && m->prev_producer_id == P);
+    fk_fini();
+}
+
+/* The same for the timeout abort at the last usable epoch. */
+UNIT_TEST(test_timeout_at_last_usable_epoch)
+{
+    tv2_ongoing(P, LAST);
+    fk_advance(60000 + F.cfg.abort_check_interval_ms + 1);
+    const struct fk_app *r = fk_last_append();
+    CHECK(r && r->m.state == CN_TXN_PREPARE_ABORT && r->m.producer_id == P &&
+          r->m.producer_epoch == INT16_MAX);
+    fk_durable(KAFKA_NONE);
+    const struct fk_mk *k = fk_last_markers();
+    CHECK(k && k->producer_id == P && k->producer_epoch == INT16_MAX);
+    fk_settle();
+    fk_fini();
+}
+
+/* An operator abort bumps once too, and at the last epoch keeps P. */
+UNIT_TEST(test_operator_abort_single_bump)
+{
+    tv2_ongoing(P, E);
+    fk_op_abort(P, "t", 0);
+    CHECK(F.op_taken);
+    CHECK_EQ(F.result, KAFKA_NONE);
+    CHECK(fk_last_append() && fk_last_append()->m.producer_epoch == E + 1);
+    fk_settle();
+    fk_fini();
+    tv2_ongoing(P, LAST);
+    fk_op_abort(P, "t", 0);
+    const struct fk_app *r = fk_last_append();
+    CHECK(r && r->m.producer_id == P && r->m.producer_epoch == INT16_MAX);
+    fk_settle();
+    CHECK(fk_last_markers() && fk_last_markers()->producer_id == P);
+    fk_fini();
+}
+
+/* An operator abort of a partition the transaction does not hold, or of
+ * an unknown producer, is the caller's to write (txn_markers.c:272-281);
+ * while a change is in flight CONCURRENT_TRANSACTIONS (:307-312). */
+UNIT_TEST(test_operator_abort_not_ours)
+{
+    fk_init();
+    struct fk_producer p = fk_ongoing(ID, "t:0");
+    fk_op_abort(p.pid, "t", 1);
+    CHECK(!F.op_taken && F.result == KAFKA_NONE);
+    fk_op_abort(p.pid + 3, "t", 0);
+    CHECK(!F.op_taken && F.result == KAFKA_NONE);
+    CHECK_EQ(F.napp, 2);
+    fk_add(ID, p.pid, p.epoch, "t:1");
+    fk_op_abort(p.pid, "t", 0);
+    CHECK(!F.op_taken);
+    CHECK_EQ(F.result, KAFKA_CONCURRENT_TRANSACTIONS);
+    fk_settle();
+    fk_fini();
+}
+
+UNIT_MAIN(test_transition_table, test_lifecycle_records,
+          test_change_applied_when_durable, test_fence_ongoing,
+          test_fence_prepare_commit, test_fence_prepare_abort,
+          test_fence_parked_past_deadline, test_init_pid_kip360,
+          test_init_pid_rotates_and_accepts_previous,
+          test_init_pid_bad_timeout, test_verify, test_verify_disabled,
+          test_check_batched, test_batched_add_v5_sets_tv2,
+          test_batched_add_unknown_not_attempted,
+          test_batched_add_busy_concurrent,
+          test_add_parts_unknown_not_attempted, test_produce_add_v12_taken,
+          test_produce_add_not_taken, test_produce_add_tv2_client_any_version,
+          test_produce_add_parked_then_added,
+          test_produce_add_late_concurrent, test_produce_add_write_failed,
+          test_tv2_end_bumps_once, test_tv2_overflow, test_tv2_end_retry,
+          test_end_v5_without_tv2_no_bump, test_fence_tv2_single_bump,
+          test_fence_tv2_near_last_epoch_rotates_on_retry,
+          test_fence_at_last_usable_epoch, test_timeout_at_last_usable_epoch,
+          test_operator_abort_single_bump, test_operator_abort_not_ours)
