@@ -695,9 +695,8 @@ UNIT_TEST(test_produce_add_parked_then_added)
 UNIT_TEST(test_produce_add_late_concurrent)
 {
     fk_init();
-    decided(true);
-    const struct cn_txn_meta *m = fk_find(ID);
-    int t = fk_produce_add(m->producer_id, m->producer_epoch, "t:1", true);
+    struct fk_producer p = decided(true);
+    int t = fk_produce_add(p.pid, p.epoch, "t:1", true);
     CHECK(F.taken);
     fk_advance(F.cfg.park_max_ms);
     CHECK_EQ(fk_err(t), KAFKA_CONCURRENT_TRANSACTIONS);
