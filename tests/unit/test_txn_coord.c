@@ -346,21 +346,10 @@ UNIT_TEST(test_fence_ongoing)
     fk_fini();
 }
 
-/* Ends a transaction of id with EndTxn v4 and leaves its markers out. */
-static struct fk_producer decided(bool commit)
-{
-    struct fk_producer p = fk_ongoing(ID, "t:0");
-    int t = fk_end(ID, p.pid, p.epoch, commit, 4);
-    fk_durable(KAFKA_NONE);
-    CHECK_EQ(fk_err(t), KAFKA_NONE);
-    CHECK_EQ(fk_pending_marker_sends(), 1);
-    return p;
-}
-
 static void fence_decided(bool commit)
 {
     fk_init();
-    struct fk_producer p = decided(commit);
+    struct fk_producer p = fk_decided(ID, "t:0", commit);
     int t = fk_init_pid(ID);
     CHECK(fk_no_actions()); /* parked: no answer, no record */
     CHECK_EQ(fk_stats().parked_requests, 1);
@@ -393,7 +382,7 @@ UNIT_TEST(test_fence_prepare_abort)
 UNIT_TEST(test_fence_parked_past_deadline)
 {
     fk_init();
-    decided(true);
+    fk_decided(ID, "t:0", true);
     int t = fk_init_pid(ID);
     fk_advance(F.cfg.park_max_ms - 1);
     CHECK_EQ(fk_err(t), -1);
@@ -695,7 +684,7 @@ UNIT_TEST(test_produce_add_parked_then_added)
 UNIT_TEST(test_produce_add_late_concurrent)
 {
     fk_init();
-    struct fk_producer p = decided(true);
+    struct fk_producer p = fk_decided(ID, "t:0", true);
     int t = fk_produce_add(p.pid, p.epoch, "t:1", true);
     CHECK(F.taken);
     fk_advance(F.cfg.park_max_ms);

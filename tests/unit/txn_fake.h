@@ -948,6 +948,19 @@ static inline struct fk_producer fk_ongoing(const char *id, const char *spec)
     return p;
 }
 
+/* A TV1 transaction of id on spec, ended with EndTxn v4 (decision
+ * durable, answered) and its markers left out. */
+static inline struct fk_producer fk_decided(const char *id, const char *spec,
+                                            bool commit)
+{
+    struct fk_producer p = fk_ongoing(id, spec);
+    int t = fk_end(id, p.pid, p.epoch, commit, 4);
+    fk_durable(KAFKA_NONE);
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    CHECK_EQ(fk_pending_marker_sends(), 1);
+    return p;
+}
+
 /* ---- the end ---------------------------------------------------------- */
 
 static inline void fk_fini(void)
