@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/say.h"
 #include "base/wr.h"
 #include "proto/kerr.h"
 #include "txn/coord.h"
@@ -184,6 +185,7 @@ static inline void fk_leader(int32_t part)
 static inline void fk_init_loading(const struct cn_txn_config *cfg)
 {
     memset(&F, 0, sizeof F);
+    cn_say_max_level = CN_SAY_ERROR; /* the machine's log lines are noise here */
     F.cfg = *cfg;
     F.pids.take = fk_take_pid;
     F.next_pid = 1000;
