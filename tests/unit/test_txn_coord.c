@@ -957,6 +957,93 @@ UNIT_TEST(test_operator_abort_not_ours)
     fk_fini();
 }
 
+/* AddOffsetsToTxn without a group (the handler passes no partition):
+ * INVALID_GROUP_ID, after the producer check (h_txn.c:476-489). */
+UNIT_TEST(test_add_offsets_no_group)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    CHECK_EQ(fk_err(fk_add_offsets(ID, p.pid, p.epoch, NULL)),
+             KAFKA_INVALID_GROUP_ID);
+    CHECK_EQ(fk_err(fk_add_offsets(ID, p.pid + 1, p.epoch, NULL)),
+             KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    CHECK_EQ(fk_nnew_appends(), 0);
+    fk_fini();
+}
+
+/* InitPid starts a new instance: partitions and start time cleared, the
+ * request's timeout, client_tv 0; AddPartitions v3 and EndTxn v4 mark a
+ * TV1 client (h_txn.c:211-218, 427, 713). */
+UNIT_TEST(test_init_pid_resets_instance)
+{
+    struct cn_txn_config cfg = fk_config();
+    fk_init_loading(&cfg);
+    struct cn_txn_meta m;
+    fk_meta(&m, ID, P, E, CN_TXN_COMPLETE_COMMIT, NULL);
+    m.client_tv = 2;
+    fk_replay(&m);
+    cn_txn_meta_fini(&m);
+    for (int32_t i = 0; i < cfg.nparts; i++)
+        fk_leader(i);
+    struct cn_txn_request r = fk_rq(CN_TXN_REQ_INIT_PID, ID, -1, -1);
+    r.timeout_ms = 12345;
+    fk_send(&r, NULL);
+    const struct fk_app *a = fk_last_append();
+    CHECK(a && a->m.state == CN_TXN_EMPTY && a->m.timeout_ms == 12345 &&
+          a->m.txn_start_ms == -1 && a->m.client_tv == 0 &&
+          a->m.npartitions == 0 && a->m.producer_epoch == E + 1);
+    fk_settle();
+    fk_add(ID, P, E + 1, "t:0");
+    CHECK(fk_last_append() && fk_last_append()->m.client_tv == 1 &&
+          fk_last_append()->m.txn_start_ms == F.now.wall_ms);
+    fk_settle();
+    fk_fini();
+}
+
+/* A TV2 abort with nothing open (Empty) is decided and completed
+ * without markers: PrepareAbort at E+1 with no partitions, then
+ * CompleteAbort; the answer carries E+1 (h_txn.c:554-557). */
+UNIT_TEST(test_tv2_bare_abort_completes_without_markers)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    int t = fk_end(ID, p.pid, p.epoch, false, 5);
+    CHECK(fk_last_append() &&
+          fk_last_append()->m.state == CN_TXN_PREPARE_ABORT &&
+          fk_last_append()->m.npartitions == 0);
+    fk_durable(KAFKA_NONE);
+    const struct cn_txn_answer *a = fk_answer_for(t);
+    CHECK(a && a->error == KAFKA_NONE && a->producer_epoch == p.epoch + 1);
+    CHECK_EQ(fk_nnew_markers(), 0);
+    CHECK(fk_last_append() &&
+          fk_last_append()->m.state == CN_TXN_COMPLETE_ABORT);
+    fk_durable(KAFKA_NONE);
+    CHECK(fk_find(ID) && fk_find(ID)->state == CN_TXN_COMPLETE_ABORT);
+    fk_fini();
+}
+
+/* Stats: ids per state, and the decision-to-Complete latency recorded
+ * once per transaction (txn_markers.c:41-49). */
+UNIT_TEST(test_stats)
+{
+    fk_init();
+    fk_ongoing(ID, "t:0");
+    fk_new_producer("other");
+    struct cn_txn_stats st = fk_stats();
+    CHECK_EQ(st.ids_by_state[CN_TXN_ONGOING], 1);
+    CHECK_EQ(st.ids_by_state[CN_TXN_EMPTY], 1);
+    CHECK_EQ(cn_txn_count(F.c, -1), 2);
+    const struct cn_txn_meta *m = fk_find(ID);
+    fk_end(ID, m->producer_id, m->producer_epoch, true, 4);
+    fk_settle();
+    st = fk_stats();
+    CHECK_EQ(st.commits, 1);
+    CHECK_EQ(st.commit_ms.count, 1);
+    CHECK_EQ(st.abort_ms.count, 0);
+    CHECK_EQ(st.ids_by_state[CN_TXN_COMPLETE_COMMIT], 1);
+    fk_fini();
+}
+
 UNIT_MAIN(test_transition_table, test_lifecycle_records,
           test_change_applied_when_durable, test_fence_ongoing,
           test_fence_prepare_commit, test_fence_prepare_abort,
@@ -974,4 +1061,6 @@ UNIT_MAIN(test_transition_table, test_lifecycle_records,
           test_end_v5_without_tv2_no_bump, test_fence_tv2_single_bump,
           test_fence_tv2_near_last_epoch_rotates_on_retry,
           test_fence_at_last_usable_epoch, test_timeout_at_last_usable_epoch,
-          test_operator_abort_single_bump, test_operator_abort_not_ours)
+          test_operator_abort_single_bump, test_operator_abort_not_ours,
+          test_add_offsets_no_group, test_init_pid_resets_instance,
+          test_tv2_bare_abort_completes_without_markers, test_stats)

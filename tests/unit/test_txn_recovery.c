@@ -609,6 +609,61 @@ UNIT_TEST(test_timer_action)
     fk_fini();
 }
 
+/* A request whose write is in flight when its part is lost still gets
+ * one answer, NOT_COORDINATOR (Kafka completes pending appends of a lost
+ * coordinator so), whether its WRITTEN comes later or not. */
+UNIT_TEST(test_unleader_answers_writer)
+{
+    fk_init();
+    char a[32];
+    fk_id_in_part("a", 0, a, sizeof a);
+    struct fk_producer p = fk_new_producer(a);
+    int t = fk_add(a, p.pid, p.epoch, "t:0");
+    fk_unleader(0);
+    fk_durable(KAFKA_NONE);
+    CHECK_EQ(fk_err(t), KAFKA_NOT_COORDINATOR);
+    fk_fini();
+}
+
+/* STOP answers the requests waiting for producer ids too. */
+UNIT_TEST(test_stop_answers_pids_parked)
+{
+    fk_init();
+    F.pids_eagain = true;
+    int t = fk_init_pid(ID);
+    fk_stop();
+    CHECK(fk_err(t) > 0);
+    fk_fini();
+}
+
+/* Ids of part (cn_txn_foreach / cn_txn_count), Dead never listed. */
+static int count_cb(void *arg, const struct cn_txn_meta *m)
+{
+    (void)m;
+    (*(int *)arg)++;
+    return 0;
+}
+
+UNIT_TEST(test_foreach_by_part)
+{
+    fk_init();
+    char a[32], b[32];
+    fk_id_in_part("a", 0, a, sizeof a);
+    fk_id_in_part("b", 3, b, sizeof b);
+    fk_new_producer(a);
+    fk_new_producer(b);
+    int n0 = 0, n3 = 0, all = 0;
+    cn_txn_foreach(F.c, 0, count_cb, &n0);
+    cn_txn_foreach(F.c, 3, count_cb, &n3);
+    cn_txn_foreach(F.c, -1, count_cb, &all);
+    CHECK_EQ(n0, 1);
+    CHECK_EQ(n3, 1);
+    CHECK_EQ(all, 2);
+    CHECK_EQ(cn_txn_count(F.c, 3), 1);
+    CHECK_EQ(cn_txn_count(F.c, 1), 0);
+    fk_fini();
+}
+
 UNIT_MAIN(test_timeout_abort, test_timeout_skips_busy,
           test_timeout_then_tv2_retry, test_epoch_before_state, test_expiry,
           test_expiry_not_ongoing, test_expiry_failed_keeps_id,
@@ -621,4 +676,6 @@ UNIT_MAIN(test_timeout_abort, test_timeout_skips_busy,
           test_durable_fail_decision, test_complete_fail_stays_busy,
           test_park_order, test_park_deadline, test_stop_answers_parked,
           test_pids_eagain, test_pids_eagain_overflow_end, test_pids_error,
-          test_unleader_drops_part, test_loading_part, test_timer_action)
+          test_unleader_drops_part, test_loading_part, test_timer_action,
+          test_unleader_answers_writer, test_stop_answers_pids_parked,
+          test_foreach_by_part)
