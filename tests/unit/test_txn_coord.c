@@ -146,8 +146,7 @@ static void table_setup(enum st s, enum ev e)
         fk_replay(&m);
     }
     cn_txn_meta_fini(&m);
-    for (int32_t p = 0; p < cfg.nparts; p++)
-        fk_leader(p);
+    fk_lead_all();
     if (s == ST_DEAD_FLIGHT) {
         fk_advance(EXPIRE_MS + 2000);
         CHECK_EQ(fk_pending_appends(), 1);
@@ -423,8 +422,7 @@ UNIT_TEST(test_init_pid_rotates_and_accepts_previous)
     struct cn_txn_config cfg = fk_config();
     fk_init_loading(&cfg);
     fk_replay_state(ID, P, LAST, CN_TXN_EMPTY, NULL);
-    for (int32_t i = 0; i < cfg.nparts; i++)
-        fk_leader(i);
+    fk_lead_all();
     int t = fk_init_pid_v(ID, P, LAST, 4);
     fk_settle();
     const struct cn_txn_answer *a = fk_answer_for(t);
@@ -712,15 +710,10 @@ UNIT_TEST(test_produce_add_write_failed)
 /* A TV2 Ongoing transaction of id at (pid, epoch) on t:0, replayed. */
 static void tv2_ongoing(int64_t pid, int16_t epoch)
 {
-    struct cn_txn_config cfg = fk_config();
-    fk_init_loading(&cfg);
     struct cn_txn_meta m;
     fk_meta(&m, ID, pid, epoch, CN_TXN_ONGOING, "t:0");
     m.client_tv = 2;
-    fk_replay(&m);
-    cn_txn_meta_fini(&m);
-    for (int32_t i = 0; i < cfg.nparts; i++)
-        fk_leader(i);
+    fk_init_replayed(&m);
 }
 
 /* EndTxn v5 bumps the epoch in the decision record and answers with the
@@ -976,15 +969,10 @@ UNIT_TEST(test_add_offsets_no_group)
  * TV1 client (h_txn.c:211-218, 427, 713). */
 UNIT_TEST(test_init_pid_resets_instance)
 {
-    struct cn_txn_config cfg = fk_config();
-    fk_init_loading(&cfg);
     struct cn_txn_meta m;
     fk_meta(&m, ID, P, E, CN_TXN_COMPLETE_COMMIT, NULL);
     m.client_tv = 2;
-    fk_replay(&m);
-    cn_txn_meta_fini(&m);
-    for (int32_t i = 0; i < cfg.nparts; i++)
-        fk_leader(i);
+    fk_init_replayed(&m);
     struct cn_txn_request r = fk_rq(CN_TXN_REQ_INIT_PID, ID, -1, -1);
     r.timeout_ms = 12345;
     fk_send(&r, NULL);

@@ -21,17 +21,12 @@
  * unless Empty/Complete), client_tv tv, led from now. */
 static void replayed(enum cn_txn_state s, int8_t tv)
 {
-    struct cn_txn_config cfg = fk_config();
-    fk_init_loading(&cfg);
     bool open = s == CN_TXN_ONGOING || s == CN_TXN_PREPARE_COMMIT ||
                 s == CN_TXN_PREPARE_ABORT || s == CN_TXN_PREPARE_EPOCH_FENCE;
     struct cn_txn_meta m;
     fk_meta(&m, ID, P, E, s, open ? "t:0 t:1" : NULL);
     m.client_tv = tv;
-    fk_replay(&m);
-    cn_txn_meta_fini(&m);
-    for (int32_t i = 0; i < cfg.nparts; i++)
-        fk_leader(i);
+    fk_init_replayed(&m);
 }
 
 /* ---- 3. timeouts -------------------------------------------------------- */
@@ -270,8 +265,7 @@ UNIT_TEST(test_replay_last_record_wins)
     CHECK_EQ(cn_txn_load_record(F.c, fk_part(ID), cn_bytes_of(junk, 5),
                                 cn_bytes_of(junk, 5)),
              0);
-    for (int32_t i = 0; i < cfg.nparts; i++)
-        fk_leader(i);
+    fk_lead_all();
     const struct cn_txn_meta *m = fk_find(ID);
     CHECK(m && m->state == CN_TXN_COMPLETE_COMMIT);
     CHECK(fk_find("gone") == NULL);
@@ -286,16 +280,11 @@ UNIT_TEST(test_replay_last_record_wins)
  * (txn_markers.c:80-87). */
 UNIT_TEST(test_replay_rotation)
 {
-    struct cn_txn_config cfg = fk_config();
-    fk_init_loading(&cfg);
     struct cn_txn_meta m;
     fk_meta(&m, ID, P, INT16_MAX, CN_TXN_PREPARE_COMMIT, "t:0");
     m.next_producer_id = 555;
     m.client_tv = 2;
-    fk_replay(&m);
-    cn_txn_meta_fini(&m);
-    for (int32_t i = 0; i < cfg.nparts; i++)
-        fk_leader(i);
+    fk_init_replayed(&m);
     const struct fk_mk *k = fk_last_markers();
     CHECK(k && k->producer_id == P && k->producer_epoch == INT16_MAX);
     fk_markers(-1);
@@ -315,7 +304,7 @@ UNIT_TEST(test_markers_carry_coordinator_epoch)
     struct cn_txn_config cfg = fk_config();
     fk_init_loading(&cfg);
     fk_replay_state(ID, P, E, CN_TXN_PREPARE_COMMIT, "t:0");
-    for (int32_t i = 0; i < cfg.nparts; i++)
+    for (int32_t i = 0; i < F.cfg.nparts; i++)
         fk_leader_epoch(i, 3);
     CHECK(fk_last_markers() && fk_last_markers()->coordinator_epoch == 3);
     fk_settle();
@@ -503,15 +492,10 @@ UNIT_TEST(test_pids_eagain)
 /* The TV2 overflow's EndTxn waits for a producer id the same way. */
 UNIT_TEST(test_pids_eagain_overflow_end)
 {
-    struct cn_txn_config cfg = fk_config();
-    fk_init_loading(&cfg);
     struct cn_txn_meta m;
     fk_meta(&m, ID, P, LAST, CN_TXN_ONGOING, "t:0");
     m.client_tv = 2;
-    fk_replay(&m);
-    cn_txn_meta_fini(&m);
-    for (int32_t i = 0; i < cfg.nparts; i++)
-        fk_leader(i);
+    fk_init_replayed(&m);
     F.pids_eagain = true;
     int t = fk_end(ID, P, LAST, true, 5);
     CHECK_EQ(F.want_pids, 1);

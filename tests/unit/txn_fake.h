@@ -200,12 +200,18 @@ static inline void fk_init_loading(const struct cn_txn_config *cfg)
         abort();
 }
 
+/* LEADER for every part. */
+static inline void fk_lead_all(void)
+{
+    for (int32_t p = 0; p < F.cfg.nparts; p++)
+        fk_leader(p);
+}
+
 /* A machine with cfg leading every part of an empty log. */
 static inline void fk_init_cfg(const struct cn_txn_config *cfg)
 {
     fk_init_loading(cfg);
-    for (int32_t p = 0; p < cfg->nparts; p++)
-        fk_leader(p);
+    fk_lead_all();
 }
 
 static inline void fk_init(void)
@@ -808,6 +814,18 @@ static inline void fk_replay(const struct cn_txn_meta *m)
     }
     cn_wr_fini(&key);
     cn_wr_fini(&value);
+}
+
+/* A machine (default config) whose log holds m (finied here; its times
+ * stamped with the new machine's now), led. */
+static inline void fk_init_replayed(struct cn_txn_meta *m)
+{
+    struct cn_txn_config cfg = fk_config();
+    fk_init_loading(&cfg);
+    m->txn_start_ms = m->last_update_ms = F.now.wall_ms;
+    fk_replay(m);
+    cn_txn_meta_fini(m);
+    fk_lead_all();
 }
 
 /* fk_meta + fk_replay in one. */
