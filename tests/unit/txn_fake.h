@@ -613,16 +613,42 @@ static inline size_t fk_pending_appends(void)
     return n;
 }
 
+/* k still waits for a result of some partition. */
+static inline bool fk_mk_open(const struct fk_mk *k)
+{
+    if (k->dropped)
+        return false;
+    for (size_t j = 0; j < k->n; j++)
+        if (!k->tp[j].answered)
+            return true;
+    return false;
+}
+
 static inline struct fk_mk *fk_pending_markers(void)
 {
-    for (size_t i = 0; i < F.nmk; i++) {
-        if (F.mk[i].dropped)
-            continue;
-        for (size_t j = 0; j < F.mk[i].n; j++)
-            if (!F.mk[i].tp[j].answered)
-                return &F.mk[i];
-    }
+    for (size_t i = 0; i < F.nmk; i++)
+        if (fk_mk_open(&F.mk[i]))
+            return &F.mk[i];
     return NULL;
+}
+
+static inline size_t fk_pending_marker_sends(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < F.nmk; i++)
+        n += fk_mk_open(&F.mk[i]);
+    return n;
+}
+
+static inline void fk_marker_result(const char *id, uint64_t seq, size_t i,
+                                    int16_t err)
+{
+    struct cn_txn_event ev = {.kind = CN_TXE_MARKER_RESULT, .now = F.now};
+    ev.u.marker.id = id;
+    ev.u.marker.seq = seq;
+    ev.u.marker.i = i;
+    ev.u.marker.err = err;
+    fk_step(&ev);
 }
 
 /* Every partition of the oldest marker send with results outstanding
@@ -635,49 +661,22 @@ static inline bool fk_markers(long fail_at)
     CHECK(k != NULL);
     if (!k)
         return false;
-    char id[FK_ID_LEN];
-    snprintf(id, sizeof id, "%s", k->id);
     for (size_t j = 0; j < k->n; j++) {
         if (k->tp[j].answered)
             continue;
         k->tp[j].answered = true;
-        struct cn_txn_event ev = {.kind = CN_TXE_MARKER_RESULT, .now = F.now};
-        ev.u.marker.id = id;
-        ev.u.marker.seq = k->seq;
-        ev.u.marker.i = j;
-        ev.u.marker.err = (long)j == fail_at ? FK_MARKER_ERR : KAFKA_NONE;
-        fk_step(&ev);
+        fk_marker_result(k->id, k->seq, j,
+                         (long)j == fail_at ? FK_MARKER_ERR : KAFKA_NONE);
     }
     return true;
 }
 
-/* One partition's result of the oldest outstanding send. */
-static inline void fk_marker_one(size_t j, int16_t err)
-{
-    fk_window();
-    struct fk_mk *k = fk_pending_markers();
-    CHECK(k != NULL && j < k->n && !k->tp[j].answered);
-    if (!k || j >= k->n)
-        return;
-    k->tp[j].answered = true;
-    struct cn_txn_event ev = {.kind = CN_TXE_MARKER_RESULT, .now = F.now};
-    ev.u.marker.id = k->id;
-    ev.u.marker.seq = k->seq;
-    ev.u.marker.i = j;
-    ev.u.marker.err = err;
-    fk_step(&ev);
-}
-
 /* A MARKER_RESULT as given (a stale or unknown seq). */
-static inline void fk_marker_raw(const char *id, uint64_t seq, size_t i, int16_t err)
+static inline void fk_marker_raw(const char *id, uint64_t seq, size_t i,
+                                 int16_t err)
 {
     fk_window();
-    struct cn_txn_event ev = {.kind = CN_TXE_MARKER_RESULT, .now = F.now};
-    ev.u.marker.id = id;
-    ev.u.marker.seq = seq;
-    ev.u.marker.i = i;
-    ev.u.marker.err = err;
-    fk_step(&ev);
+    fk_marker_result(id, seq, i, err);
 }
 
 /* The test decided a marker send is lost (no results will come). */
@@ -687,21 +686,6 @@ static inline void fk_drop_markers(void)
     CHECK(k != NULL);
     if (k)
         k->dropped = true;
-}
-
-static inline size_t fk_pending_marker_sends(void)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < F.nmk; i++) {
-        if (F.mk[i].dropped)
-            continue;
-        for (size_t j = 0; j < F.mk[i].n; j++)
-            if (!F.mk[i].tp[j].answered) {
-                n++;
-                break;
-            }
-    }
-    return n;
 }
 
 /* Completes every APPEND and answers every marker OK until nothing is in
