@@ -12,8 +12,8 @@
  */
 #include "txn_fake.h"
 
-#define P 7       /* the producer id of replayed transactions */
-#define E 5       /* ... and its epoch */
+#define P 7 /* the producer id of replayed transactions */
+#define E 5 /* ... and its epoch */
 #define LAST CN_TXN_EPOCH_LAST_USABLE
 
 /* ---- 1. the transition table ------------------------------------------ */
@@ -23,30 +23,42 @@ enum ev {
     EV_INIT_SAME, /* InitProducerId v3 naming (P, E) (KIP-360) */
     EV_ADD,       /* AddPartitionsToTxn v3 t:1 */
     EV_OFFSETS,   /* AddOffsetsToTxn, group partition __consumer_offsets:3 */
-    EV_END4C, EV_END4A, /* EndTxn v4 commit / abort at (P, E) */
-    EV_END5C, EV_END5A, /* EndTxn v5 (TV2) commit / abort at (P, E) */
-    EV_PRODUCE,   /* Produce v12 implicit add of t:1 */
-    EV_BATCHED,   /* AddPartitionsToTxn v5 (a leader's add) of t:1 */
-    EV_OP,        /* operator abort of P on t:0 */
-    EV_TIMEOUT,   /* time passes the transaction timeout */
-    EV_EXPIRY,    /* time passes transactional.id.expiration.ms */
+    EV_END4C,
+    EV_END4A, /* EndTxn v4 commit / abort at (P, E) */
+    EV_END5C,
+    EV_END5A,   /* EndTxn v5 (TV2) commit / abort at (P, E) */
+    EV_PRODUCE, /* Produce v12 implicit add of t:1 */
+    EV_BATCHED, /* AddPartitionsToTxn v5 (a leader's add) of t:1 */
+    EV_OP,      /* operator abort of P on t:0 */
+    EV_TIMEOUT, /* time passes the transaction timeout */
+    EV_EXPIRY,  /* time passes transactional.id.expiration.ms */
     EV_N
 };
 
 enum st {
-    ST_EMPTY, ST_ONGOING, ST_PC, ST_PA, ST_CC, ST_CA, ST_FENCE,
+    ST_EMPTY,
+    ST_ONGOING,
+    ST_PC,
+    ST_PA,
+    ST_CC,
+    ST_CA,
+    ST_FENCE,
     ST_DEAD_FLIGHT, /* its expiry tombstone is being written */
     ST_ABSENT,      /* its tombstone is in the log */
     ST_N
 };
 
 static const char *const st_name[ST_N] = {
-    "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
-    "CompleteAbort", "PrepareEpochFence", "Dead in flight", "absent"};
-static const char *const ev_name[EV_N] = {
-    "InitPid", "InitPid(P,E)v3", "AddParts", "AddOffsets", "EndTxn4 commit",
-    "EndTxn4 abort", "EndTxn5 commit", "EndTxn5 abort", "ProduceAdd",
-    "Batched v5", "operator abort", "timeout", "expiry"};
+    "Empty",          "Ongoing",       "PrepareCommit",     "PrepareAbort",
+    "CompleteCommit", "CompleteAbort", "PrepareEpochFence", "Dead in flight",
+    "absent"};
+static const char *const ev_name[EV_N] = {"InitPid",        "InitPid(P,E)v3",
+                                          "AddParts",       "AddOffsets",
+                                          "EndTxn4 commit", "EndTxn4 abort",
+                                          "EndTxn5 commit", "EndTxn5 abort",
+                                          "ProduceAdd",     "Batched v5",
+                                          "operator abort", "timeout",
+                                          "expiry"};
 
 #define PK -2 /* parked: no answer yet */
 #define NA -3 /* no answer is due (ticks; a produce add not taken) */
@@ -72,51 +84,157 @@ struct cell {
  * (EndTxn v5), 682-715 (v4); txn_verify.c:105-113 (batched), 254-276
  * (produce add); txn_markers.c:241 (timeout), 287-311 (operator);
  * txn_coord.c:492 (expiry). */
-static const struct cell table[ST_N][EV_N] = {
-    [ST_EMPTY] = {{N, EM, 0, 0}, {N, EM, 0, 0}, {N, ON, 0, 0}, {N, ON, 0, 0},
-                  {ITS, X, 0, 0}, {ITS, X, 0, 0}, {ITS, X, 0, 0},
-                  /* TV2 abort with nothing open: decided, no partitions */
-                  {N, PA, 0, 0}, {N, ON, 0, 1}, {N, ON, 0, 0},
-                  {N, X, 0, 0}, {NA, X, 0, 0}, {NA, DE, 0, 0}},
-    [ST_ONGOING] = {{CT, PA, 1, 0}, {CT, PA, 1, 0}, {N, ON, 0, 0},
-                    {N, ON, 0, 0}, {N, PC, 1, 0}, {N, PA, 1, 0},
-                    {N, PC, 1, 0}, {N, PA, 1, 0}, {N, ON, 0, 1},
-                    {N, ON, 0, 0}, {N, PA, 1, 1}, {NA, PA, 1, 0},
-                    {NA, X, 0, 0}},
-    [ST_PC] = {{PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
-               {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
-               {PK, X, 0, 1}, {CT, X, 0, 0}, {ITS, X, 0, 0}, {NA, X, 0, 0},
-               {NA, X, 0, 0}},
-    [ST_PA] = {{PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
-               {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
-               {PK, X, 0, 1}, {CT, X, 0, 0}, {N, X, 0, 1}, {NA, X, 0, 0},
-               {NA, X, 0, 0}},
-    [ST_CC] = {{N, EM, 0, 0}, {N, EM, 0, 0}, {N, ON, 0, 0}, {N, ON, 0, 0},
-               {N, X, 0, 0}, {ITS, X, 0, 0}, {ITS, X, 0, 0}, {N, PA, 0, 0},
-               {N, ON, 0, 1}, {N, ON, 0, 0}, {N, X, 0, 0}, {NA, X, 0, 0},
-               {NA, DE, 0, 0}},
-    [ST_CA] = {{N, EM, 0, 0}, {N, EM, 0, 0}, {N, ON, 0, 0}, {N, ON, 0, 0},
-               {ITS, X, 0, 0}, {N, X, 0, 0}, {ITS, X, 0, 0}, {N, PA, 0, 0},
-               {N, ON, 0, 1}, {N, ON, 0, 0}, {N, X, 0, 0}, {NA, X, 0, 0},
-               {NA, DE, 0, 0}},
-    /* Replayed only (nobody writes it): treated as a Prepare state but
-     * not resumed at load, so its requests wait out park_max_ms (plan
-     * 11.7: flagged, kept as today). */
-    [ST_FENCE] = {{PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
-                  {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
-                  {PK, X, 0, 0}, {PK, X, 0, 1}, {CT, X, 0, 0},
-                  {N, X, 0, 1}, {NA, X, 0, 0}, {NA, X, 0, 0}},
-    [ST_DEAD_FLIGHT] = {{PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
-                        {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 0},
-                        {PK, X, 0, 0}, {PK, X, 0, 0}, {PK, X, 0, 1},
-                        {CT, X, 0, 0}, {N, X, 0, 0}, {NA, X, 0, 0},
-                        {NA, X, 0, 0}},
-    /* A new InitPid starts afresh; the old producer is unknown. */
-    [ST_ABSENT] = {{N, EM, 0, 0}, {N, EM, 0, 0}, {IPIM, X, 0, 0},
-                   {IPIM, X, 0, 0}, {IPIM, X, 0, 0}, {IPIM, X, 0, 0},
-                   {IPIM, X, 0, 0}, {IPIM, X, 0, 0}, {NA, X, 0, 0},
-                   {IPIM, X, 0, 0}, {N, X, 0, 0}, {NA, X, 0, 0},
-                   {NA, X, 0, 0}},
+static const struct cell table[ST_N][EV_N] =
+    {
+        [ST_EMPTY] =
+            {
+                [EV_INIT_NEW] = {N, EM, 0, 0},
+                [EV_INIT_SAME] = {N, EM, 0, 0},
+                [EV_ADD] = {N, ON, 0, 0},
+                [EV_OFFSETS] = {N, ON, 0, 0},
+                [EV_END4C] = {ITS, X, 0, 0},
+                [EV_END4A] = {ITS, X, 0, 0},
+                [EV_END5C] = {ITS, X, 0, 0},
+                /* TV2 abort with nothing open: decided, no partitions */
+                [EV_END5A] = {N, PA, 0, 0},
+                [EV_PRODUCE] = {N, ON, 0, 1},
+                [EV_BATCHED] = {N, ON, 0, 0},
+                [EV_OP] = {N, X, 0, 0},
+                [EV_TIMEOUT] = {NA, X, 0, 0},
+                [EV_EXPIRY] = {NA, DE, 0, 0},
+            },
+        [ST_ONGOING] =
+            {
+                [EV_INIT_NEW] = {CT, PA, 1, 0},
+                [EV_INIT_SAME] = {CT, PA, 1, 0},
+                [EV_ADD] = {N, ON, 0, 0},
+                [EV_OFFSETS] = {N, ON, 0, 0},
+                [EV_END4C] = {N, PC, 1, 0},
+                [EV_END4A] = {N, PA, 1, 0},
+                [EV_END5C] = {N, PC, 1, 0},
+                [EV_END5A] = {N, PA, 1, 0},
+                [EV_PRODUCE] = {N, ON, 0, 1},
+                [EV_BATCHED] = {N, ON, 0, 0},
+                [EV_OP] = {N, PA, 1, 1},
+                [EV_TIMEOUT] = {NA, PA, 1, 0},
+                [EV_EXPIRY] = {NA, X, 0, 0},
+            },
+        [ST_PC] =
+            {
+                [EV_INIT_NEW] = {PK, X, 0, 0},
+                [EV_INIT_SAME] = {PK, X, 0, 0},
+                [EV_ADD] = {PK, X, 0, 0},
+                [EV_OFFSETS] = {PK, X, 0, 0},
+                [EV_END4C] = {PK, X, 0, 0},
+                [EV_END4A] = {PK, X, 0, 0},
+                [EV_END5C] = {PK, X, 0, 0},
+                [EV_END5A] = {PK, X, 0, 0},
+                [EV_PRODUCE] = {PK, X, 0, 1},
+                [EV_BATCHED] = {CT, X, 0, 0},
+                [EV_OP] = {ITS, X, 0, 0},
+                [EV_TIMEOUT] = {NA, X, 0, 0},
+                [EV_EXPIRY] = {NA, X, 0, 0},
+            },
+        [ST_PA] =
+            {
+                [EV_INIT_NEW] = {PK, X, 0, 0},
+                [EV_INIT_SAME] = {PK, X, 0, 0},
+                [EV_ADD] = {PK, X, 0, 0},
+                [EV_OFFSETS] = {PK, X, 0, 0},
+                [EV_END4C] = {PK, X, 0, 0},
+                [EV_END4A] = {PK, X, 0, 0},
+                [EV_END5C] = {PK, X, 0, 0},
+                [EV_END5A] = {PK, X, 0, 0},
+                [EV_PRODUCE] = {PK, X, 0, 1},
+                [EV_BATCHED] = {CT, X, 0, 0},
+                [EV_OP] = {N, X, 0, 1},
+                [EV_TIMEOUT] = {NA, X, 0, 0},
+                [EV_EXPIRY] = {NA, X, 0, 0},
+            },
+        [ST_CC] =
+            {
+                [EV_INIT_NEW] = {N, EM, 0, 0},
+                [EV_INIT_SAME] = {N, EM, 0, 0},
+                [EV_ADD] = {N, ON, 0, 0},
+                [EV_OFFSETS] = {N, ON, 0, 0},
+                [EV_END4C] = {N, X, 0, 0},
+                [EV_END4A] = {ITS, X, 0, 0},
+                [EV_END5C] = {ITS, X, 0, 0},
+                [EV_END5A] = {N, PA, 0, 0},
+                [EV_PRODUCE] = {N, ON, 0, 1},
+                [EV_BATCHED] = {N, ON, 0, 0},
+                [EV_OP] = {N, X, 0, 0},
+                [EV_TIMEOUT] = {NA, X, 0, 0},
+                [EV_EXPIRY] = {NA, DE, 0, 0},
+            },
+        [ST_CA] =
+            {
+                [EV_INIT_NEW] = {N, EM, 0, 0},
+                [EV_INIT_SAME] = {N, EM, 0, 0},
+                [EV_ADD] = {N, ON, 0, 0},
+                [EV_OFFSETS] = {N, ON, 0, 0},
+                [EV_END4C] = {ITS, X, 0, 0},
+                [EV_END4A] = {N, X, 0, 0},
+                [EV_END5C] = {ITS, X, 0, 0},
+                [EV_END5A] = {N, PA, 0, 0},
+                [EV_PRODUCE] = {N, ON, 0, 1},
+                [EV_BATCHED] = {N, ON, 0, 0},
+                [EV_OP] = {N, X, 0, 0},
+                [EV_TIMEOUT] = {NA, X, 0, 0},
+                [EV_EXPIRY] = {NA, DE, 0, 0},
+            },
+        /* Replayed only (nobody writes it): treated as a Prepare state
+         * but not resumed at load, so its requests wait out park_max_ms
+         * (plan 11.7: flagged, kept as today). */
+        [ST_FENCE] =
+            {
+                [EV_INIT_NEW] = {PK, X, 0, 0},
+                [EV_INIT_SAME] = {PK, X, 0, 0},
+                [EV_ADD] = {PK, X, 0, 0},
+                [EV_OFFSETS] = {PK, X, 0, 0},
+                [EV_END4C] = {PK, X, 0, 0},
+                [EV_END4A] = {PK, X, 0, 0},
+                [EV_END5C] = {PK, X, 0, 0},
+                [EV_END5A] = {PK, X, 0, 0},
+                [EV_PRODUCE] = {PK, X, 0, 1},
+                [EV_BATCHED] = {CT, X, 0, 0},
+                [EV_OP] = {N, X, 0, 1},
+                [EV_TIMEOUT] = {NA, X, 0, 0},
+                [EV_EXPIRY] = {NA, X, 0, 0},
+            },
+        [ST_DEAD_FLIGHT] =
+            {
+                [EV_INIT_NEW] = {PK, X, 0, 0},
+                [EV_INIT_SAME] = {PK, X, 0, 0},
+                [EV_ADD] = {PK, X, 0, 0},
+                [EV_OFFSETS] = {PK, X, 0, 0},
+                [EV_END4C] = {PK, X, 0, 0},
+                [EV_END4A] = {PK, X, 0, 0},
+                [EV_END5C] = {PK, X, 0, 0},
+                [EV_END5A] = {PK, X, 0, 0},
+                [EV_PRODUCE] = {PK, X, 0, 1},
+                [EV_BATCHED] = {CT, X, 0, 0},
+                [EV_OP] = {N, X, 0, 0},
+                [EV_TIMEOUT] = {NA, X, 0, 0},
+                [EV_EXPIRY] = {NA, X, 0, 0},
+            },
+        /* A new InitPid starts afresh; the old producer is unknown. */
+        [ST_ABSENT] =
+            {
+                [EV_INIT_NEW] = {N, EM, 0, 0},
+                [EV_INIT_SAME] = {N, EM, 0, 0},
+                [EV_ADD] = {IPIM, X, 0, 0},
+                [EV_OFFSETS] = {IPIM, X, 0, 0},
+                [EV_END4C] = {IPIM, X, 0, 0},
+                [EV_END4A] = {IPIM, X, 0, 0},
+                [EV_END5C] = {IPIM, X, 0, 0},
+                [EV_END5A] = {IPIM, X, 0, 0},
+                [EV_PRODUCE] = {NA, X, 0, 0},
+                [EV_BATCHED] = {IPIM, X, 0, 0},
+                [EV_OP] = {N, X, 0, 0},
+                [EV_TIMEOUT] = {NA, X, 0, 0},
+                [EV_EXPIRY] = {NA, X, 0, 0},
+            },
 };
 
 #define ID "txn-a"
@@ -130,9 +248,15 @@ static void table_setup(enum st s, enum ev e)
         cfg.id_expiration_ms = EXPIRE_MS;
     fk_init_loading(&cfg);
     static const enum cn_txn_state replayed[ST_N] = {
-        CN_TXN_EMPTY, CN_TXN_ONGOING, CN_TXN_PREPARE_COMMIT,
-        CN_TXN_PREPARE_ABORT, CN_TXN_COMPLETE_COMMIT, CN_TXN_COMPLETE_ABORT,
-        CN_TXN_PREPARE_EPOCH_FENCE, CN_TXN_EMPTY, CN_TXN_EMPTY};
+        CN_TXN_EMPTY,
+        CN_TXN_ONGOING,
+        CN_TXN_PREPARE_COMMIT,
+        CN_TXN_PREPARE_ABORT,
+        CN_TXN_COMPLETE_COMMIT,
+        CN_TXN_COMPLETE_ABORT,
+        CN_TXN_PREPARE_EPOCH_FENCE,
+        CN_TXN_EMPTY,
+        CN_TXN_EMPTY};
     enum cn_txn_state rs = replayed[s];
     bool open = rs == CN_TXN_ONGOING || rs == CN_TXN_PREPARE_COMMIT ||
                 rs == CN_TXN_PREPARE_ABORT || rs == CN_TXN_PREPARE_EPOCH_FENCE;
@@ -159,37 +283,23 @@ static int table_event(enum ev e)
 {
     struct cn_txn_request r;
     switch (e) {
-    case EV_INIT_NEW:
-        return fk_init_pid(ID);
-    case EV_INIT_SAME:
-        return fk_init_pid_v(ID, P, E, 3);
-    case EV_ADD:
-        return fk_add(ID, P, E, "t:1");
-    case EV_OFFSETS:
-        return fk_add_offsets(ID, P, E, "__consumer_offsets:3");
+    case EV_INIT_NEW: return fk_init_pid(ID);
+    case EV_INIT_SAME: return fk_init_pid_v(ID, P, E, 3);
+    case EV_ADD: return fk_add(ID, P, E, "t:1");
+    case EV_OFFSETS: return fk_add_offsets(ID, P, E, "__consumer_offsets:3");
     case EV_END4C:
-    case EV_END4A:
-        return fk_end(ID, P, E, e == EV_END4C, 4);
+    case EV_END4A: return fk_end(ID, P, E, e == EV_END4C, 4);
     case EV_END5C:
-    case EV_END5A:
-        return fk_end(ID, P, E, e == EV_END5C, 5);
-    case EV_PRODUCE:
-        return fk_produce_add(P, E, "t:1", true);
+    case EV_END5A: return fk_end(ID, P, E, e == EV_END5C, 5);
+    case EV_PRODUCE: return fk_produce_add(P, E, "t:1", true);
     case EV_BATCHED:
         r = fk_rq(CN_TXN_REQ_ADD_BATCHED, ID, P, E);
         r.api_version = 5;
         return fk_send(&r, "t:1");
-    case EV_OP:
-        fk_op_abort(P, "t", 0);
-        return 0;
-    case EV_TIMEOUT:
-        fk_advance(60000 + 10000 + 1);
-        return 0;
-    case EV_EXPIRY:
-        fk_advance(EXPIRE_MS + 2000);
-        return 0;
-    default:
-        return 0;
+    case EV_OP: fk_op_abort(P, "t", 0); return 0;
+    case EV_TIMEOUT: fk_advance(60000 + 10000 + 1); return 0;
+    case EV_EXPIRY: fk_advance(EXPIRE_MS + 2000); return 0;
+    default: return 0;
     }
 }
 
@@ -209,11 +319,9 @@ static void table_cell(enum st s, enum ev e)
             fk_durable_this(&F.app[app0], KAFKA_NONE);
     }
     int ans = e == EV_OP ? result
-              : tok      ? fk_err(tok) == -1 ? (e == EV_PRODUCE && !taken
-                                                    ? NA
-                                                    : PK)
-                                             : fk_err(tok)
-                         : NA;
+              : tok ? fk_err(tok) == -1 ? (e == EV_PRODUCE && !taken ? NA : PK)
+                                        : fk_err(tok)
+                    : NA;
     int mk = F.nmk > mk0;
     CHECK_EQ(ans, want->ans);
     CHECK_EQ(rec, want->rec);
@@ -554,7 +662,8 @@ UNIT_TEST(test_batched_add_unknown_not_attempted)
 {
     fk_init();
     struct fk_producer p = fk_new_producer(ID);
-    struct cn_txn_request r = fk_rq(CN_TXN_REQ_ADD_BATCHED, ID, p.pid, p.epoch);
+    struct cn_txn_request r = fk_rq(CN_TXN_REQ_ADD_BATCHED, ID, p.pid,
+                                    p.epoch);
     r.api_version = 5;
     r.has_unknown = true;
     int t = fk_send(&r, "t:0");
@@ -828,8 +937,7 @@ UNIT_TEST(test_end_v5_without_tv2_no_bump)
     fk_init_cfg(&cfg);
     struct fk_producer p = fk_ongoing(ID, "t:0");
     fk_end(ID, p.pid, p.epoch, true, 5);
-    CHECK(fk_last_append() &&
-          fk_last_append()->m.producer_epoch == p.epoch);
+    CHECK(fk_last_append() && fk_last_append()->m.producer_epoch == p.epoch);
     fk_settle();
     fk_fini();
 }
@@ -840,8 +948,7 @@ UNIT_TEST(test_fence_tv2_single_bump)
 {
     tv2_ongoing(P, E);
     fk_init_pid(ID);
-    CHECK(fk_last_append() &&
-          fk_last_append()->m.producer_epoch == E + 1);
+    CHECK(fk_last_append() && fk_last_append()->m.producer_epoch == E + 1);
     fk_durable(KAFKA_NONE);
     CHECK(fk_last_markers() && fk_last_markers()->producer_epoch == E + 1);
     fk_settle();
@@ -1043,9 +1150,9 @@ UNIT_MAIN(test_transition_table, test_lifecycle_records,
           test_batched_add_busy_concurrent,
           test_add_parts_unknown_not_attempted, test_produce_add_v12_taken,
           test_produce_add_not_taken, test_produce_add_tv2_client_any_version,
-          test_produce_add_parked_then_added,
-          test_produce_add_late_concurrent, test_produce_add_write_failed,
-          test_tv2_end_bumps_once, test_tv2_overflow, test_tv2_end_retry,
+          test_produce_add_parked_then_added, test_produce_add_late_concurrent,
+          test_produce_add_write_failed, test_tv2_end_bumps_once,
+          test_tv2_overflow, test_tv2_end_retry,
           test_end_v5_without_tv2_no_bump, test_fence_tv2_single_bump,
           test_fence_tv2_near_last_epoch_rotates_on_retry,
           test_fence_at_last_usable_epoch, test_timeout_at_last_usable_epoch,

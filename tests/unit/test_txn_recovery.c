@@ -181,8 +181,9 @@ static void replay_decided(bool commit)
           k->producer_epoch == E && k->n == 2 && !k->first_after_decision);
     fk_markers(-1);
     const struct fk_app *r = fk_last_append();
-    CHECK(r && r->m.state == (commit ? CN_TXN_COMPLETE_COMMIT
-                                     : CN_TXN_COMPLETE_ABORT) &&
+    CHECK(r &&
+          r->m.state ==
+              (commit ? CN_TXN_COMPLETE_COMMIT : CN_TXN_COMPLETE_ABORT) &&
           r->m.producer_epoch == E && r->role == CN_TXN_WRITE_COMPLETE);
     fk_durable(KAFKA_NONE);
     CHECK(!cn_txn_busy(F.c, ID));
@@ -223,9 +224,11 @@ UNIT_TEST(test_replay_resumed_count)
 /* Idle states replay idle: nothing is sent or written at LEADER. */
 UNIT_TEST(test_replay_idle_states)
 {
-    static const enum cn_txn_state idle[] = {
-        CN_TXN_EMPTY, CN_TXN_COMPLETE_COMMIT, CN_TXN_COMPLETE_ABORT,
-        CN_TXN_ONGOING, CN_TXN_PREPARE_EPOCH_FENCE};
+    static const enum cn_txn_state idle[] = {CN_TXN_EMPTY,
+                                             CN_TXN_COMPLETE_COMMIT,
+                                             CN_TXN_COMPLETE_ABORT,
+                                             CN_TXN_ONGOING,
+                                             CN_TXN_PREPARE_EPOCH_FENCE};
     for (size_t i = 0; i < sizeof idle / sizeof idle[0]; i++) {
         replayed(idle[i], 1);
         CHECK_EQ(F.napp, 0);

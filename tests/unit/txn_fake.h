@@ -46,23 +46,23 @@
 #include "txn/txn_state.h"
 #include "unit.h"
 
-#define FK_MAX 256   /* actions of each kind kept per test */
-#define FK_TPS 16    /* partitions per request / marker send */
-#define FK_IDS 64    /* ids whose durable state is tracked */
+#define FK_MAX 256 /* actions of each kind kept per test */
+#define FK_TPS 16  /* partitions per request / marker send */
+#define FK_IDS 64  /* ids whose durable state is tracked */
 #define FK_ID_LEN 64
 
 /* Marker failure default: what a partition leader that cannot append
  * answers. */
 #define FK_MARKER_ERR KAFKA_KAFKA_STORAGE_ERROR
 
-struct fk_app {                 /* one APPEND */
+struct fk_app { /* one APPEND */
     char id[FK_ID_LEN];
     uint64_t seq;
     int32_t part;
     enum cn_txn_write_role role;
     bool tombstone;
-    struct cn_txn_meta m;       /* decoded record (state Dead: tombstone) */
-    bool done, dropped;         /* WRITTEN fed / the test dropped it */
+    struct cn_txn_meta m; /* decoded record (state Dead: tombstone) */
+    bool done, dropped;   /* WRITTEN fed / the test dropped it */
 };
 
 struct fk_mtp {
@@ -71,7 +71,7 @@ struct fk_mtp {
     bool answered;
 };
 
-struct fk_mk {                  /* one SEND_MARKERS */
+struct fk_mk { /* one SEND_MARKERS */
     char id[FK_ID_LEN];
     uint64_t seq;
     int64_t producer_id;
@@ -83,14 +83,14 @@ struct fk_mk {                  /* one SEND_MARKERS */
     bool dropped;
 };
 
-struct fk_req {                 /* one request fed */
+struct fk_req { /* one request fed */
     enum cn_txn_req_kind kind;
     int answers;
-    bool taken;                 /* PRODUCE_ADD: acts.taken */
+    bool taken; /* PRODUCE_ADD: acts.taken */
     bool dropped;
 };
 
-struct fk_durable {             /* the log's idea of an id */
+struct fk_durable { /* the log's idea of an id */
     char id[FK_ID_LEN];
     enum cn_txn_state state;
     bool present;
@@ -102,7 +102,7 @@ static struct fk {
     struct cn_txn_pids pids;
     struct cn_txn_now now;
     struct cn_txn_actions acts;
-    int64_t timer;              /* the last step's timer_mono_ms */
+    int64_t timer; /* the last step's timer_mono_ms */
     /* the last step's scalar results */
     bool taken, op_taken;
     int16_t result;
@@ -185,7 +185,8 @@ static inline void fk_leader(int32_t part)
 static inline void fk_init_loading(const struct cn_txn_config *cfg)
 {
     memset(&F, 0, sizeof F);
-    cn_say_max_level = CN_SAY_ERROR; /* the machine's log lines are noise here */
+    cn_say_max_level =
+        CN_SAY_ERROR; /* the machine's log lines are noise here */
     F.cfg = *cfg;
     F.pids.take = fk_take_pid;
     F.next_pid = 1000;
@@ -224,8 +225,7 @@ static inline void fk_init(void)
 
 static inline int32_t fk_part(const char *id)
 {
-    return cn_txn_partition_for((const uint8_t *)id, strlen(id),
-                                F.cfg.nparts);
+    return cn_txn_partition_for((const uint8_t *)id, strlen(id), F.cfg.nparts);
 }
 
 static inline struct fk_durable *fk_dur(const char *id, bool make)
@@ -250,7 +250,8 @@ struct fk_chunk {
     _Alignas(16) uint8_t data[];
 };
 
-static inline bool fk_in_arena(const struct cn_arena *a, const void *p, size_t n)
+static inline bool fk_in_arena(const struct cn_arena *a, const void *p,
+                               size_t n)
 {
     const uint8_t *q = p;
     for (const struct fk_chunk *ch = (const struct fk_chunk *)a->head; ch;
@@ -280,8 +281,7 @@ static inline void fk_record_append(const struct cn_txn_action *a)
     CHECK(a->u.append.value.len < 0 ||
           fk_in_arena(&F.acts.arena, a->u.append.value.ptr,
                       (size_t)a->u.append.value.len));
-    snprintf(r->id, sizeof r->id, "%s",
-             a->u.append.id ? a->u.append.id : "");
+    snprintf(r->id, sizeof r->id, "%s", a->u.append.id ? a->u.append.id : "");
     r->seq = a->u.append.seq;
     r->part = a->u.append.part;
     r->role = a->u.append.role;
@@ -383,20 +383,11 @@ static inline void fk_step(const struct cn_txn_event *ev)
     for (size_t i = 0; i < F.acts.n; i++) {
         const struct cn_txn_action *a = &F.acts.v[i];
         switch (a->kind) {
-        case CN_TXA_APPEND:
-            fk_record_append(a);
-            break;
-        case CN_TXA_SEND_MARKERS:
-            fk_record_markers(a);
-            break;
-        case CN_TXA_ANSWER:
-            fk_record_answer(a);
-            break;
-        case CN_TXA_WANT_PIDS:
-            F.want_pids++;
-            break;
-        default:
-            CHECK(!"unknown action kind");
+        case CN_TXA_APPEND: fk_record_append(a); break;
+        case CN_TXA_SEND_MARKERS: fk_record_markers(a); break;
+        case CN_TXA_ANSWER: fk_record_answer(a); break;
+        case CN_TXA_WANT_PIDS: F.want_pids++; break;
+        default: CHECK(!"unknown action kind");
         }
     }
     F.timer = F.acts.timer_mono_ms;
@@ -433,8 +424,8 @@ static inline size_t fk_tps(const char *spec, struct cn_txn_tp *tps)
     return n;
 }
 
-static inline struct cn_txn_request fk_rq(enum cn_txn_req_kind kind, const char *id,
-                                   int64_t pid, int16_t epoch)
+static inline struct cn_txn_request
+fk_rq(enum cn_txn_req_kind kind, const char *id, int64_t pid, int16_t epoch)
 {
     struct cn_txn_request r = {
         .kind = kind,
@@ -442,10 +433,10 @@ static inline struct cn_txn_request fk_rq(enum cn_txn_req_kind kind, const char 
         .producer_id = pid,
         .producer_epoch = epoch,
         .timeout_ms = 60000,
-        .api_version = kind == CN_TXN_REQ_INIT_PID ? 4
-                       : kind == CN_TXN_REQ_END   ? 4
+        .api_version = kind == CN_TXN_REQ_INIT_PID      ? 4
+                       : kind == CN_TXN_REQ_END         ? 4
                        : kind == CN_TXN_REQ_ADD_BATCHED ? 4
-                                                  : 3,
+                                                        : 3,
     };
     return r;
 }
@@ -483,7 +474,7 @@ static inline int fk_send(const struct cn_txn_request *r, const char *spec)
 }
 
 static inline int fk_init_pid_v(const char *id, int64_t pid, int16_t epoch,
-                         int16_t version)
+                                int16_t version)
 {
     struct cn_txn_request r = fk_rq(CN_TXN_REQ_INIT_PID, id, pid, epoch);
     r.api_version = version;
@@ -495,29 +486,30 @@ static inline int fk_init_pid(const char *id)
     return fk_init_pid_v(id, -1, -1, 4);
 }
 
-static inline int fk_add(const char *id, int64_t pid, int16_t epoch, const char *spec)
+static inline int fk_add(const char *id, int64_t pid, int16_t epoch,
+                         const char *spec)
 {
     struct cn_txn_request r = fk_rq(CN_TXN_REQ_ADD_PARTS, id, pid, epoch);
     return fk_send(&r, spec);
 }
 
 static inline int fk_add_offsets(const char *id, int64_t pid, int16_t epoch,
-                          const char *spec)
+                                 const char *spec)
 {
     struct cn_txn_request r = fk_rq(CN_TXN_REQ_ADD_OFFSETS, id, pid, epoch);
     return fk_send(&r, spec);
 }
 
 static inline int fk_batched(const char *id, int64_t pid, int16_t epoch,
-                      const char *spec, int16_t version)
+                             const char *spec, int16_t version)
 {
     struct cn_txn_request r = fk_rq(CN_TXN_REQ_ADD_BATCHED, id, pid, epoch);
     r.api_version = version;
     return fk_send(&r, spec);
 }
 
-static inline int fk_end(const char *id, int64_t pid, int16_t epoch, bool commit,
-                  int16_t version)
+static inline int fk_end(const char *id, int64_t pid, int16_t epoch,
+                         bool commit, int16_t version)
 {
     struct cn_txn_request r = fk_rq(CN_TXN_REQ_END, id, pid, epoch);
     r.commit = commit;
@@ -527,7 +519,7 @@ static inline int fk_end(const char *id, int64_t pid, int16_t epoch, bool commit
 
 /* A produce's implicit add; F.taken tells whether it was taken. */
 static inline int fk_produce_add(int64_t pid, int16_t epoch, const char *spec,
-                          bool v12)
+                                 bool v12)
 {
     struct cn_txn_request r = fk_rq(CN_TXN_REQ_PRODUCE_ADD, NULL, pid, epoch);
     r.produce_v12 = v12;
@@ -536,7 +528,8 @@ static inline int fk_produce_add(int64_t pid, int16_t epoch, const char *spec,
 }
 
 /* WriteTxnMarkers abort / hanging check; F.result and F.op_taken. */
-static inline void fk_op_abort(int64_t pid, const char *topic, int32_t partition)
+static inline void fk_op_abort(int64_t pid, const char *topic,
+                               int32_t partition)
 {
     fk_window();
     struct cn_txn_event ev = {.kind = CN_TXE_OPERATOR_ABORT, .now = F.now};
@@ -758,7 +751,8 @@ static inline void fk_unleader(int32_t part)
 /* A meta for replay: pid/epoch/state, partitions from spec, timeout 60 s,
  * started and updated now, client_tv 1.  Caller finis it. */
 static inline void fk_meta(struct cn_txn_meta *m, const char *id, int64_t pid,
-                    int16_t epoch, enum cn_txn_state s, const char *spec)
+                           int16_t epoch, enum cn_txn_state s,
+                           const char *spec)
 {
     struct cn_txn_tp tps[FK_TPS];
     cn_txn_meta_init(m);
@@ -814,7 +808,7 @@ static inline void fk_init_replayed(struct cn_txn_meta *m)
 
 /* fk_meta + fk_replay in one. */
 static inline void fk_replay_state(const char *id, int64_t pid, int16_t epoch,
-                            enum cn_txn_state s, const char *spec)
+                                   enum cn_txn_state s, const char *spec)
 {
     struct cn_txn_meta m;
     fk_meta(&m, id, pid, epoch, s, spec);
@@ -890,8 +884,8 @@ static inline bool fk_no_actions(void)
 }
 
 /* An id "<prefix>-<n>" that lives in part (written into buf). */
-static inline const char *fk_id_in_part(const char *prefix, int32_t part, char *buf,
-                                 size_t len)
+static inline const char *fk_id_in_part(const char *prefix, int32_t part,
+                                        char *buf, size_t len)
 {
     for (int n = 0; n < 100000; n++) {
         snprintf(buf, len, "%s-%d", prefix, n);
