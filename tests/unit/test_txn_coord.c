@@ -1139,6 +1139,70 @@ UNIT_TEST(test_stats)
     fk_fini();
 }
 
+/* An empty id is not found by the producer checks: INVALID_PRODUCER_ID_
+ * MAPPING (check_producer, h_txn.c:231-235; txn_verify.c:101-107); only
+ * InitPid and the TV2 EndTxn refuse it as INVALID_REQUEST (h_txn.c:133,
+ * 578). */
+UNIT_TEST(test_empty_id)
+{
+    fk_init();
+    CHECK_EQ(fk_err(fk_add("", 1, 0, "t:0")),
+             KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    CHECK_EQ(fk_err(fk_add_offsets("", 1, 0, "__consumer_offsets:3")),
+             KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    CHECK_EQ(fk_err(fk_end("", 1, 0, true, 3)),
+             KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    CHECK_EQ(fk_err(fk_batched("", 1, 0, "t:0", 4)),
+             KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    CHECK_EQ(fk_err(fk_end("", 1, 0, true, 5)), KAFKA_INVALID_REQUEST);
+    CHECK_EQ(fk_err(fk_init_pid("")), KAFKA_INVALID_REQUEST);
+    CHECK_EQ(F.napp, 0);
+    fk_fini();
+}
+
+/* After a coordinator abort at the last usable epoch the id rests at
+ * 32767; a TV2 EndTxn or produce at 32767 (never handed to a client) must
+ * not wrap the epoch: no record, marker or answer with a negative epoch
+ * (the harness checks every one). */
+UNIT_TEST(test_tv2_epoch_never_wraps)
+{
+    tv2_ongoing(P, LAST);
+    fk_advance(60000 + F.cfg.abort_check_interval_ms);
+    fk_settle();
+    const struct cn_txn_meta *m = fk_find(ID);
+    CHECK(m && m->state == CN_TXN_COMPLETE_ABORT &&
+          m->producer_epoch == INT16_MAX);
+    fk_end(ID, P, INT16_MAX, false, 5);
+    fk_settle();
+    fk_produce_add(P, INT16_MAX, "t:1", true);
+    fk_settle();
+    fk_end(ID, P, INT16_MAX, true, 5);
+    fk_settle();
+    for (size_t i = 0; i < F.napp; i++)
+        CHECK(F.app[i].tombstone || F.app[i].m.producer_epoch >= 0);
+    fk_fini();
+}
+
+/* The TV2 EndTxn(abort) retry after a coordinator abort at 32766 is
+ * answered (Q, 0) however often it is repeated (its answer may be lost
+ * with the connection): before, every repeat found CompleteAbort (Q, 0,
+ * prev P) and matched retry_overflow (h_txn.c:597-600, 630-634). */
+UNIT_TEST(test_tv2_overflow_retry_repeated)
+{
+    tv2_ongoing(P, LAST);
+    fk_advance(60000 + F.cfg.abort_check_interval_ms);
+    fk_settle();
+    for (int i = 0; i < 3; i++) {
+        int t = fk_end(ID, P, LAST, false, 5);
+        fk_settle();
+        const struct cn_txn_answer *a = fk_answer_for(t);
+        CHECK(a && a->error == KAFKA_NONE && a->producer_id == 1000 &&
+              a->producer_epoch == 0);
+    }
+    CHECK_EQ(F.pids_taken, 1);
+    fk_fini();
+}
+
 UNIT_MAIN(test_transition_table, test_lifecycle_records,
           test_change_applied_when_durable, test_fence_ongoing,
           test_fence_prepare_commit, test_fence_prepare_abort,
@@ -1158,4 +1222,6 @@ UNIT_MAIN(test_transition_table, test_lifecycle_records,
           test_fence_at_last_usable_epoch, test_timeout_at_last_usable_epoch,
           test_operator_abort_single_bump, test_operator_abort_not_ours,
           test_add_offsets_no_group, test_init_pid_resets_instance,
-          test_tv2_bare_abort_completes_without_markers, test_stats)
+          test_tv2_bare_abort_completes_without_markers, test_stats,
+          test_empty_id, test_tv2_epoch_never_wraps,
+          test_tv2_overflow_retry_repeated)
