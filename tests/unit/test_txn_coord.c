@@ -1203,6 +1203,22 @@ UNIT_TEST(test_tv2_overflow_retry_repeated)
     fk_fini();
 }
 
+/* A partition already in the Ongoing transaction is answered NONE with
+ * no record, for AddOffsets (h_txn.c:496-500) as for AddPartitions
+ * (:417-421). */
+UNIT_TEST(test_add_known_partition_no_record)
+{
+    fk_init();
+    struct fk_producer p = fk_ongoing(ID, "t:0 __consumer_offsets:3");
+    CHECK_EQ(fk_err(
+                 fk_add_offsets(ID, p.pid, p.epoch, "__consumer_offsets:3")),
+             KAFKA_NONE);
+    CHECK_EQ(fk_nnew_appends(), 0);
+    CHECK_EQ(fk_err(fk_add(ID, p.pid, p.epoch, "t:0")), KAFKA_NONE);
+    CHECK_EQ(fk_nnew_appends(), 0);
+    fk_fini();
+}
+
 UNIT_MAIN(test_transition_table, test_lifecycle_records,
           test_change_applied_when_durable, test_fence_ongoing,
           test_fence_prepare_commit, test_fence_prepare_abort,
@@ -1224,4 +1240,4 @@ UNIT_MAIN(test_transition_table, test_lifecycle_records,
           test_add_offsets_no_group, test_init_pid_resets_instance,
           test_tv2_bare_abort_completes_without_markers, test_stats,
           test_empty_id, test_tv2_epoch_never_wraps,
-          test_tv2_overflow_retry_repeated)
+          test_tv2_overflow_retry_repeated, test_add_known_partition_no_record)
