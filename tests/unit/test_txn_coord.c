@@ -350,9 +350,10 @@ UNIT_TEST(test_transition_table)
             table_cell((enum st)s, (enum ev)e);
 }
 
-/* A whole life, TV1: each record is the next legal state, and the log
- * holds exactly the decisions (no record for a no-op). */
-UNIT_TEST(test_lifecycle_records)
+/* A whole life, TV1: each record is the next legal state (the harness
+ * checks cn_txn_transition_ok on every APPEND of every test), and the
+ * log holds exactly the decisions (no record for a no-op). */
+UNIT_TEST(test_records_pass_transition_ok)
 {
     fk_init();
     struct fk_producer p = fk_new_producer(ID);
@@ -1219,7 +1220,40 @@ UNIT_TEST(test_add_known_partition_no_record)
     fk_fini();
 }
 
-UNIT_MAIN(test_transition_table, test_lifecycle_records,
+/* A parked produce add whose partition got in meanwhile is answered
+ * NONE with no record (section 6: "adds, or NONE: not needed"). */
+UNIT_TEST(test_produce_add_parked_not_needed)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    fk_add(ID, p.pid, p.epoch, "t:0"); /* in flight */
+    int t = fk_produce_add(p.pid, p.epoch, "t:0", true);
+    CHECK(F.taken);
+    size_t n0 = F.napp;
+    fk_settle();
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    CHECK_EQ(F.napp, n0);
+    fk_fini();
+}
+
+/* cn_txn_set_config takes a new transaction version (dynamic config):
+ * TV2 off, EndTxn v5 no longer bumps; the partition count stays. */
+UNIT_TEST(test_set_config_transaction_version)
+{
+    fk_init();
+    struct fk_producer p = fk_ongoing(ID, "t:0");
+    struct cn_txn_config cfg = F.cfg;
+    cfg.transaction_version = 1;
+    cfg.nparts = 50;
+    cn_txn_set_config(F.c, &cfg);
+    fk_end(ID, p.pid, p.epoch, true, 5);
+    CHECK(fk_last_append() && fk_last_append()->m.producer_epoch == p.epoch &&
+          fk_last_append()->part == fk_part(ID));
+    fk_settle();
+    fk_fini();
+}
+
+UNIT_MAIN(test_transition_table, test_records_pass_transition_ok,
           test_change_applied_when_durable, test_fence_ongoing,
           test_fence_prepare_commit, test_fence_prepare_abort,
           test_fence_parked_past_deadline, test_init_pid_kip360,
@@ -1240,4 +1274,6 @@ UNIT_MAIN(test_transition_table, test_lifecycle_records,
           test_add_offsets_no_group, test_init_pid_resets_instance,
           test_tv2_bare_abort_completes_without_markers, test_stats,
           test_empty_id, test_tv2_epoch_never_wraps,
-          test_tv2_overflow_retry_repeated, test_add_known_partition_no_record)
+          test_tv2_overflow_retry_repeated, test_add_known_partition_no_record,
+          test_produce_add_parked_not_needed,
+          test_set_config_transaction_version)

@@ -651,6 +651,21 @@ UNIT_TEST(test_foreach_by_part)
     fk_fini();
 }
 
+/* Losing a part while it loads forgets what it loaded: led again
+ * without a replay, the id is unknown. */
+UNIT_TEST(test_unleader_loading_part_forgets)
+{
+    struct cn_txn_config cfg = fk_config();
+    fk_init_loading(&cfg);
+    fk_replay_state(ID, P, E, CN_TXN_EMPTY, NULL);
+    fk_unleader(fk_part(ID));
+    fk_lead_all();
+    CHECK(fk_find(ID) == NULL);
+    CHECK_EQ(fk_err(fk_add(ID, P, E, "t:0")),
+             KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    fk_fini();
+}
+
 UNIT_MAIN(test_timeout_abort, test_timeout_skips_busy,
           test_timeout_then_tv2_retry, test_epoch_before_state, test_expiry,
           test_expiry_not_ongoing, test_expiry_failed_keeps_id,
@@ -665,4 +680,4 @@ UNIT_MAIN(test_timeout_abort, test_timeout_skips_busy,
           test_pids_eagain, test_pids_eagain_overflow_end, test_pids_error,
           test_unleader_drops_part, test_loading_part, test_timer_action,
           test_unleader_answers_writer, test_stop_answers_pids_parked,
-          test_foreach_by_part)
+          test_foreach_by_part, test_unleader_loading_part_forgets)
