@@ -1250,6 +1250,17 @@ UNIT_TEST(test_set_config_transaction_version)
     CHECK(fk_last_append() && fk_last_append()->m.producer_epoch == p.epoch &&
           fk_last_append()->part == fk_part(ID));
     fk_settle();
+    char other[32]; /* an id whose part would differ with 50 parts */
+    for (int n = 0;; n++) {
+        snprintf(other, sizeof other, "o-%d", n);
+        if (cn_txn_partition_for((const uint8_t *)other, strlen(other), 50) >=
+            F.cfg.nparts)
+            break;
+    }
+    int t = fk_init_pid(other);
+    CHECK(fk_last_append() && fk_last_append()->part == fk_part(other));
+    fk_settle();
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
     fk_fini();
 }
 
