@@ -31,7 +31,7 @@
 #include "group_coord.h"
 #include "metrics.h"
 #include "hanging.h"
-#include "txn_coord.h"
+#include "txn_exec.h"
 #include "proto/gen/api.h"
 #include "proto/kerr.h"
 
@@ -342,7 +342,7 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         goto out_topics;
     CN_INFO("loaded %zu topics from %s in %lld ms", b->topic_count,
             b->data_dir, (long long)(cn_clock_mono_ms() - t0));
-    rc = cn_txn_coord_start(b);
+    rc = cn_txn_exec_start(b);
     if (rc) {
         snprintf(err, err_len, "cannot load the transaction log: %s",
                  cn_strerror(rc));
@@ -415,7 +415,7 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
 
 out_topics:
     cn_group_coord_stop(b);
-    cn_txn_coord_stop(b);
+    cn_txn_exec_stop(b);
     /* Their timers live inside them, and the producer-id write's callback
      * uses b: the loop runs until the closes and that write are done, so
      * nothing is freed under libuv (or a listener that did start). */
@@ -423,7 +423,7 @@ out_topics:
         uv_run(loop, UV_RUN_ONCE);
     uv_run(loop, UV_RUN_NOWAIT);
     cn_group_coord_free(b);
-    cn_txn_coord_free(b);
+    cn_txn_exec_free(b);
     cn_topics_close_all(b);
 out_free:
     cn_quotas_close(b);
@@ -504,7 +504,7 @@ void cn_broker_stop(struct cn_broker *b)
     ((struct cn_broker_priv *)b)->hanging = NULL;
     cn_cleaner_stop(((struct cn_broker_priv *)b)->cleaner);
     ((struct cn_broker_priv *)b)->cleaner = NULL;
-    cn_txn_coord_stop(b);
+    cn_txn_exec_stop(b);
     cn_group_coord_stop(b);
     cn_broker_unlisten(b);
     uv_timer_stop(&b->retention_timer);
@@ -529,7 +529,7 @@ void cn_broker_free(struct cn_broker *b)
 {
     struct cn_broker_priv *bp = (struct cn_broker_priv *)b;
     cn_topics_close_all(b);
-    cn_txn_coord_free(b);
+    cn_txn_exec_free(b);
     cn_group_coord_free(b);
     cn_quotas_close(b);
     cn_sasl_close(b);

@@ -28,7 +28,7 @@
 
 struct cn_topic;
 struct cn_broker;
-struct cn_txnb;
+struct cn_txn_exec;
 struct cn_group_coord;
 struct cn_sync_round;
 struct cn_cleaner;
@@ -115,7 +115,7 @@ struct cn_broker {
     struct cn_pidalloc pids;        /* producer ids, idempotent or not */
     struct pid_wait *pid_waits;     /* requests waiting for them (pids.c) */
     bool pid_failed_rerun;          /* answering those after a failed write */
-    struct cn_txnb *txn;            /* transaction coordinator */
+    struct cn_txn_exec *txn;        /* transaction coordinator (txn_exec.h) */
     struct cn_group_coord *gc;      /* consumer groups and offsets */
     struct cn_metrics *metrics;     /* counters and the HTTP endpoint */
     struct cn_acl_authorizer authz; /* ACLs and the decision's settings */

@@ -41,7 +41,8 @@
 #include "metrics.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
-#include "txn_coord.h"
+#include "txn/txn_state.h"
+#include "txn_exec.h"
 
 struct markers_state {
     struct cn_req *req;
@@ -76,7 +77,6 @@ static void part_durable(struct cn_broker *b, void *arg)
 static int16_t commit_refusal(struct cn_broker *b, int64_t producer_id,
                               char *why, size_t why_len)
 {
-    struct cn_txn_pid_view v;
 
     if (!b->cfg->cairn_transaction_operator_commit_enable) {
         snprintf(why, why_len,
@@ -84,12 +84,14 @@ static int16_t commit_refusal(struct cn_broker *b, int64_t producer_id,
                  "(cairn.transaction.operator.commit.enable is false)");
         return KAFKA_CLUSTER_AUTHORIZATION_FAILED;
     }
-    if (cn_txn_coord_pid_view(b, producer_id, NULL, 0, &v, NULL)) {
+    const struct cn_txn_coord *c = cn_txn_exec_coord(b);
+    const struct cn_txn_meta *v = c ? cn_txn_find_pid(c, producer_id) : NULL;
+    if (v) {
         snprintf(why, why_len,
                  "the coordinator knows the producer id (transactional id "
                  "'%s', %s at epoch %d) and decides its transactions",
-                 v.transactional_id, cn_txn_state_name(v.state),
-                 v.producer_epoch);
+                 v->transactional_id, cn_txn_state_name(v->state),
+                 v->producer_epoch);
         return KAFKA_INVALID_TXN_STATE;
     }
     return KAFKA_NONE;

@@ -18,7 +18,7 @@
 #include "handlers.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
-#include "txn_coord.h"
+#include "txn_exec.h"
 
 /* Kafka's offset.metadata.max.bytes default. */
 #define OFFSET_METADATA_MAX_BYTES 4096
@@ -379,9 +379,9 @@ static int16_t txn_commit_check(struct cn_broker *b, struct cn_req *req,
                                 const struct commit_op *op)
 {
     int16_t v = op->h.api_version;
-    int16_t kerr = cn_txn_coord_verify(b, rq->transactional_id,
-                                       rq->producer_id, rq->producer_epoch,
-                                       CN_OFFSETS_TOPIC, op->gp->index);
+    int16_t kerr = cn_txn_exec_verify(b, rq->transactional_id,
+                                      rq->producer_id, rq->producer_epoch,
+                                      CN_OFFSETS_TOPIC, op->gp->index);
     struct cn_pentry_info pe;
     if (!kerr && cn_pstate_get(op->gp->pstate, rq->producer_id, &pe) &&
         pe.epoch > rq->producer_epoch)
@@ -396,12 +396,40 @@ static int16_t txn_commit_check(struct cn_broker *b, struct cn_req *req,
                                   op->now);
 }
 
+/* A TxnOffsetCommit v5 waiting for its implicit add
+ * (req->handler_state). */
+struct txn_commit_wait {
+    struct commit_op *op;
+    struct cn_txn_offset_commit_request rq;
+};
+
+static void txn_commit_go(struct cn_broker *b, struct cn_req *req,
+                          const struct cn_txn_offset_commit_request *rq,
+                          struct commit_op *op)
+{
+    int16_t kerr = txn_commit_check(b, req, rq, op);
+    if (kerr) {
+        fail_items(op, kerr);
+        answer_txn_commit(op);
+        return;
+    }
+    commit_start(b, req, op);
+}
+
+/* The add is durable (or failed: the check answers). */
+void cn_h_txn_offset_commit_resume(struct cn_broker *b, struct cn_req *req,
+                                   int16_t err)
+{
+    struct txn_commit_wait *w = req->handler_state;
+    (void)err;
+    txn_commit_go(b, req, &w->rq, w->op);
+}
+
 void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
                             const struct cn_req_header *h,
                             struct cn_rd *body)
 {
     struct cn_txn_offset_commit_request rq;
-    const struct cn_rd body0 = *body;
     const struct cn_req_header *h0 = h;
     /* TxnOffsetCommit v5 (Kafka 4.x, KIP-890 part 2) is v4 on the wire; it
      * says the client uses transaction version 2 and sent no
@@ -474,23 +502,36 @@ void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
         return;
     }
     int16_t kerr = resolve_group(b, req, rq.group_id, op);
-    if (!kerr && v5) {
-        /* Added (durably) first; the request then runs again and finds
-         * the partition in the transaction.  A refused add runs it again
-         * without adding, so the check below answers. */
-        struct cn_txn_tp_ref tp = {op->gp->topic->name, op->gp->index};
-        if (cn_txn_coord_add_for_produce(b, req, h0, &body0,
-                                         cn_h_txn_offset_commit, true,
-                                         rq.producer_id, rq.producer_epoch,
-                                         &tp, 1))
-            return;
-    }
-    if (!kerr)
-        kerr = txn_commit_check(b, req, &rq, op);
     if (kerr) {
         fail_items(op, kerr);
         answer_txn_commit(op);
         return;
     }
-    commit_start(b, req, op);
+    if (v5) {
+        /* Added (durably) first; the request then resumes and finds the
+         * partition in the transaction.  A refused add resumes it too, so
+         * the check answers. */
+        struct txn_commit_wait *w = cn_arena_alloc(&req->arena, sizeof *w);
+        if (!w) {
+            cn_req_bad(req, h, CN_ENOMEM);
+            return;
+        }
+        w->op = op;
+        w->rq = rq;
+        req->handler_state = w;
+        struct cn_txn_tp tp = {(char *)op->gp->topic->name, op->gp->index};
+        struct cn_txn_request tr = {
+            .kind = CN_TXN_REQ_PRODUCE_ADD,
+            .token = req,
+            .api_version = h0->api_version,
+            .producer_id = rq.producer_id,
+            .producer_epoch = rq.producer_epoch,
+            .produce_v12 = true,
+            .tps = &tp,
+            .ntps = 1,
+        };
+        if (cn_txn_exec_produce_add(b, &tr))
+            return;
+    }
+    txn_commit_go(b, req, &rq, op);
 }

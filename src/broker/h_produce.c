@@ -21,7 +21,7 @@
 #include "proto/compress.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
-#include "txn_coord.h"
+#include "txn_exec.h"
 
 struct produce_state {
     struct cn_sync_waiter waiter;      /* for acks=-1 */
@@ -227,7 +227,7 @@ struct produce_prep {
 static int16_t produce_verify(void *arg, int64_t producer_id, int16_t epoch)
 {
     struct produce_prep *pp = arg;
-    return cn_txn_coord_verify(pp->b, pp->txn_id, producer_id, epoch,
+    return cn_txn_exec_verify(pp->b, pp->txn_id, producer_id, epoch,
                                pp->p->topic->name, pp->p->index);
 }
 
@@ -386,19 +386,26 @@ static void produce_finish(struct cn_broker *b, struct cn_sync_waiter *w)
 
 #define IMPLICIT_ADD_MAX 64
 
+/* A decoded produce waiting for its implicit add (req->handler_state);
+ * its byte views point into the request's frame, kept until the answer. */
+struct produce_wait {
+    struct cn_req_header h;
+    struct cn_produce_request rq;
+    int16_t txn_denied;
+};
+
 /*
  * Transaction version 2: before anything is appended, the partitions
  * whose transactional batch would open a transaction are offered to the
- * coordinator, which adds them for a TV2 producer and runs this request
- * again once that is durable (true: the request was taken).  Done first
+ * coordinator, which adds them for a TV2 producer and then resumes this
+ * request (cn_h_produce_resume; true: the request was taken).  Done first
  * so no partition is appended twice.
  */
 static bool implicit_adds(struct cn_broker *b, struct cn_req *req,
                           const struct cn_req_header *h,
-                          const struct cn_rd *body0,
                           const struct cn_produce_request *rq, bool v12)
 {
-    struct cn_txn_tp_ref tps[IMPLICIT_ADD_MAX];
+    struct cn_txn_tp tps[IMPLICIT_ADD_MAX];
     size_t n = 0;
     int64_t pid = -1;
     int16_t epoch = -1;
@@ -433,21 +440,35 @@ static bool implicit_adds(struct cn_broker *b, struct cn_req *req,
             if (cn_pstate_get(p->pstate, pid, &pe) &&
                 pe.txn_first_offset >= 0)
                 continue; /* already open here */
-            tps[n].topic = t->name;
+            tps[n].topic = (char *)t->name;
             tps[n].partition = pd->index;
             n++;
         }
     }
-    return n > 0 && cn_txn_coord_add_for_produce(b, req, h, body0,
-                                                 cn_h_produce, v12, pid,
-                                                 epoch, tps, n);
+    if (n == 0)
+        return false;
+    struct cn_txn_request tr = {
+        .kind = CN_TXN_REQ_PRODUCE_ADD,
+        .token = req,
+        .api_version = h->api_version,
+        .producer_id = pid,
+        .producer_epoch = epoch,
+        .produce_v12 = v12,
+        .tps = tps,
+        .ntps = n,
+    };
+    return cn_txn_exec_produce_add(b, &tr);
 }
+
+static void produce_run(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h,
+                        const struct cn_produce_request *rq,
+                        int16_t txn_denied);
 
 void cn_h_produce(struct cn_broker *b, struct cn_req *req,
                   const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_produce_request rq;
-    const struct cn_rd body0 = *body;
     /* Produce v12 (Kafka 4.x, KIP-890 part 2) is v11 on the wire; it only
      * says the client uses transaction version 2, so its partitions join
      * the transaction on produce.  The schemas here stop at v11, so the
@@ -479,10 +500,37 @@ void cn_h_produce(struct cn_broker *b, struct cn_req *req,
     for (int32_t i = 0; i < rq.topic_data_len && !topic_denied; i++)
         topic_denied = !cn_authz_quiet(b, req, CN_ACL_OP_WRITE,
                                        CN_ACL_RT_TOPIC, rq.topic_data[i].name);
-    if (rq.transactional_id.len > 0 && !txn_denied && !topic_denied &&
-        implicit_adds(b, req, h, &body0, &rq, v12))
-        return;
-    h = &hv;
+    if (rq.transactional_id.len > 0 && !txn_denied && !topic_denied) {
+        struct produce_wait *pw = cn_arena_alloc(&req->arena, sizeof *pw);
+        if (!pw) {
+            cn_req_bad(req, h, CN_ENOMEM);
+            return;
+        }
+        pw->h = hv;
+        pw->rq = rq;
+        pw->txn_denied = txn_denied;
+        req->handler_state = pw;
+        if (implicit_adds(b, req, h, &rq, v12))
+            return; /* cn_h_produce_resume goes on */
+    }
+    produce_run(b, req, &hv, &rq, txn_denied);
+}
+
+/* The add was made durable (or failed, or was not needed after a wait):
+ * the append's verification answers a partition that did not join. */
+void cn_h_produce_resume(struct cn_broker *b, struct cn_req *req, int16_t err)
+{
+    struct produce_wait *pw = req->handler_state;
+    (void)err;
+    produce_run(b, req, &pw->h, &pw->rq, pw->txn_denied);
+}
+
+static void produce_run(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h,
+                        const struct cn_produce_request *rqp,
+                        int16_t txn_denied)
+{
+    const struct cn_produce_request rq = *rqp;
     struct produce_state *ps = cn_arena_alloc(&req->arena, sizeof *ps);
     int32_t nt = rq.topic_data_len > 0 ? rq.topic_data_len : 0;
     if (!ps)

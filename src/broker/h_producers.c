@@ -18,7 +18,6 @@
 #include "handlers.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
-#include "txn_coord.h"
 
 void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body)
@@ -42,7 +41,7 @@ void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
             rs.error_code = KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
             goto out_answer;
         }
-        cn_txn_init_producer_id(b, req, h, &body0, rq.transactional_id,
+        cn_txn_init_producer_id(b, req, h, rq.transactional_id,
                                 rq.transaction_timeout_ms, rq.producer_id,
                                 rq.producer_epoch);
         return;

@@ -1,30 +1,51 @@
 /*
  * h_txn.c - the transactional producer's own APIs: InitProducerId (with a
- * transactional id), AddPartitionsToTxn v0-3, AddOffsetsToTxn, EndTxn.
- * These decide what the client may do and build the next metadata; they
- * never change the table themselves but hand the change to
- * txn_write_change (txn_coord.c), and answer once it is durable.  A busy
- * id parks the request there rather than bouncing the client.
+ * transactional id), AddPartitionsToTxn (v0-3 from clients, v4-5 batched
+ * from partition leaders), AddOffsetsToTxn, EndTxn.  These decode,
+ * authorize and check the form of a request, hand it to the coordinator
+ * (txn_exec.h, which steps the state machine of txn/coord.h) and encode
+ * its answer when cn_h_txn_answer gets it: at once, once a change is
+ * durable, or when a busy id it waited for is idle.
  */
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "authz.h"
-#include "base/clock.h"
-#include "base/failpoint.h"
-#include "base/say.h"
 #include "group_coord.h"
 #include "handlers.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 #include "txn/txn_state.h"
-#include "txn_coord.h"
-#include "txn_int.h"
+#include "txn_exec.h"
 
-/* Kafka moves to a new producer id before the epoch reaches
- * Short.MAX_VALUE, which is reserved. */
-#define EPOCH_LAST_USABLE (INT16_MAX - 1)
+/* What a request fed to the coordinator keeps for its answer
+ * (req->handler_state). */
+struct txn_call {
+    struct cn_req_header h;
+    struct cn_add_partitions_to_txn_response rs; /* AddPartitionsToTxn */
+    int pending; /* batched: transactions not yet answered, plus one while
+                    they are being fed */
+};
+
+typedef struct cn_add_partitions_to_txn_response_add_partitions_to_txn_result
+    add_result;
+typedef struct
+    cn_add_partitions_to_txn_response_add_partitions_to_txn_topic_result
+        add_topic_result;
+typedef struct
+    cn_add_partitions_to_txn_request_add_partitions_to_txn_transaction
+        add_txn_request;
+
+static struct txn_call *call_new(struct cn_req *req,
+                                 const struct cn_req_header *h)
+{
+    struct txn_call *tc = cn_arena_calloc(&req->arena, 1, sizeof *tc);
+    if (!tc)
+        return NULL;
+    tc->h = *h;
+    cn_add_partitions_to_txn_response_init(&tc->rs);
+    req->handler_state = tc;
+    return tc;
+}
 
 /* ---- answering ---------------------------------------------------------- */
 
@@ -45,86 +66,108 @@ static void answer_init_pid(struct cn_req *req, const struct cn_req_header *h,
  * TV2 EndTxn the bumped epoch, or the next producer id at epoch 0 when the
  * epoch ran out. */
 static void answer_end_txn(struct cn_req *req, const struct cn_req_header *h,
-                           int16_t err, const struct cn_txn_meta *m)
+                           int16_t err, int64_t pid, int16_t epoch)
 {
     struct cn_end_txn_response rs;
     cn_end_txn_response_init(&rs);
     rs.error_code = err;
-    rs.producer_id = -1;
-    rs.producer_epoch = -1;
-    if (!err && m) {
-        bool rotating = m->next_producer_id >= 0;
-        rs.producer_id = rotating ? m->next_producer_id : m->producer_id;
-        rs.producer_epoch = rotating ? 0 : m->producer_epoch;
-    }
+    rs.producer_id = err ? -1 : pid;
+    rs.producer_epoch = err ? -1 : epoch;
     cn_resp_begin(req, h);
     cn_end_txn_response_encode(&req->resp, h->api_version, &rs);
     cn_req_done(req);
 }
 
-/* KIP-588: PRODUCER_FENCED is new; older request versions get what their
- * clients know for it. */
-static int16_t fenced_error(int16_t api_key, int16_t version)
+static void answer_add_offsets(struct cn_req *req,
+                               const struct cn_req_header *h, int16_t err)
 {
-    int16_t first_with_fenced = api_key == CN_API_INIT_PRODUCER_ID ? 4 : 2;
-    return version >= first_with_fenced ? KAFKA_PRODUCER_FENCED
-                                        : KAFKA_INVALID_PRODUCER_EPOCH;
+    struct cn_add_offsets_to_txn_response rs;
+    cn_add_offsets_to_txn_response_init(&rs);
+    rs.error_code = err;
+    cn_resp_begin(req, h);
+    cn_add_offsets_to_txn_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+}
+
+static void answer_add(struct cn_req *req, const struct cn_req_header *h,
+                       struct cn_add_partitions_to_txn_response *rs)
+{
+    cn_resp_begin(req, h);
+    cn_add_partitions_to_txn_response_encode(&req->resp, h->api_version, rs);
+    cn_req_done(req);
+}
+
+static void set_partitions(add_topic_result *tr, int32_t n, int16_t err,
+                           bool keep_set)
+{
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t j = 0; j < tr[i].results_by_partition_len; j++)
+            if (!keep_set || !tr[i].results_by_partition[j].partition_error_code)
+                tr[i].results_by_partition[j].partition_error_code = err;
+}
+
+/* Sets every partition's error; OPERATION_NOT_ATTEMPTED leaves those
+ * already named (unknown, refused) as they are, as Kafka does. */
+static void set_all(struct cn_add_partitions_to_txn_response *rs, int16_t err)
+{
+    set_partitions(rs->results_by_topic_v3_and_below,
+                   rs->results_by_topic_v3_and_below_len, err,
+                   err == KAFKA_OPERATION_NOT_ATTEMPTED);
+}
+
+static void result_set(add_result *r, int16_t err)
+{
+    set_partitions(r->topic_results, r->topic_results_len, err,
+                   err == KAFKA_OPERATION_NOT_ATTEMPTED);
+}
+
+static void batch_unref(struct cn_req *req, struct txn_call *tc)
+{
+    if (--tc->pending == 0)
+        answer_add(req, &tc->h, &tc->rs);
+}
+
+void cn_h_txn_answer(struct cn_broker *b, const struct cn_txn_answer *a)
+{
+    struct cn_req *req = a->token;
+    if (a->kind == CN_TXN_REQ_PRODUCE_ADD) {
+        if (req->api_key == CN_API_TXN_OFFSET_COMMIT)
+            cn_h_txn_offset_commit_resume(b, req, a->error);
+        else
+            cn_h_produce_resume(b, req, a->error);
+        return;
+    }
+    struct txn_call *tc = req->handler_state;
+    switch (a->kind) {
+    case CN_TXN_REQ_INIT_PID:
+        answer_init_pid(req, &tc->h, a->error, a->producer_id,
+                        a->producer_epoch);
+        break;
+    case CN_TXN_REQ_ADD_PARTS:
+        set_all(&tc->rs, a->error);
+        answer_add(req, &tc->h, &tc->rs);
+        break;
+    case CN_TXN_REQ_ADD_BATCHED:
+        if (a->index >= 0 && a->index < tc->rs.results_by_transaction_len)
+            result_set(&tc->rs.results_by_transaction[a->index], a->error);
+        batch_unref(req, tc);
+        break;
+    case CN_TXN_REQ_ADD_OFFSETS:
+        answer_add_offsets(req, &tc->h, a->error);
+        break;
+    case CN_TXN_REQ_END:
+        answer_end_txn(req, &tc->h, a->error, a->producer_id,
+                       a->producer_epoch);
+        break;
+    case CN_TXN_REQ_PRODUCE_ADD:
+        break;
+    }
 }
 
 /* ---- InitProducerId ----------------------------------------------------- */
 
-static void init_pid_written(struct txn_write *w, int16_t err)
-{
-    struct txn_entry *e = w->e;
-    e->busy = false;
-    answer_init_pid(w->req, &w->h, err, e->meta.producer_id,
-                    e->meta.producer_epoch);
-}
-
-/* The Ongoing transaction of a fenced instance is aborted on its behalf
- * with the new epoch; the new instance retries until that is done. */
-static void fence_written(struct txn_write *w, int16_t err)
-{
-    if (err) {
-        w->e->busy = false;
-        return;
-    }
-    w->b->txn->fenced++;
-    if (CN_FAILPOINT("txn.after_prepare_sync"))
-        return;
-    txn_write_markers(w->b, w->e, false);
-}
-
-/* txn_next_epoch for a request, which waits for a durable producer id
- * (-EAGAIN: fn runs it again, see cn_pids_take). */
-static int next_epoch_for(struct cn_broker *b, struct cn_txn_meta *m,
-                          struct cn_req *req, const struct cn_req_header *h,
-                          const struct cn_rd *body, cn_handler_fn fn)
-{
-    if (m->producer_id >= 0 && m->producer_epoch < EPOCH_LAST_USABLE) {
-        m->last_producer_epoch = m->producer_epoch;
-        m->producer_epoch++;
-        return 0;
-    }
-    int64_t pid;
-    int rc = cn_pids_take(b, req, h, body, fn, &pid);
-    if (rc)
-        return rc;
-    m->prev_producer_id = m->producer_id;
-    m->producer_id = pid;
-    m->producer_epoch = 0;
-    m->last_producer_epoch = -1;
-    return 0;
-}
-
-int txn_next_epoch(struct cn_broker *b, struct cn_txn_meta *m)
-{
-    return next_epoch_for(b, m, NULL, NULL, NULL, NULL);
-}
-
 void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
                              const struct cn_req_header *h,
-                             const struct cn_rd *body,
                              struct cn_bytes transactional_id,
                              int32_t timeout_ms, int64_t producer_id,
                              int16_t producer_epoch)
@@ -138,154 +181,168 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
         answer_init_pid(req, h, KAFKA_INVALID_TRANSACTION_TIMEOUT, -1, -1);
         return;
     }
-    struct cn_txnb *c = b->txn;
-    struct txn_entry *e = txn_entry_find(c, id);
-    int64_t now = cn_clock_wall_ms();
-    if (!e) {
-        e = calloc(1, sizeof *e);
-        if (e) {
-            cn_txn_meta_init(&e->meta);
-            e->indexed_pid = -1;
-        }
-        if (!e || cn_txn_meta_set_id(&e->meta, id) != 0 ||
-            txn_entry_insert(c, e) != 0) {
-            if (e)
-                cn_txn_meta_fini(&e->meta);
-            free(e);
-            answer_init_pid(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
-            return;
-        }
-        e->meta.state = CN_TXN_EMPTY;
-    }
-    if (e->busy || e->meta.state == CN_TXN_PREPARE_COMMIT ||
-        e->meta.state == CN_TXN_PREPARE_ABORT ||
-        e->meta.state == CN_TXN_PREPARE_EPOCH_FENCE) {
-        if (!txn_park(b, e, req, h, body, cn_h_init_producer_id))
-            answer_init_pid(req, h, KAFKA_CONCURRENT_TRANSACTIONS, -1, -1);
+    if (!call_new(req, h)) {
+        cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
-    /* v3+ (KIP-360): a client that names its id and epoch must be the
-     * current instance. */
-    if (producer_id >= 0 && e->meta.producer_id >= 0) {
-        if (producer_id != e->meta.producer_id &&
-            producer_id != e->meta.prev_producer_id) {
-            answer_init_pid(req, h, KAFKA_INVALID_PRODUCER_ID_MAPPING, -1, -1);
-            return;
-        }
-        if (producer_epoch != e->meta.producer_epoch &&
-            producer_id == e->meta.producer_id) {
-            answer_init_pid(req, h,
-                            fenced_error(CN_API_INIT_PRODUCER_ID,
-                                         h->api_version),
-                            -1, -1);
-            return;
-        }
-    }
-    struct cn_txn_meta next;
-    cn_txn_meta_init(&next);
-    int rc = cn_txn_meta_copy(&next, &e->meta);
-    if (!rc)
-        rc = next_epoch_for(b, &next, req, h, body, cn_h_init_producer_id);
-    if (rc) {
-        cn_txn_meta_fini(&next);
-        if (rc != -EAGAIN)
-            answer_init_pid(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, -1, -1);
-        return;
-    }
-    next.last_update_ms = now;
-    /* The fence's one bump is also the TV2 abort's (KAFKA-19367); the new
-     * instance's retry bumps once more. */
-    if (e->meta.state == CN_TXN_ONGOING) {
-        /* Fence: the old instance's transaction is aborted under the new
-         * epoch (PrepareEpochFence then PrepareAbort in Kafka, which
-         * stores only the PrepareAbort). */
-        CN_INFO("transactional id %s: fencing producer %lld epoch %d; its "
-                "open transaction is aborted",
-                id, (long long)e->meta.producer_id, e->meta.producer_epoch);
-        next.state = CN_TXN_PREPARE_ABORT;
-        e->decide_us = cn_clock_mono_us();
-        txn_write_change(b, e, &next, fence_written, NULL, NULL, false);
-        answer_init_pid(req, h, KAFKA_CONCURRENT_TRANSACTIONS, -1, -1);
-        return;
-    }
-    next.state = CN_TXN_EMPTY;
-    next.timeout_ms = timeout_ms;
-    next.txn_start_ms = -1;
-    /* A new instance: which transaction version it speaks shows in its
-     * first transaction (AddPartitionsToTxn: TV1; a produce with no add,
-     * or EndTxn v5: TV2). */
-    next.client_tv = 0;
-    cn_txn_meta_clear_partitions(&next);
-    txn_write_change(b, e, &next, init_pid_written, req, h, false);
+    struct cn_txn_request rq = {
+        .kind = CN_TXN_REQ_INIT_PID,
+        .token = req,
+        .api_version = h->api_version,
+        .transactional_id = id,
+        .producer_id = producer_id,
+        .producer_epoch = producer_epoch,
+        .timeout_ms = timeout_ms,
+    };
+    cn_txn_exec_request(b, &rq);
 }
 
-/* ---- common checks ------------------------------------------------------ */
+/* ---- AddPartitionsToTxn v4-5: batched, from a partition leader --------- */
 
-/* Checks the caller is the current instance of an existing id.  Returns a
- * Kafka error, or KAFKA_NONE with *out set. */
-static int16_t check_producer(struct cn_broker *b, struct cn_bytes wire_id,
-                              int64_t pid, int16_t epoch, int16_t api_key,
-                              int16_t version, struct txn_entry **out)
+/* VerifyOnly (v4): is each partition in the id's Ongoing transaction? */
+static void verify_only(struct cn_broker *b, add_result *r, const char *id,
+                        const add_txn_request *qt)
 {
+    const struct cn_txn_coord *c = cn_txn_exec_coord(b);
+    int16_t kerr = c ? cn_txn_check_batched(c, id, qt->producer_id,
+                                            qt->producer_epoch)
+                     : KAFKA_COORDINATOR_NOT_AVAILABLE;
+    if (kerr) {
+        result_set(r, kerr);
+        return;
+    }
+    const struct cn_txn_meta *m = cn_txn_find(c, id);
+    for (int32_t i = 0; i < r->topic_results_len; i++) {
+        add_topic_result *tr = &r->topic_results[i];
+        char topic[CN_TOPIC_NAME_MAX + 1];
+        bool named = cn_wire_cstr(tr->name, topic, sizeof topic);
+        for (int32_t j = 0; j < tr->results_by_partition_len; j++) {
+            bool in = named && m && m->state == CN_TXN_ONGOING &&
+                      cn_txn_meta_has_partition(
+                          m, topic, tr->results_by_partition[j].partition_index);
+            tr->results_by_partition[j].partition_error_code =
+                in ? KAFKA_NONE : KAFKA_INVALID_TXN_STATE;
+        }
+    }
+}
+
+/* One transaction of the batch: verified, or fed to the coordinator (its
+ * answer comes through cn_h_txn_answer). */
+static void add_batched_one(struct cn_broker *b, struct cn_req *req,
+                            struct txn_call *tc, int32_t index,
+                            const add_txn_request *qt)
+{
+    add_result *r = &tc->rs.results_by_transaction[index];
     char id[1024];
-    if (!cn_wire_cstr(wire_id, id, sizeof id))
-        return KAFKA_INVALID_REQUEST;
-    struct txn_entry *e = txn_entry_find(b->txn, id);
-    if (!e || e->meta.producer_id != pid)
-        return KAFKA_INVALID_PRODUCER_ID_MAPPING;
-    if (e->meta.producer_epoch != epoch)
-        return fenced_error(api_key, version);
-    *out = e; /* also with CONCURRENT_TRANSACTIONS: the caller may wait */
-    if (e->busy || e->meta.state == CN_TXN_PREPARE_COMMIT ||
-        e->meta.state == CN_TXN_PREPARE_ABORT ||
-        e->meta.state == CN_TXN_PREPARE_EPOCH_FENCE)
-        return KAFKA_CONCURRENT_TRANSACTIONS;
-    *out = e;
-    return KAFKA_NONE;
+    if (!cn_wire_cstr(qt->transactional_id, id, sizeof id)) {
+        result_set(r, KAFKA_INVALID_PRODUCER_ID_MAPPING);
+        return;
+    }
+    if (qt->verify_only) {
+        verify_only(b, r, id, qt);
+        return;
+    }
+    size_t n = 0;
+    for (int32_t i = 0; i < r->topic_results_len; i++)
+        n += (size_t)r->topic_results[i].results_by_partition_len;
+    struct cn_txn_tp *tps = cn_arena_calloc(&req->arena, n + 1, sizeof *tps);
+    if (!tps) {
+        result_set(r, KAFKA_COORDINATOR_NOT_AVAILABLE);
+        return;
+    }
+    bool unknown = false;
+    n = 0;
+    for (int32_t i = 0; i < r->topic_results_len; i++) {
+        add_topic_result *tr = &r->topic_results[i];
+        char topic[CN_TOPIC_NAME_MAX + 1];
+        bool named = cn_wire_cstr(tr->name, topic, sizeof topic);
+        for (int32_t j = 0; j < tr->results_by_partition_len; j++) {
+            int32_t part = tr->results_by_partition[j].partition_index;
+            bool known = named && !cn_bytes_eq_str(tr->name, CN_TXN_TOPIC) &&
+                         cn_partition_find(b, tr->name, part);
+            if (!known) {
+                tr->results_by_partition[j].partition_error_code =
+                    KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+                unknown = true;
+                continue;
+            }
+            tps[n].topic = cn_arena_strdup(&req->arena, cn_bytes_str(topic));
+            tps[n++].partition = part;
+        }
+    }
+    struct cn_txn_request rq = {
+        .kind = CN_TXN_REQ_ADD_BATCHED,
+        .token = req,
+        .index = index,
+        .api_version = tc->h.api_version,
+        .transactional_id = id,
+        .producer_id = qt->producer_id,
+        .producer_epoch = qt->producer_epoch,
+        .has_unknown = unknown,
+        .tps = tps,
+        .ntps = n,
+    };
+    tc->pending++;
+    cn_txn_exec_request(b, &rq);
+}
+
+static void add_batched(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h,
+                        const struct cn_add_partitions_to_txn_request *rq)
+{
+    struct txn_call *tc = call_new(req, h);
+    int32_t nt = rq->transactions_len > 0 ? rq->transactions_len : 0;
+    if (!tc)
+        goto nomem;
+    tc->pending = 1;
+    tc->rs.results_by_transaction = cn_arena_calloc(
+        &req->arena, (size_t)nt + 1, sizeof *tc->rs.results_by_transaction);
+    if (!tc->rs.results_by_transaction)
+        goto nomem;
+    tc->rs.results_by_transaction_len = nt;
+    for (int32_t i = 0; i < nt; i++) {
+        const add_txn_request *qt = &rq->transactions[i];
+        add_result *r = &tc->rs.results_by_transaction[i];
+        cn_add_partitions_to_txn_response_add_partitions_to_txn_result_init(r);
+        r->transactional_id = qt->transactional_id;
+        int32_t ntp = qt->topics_len > 0 ? qt->topics_len : 0;
+        r->topic_results = cn_arena_calloc(&req->arena, (size_t)ntp + 1,
+                                           sizeof *r->topic_results);
+        if (!r->topic_results)
+            goto nomem;
+        r->topic_results_len = ntp;
+        for (int32_t j = 0; j < ntp; j++) {
+            add_topic_result *tr = &r->topic_results[j];
+            memset(tr, 0, sizeof *tr);
+            tr->name = qt->topics[j].name;
+            int32_t np = qt->topics[j].partitions_len > 0
+                             ? qt->topics[j].partitions_len
+                             : 0;
+            tr->results_by_partition = cn_arena_calloc(
+                &req->arena, (size_t)np + 1, sizeof *tr->results_by_partition);
+            if (!tr->results_by_partition)
+                goto nomem;
+            tr->results_by_partition_len = np;
+            for (int32_t k = 0; k < np; k++)
+                tr->results_by_partition[k].partition_index =
+                    qt->topics[j].partitions[k];
+        }
+    }
+    for (int32_t i = 0; i < nt; i++)
+        add_batched_one(b, req, tc, i, &rq->transactions[i]);
+    batch_unref(req, tc);
+    return;
+nomem:
+    cn_req_bad(req, h, CN_ENOMEM);
 }
 
 /* ---- AddPartitionsToTxn (v0-3) ----------------------------------------- */
-
-struct add_state {
-    struct cn_add_partitions_to_txn_response rs;
-};
-
-void txn_answer_add(struct cn_req *req, const struct cn_req_header *h,
-                    struct cn_add_partitions_to_txn_response *rs)
-{
-    cn_resp_begin(req, h);
-    cn_add_partitions_to_txn_response_encode(&req->resp, h->api_version, rs);
-    cn_req_done(req);
-}
-
-/* Sets every partition's error (those already set to a specific error
- * keep it when keep_set). */
-static void set_all(struct cn_add_partitions_to_txn_response *rs, int16_t err,
-                    bool keep_set)
-{
-    for (int32_t i = 0; i < rs->results_by_topic_v3_and_below_len; i++) {
-        struct cn_add_partitions_to_txn_response_add_partitions_to_txn_topic_result
-            *tr = &rs->results_by_topic_v3_and_below[i];
-        for (int32_t j = 0; j < tr->results_by_partition_len; j++)
-            if (!keep_set || !tr->results_by_partition[j].partition_error_code)
-                tr->results_by_partition[j].partition_error_code = err;
-    }
-}
-
-static void add_written(struct txn_write *w, int16_t err)
-{
-    struct add_state *as = w->req->handler_state;
-    w->e->busy = false;
-    set_all(&as->rs, err, false);
-    txn_answer_add(w->req, &w->h, &as->rs);
-}
 
 void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
                                 const struct cn_req_header *h,
                                 struct cn_rd *body)
 {
     struct cn_add_partitions_to_txn_request rq;
-    const struct cn_rd body0 = *body;
     int err = cn_add_partitions_to_txn_request_decode(body, &req->arena,
                                                       h->api_version, &rq);
     if (err) {
@@ -298,37 +355,41 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
             struct cn_add_partitions_to_txn_response rs;
             cn_add_partitions_to_txn_response_init(&rs);
             rs.error_code = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
-            txn_answer_add(req, h, &rs);
+            answer_add(req, h, &rs);
             return;
         }
-        txn_add_batched(b, req, h, &rq);
+        add_batched(b, req, h, &rq);
         return;
     }
     bool txn_denied = !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TXN_ID,
                                 rq.v3_and_below_transactional_id);
-    struct add_state *as = cn_arena_alloc(&req->arena, sizeof *as);
-    if (!as) {
+    struct txn_call *tc = call_new(req, h);
+    if (!tc) {
         cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
-    req->handler_state = as;
-    struct cn_add_partitions_to_txn_response *rs = &as->rs;
-    cn_add_partitions_to_txn_response_init(rs);
+    struct cn_add_partitions_to_txn_response *rs = &tc->rs;
     int32_t nt = rq.v3_and_below_topics_len > 0 ? rq.v3_and_below_topics_len
                                                 : 0;
+    size_t ntps = 0;
+    for (int32_t i = 0; i < nt; i++)
+        if (rq.v3_and_below_topics[i].partitions_len > 0)
+            ntps += (size_t)rq.v3_and_below_topics[i].partitions_len;
+    struct cn_txn_tp *tps = cn_arena_calloc(&req->arena, ntps + 1,
+                                            sizeof *tps);
     rs->results_by_topic_v3_and_below = cn_arena_calloc(
         &req->arena, (size_t)nt + 1, sizeof *rs->results_by_topic_v3_and_below);
-    if (!rs->results_by_topic_v3_and_below) {
+    if (!rs->results_by_topic_v3_and_below || !tps) {
         cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
     rs->results_by_topic_v3_and_below_len = nt;
     bool unknown = false, any_denied = false;
+    ntps = 0;
     for (int32_t i = 0; i < nt; i++) {
         const struct cn_add_partitions_to_txn_request_add_partitions_to_txn_topic
             *qt = &rq.v3_and_below_topics[i];
-        struct cn_add_partitions_to_txn_response_add_partitions_to_txn_topic_result
-            *tr = &rs->results_by_topic_v3_and_below[i];
+        add_topic_result *tr = &rs->results_by_topic_v3_and_below[i];
         cn_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_init(
             tr);
         tr->name = qt->name;
@@ -345,6 +406,8 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
         bool topic_denied =
             !txn_denied && !cn_bytes_eq_str(qt->name, CN_TXN_TOPIC) &&
             !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TOPIC, qt->name);
+        char topic[CN_TOPIC_NAME_MAX + 1];
+        bool named = cn_wire_cstr(qt->name, topic, sizeof topic);
         for (int32_t j = 0; j < np; j++) {
             tr->results_by_partition[j].partition_index = qt->partitions[j];
             if (topic_denied) {
@@ -352,100 +415,50 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
                     KAFKA_TOPIC_AUTHORIZATION_FAILED;
                 any_denied = true;
             } else if (!cn_partition_find(b, qt->name, qt->partitions[j]) ||
-                cn_bytes_eq_str(qt->name, CN_TXN_TOPIC)) {
+                cn_bytes_eq_str(qt->name, CN_TXN_TOPIC) || !named) {
                 tr->results_by_partition[j].partition_error_code =
                     KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
                 unknown = true;
+            } else {
+                tps[ntps].topic =
+                    cn_arena_strdup(&req->arena, cn_bytes_str(topic));
+                tps[ntps++].partition = qt->partitions[j];
             }
         }
     }
     if (txn_denied) {
-        set_all(rs, KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED, false);
-        txn_answer_add(req, h, rs);
+        set_all(rs, KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+        answer_add(req, h, rs);
         return;
     }
     if (any_denied) {
         /* As Kafka: refused and unknown topics are named, nothing is
          * attempted for the rest. */
-        set_all(rs, KAFKA_OPERATION_NOT_ATTEMPTED, true);
-        txn_answer_add(req, h, rs);
+        set_all(rs, KAFKA_OPERATION_NOT_ATTEMPTED);
+        answer_add(req, h, rs);
         return;
     }
-    struct txn_entry *e = NULL;
-    int16_t kerr = check_producer(b, rq.v3_and_below_transactional_id,
-                                  rq.v3_and_below_producer_id,
-                                  rq.v3_and_below_producer_epoch,
-                                  CN_API_ADD_PARTITIONS_TO_TXN,
-                                  h->api_version, &e);
-    if (kerr == KAFKA_CONCURRENT_TRANSACTIONS &&
-        txn_park(b, e, req, h, &body0, cn_h_add_partitions_to_txn))
-        return;
-    if (kerr) {
-        set_all(rs, kerr, false);
-        txn_answer_add(req, h, rs);
+    char id[1024];
+    if (!cn_wire_cstr(rq.v3_and_below_transactional_id, id, sizeof id)) {
+        set_all(rs, KAFKA_INVALID_REQUEST);
+        answer_add(req, h, rs);
         return;
     }
-    if (unknown) {
-        /* Nothing is added when any partition is bad. */
-        set_all(rs, KAFKA_OPERATION_NOT_ATTEMPTED, true);
-        txn_answer_add(req, h, rs);
-        return;
-    }
-    struct cn_txn_meta next;
-    cn_txn_meta_init(&next);
-    bool changed = e->meta.state != CN_TXN_ONGOING;
-    if (cn_txn_meta_copy(&next, &e->meta) != 0) {
-        set_all(rs, KAFKA_COORDINATOR_NOT_AVAILABLE, false);
-        txn_answer_add(req, h, rs);
-        return;
-    }
-    if (changed)
-        cn_txn_meta_clear_partitions(&next);
-    for (int32_t i = 0; i < nt; i++) {
-        const struct cn_add_partitions_to_txn_request_add_partitions_to_txn_topic
-            *qt = &rq.v3_and_below_topics[i];
-        char topic[CN_TOPIC_NAME_MAX + 1];
-        if (!cn_wire_cstr(qt->name, topic, sizeof topic))
-            continue;
-        for (int32_t j = 0; j < qt->partitions_len; j++) {
-            if (!cn_txn_meta_has_partition(&next, topic, qt->partitions[j])) {
-                changed = true;
-                cn_txn_meta_add_partition(&next, topic, qt->partitions[j]);
-            }
-        }
-    }
-    if (!changed) {
-        cn_txn_meta_fini(&next);
-        txn_answer_add(req, h, rs);
-        return;
-    }
-    int64_t now = cn_clock_wall_ms();
-    if (next.state != CN_TXN_ONGOING)
-        next.txn_start_ms = now;
-    next.state = CN_TXN_ONGOING;
-    next.last_update_ms = now;
-    next.client_tv = 1; /* adds its partitions itself: a TV1 client */
-    txn_write_change(b, e, &next, add_written, req, h, false);
+    struct cn_txn_request tr = {
+        .kind = CN_TXN_REQ_ADD_PARTS,
+        .token = req,
+        .api_version = h->api_version,
+        .transactional_id = id,
+        .producer_id = rq.v3_and_below_producer_id,
+        .producer_epoch = rq.v3_and_below_producer_epoch,
+        .has_unknown = unknown,
+        .tps = tps,
+        .ntps = ntps,
+    };
+    cn_txn_exec_request(b, &tr);
 }
 
 /* ---- AddOffsetsToTxn ---------------------------------------------------- */
-
-static void answer_add_offsets(struct cn_req *req,
-                               const struct cn_req_header *h, int16_t err)
-{
-    struct cn_add_offsets_to_txn_response rs;
-    cn_add_offsets_to_txn_response_init(&rs);
-    rs.error_code = err;
-    cn_resp_begin(req, h);
-    cn_add_offsets_to_txn_response_encode(&req->resp, h->api_version, &rs);
-    cn_req_done(req);
-}
-
-static void add_offsets_written(struct txn_write *w, int16_t err)
-{
-    w->e->busy = false;
-    answer_add_offsets(w->req, &w->h, err);
-}
 
 /* The group's __consumer_offsets partition joins the transaction, so the
  * commit or abort marker reaches the offsets the producer then sends with
@@ -455,7 +468,6 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
                              struct cn_rd *body)
 {
     struct cn_add_offsets_to_txn_request rq;
-    const struct cn_rd body0 = *body;
     int err = cn_add_offsets_to_txn_request_decode(body, &req->arena,
                                                    h->api_version, &rq);
     if (err) {
@@ -472,15 +484,9 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
         answer_add_offsets(req, h, KAFKA_GROUP_AUTHORIZATION_FAILED);
         return;
     }
-    struct txn_entry *e = NULL;
-    int16_t kerr = check_producer(b, rq.transactional_id, rq.producer_id,
-                                  rq.producer_epoch, CN_API_ADD_OFFSETS_TO_TXN,
-                                  h->api_version, &e);
-    if (kerr == KAFKA_CONCURRENT_TRANSACTIONS &&
-        txn_park(b, e, req, h, &body0, cn_h_add_offsets_to_txn))
-        return;
-    if (kerr) {
-        answer_add_offsets(req, h, kerr);
+    char id[1024];
+    if (!cn_wire_cstr(rq.transactional_id, id, sizeof id)) {
+        answer_add_offsets(req, h, KAFKA_INVALID_REQUEST);
         return;
     }
     if (cn_bytes_is_null(rq.group_id) || rq.group_id.len == 0) {
@@ -488,182 +494,36 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
         return;
     }
     struct cn_partition *p = cn_group_coord_partition(b, rq.group_id);
-    if (!p) {
+    struct cn_txn_tp *tp = cn_arena_calloc(&req->arena, 1, sizeof *tp);
+    if (!p || !tp) {
         answer_add_offsets(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE);
         return;
     }
-    const char *topic = p->topic->name;
-    bool ongoing = e->meta.state == CN_TXN_ONGOING;
-    if (ongoing && cn_txn_meta_has_partition(&e->meta, topic, p->index)) {
-        answer_add_offsets(req, h, KAFKA_NONE);
+    if (!call_new(req, h)) {
+        cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
-    struct cn_txn_meta next;
-    cn_txn_meta_init(&next);
-    int rc = cn_txn_meta_copy(&next, &e->meta);
-    if (rc == 0 && !ongoing)
-        cn_txn_meta_clear_partitions(&next);
-    if (rc == 0)
-        rc = cn_txn_meta_add_partition(&next, topic, p->index);
-    if (rc != 0) {
-        cn_txn_meta_fini(&next);
-        answer_add_offsets(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE);
-        return;
-    }
-    int64_t now = cn_clock_wall_ms();
-    if (!ongoing)
-        next.txn_start_ms = now;
-    next.state = CN_TXN_ONGOING;
-    next.last_update_ms = now;
-    txn_write_change(b, e, &next, add_offsets_written, req, h, false);
+    tp->topic = p->topic->name;
+    tp->partition = p->index;
+    struct cn_txn_request tr = {
+        .kind = CN_TXN_REQ_ADD_OFFSETS,
+        .token = req,
+        .api_version = h->api_version,
+        .transactional_id = id,
+        .producer_id = rq.producer_id,
+        .producer_epoch = rq.producer_epoch,
+        .tps = tp,
+        .ntps = 1,
+    };
+    cn_txn_exec_request(b, &tr);
 }
 
 /* ---- EndTxn ------------------------------------------------------------- */
-
-static void end_written(struct txn_write *w, int16_t err);
-
-/* A TV2 EndTxn decides the transaction and bumps the epoch in the same
- * record (Kafka's prepareAbortOrCommit); at the last usable epoch the
- * next producer id is allocated now and taken on at completion.  `bare`:
- * an abort with no transaction open (TV2 allows it), which starts now. */
-static void end_tv2_prepare(struct cn_broker *b, struct txn_entry *e,
-                            struct cn_req *req, const struct cn_req_header *h,
-                            const struct cn_rd *body0, bool commit, bool bare)
-{
-    struct cn_txn_meta next;
-    cn_txn_meta_init(&next);
-    int rc = cn_txn_meta_copy(&next, &e->meta);
-    if (!rc && e->meta.producer_epoch >= EPOCH_LAST_USABLE) {
-        int64_t pid;
-        rc = cn_pids_take(b, req, h, body0, cn_h_end_txn, &pid);
-        if (!rc)
-            next.next_producer_id = pid;
-    }
-    if (rc) {
-        cn_txn_meta_fini(&next);
-        if (rc != -EAGAIN)
-            answer_end_txn(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, NULL);
-        return;
-    }
-    int64_t now = cn_clock_wall_ms();
-    next.last_producer_epoch = e->meta.producer_epoch;
-    next.producer_epoch = (int16_t)(e->meta.producer_epoch + 1);
-    next.state = commit ? CN_TXN_PREPARE_COMMIT : CN_TXN_PREPARE_ABORT;
-    next.client_tv = 2;
-    next.last_update_ms = now;
-    if (bare) {
-        cn_txn_meta_clear_partitions(&next);
-        next.txn_start_ms = now;
-    }
-    e->decide_us = cn_clock_mono_us();
-    txn_write_change(b, e, &next, end_written, req, h, commit);
-}
-
-/*
- * EndTxn v5 under transaction version 2, after Kafka 4.x's
- * TransactionCoordinator.endTransaction.  Because every EndTxn bumps the
- * epoch, the same epoch no longer tells a retry apart: a retry carries
- * the epoch just below the stored one (or, across a producer id
- * rotation, the previous id at the last usable epoch while the new id
- * is at 0).  A retry of what completed the previous transaction is
- * answered with success and the current id and epoch; any other epoch
- * is PRODUCER_FENCED.
- */
-static void end_txn_tv2(struct cn_broker *b, struct cn_req *req,
-                        const struct cn_req_header *h,
-                        const struct cn_rd *body0,
-                        const struct cn_end_txn_request *rq)
-{
-    char id[1024];
-    if (!cn_wire_cstr(rq->transactional_id, id, sizeof id) || !id[0]) {
-        answer_end_txn(req, h, KAFKA_INVALID_REQUEST, NULL);
-        return;
-    }
-    struct txn_entry *e = txn_entry_find(b->txn, id);
-    if (!e || e->meta.state == CN_TXN_DEAD) {
-        answer_end_txn(req, h, KAFKA_INVALID_PRODUCER_ID_MAPPING, NULL);
-        return;
-    }
-    const struct cn_txn_meta *m = &e->meta;
-    enum cn_txn_state s = m->state;
-    if (e->busy || s == CN_TXN_PREPARE_COMMIT || s == CN_TXN_PREPARE_ABORT ||
-        s == CN_TXN_PREPARE_EPOCH_FENCE) {
-        /* Kafka answers a retry during the markers with
-         * CONCURRENT_TRANSACTIONS too; waiting gives the final answer. */
-        if (!txn_park(b, e, req, h, body0, cn_h_end_txn))
-            answer_end_txn(req, h, KAFKA_CONCURRENT_TRANSACTIONS, NULL);
-        return;
-    }
-    bool retry_overflow = m->prev_producer_id >= 0 &&
-                          m->prev_producer_id == rq->producer_id &&
-                          rq->producer_epoch == EPOCH_LAST_USABLE &&
-                          m->producer_epoch == 0;
-    bool retry_bump = m->producer_id == rq->producer_id &&
-                      m->producer_epoch == rq->producer_epoch + 1;
-    if (m->producer_id != rq->producer_id && !retry_overflow) {
-        answer_end_txn(req, h, KAFKA_INVALID_PRODUCER_ID_MAPPING, NULL);
-        return;
-    }
-    bool same = rq->producer_epoch == m->producer_epoch &&
-                m->producer_id == rq->producer_id;
-    bool complete = s == CN_TXN_COMPLETE_COMMIT || s == CN_TXN_COMPLETE_ABORT;
-    bool valid = complete ? retry_bump || retry_overflow || same : same;
-    if (!valid) {
-        answer_end_txn(req, h, KAFKA_PRODUCER_FENCED, NULL);
-        return;
-    }
-    bool retry = retry_bump || retry_overflow;
-    bool commit = rq->committed;
-    switch (s) {
-    case CN_TXN_ONGOING:
-        end_tv2_prepare(b, e, req, h, body0, commit, false);
-        return;
-    case CN_TXN_COMPLETE_COMMIT:
-        if (commit)
-            answer_end_txn(req, h,
-                           retry ? KAFKA_NONE : KAFKA_INVALID_TXN_STATE, m);
-        else if (retry)
-            answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);
-        else
-            end_tv2_prepare(b, e, req, h, body0, false, true);
-        return;
-    case CN_TXN_COMPLETE_ABORT:
-        if (commit)
-            answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);
-        else if (retry)
-            answer_end_txn(req, h, KAFKA_NONE, m);
-        else
-            end_tv2_prepare(b, e, req, h, body0, false, true);
-        return;
-    case CN_TXN_EMPTY:
-        if (commit)
-            answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);
-        else
-            end_tv2_prepare(b, e, req, h, body0, false, true);
-        return;
-    default:
-        answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);
-        return;
-    }
-}
-
-static void end_written(struct txn_write *w, int16_t err)
-{
-    answer_end_txn(w->req, &w->h, err, &w->e->meta);
-    if (err) {
-        w->e->busy = false;
-        return;
-    }
-    if (CN_FAILPOINT("txn.after_prepare_sync"))
-        return;
-    txn_write_markers(w->b, w->e, w->commit);
-}
 
 void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
                   const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_end_txn_request rq;
-    const struct cn_rd body0 = *body;
     int err = cn_end_txn_request_decode(body, &req->arena, h->api_version, &rq);
     if (err) {
         cn_req_bad(req, h, err);
@@ -672,45 +532,28 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
     if (!cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TXN_ID,
                   rq.transactional_id)) {
         answer_end_txn(req, h, KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                       NULL);
+                       -1, -1);
         return;
     }
-    if (h->api_version >= 5 && txn_tv2_on(b)) {
-        end_txn_tv2(b, req, h, &body0, &rq);
+    char id[1024];
+    if (!cn_wire_cstr(rq.transactional_id, id, sizeof id) ||
+        (h->api_version >= 5 && b->cfg->cairn_transaction_version >= 2 &&
+         !id[0])) {
+        answer_end_txn(req, h, KAFKA_INVALID_REQUEST, -1, -1);
         return;
     }
-    struct txn_entry *e = NULL;
-    int16_t kerr = check_producer(b, rq.transactional_id, rq.producer_id,
-                                  rq.producer_epoch, CN_API_END_TXN,
-                                  h->api_version, &e);
-    if (kerr == KAFKA_CONCURRENT_TRANSACTIONS &&
-        txn_park(b, e, req, h, &body0, cn_h_end_txn))
-        return;
-    if (kerr) {
-        answer_end_txn(req, h, kerr, NULL);
+    if (!call_new(req, h)) {
+        cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
-    enum cn_txn_state s = e->meta.state;
-    if (s == CN_TXN_COMPLETE_COMMIT || s == CN_TXN_COMPLETE_ABORT) {
-        /* A retry of the EndTxn that finished it is answered as before. */
-        bool same = (s == CN_TXN_COMPLETE_COMMIT) == rq.committed;
-        answer_end_txn(req, h, same ? KAFKA_NONE : KAFKA_INVALID_TXN_STATE,
-                       &e->meta);
-        return;
-    }
-    if (s != CN_TXN_ONGOING) {
-        answer_end_txn(req, h, KAFKA_INVALID_TXN_STATE, NULL);
-        return;
-    }
-    struct cn_txn_meta next;
-    cn_txn_meta_init(&next);
-    if (cn_txn_meta_copy(&next, &e->meta) != 0) {
-        answer_end_txn(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE, NULL);
-        return;
-    }
-    next.state = rq.committed ? CN_TXN_PREPARE_COMMIT : CN_TXN_PREPARE_ABORT;
-    next.last_update_ms = cn_clock_wall_ms();
-    next.client_tv = 1; /* an EndTxn without the bump: a TV1 client */
-    e->decide_us = cn_clock_mono_us();
-    txn_write_change(b, e, &next, end_written, req, h, rq.committed);
+    struct cn_txn_request tr = {
+        .kind = CN_TXN_REQ_END,
+        .token = req,
+        .api_version = h->api_version,
+        .transactional_id = id,
+        .producer_id = rq.producer_id,
+        .producer_epoch = rq.producer_epoch,
+        .commit = rq.committed,
+    };
+    cn_txn_exec_request(b, &tr);
 }

@@ -1,9 +1,8 @@
 /*
  * h_txn_describe.c - looking at the coordinator without changing it:
  * FindCoordinator (for groups too), DescribeTransactions,
- * ListTransactions, the metrics snapshot and the per-producer view the
- * hanging-transaction check uses.  Nothing here writes, so nothing here
- * waits or parks.
+ * ListTransactions, through the coordinator's read-only queries.  Nothing
+ * here writes, so nothing here waits or parks.
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,8 +14,7 @@
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 #include "txn/txn_state.h"
-#include "txn_coord.h"
-#include "txn_int.h"
+#include "txn_exec.h"
 
 /* ---- FindCoordinator ---------------------------------------------------- */
 
@@ -46,7 +44,7 @@ static void fill_coordinator(struct cn_broker *b, struct cn_req *req,
     }
     bool ready = key_type == KEY_TYPE_GROUP
                      ? cn_group_coord_partition(b, cn_bytes_str("")) != NULL
-                     : txn_log_topic(b, true) != NULL;
+                     : cn_txn_exec_log_topic(b, true) != NULL;
     if (!ready) {
         *err = KAFKA_COORDINATOR_NOT_AVAILABLE;
         return;
@@ -132,16 +130,16 @@ void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
             continue;
         }
         char id[1024];
-        struct txn_entry *e =
-            cn_wire_cstr(rq.transactional_ids[i], id, sizeof id)
-                ? txn_entry_find(b->txn, id)
+        const struct cn_txn_coord *c = cn_txn_exec_coord(b);
+        const struct cn_txn_meta *m =
+            c && cn_wire_cstr(rq.transactional_ids[i], id, sizeof id)
+                ? cn_txn_find(c, id)
                 : NULL;
-        if (!e || e->meta.state == CN_TXN_DEAD) {
+        if (!m || m->state == CN_TXN_DEAD) {
             ts->error_code = KAFKA_TRANSACTIONAL_ID_NOT_FOUND;
             ts->transaction_state = cn_bytes_str("");
             continue;
         }
-        const struct cn_txn_meta *m = &e->meta;
         ts->transaction_state = cn_bytes_str(cn_txn_state_name(m->state));
         ts->transaction_timeout_ms = m->timeout_ms;
         ts->transaction_start_time_ms = m->txn_start_ms;
@@ -201,6 +199,46 @@ static bool pid_wanted(const struct cn_list_transactions_request *rq,
     return false;
 }
 
+struct list_ctx {
+    struct cn_broker *b;
+    struct cn_req *req;
+    const struct cn_list_transactions_request *rq;
+    struct cn_list_transactions_response *rs;
+    const bool *want_state;
+    int32_t nf;
+    size_t cap;
+    int64_t now;
+};
+
+static int list_one(void *arg, const struct cn_txn_meta *m)
+{
+    struct list_ctx *lc = arg;
+    if ((size_t)lc->rs->transaction_states_len >= lc->cap)
+        return 1;
+    if (m->state == CN_TXN_DEAD || !cn_txn_state_valid((int)m->state) ||
+        (lc->nf > 0 && !lc->want_state[m->state]) ||
+        !pid_wanted(lc->rq, m->producer_id))
+        return 0;
+    /* v1: only transactions started longer ago than the filter.  As in
+     * Kafka, an id with no start time (-1: Empty) counts as started at
+     * the epoch, so the filter never hides it. */
+    if (lc->rq->duration_filter >= 0 &&
+        lc->now - m->txn_start_ms < lc->rq->duration_filter)
+        return 0;
+    /* Filtered, not refused (Kafka): ids the caller may not describe are
+     * left out. */
+    if (!cn_authz_quiet(lc->b, lc->req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TXN_ID,
+                        cn_bytes_str(m->transactional_id)))
+        return 0;
+    struct cn_list_transactions_response_transaction_state *ts =
+        &lc->rs->transaction_states[lc->rs->transaction_states_len++];
+    cn_list_transactions_response_transaction_state_init(ts);
+    ts->transactional_id = cn_req_str(lc->req, m->transactional_id);
+    ts->producer_id = m->producer_id;
+    ts->transaction_state = cn_bytes_str(cn_txn_state_name(m->state));
+    return 0;
+}
+
 void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
                             const struct cn_req_header *h, struct cn_rd *body)
 {
@@ -231,88 +269,21 @@ void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
         else
             want_state[st] = true;
     }
-    struct cn_txnb *c = b->txn;
-    rs.transaction_states = cn_arena_calloc(&req->arena, c->count + 1,
+    const struct cn_txn_coord *c = cn_txn_exec_coord(b);
+    size_t count = c ? cn_txn_count(c, -1) : 0;
+    rs.transaction_states = cn_arena_calloc(&req->arena, count + 1,
                                             sizeof *rs.transaction_states);
     if (!rs.transaction_states)
         goto nomem;
     rs.transaction_states_len = 0;
-    int64_t now = cn_clock_wall_ms();
-    for (size_t i = 0; i < c->buckets; i++)
-        for (struct txn_entry *e = c->table[i]; e; e = e->next) {
-            const struct cn_txn_meta *m = &e->meta;
-            if (m->state == CN_TXN_DEAD || (nf > 0 && !want_state[m->state]) ||
-                !pid_wanted(&rq, m->producer_id))
-                continue;
-            /* v1: only transactions started longer ago than the filter.
-             * As in Kafka, an id with no start time (-1: Empty) counts
-             * as started at the epoch, so the filter never hides it. */
-            if (rq.duration_filter >= 0 &&
-                now - m->txn_start_ms < rq.duration_filter)
-                continue;
-            /* Filtered, not refused (Kafka): ids the caller may not
-             * describe are left out. */
-            if (!cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TXN_ID,
-                                cn_bytes_str(m->transactional_id)))
-                continue;
-            struct cn_list_transactions_response_transaction_state *ts =
-                &rs.transaction_states[rs.transaction_states_len++];
-            cn_list_transactions_response_transaction_state_init(ts);
-            ts->transactional_id = cn_req_str(req, m->transactional_id);
-            ts->producer_id = m->producer_id;
-            ts->transaction_state = cn_bytes_str(cn_txn_state_name(m->state));
-        }
+    struct list_ctx lc = {b, req, &rq, &rs, want_state, nf, count,
+                          cn_clock_wall_ms()};
+    if (c)
+        cn_txn_foreach(c, -1, list_one, &lc);
     cn_resp_begin(req, h);
     cn_list_transactions_response_encode(&req->resp, h->api_version, &rs);
     cn_req_done(req);
     return;
 nomem:
     cn_req_bad(req, h, CN_ENOMEM);
-}
-
-/* ---- metrics and introspection ------------------------------------------ */
-
-void cn_txn_coord_stats(struct cn_broker *b, struct cn_txn_stats *out)
-{
-    memset(out, 0, sizeof *out);
-    struct cn_txnb *c = b->txn;
-    if (!c)
-        return;
-    for (size_t i = 0; i < c->buckets; i++)
-        for (struct txn_entry *e = c->table[i]; e; e = e->next)
-            if (cn_txn_state_valid((int)e->meta.state))
-                out->ids_by_state[e->meta.state]++;
-    out->commits = c->commits;
-    out->aborts = c->aborts;
-    out->timed_out_aborts = c->timed_out_aborts;
-    out->fenced = c->fenced;
-    out->marker_retry_queue = c->marker_retries;
-    for (struct txn_park *pk = c->parked; pk; pk = pk->next)
-        out->parked_requests++;
-    out->commit_ms = c->commit_ms;
-    out->abort_ms = c->abort_ms;
-}
-
-bool cn_txn_coord_pid_view(struct cn_broker *b, int64_t producer_id,
-                           const char *topic, int32_t partition,
-                           struct cn_txn_pid_view *out, bool *has_partition)
-{
-    struct txn_entry *e = b->txn ? txn_entry_by_pid(b->txn, producer_id) : NULL;
-    if (has_partition)
-        *has_partition = false;
-    if (!e)
-        return false;
-    const struct cn_txn_meta *m = &e->meta;
-    if (out) {
-        memset(out, 0, sizeof *out);
-        snprintf(out->transactional_id, sizeof out->transactional_id, "%s",
-                 m->transactional_id ? m->transactional_id : "");
-        out->state = m->state;
-        out->producer_epoch = m->producer_epoch;
-        out->txn_start_ms = m->txn_start_ms;
-        out->timeout_ms = m->timeout_ms;
-    }
-    if (has_partition && topic)
-        *has_partition = cn_txn_meta_has_partition(m, topic, partition);
-    return true;
 }

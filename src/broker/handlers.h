@@ -157,6 +157,23 @@ void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
                             struct cn_rd *body);
 void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
                   const struct cn_req_header *h, struct cn_rd *body);
+/* InitProducerId with a transactional id (h_producers.c decodes and
+ * authorizes it; the idempotent case stays there). */
+void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
+                             const struct cn_req_header *h,
+                             struct cn_bytes transactional_id,
+                             int32_t timeout_ms, int64_t producer_id,
+                             int16_t producer_epoch);
+/* The coordinator's answer to a request fed to it (txn_exec.h): encoded
+ * by kind, or (PRODUCE_ADD) the request it held resumed. */
+struct cn_txn_answer;
+void cn_h_txn_answer(struct cn_broker *b, const struct cn_txn_answer *a);
+/* A produce or TxnOffsetCommit whose implicit add (TV2) was taken goes
+ * on; err is the add's outcome, which only the verification reads. */
+void cn_h_produce_resume(struct cn_broker *b, struct cn_req *req,
+                         int16_t err);
+void cn_h_txn_offset_commit_resume(struct cn_broker *b, struct cn_req *req,
+                                   int16_t err);
 
 /* The ACL APIs (authz.c). */
 void cn_h_create_acls(struct cn_broker *b, struct cn_req *req,

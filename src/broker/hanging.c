@@ -14,7 +14,8 @@
 #include "markers.h"
 #include "metrics.h"
 #include "proto/kerr.h"
-#include "txn_coord.h"
+#include "txn/txn_state.h"
+#include "txn_exec.h"
 
 struct cn_hanging {
     struct cn_broker *b;
@@ -27,8 +28,8 @@ int16_t cn_hanging_abort(struct cn_broker *b, struct cn_partition *p,
                          void (*done)(struct cn_broker *b, void *arg),
                          void *arg, bool *by_coordinator)
 {
-    int16_t err = cn_txn_coord_abort_for_operator(
-        b, producer_id, p->topic->name, p->index, by_coordinator);
+    int16_t err = cn_txn_exec_operator_abort(b, producer_id, p->topic->name,
+                                             p->index, by_coordinator);
     if (err)
         return err;
     if (*by_coordinator) {
@@ -101,10 +102,10 @@ static bool live_state(enum cn_txn_state st)
 }
 
 /* Why the coordinator will not close it, in words for the log. */
-static void coord_words(bool known, const struct cn_txn_pid_view *v,
-                        bool has_partition, char *out, size_t len)
+static void coord_words(const struct cn_txn_meta *v, bool has_partition,
+                        char *out, size_t len)
 {
-    if (!known)
+    if (!v)
         snprintf(out, len, "unknown to the coordinator");
     else if (live_state(v->state) && !has_partition)
         snprintf(out, len,
@@ -141,19 +142,22 @@ int cn_hanging_check_now(struct cn_broker *b, bool auto_abort)
     for (size_t i = 0; i < s.n; i++) {
         const struct suspect *x = &s.v[i];
         struct cn_partition *p = x->p;
-        struct cn_txn_pid_view v;
         struct cn_pentry_info info;
         bool has_partition = false, by_coord = false;
         char why[400];
 
-        bool known = cn_txn_coord_pid_view(b, x->producer_id, p->topic->name,
-                                           p->index, &v, &has_partition);
-        if (known && has_partition && live_state(v.state))
+        const struct cn_txn_coord *c = cn_txn_exec_coord(b);
+        const struct cn_txn_meta *v = c ? cn_txn_find_pid(c, x->producer_id)
+                                        : NULL;
+        bool known = v != NULL;
+        has_partition = v && cn_txn_meta_has_partition(v, p->topic->name,
+                                                       p->index);
+        if (known && has_partition && live_state(v->state))
             continue; /* the coordinator will close it */
         if (!cn_pstate_get(p->pstate, x->producer_id, &info))
             continue;
         found++;
-        coord_words(known, &v, has_partition, why, sizeof why);
+        coord_words(v, has_partition, why, sizeof why);
         CN_WARN("hanging transaction on %s-%d: producer id %" PRId64
                 " epoch %d%s%s%s, first offset %" PRId64
                 ", open %" PRId64 " ms (threshold %" PRId64
@@ -162,7 +166,7 @@ int cn_hanging_check_now(struct cn_broker *b, bool auto_abort)
                 "find-hanging'",
                 p->topic->name, p->index, x->producer_id, info.epoch,
                 known ? ", transactional id '" : "",
-                known ? v.transactional_id : "", known ? "'" : "",
+                known ? v->transactional_id : "", known ? "'" : "",
                 x->first_offset, s.now_ms - x->start_ms, s.threshold_ms, why,
                 cn_partition_lso(p), p->high_watermark);
         if (!auto_abort)

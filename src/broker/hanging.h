@@ -38,7 +38,7 @@ void cn_hanging_stop(struct cn_hanging *h);
 /*
  * An operator abort of producer_id's open transaction on p: if the
  * coordinator holds the producer in a transaction that includes p, it
- * decides (cn_txn_coord_abort_for_operator): it aborts the whole
+ * decides (cn_txn_exec_operator_abort): it aborts the whole
  * transaction (epoch bump, markers follow) or is aborting it already, and
  * *by_coordinator is true, or it refuses (INVALID_TXN_STATE while it
  * commits, CONCURRENT_TRANSACTIONS while a change is written); otherwise

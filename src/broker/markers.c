@@ -13,7 +13,7 @@
 #include "markers.h"
 #include "proto/batch.h"
 #include "proto/kerr.h"
-#include "txn_coord.h"
+#include "txn/coord.h"
 
 /* One marker in flight until it is visible. */
 struct marker_op {

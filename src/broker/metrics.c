@@ -21,7 +21,7 @@
 #include "handlers.h"
 #include "net/http.h"
 #include "proto/gen/api.h"
-#include "txn_coord.h"
+#include "txn_exec.h"
 
 /* Kafka's highest version of any API is below 20 (Fetch 17 in 4.x). */
 #define VERSION_SLOTS 32
@@ -328,8 +328,9 @@ static void render_txn(struct cn_broker *b, struct cn_wr *w)
 {
     struct cn_txn_stats st;
     memset(&st, 0, sizeof st);
-    if (b->txn)
-        cn_txn_coord_stats(b, &st);
+    const struct cn_txn_coord *c = cn_txn_exec_coord(b);
+    if (c)
+        cn_txn_get_stats(c, &st);
     family(w, "cairn_txn_ids", "gauge",
            "Transactional ids the coordinator holds, by state.");
     for (int s = 0; s < CN_TXN_NSTATES; s++)

@@ -1,8 +1,8 @@
 /*
  * pids.c - producer ids for the handlers, with the reservation's fsync on
  * a worker (pid.h).  A request that finds no durable id left is held and
- * run again once the reservation being written is durable, as the
- * coordinator holds a request whose transactional id is busy.
+ * run again once the reservation being written is durable; the
+ * transaction coordinator's wait inside it and hear of it too.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 
 #include "base/say.h"
 #include "broker_int.h"
+#include "txn_exec.h"
 
 /* A request waiting for the next durable reservation. */
 struct pid_wait {
@@ -59,6 +60,8 @@ static void write_done(uv_work_t *w, int status)
         struct cn_rd body = w2->body;
         w2->fn(b, w2->req, &w2->h, &body);
     }
+    /* The transaction coordinator's waiters (parked inside it) too. */
+    cn_txn_exec_pids_ready(b);
     b->pid_failed_rerun = false;
     if (!rc)
         cn_pids_refill(b);
