@@ -173,12 +173,9 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
                              int16_t producer_epoch)
 {
     char id[1024];
-    if (!cn_wire_cstr(transactional_id, id, sizeof id) || !id[0]) {
+    /* The coordinator checks the rest (empty id, the timeout's range). */
+    if (!cn_wire_cstr(transactional_id, id, sizeof id)) {
         answer_init_pid(req, h, KAFKA_INVALID_REQUEST, -1, -1);
-        return;
-    }
-    if (timeout_ms <= 0 || timeout_ms > b->cfg->transaction_max_timeout_ms) {
-        answer_init_pid(req, h, KAFKA_INVALID_TRANSACTION_TIMEOUT, -1, -1);
         return;
     }
     if (!call_new(req, h)) {
@@ -489,13 +486,13 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
         answer_add_offsets(req, h, KAFKA_INVALID_REQUEST);
         return;
     }
-    if (cn_bytes_is_null(rq.group_id) || rq.group_id.len == 0) {
-        answer_add_offsets(req, h, KAFKA_INVALID_GROUP_ID);
-        return;
-    }
-    struct cn_partition *p = cn_group_coord_partition(b, rq.group_id);
+    /* No group (null or empty): no partition, and the coordinator answers
+     * INVALID_GROUP_ID once the producer passed its check. */
+    bool no_group = cn_bytes_is_null(rq.group_id) || rq.group_id.len == 0;
+    struct cn_partition *p =
+        no_group ? NULL : cn_group_coord_partition(b, rq.group_id);
     struct cn_txn_tp *tp = cn_arena_calloc(&req->arena, 1, sizeof *tp);
-    if (!p || !tp) {
+    if ((!no_group && !p) || !tp) {
         answer_add_offsets(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE);
         return;
     }
@@ -503,8 +500,10 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
-    tp->topic = p->topic->name;
-    tp->partition = p->index;
+    if (p) {
+        tp->topic = p->topic->name;
+        tp->partition = p->index;
+    }
     struct cn_txn_request tr = {
         .kind = CN_TXN_REQ_ADD_OFFSETS,
         .token = req,
@@ -513,7 +512,7 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
         .producer_id = rq.producer_id,
         .producer_epoch = rq.producer_epoch,
         .tps = tp,
-        .ntps = 1,
+        .ntps = p ? 1 : 0,
     };
     cn_txn_exec_request(b, &tr);
 }
