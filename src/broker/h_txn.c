@@ -47,6 +47,20 @@ static struct txn_call *call_new(struct cn_req *req,
     return tc;
 }
 
+/* A request for the coordinator: the fields every kind has. */
+static struct cn_txn_request request_for(enum cn_txn_req_kind kind,
+                                         struct cn_req *req, int16_t version,
+                                         const char *id, int64_t pid,
+                                         int16_t epoch)
+{
+    return (struct cn_txn_request){.kind = kind,
+                                   .token = req,
+                                   .api_version = version,
+                                   .transactional_id = id,
+                                   .producer_id = pid,
+                                   .producer_epoch = epoch};
+}
+
 /* ---- answering ---------------------------------------------------------- */
 
 static void answer_init_pid(struct cn_req *req, const struct cn_req_header *h,
@@ -101,9 +115,11 @@ static void set_partitions(add_topic_result *tr, int32_t n, int16_t err,
                            bool keep_set)
 {
     for (int32_t i = 0; i < n; i++)
-        for (int32_t j = 0; j < tr[i].results_by_partition_len; j++)
-            if (!keep_set || !tr[i].results_by_partition[j].partition_error_code)
-                tr[i].results_by_partition[j].partition_error_code = err;
+        for (int32_t j = 0; j < tr[i].results_by_partition_len; j++) {
+            int16_t *code = &tr[i].results_by_partition[j].partition_error_code;
+            if (!keep_set || !*code)
+                *code = err;
+        }
 }
 
 /* Sets every partition's error; OPERATION_NOT_ATTEMPTED leaves those
@@ -182,15 +198,10 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
-    struct cn_txn_request rq = {
-        .kind = CN_TXN_REQ_INIT_PID,
-        .token = req,
-        .api_version = h->api_version,
-        .transactional_id = id,
-        .producer_id = producer_id,
-        .producer_epoch = producer_epoch,
-        .timeout_ms = timeout_ms,
-    };
+    struct cn_txn_request rq =
+        request_for(CN_TXN_REQ_INIT_PID, req, h->api_version, id,
+                    producer_id, producer_epoch);
+    rq.timeout_ms = timeout_ms;
     cn_txn_exec_request(b, &rq);
 }
 
@@ -214,9 +225,9 @@ static void verify_only(struct cn_broker *b, add_result *r, const char *id,
         char topic[CN_TOPIC_NAME_MAX + 1];
         bool named = cn_wire_cstr(tr->name, topic, sizeof topic);
         for (int32_t j = 0; j < tr->results_by_partition_len; j++) {
+            int32_t part = tr->results_by_partition[j].partition_index;
             bool in = named && m && m->state == CN_TXN_ONGOING &&
-                      cn_txn_meta_has_partition(
-                          m, topic, tr->results_by_partition[j].partition_index);
+                      cn_txn_meta_has_partition(m, topic, part);
             tr->results_by_partition[j].partition_error_code =
                 in ? KAFKA_NONE : KAFKA_INVALID_TXN_STATE;
         }
@@ -267,18 +278,13 @@ static void add_batched_one(struct cn_broker *b, struct cn_req *req,
             tps[n++].partition = part;
         }
     }
-    struct cn_txn_request rq = {
-        .kind = CN_TXN_REQ_ADD_BATCHED,
-        .token = req,
-        .index = index,
-        .api_version = tc->h.api_version,
-        .transactional_id = id,
-        .producer_id = qt->producer_id,
-        .producer_epoch = qt->producer_epoch,
-        .has_unknown = unknown,
-        .tps = tps,
-        .ntps = n,
-    };
+    struct cn_txn_request rq =
+        request_for(CN_TXN_REQ_ADD_BATCHED, req, tc->h.api_version, id,
+                    qt->producer_id, qt->producer_epoch);
+    rq.index = index;
+    rq.has_unknown = unknown;
+    rq.tps = tps;
+    rq.ntps = n;
     tc->pending++;
     cn_txn_exec_request(b, &rq);
 }
@@ -441,17 +447,13 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
         answer_add(req, h, rs);
         return;
     }
-    struct cn_txn_request tr = {
-        .kind = CN_TXN_REQ_ADD_PARTS,
-        .token = req,
-        .api_version = h->api_version,
-        .transactional_id = id,
-        .producer_id = rq.v3_and_below_producer_id,
-        .producer_epoch = rq.v3_and_below_producer_epoch,
-        .has_unknown = unknown,
-        .tps = tps,
-        .ntps = ntps,
-    };
+    struct cn_txn_request tr =
+        request_for(CN_TXN_REQ_ADD_PARTS, req, h->api_version, id,
+                    rq.v3_and_below_producer_id,
+                    rq.v3_and_below_producer_epoch);
+    tr.has_unknown = unknown;
+    tr.tps = tps;
+    tr.ntps = ntps;
     cn_txn_exec_request(b, &tr);
 }
 
@@ -504,16 +506,11 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
         tp->topic = p->topic->name;
         tp->partition = p->index;
     }
-    struct cn_txn_request tr = {
-        .kind = CN_TXN_REQ_ADD_OFFSETS,
-        .token = req,
-        .api_version = h->api_version,
-        .transactional_id = id,
-        .producer_id = rq.producer_id,
-        .producer_epoch = rq.producer_epoch,
-        .tps = tp,
-        .ntps = p ? 1 : 0,
-    };
+    struct cn_txn_request tr =
+        request_for(CN_TXN_REQ_ADD_OFFSETS, req, h->api_version, id,
+                    rq.producer_id, rq.producer_epoch);
+    tr.tps = tp;
+    tr.ntps = p ? 1 : 0;
     cn_txn_exec_request(b, &tr);
 }
 
@@ -545,14 +542,9 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
-    struct cn_txn_request tr = {
-        .kind = CN_TXN_REQ_END,
-        .token = req,
-        .api_version = h->api_version,
-        .transactional_id = id,
-        .producer_id = rq.producer_id,
-        .producer_epoch = rq.producer_epoch,
-        .commit = rq.committed,
-    };
+    struct cn_txn_request tr =
+        request_for(CN_TXN_REQ_END, req, h->api_version, id, rq.producer_id,
+                    rq.producer_epoch);
+    tr.commit = rq.committed;
     cn_txn_exec_request(b, &tr);
 }
