@@ -509,28 +509,20 @@ static void step_one(struct cn_txn_exec *x, const struct cn_txn_event *in,
     if (written && part >= 0 && part < x->nparts && x->part_writing[part])
         x->part_writing[part]--;
     int rc = cn_txn_step(x->coord, &ev, &x->acts);
-    if (rc) {
-        CN_ERROR("transaction coordinator: cannot take an event (kind %d): "
-                 "%s", (int)ev.kind, cn_strerror(rc));
-        cn_txn_actions_reset(&x->acts);
-        if (ev.kind == CN_TXE_REQUEST &&
-            ev.u.request.kind != CN_TXN_REQ_PRODUCE_ADD) {
-            const struct cn_txn_request *r = &ev.u.request;
-            struct cn_txn_answer a = {
-                .kind = r->kind, .token = r->token, .index = r->index,
-                .api_version = r->api_version,
-                .error = KAFKA_COORDINATOR_NOT_AVAILABLE,
-                .producer_id = -1, .producer_epoch = -1};
-            cn_h_txn_answer(x->b, &a);
-        }
-        if (out)
-            out->result = KAFKA_COORDINATOR_NOT_AVAILABLE;
-        return;
-    }
+    /* Out of memory part way: the machine's state matches the actions it
+     * recorded, so they are carried out all the same. */
+    if (rc)
+        CN_ERROR("transaction coordinator: out of memory taking an event "
+                 "(kind %d); an id may stay busy until the next start",
+                 (int)ev.kind);
     if (out) {
         out->stepped = true;
         out->taken = x->acts.taken;
-        out->result = x->acts.result;
+        /* An operator abort the machine could not take is refused,
+         * rather than its marker written beside the transaction. */
+        out->result = rc && !x->acts.op_taken
+                          ? KAFKA_COORDINATOR_NOT_AVAILABLE
+                          : x->acts.result;
         out->op_taken = x->acts.op_taken;
         out->resumed = x->acts.resumed;
     }
