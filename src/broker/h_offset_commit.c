@@ -379,9 +379,9 @@ static int16_t txn_commit_check(struct cn_broker *b, struct cn_req *req,
                                 const struct commit_op *op)
 {
     int16_t v = op->h.api_version;
-    int16_t kerr = cn_txn_exec_verify(b, rq->transactional_id,
-                                      rq->producer_id, rq->producer_epoch,
-                                      CN_OFFSETS_TOPIC, op->gp->index);
+    int16_t kerr = cn_txn_exec_verify(b, rq->transactional_id, rq->producer_id,
+                                      rq->producer_epoch, CN_OFFSETS_TOPIC,
+                                      op->gp->index);
     struct cn_pentry_info pe;
     if (!kerr && cn_pstate_get(op->gp->pstate, rq->producer_id, &pe) &&
         pe.epoch > rq->producer_epoch)

@@ -228,7 +228,7 @@ static int16_t produce_verify(void *arg, int64_t producer_id, int16_t epoch)
 {
     struct produce_prep *pp = arg;
     return cn_txn_exec_verify(pp->b, pp->txn_id, producer_id, epoch,
-                               pp->p->topic->name, pp->p->index);
+                              pp->p->topic->name, pp->p->index);
 }
 
 /* The topic-dependent checks of the batch, once the producer state has

@@ -116,7 +116,8 @@ static void set_partitions(add_topic_result *tr, int32_t n, int16_t err,
 {
     for (int32_t i = 0; i < n; i++)
         for (int32_t j = 0; j < tr[i].results_by_partition_len; j++) {
-            int16_t *code = &tr[i].results_by_partition[j].partition_error_code;
+            int16_t *code =
+                &tr[i].results_by_partition[j].partition_error_code;
             if (!keep_set || !*code)
                 *code = err;
         }
@@ -175,8 +176,7 @@ void cn_h_txn_answer(struct cn_broker *b, const struct cn_txn_answer *a)
         answer_end_txn(req, &tc->h, a->error, a->producer_id,
                        a->producer_epoch);
         break;
-    case CN_TXN_REQ_PRODUCE_ADD:
-        break;
+    case CN_TXN_REQ_PRODUCE_ADD: break;
     }
 }
 
@@ -198,9 +198,9 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
-    struct cn_txn_request rq =
-        request_for(CN_TXN_REQ_INIT_PID, req, h->api_version, id,
-                    producer_id, producer_epoch);
+    struct cn_txn_request rq = request_for(CN_TXN_REQ_INIT_PID, req,
+                                           h->api_version, id, producer_id,
+                                           producer_epoch);
     rq.timeout_ms = timeout_ms;
     cn_txn_exec_request(b, &rq);
 }
@@ -278,9 +278,10 @@ static void add_batched_one(struct cn_broker *b, struct cn_req *req,
             tps[n++].partition = part;
         }
     }
-    struct cn_txn_request rq =
-        request_for(CN_TXN_REQ_ADD_BATCHED, req, tc->h.api_version, id,
-                    qt->producer_id, qt->producer_epoch);
+    struct cn_txn_request rq = request_for(CN_TXN_REQ_ADD_BATCHED, req,
+                                           tc->h.api_version, id,
+                                           qt->producer_id,
+                                           qt->producer_epoch);
     rq.index = index;
     rq.has_unknown = unknown;
     rq.tps = tps;
@@ -418,13 +419,13 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
                     KAFKA_TOPIC_AUTHORIZATION_FAILED;
                 any_denied = true;
             } else if (!cn_partition_find(b, qt->name, qt->partitions[j]) ||
-                cn_bytes_eq_str(qt->name, CN_TXN_TOPIC) || !named) {
+                       cn_bytes_eq_str(qt->name, CN_TXN_TOPIC) || !named) {
                 tr->results_by_partition[j].partition_error_code =
                     KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
                 unknown = true;
             } else {
-                tps[ntps].topic =
-                    cn_arena_strdup(&req->arena, cn_bytes_str(topic));
+                tps[ntps].topic = cn_arena_strdup(&req->arena,
+                                                  cn_bytes_str(topic));
                 tps[ntps++].partition = qt->partitions[j];
             }
         }
@@ -447,10 +448,10 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
         answer_add(req, h, rs);
         return;
     }
-    struct cn_txn_request tr =
-        request_for(CN_TXN_REQ_ADD_PARTS, req, h->api_version, id,
-                    rq.v3_and_below_producer_id,
-                    rq.v3_and_below_producer_epoch);
+    struct cn_txn_request tr = request_for(CN_TXN_REQ_ADD_PARTS, req,
+                                           h->api_version, id,
+                                           rq.v3_and_below_producer_id,
+                                           rq.v3_and_below_producer_epoch);
     tr.has_unknown = unknown;
     tr.tps = tps;
     tr.ntps = ntps;
@@ -491,8 +492,9 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
     /* No group (null or empty): no partition, and the coordinator answers
      * INVALID_GROUP_ID once the producer passed its check. */
     bool no_group = cn_bytes_is_null(rq.group_id) || rq.group_id.len == 0;
-    struct cn_partition *p =
-        no_group ? NULL : cn_group_coord_partition(b, rq.group_id);
+    struct cn_partition *p = no_group
+                                 ? NULL
+                                 : cn_group_coord_partition(b, rq.group_id);
     struct cn_txn_tp *tp = cn_arena_calloc(&req->arena, 1, sizeof *tp);
     if ((!no_group && !p) || !tp) {
         answer_add_offsets(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE);
@@ -506,9 +508,9 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
         tp->topic = p->topic->name;
         tp->partition = p->index;
     }
-    struct cn_txn_request tr =
-        request_for(CN_TXN_REQ_ADD_OFFSETS, req, h->api_version, id,
-                    rq.producer_id, rq.producer_epoch);
+    struct cn_txn_request tr = request_for(CN_TXN_REQ_ADD_OFFSETS, req,
+                                           h->api_version, id, rq.producer_id,
+                                           rq.producer_epoch);
     tr.tps = tp;
     tr.ntps = p ? 1 : 0;
     cn_txn_exec_request(b, &tr);
@@ -527,8 +529,8 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
     }
     if (!cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TXN_ID,
                   rq.transactional_id)) {
-        answer_end_txn(req, h, KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                       -1, -1);
+        answer_end_txn(req, h, KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1,
+                       -1);
         return;
     }
     char id[1024];
@@ -542,9 +544,9 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
-    struct cn_txn_request tr =
-        request_for(CN_TXN_REQ_END, req, h->api_version, id, rq.producer_id,
-                    rq.producer_epoch);
+    struct cn_txn_request tr = request_for(CN_TXN_REQ_END, req, h->api_version,
+                                           id, rq.producer_id,
+                                           rq.producer_epoch);
     tr.commit = rq.committed;
     cn_txn_exec_request(b, &tr);
 }

@@ -276,8 +276,8 @@ void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
     if (!rs.transaction_states)
         goto nomem;
     rs.transaction_states_len = 0;
-    struct list_ctx lc = {b, req, &rq, &rs, want_state, nf, count,
-                          cn_clock_wall_ms()};
+    struct list_ctx lc = {b,          req, &rq,   &rs,
+                          want_state, nf,  count, cn_clock_wall_ms()};
     if (c)
         cn_txn_foreach(c, -1, list_one, &lc);
     cn_resp_begin(req, h);

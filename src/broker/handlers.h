@@ -170,8 +170,7 @@ struct cn_txn_answer;
 void cn_h_txn_answer(struct cn_broker *b, const struct cn_txn_answer *a);
 /* A produce or TxnOffsetCommit whose implicit add (TV2) was taken goes
  * on; err is the add's outcome, which only the verification reads. */
-void cn_h_produce_resume(struct cn_broker *b, struct cn_req *req,
-                         int16_t err);
+void cn_h_produce_resume(struct cn_broker *b, struct cn_req *req, int16_t err);
 void cn_h_txn_offset_commit_resume(struct cn_broker *b, struct cn_req *req,
                                    int16_t err);
 

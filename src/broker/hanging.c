@@ -150,8 +150,8 @@ int cn_hanging_check_now(struct cn_broker *b, bool auto_abort)
         const struct cn_txn_meta *v = c ? cn_txn_find_pid(c, x->producer_id)
                                         : NULL;
         bool known = v != NULL;
-        has_partition = v && cn_txn_meta_has_partition(v, p->topic->name,
-                                                       p->index);
+        has_partition = v &&
+                        cn_txn_meta_has_partition(v, p->topic->name, p->index);
         if (known && has_partition && live_state(v->state))
             continue; /* the coordinator will close it */
         if (!cn_pstate_get(p->pstate, x->producer_id, &info))
@@ -159,10 +159,10 @@ int cn_hanging_check_now(struct cn_broker *b, bool auto_abort)
         found++;
         coord_words(v, has_partition, why, sizeof why);
         CN_WARN("hanging transaction on %s-%d: producer id %" PRId64
-                " epoch %d%s%s%s, first offset %" PRId64
-                ", open %" PRId64 " ms (threshold %" PRId64
-                " ms), %s; read_committed readers are stuck at offset %"
-                PRId64 " (high watermark %" PRId64 "); see 'cairnctl txn "
+                " epoch %d%s%s%s, first offset %" PRId64 ", open %" PRId64
+                " ms (threshold %" PRId64
+                " ms), %s; read_committed readers are stuck at offset %" PRId64
+                " (high watermark %" PRId64 "); see 'cairnctl txn "
                 "find-hanging'",
                 p->topic->name, p->index, x->producer_id, info.epoch,
                 known ? ", transactional id '" : "",

@@ -45,12 +45,12 @@ struct cn_txn_exec {
     struct cn_broker *b;
     struct cn_txn_coord *coord;
     struct cn_txn_actions acts;
-    uv_timer_t *timer;     /* freed in its close callback */
-    int64_t timer_at;      /* monotonic ms it is armed for; INT64_MAX none */
-    bool draining;         /* a step's actions are being carried out */
+    uv_timer_t *timer; /* freed in its close callback */
+    int64_t timer_at;  /* monotonic ms it is armed for; INT64_MAX none */
+    bool draining;     /* a step's actions are being carried out */
     struct exec_q *head, **tail;
-    int32_t nparts;        /* partitions of __transaction_state */
-    size_t *part_writing;  /* records appended, their WRITTEN not stepped */
+    int32_t nparts;       /* partitions of __transaction_state */
+    size_t *part_writing; /* records appended, their WRITTEN not stepped */
     const struct cn_marker_channel *markers;
     const struct cn_txn_verifier *verifier;
 };
@@ -139,8 +139,8 @@ static int q_copy(struct exec_q *q, const struct cn_txn_event *ev)
     case CN_TXE_REQUEST: {
         struct cn_txn_request *r = &q->ev.u.request;
         r->transactional_id = q_str(&q->arena, r->transactional_id, &nomem);
-        struct cn_txn_tp *tps =
-            cn_arena_calloc(&q->arena, r->ntps + 1, sizeof *tps);
+        struct cn_txn_tp *tps = cn_arena_calloc(&q->arena, r->ntps + 1,
+                                                sizeof *tps);
         if (!tps)
             return CN_ENOMEM;
         for (size_t i = 0; i < r->ntps; i++) {
@@ -159,8 +159,7 @@ static int q_copy(struct exec_q *q, const struct cn_txn_event *ev)
     case CN_TXE_OPERATOR_ABORT:
         q->ev.u.op.topic = q_str(&q->arena, ev->u.op.topic, &nomem);
         break;
-    default:
-        break;
+    default: break;
     }
     return nomem ? CN_ENOMEM : 0;
 }
@@ -181,7 +180,8 @@ static void enqueue(struct cn_txn_exec *x, const struct cn_txn_event *ev,
     if (!q) {
         /* Lost: the id it concerns stays busy until the next start. */
         CN_ERROR("transaction coordinator: out of memory queueing an event "
-                 "(kind %d)", (int)ev->kind);
+                 "(kind %d)",
+                 (int)ev->kind);
         return;
     }
     *x->tail = q;
@@ -199,16 +199,15 @@ static void write_done(struct cn_broker *b, struct cn_sync_waiter *sw)
         ev.u.written.seq = w->seq;
         /* A failed sync took the log directory offline: the record is not
          * known to be durable. */
-        ev.u.written.err = b->log_dir_offline
-                               ? KAFKA_COORDINATOR_NOT_AVAILABLE
-                               : KAFKA_NONE;
+        ev.u.written.err = b->log_dir_offline ? KAFKA_COORDINATOR_NOT_AVAILABLE
+                                              : KAFKA_NONE;
         exec_feed(b->txn, &ev, w->part, NULL);
     }
     free(w);
 }
 
-static void written_failed(struct cn_txn_exec *x, const char *id,
-                           uint64_t seq, int32_t part)
+static void written_failed(struct cn_txn_exec *x, const char *id, uint64_t seq,
+                           int32_t part)
 {
     struct cn_txn_event ev = {.kind = CN_TXE_WRITTEN};
     ev.u.written.id = id;
@@ -374,15 +373,9 @@ static void do_actions(struct cn_txn_exec *x)
             do_append(x, a->u.append.part, a->u.append.id, a->u.append.seq,
                       a->u.append.key, a->u.append.value);
             break;
-        case CN_TXA_SEND_MARKERS:
-            do_markers(x, a);
-            break;
-        case CN_TXA_ANSWER:
-            cn_h_txn_answer(x->b, &a->u.answer);
-            break;
-        case CN_TXA_WANT_PIDS:
-            cn_pids_refill(x->b);
-            break;
+        case CN_TXA_SEND_MARKERS: do_markers(x, a); break;
+        case CN_TXA_ANSWER: cn_h_txn_answer(x->b, &a->u.answer); break;
+        case CN_TXA_WANT_PIDS: cn_pids_refill(x->b); break;
         }
     }
 }
@@ -520,18 +513,20 @@ static void step_one(struct cn_txn_exec *x, const struct cn_txn_event *in,
         out->taken = x->acts.taken;
         /* An operator abort the machine could not take is refused,
          * rather than its marker written beside the transaction. */
-        out->result = rc && !x->acts.op_taken
-                          ? KAFKA_COORDINATOR_NOT_AVAILABLE
-                          : x->acts.result;
+        out->result = rc && !x->acts.op_taken ? KAFKA_COORDINATOR_NOT_AVAILABLE
+                                              : x->acts.result;
         out->op_taken = x->acts.op_taken;
         out->resumed = x->acts.resumed;
     }
+    /* Before the step's own appends (a request that waited for the id
+     * writes now): the checkpoint holds the durable state, and what they
+     * write comes after it. */
+    if (written && ev.u.written.err == KAFKA_NONE)
+        maybe_compact(x, part);
     int64_t at = x->acts.timer_mono_ms;
     do_actions(x);
     cn_txn_actions_reset(&x->acts);
     arm_timer(x, at, ev.now.mono_ms);
-    if (written && ev.u.written.err == KAFKA_NONE)
-        maybe_compact(x, part);
 }
 
 /* Steps ev now, or (while a step's actions are being carried out) after
@@ -597,10 +592,9 @@ int16_t cn_txn_exec_verify(struct cn_broker *b, struct cn_bytes txn_id,
                            int64_t producer_id, int16_t producer_epoch,
                            const char *topic, int32_t partition)
 {
-    const struct cn_txn_verifier *v =
-        b->txn ? b->txn->verifier : &cn_txn_verifier_local;
-    return v->verify(b, txn_id, producer_id, producer_epoch, topic,
-                     partition);
+    const struct cn_txn_verifier *v = b->txn ? b->txn->verifier
+                                             : &cn_txn_verifier_local;
+    return v->verify(b, txn_id, producer_id, producer_epoch, topic, partition);
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -610,11 +604,13 @@ void cn_txn_exec_request(struct cn_broker *b, const struct cn_txn_request *rq)
     struct cn_txn_event ev = {.kind = CN_TXE_REQUEST};
     ev.u.request = *rq;
     if (!b->txn) {
-        struct cn_txn_answer a = {
-            .kind = rq->kind, .token = rq->token, .index = rq->index,
-            .api_version = rq->api_version,
-            .error = KAFKA_COORDINATOR_NOT_AVAILABLE,
-            .producer_id = -1, .producer_epoch = -1};
+        struct cn_txn_answer a = {.kind = rq->kind,
+                                  .token = rq->token,
+                                  .index = rq->index,
+                                  .api_version = rq->api_version,
+                                  .error = KAFKA_COORDINATOR_NOT_AVAILABLE,
+                                  .producer_id = -1,
+                                  .producer_epoch = -1};
         cn_h_txn_answer(b, &a);
         return;
     }
