@@ -207,33 +207,6 @@ void cn_txn_init_producer_id(struct cn_broker *b, struct cn_req *req,
 
 /* ---- AddPartitionsToTxn v4-5: batched, from a partition leader --------- */
 
-/* VerifyOnly (v4): is each partition in the id's Ongoing transaction? */
-static void verify_only(struct cn_broker *b, add_result *r, const char *id,
-                        const add_txn_request *qt)
-{
-    const struct cn_txn_coord *c = cn_txn_exec_coord(b);
-    int16_t kerr = c ? cn_txn_check_batched(c, id, qt->producer_id,
-                                            qt->producer_epoch)
-                     : KAFKA_COORDINATOR_NOT_AVAILABLE;
-    if (kerr) {
-        result_set(r, kerr);
-        return;
-    }
-    const struct cn_txn_meta *m = cn_txn_find(c, id);
-    for (int32_t i = 0; i < r->topic_results_len; i++) {
-        add_topic_result *tr = &r->topic_results[i];
-        char topic[CN_TOPIC_NAME_MAX + 1];
-        bool named = cn_wire_cstr(tr->name, topic, sizeof topic);
-        for (int32_t j = 0; j < tr->results_by_partition_len; j++) {
-            int32_t part = tr->results_by_partition[j].partition_index;
-            bool in = named && m && m->state == CN_TXN_ONGOING &&
-                      cn_txn_meta_has_partition(m, topic, part);
-            tr->results_by_partition[j].partition_error_code =
-                in ? KAFKA_NONE : KAFKA_INVALID_TXN_STATE;
-        }
-    }
-}
-
 /* One transaction of the batch: verified, or fed to the coordinator (its
  * answer comes through cn_h_txn_answer). */
 static void add_batched_one(struct cn_broker *b, struct cn_req *req,
@@ -246,9 +219,19 @@ static void add_batched_one(struct cn_broker *b, struct cn_req *req,
         result_set(r, KAFKA_INVALID_PRODUCER_ID_MAPPING);
         return;
     }
+    /* VerifyOnly (v4): the producer check, then is each partition in the
+     * id's Ongoing transaction. */
+    const struct cn_txn_meta *m = NULL;
     if (qt->verify_only) {
-        verify_only(b, r, id, qt);
-        return;
+        const struct cn_txn_coord *c = cn_txn_exec_coord(b);
+        int16_t kerr = c ? cn_txn_check_batched(c, id, qt->producer_id,
+                                                qt->producer_epoch)
+                         : KAFKA_COORDINATOR_NOT_AVAILABLE;
+        if (kerr) {
+            result_set(r, kerr);
+            return;
+        }
+        m = cn_txn_find(c, id);
     }
     size_t n = 0;
     for (int32_t i = 0; i < r->topic_results_len; i++)
@@ -266,6 +249,13 @@ static void add_batched_one(struct cn_broker *b, struct cn_req *req,
         bool named = cn_wire_cstr(tr->name, topic, sizeof topic);
         for (int32_t j = 0; j < tr->results_by_partition_len; j++) {
             int32_t part = tr->results_by_partition[j].partition_index;
+            if (qt->verify_only) {
+                bool in = named && m && m->state == CN_TXN_ONGOING &&
+                          cn_txn_meta_has_partition(m, topic, part);
+                tr->results_by_partition[j].partition_error_code =
+                    in ? KAFKA_NONE : KAFKA_INVALID_TXN_STATE;
+                continue;
+            }
             bool known = named && !cn_bytes_eq_str(tr->name, CN_TXN_TOPIC) &&
                          cn_partition_find(b, tr->name, part);
             if (!known) {
@@ -278,6 +268,8 @@ static void add_batched_one(struct cn_broker *b, struct cn_req *req,
             tps[n++].partition = part;
         }
     }
+    if (qt->verify_only)
+        return;
     struct cn_txn_request rq = request_for(CN_TXN_REQ_ADD_BATCHED, req,
                                            tc->h.api_version, id,
                                            qt->producer_id,
