@@ -150,10 +150,11 @@ def kafka_error(exc):
 
 @pytest.mark.parametrize("group_commit", ["true", "false"])
 def test_commit_then_abort(broker_factory, group_commit):
-    # With group commit off a coordinator's sync completes inside its
-    # append, and the local markers' results come before their send
-    # returns: the executor must queue those events (txn_exec.c), not
-    # step the state machine from inside its own step.
+    # With group commit off the outcomes of the coordinator's actions (a
+    # durable record, the local markers' results) arrive while the
+    # executor is still carrying out the step that caused them: it must
+    # queue them (txn_exec.c), not step the state machine from inside its
+    # own step.  The "false" case kills a broker that does.
     broker = broker_factory(**{"cairn.fsync.group.commit": group_commit})
     topics = ["txa", "txb"]
     for t in topics:
