@@ -18,20 +18,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "authz.h"
-#include "quotas.h"
-#include "handlers.h"
+#include "node/authz.h"
+#include "handlers/quotas.h"
+#include "handlers/handlers.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/rand.h"
 #include "base/say.h"
-#include "broker.h"
-#include "broker_int.h"
-#include "cleaner.h"
-#include "group_coord.h"
-#include "metrics.h"
-#include "hanging.h"
-#include "txn_exec.h"
+#include "broker/broker.h"
+#include "broker/wiring.h"
+#include "node/broker_int.h"
+#include "node/cleaner.h"
+#include "node/group_coord.h"
+#include "broker/metrics.h"
+#include "node/hanging.h"
+#include "node/txn_exec.h"
 #include "proto/gen/api.h"
 #include "proto/kerr.h"
 
@@ -224,24 +225,6 @@ static void on_signal(uv_signal_t *s, int signum)
     cn_broker_stop(b);
 }
 
-void cn_broker_warn_config(const struct cn_config *cfg)
-{
-    /* Settings Kafka accepts too, that leave part of the broker unable to
-     * work on one node: said loudly, at start and after a dynamic change. */
-    if (cfg->min_insync_replicas > 1)
-        CN_WARN("min.insync.replicas=%d: this single broker is one in-sync "
-                "replica, so every acks=all produce to a topic without its "
-                "own min.insync.replicas=1 is refused with "
-                "NOT_ENOUGH_REPLICAS",
-                (int)cfg->min_insync_replicas);
-    if (cfg->socket_request_max_bytes < cfg->message_max_bytes)
-        CN_WARN("socket.request.max.bytes=%d is below message.max.bytes=%d: "
-                "a produce request carrying a batch near message.max.bytes "
-                "closes its connection",
-                (int)cfg->socket_request_max_bytes,
-                (int)cfg->message_max_bytes);
-}
-
 int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
                     struct cn_broker **out, char *err, size_t err_len)
 {
@@ -258,6 +241,9 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     b->node_id = cfg->node_id;
     b->sync_next_round = 1;
     b->data_visible = cn_broker_data_arrived;
+    b->txn_answer = cn_h_txn_answer;
+    b->group_join_done = cn_gc_join_done;
+    b->group_sync_done = cn_gc_sync_done;
     snprintf(b->adv_host, sizeof b->adv_host, "%s",
              cfg->advertised_host[0] ? cfg->advertised_host : "127.0.0.1");
     b->adv_port = cfg->advertised_port;
@@ -436,42 +422,6 @@ out_free:
     free(cfg);
     free(bp);
     return CN_EINVAL;
-}
-
-void cn_broker_log_dir_failed(struct cn_broker *b, const char *what, int err)
-{
-    if (b->log_dir_offline)
-        return;
-    b->log_dir_offline = true;
-    CN_ERROR("log directory %s is offline after %s failed (%s); every "
-             "partition now answers KAFKA_STORAGE_ERROR; restart the broker "
-             "once the disk is healthy",
-             b->data_dir, what, cn_strerror(err));
-}
-
-void cn_broker_disk_full(struct cn_broker *b, const struct cn_partition *p,
-                         bool full)
-{
-    if (full == b->log_dir_full)
-        return;
-    b->log_dir_full = full;
-    const char *topic = p->topic ? p->topic->name : "(deleted topic)";
-    int64_t now = cn_clock_mono_ms();
-    bool quiet = b->log_dir_full_log_ms != 0 &&
-                 now - b->log_dir_full_log_ms < 10000;
-    if (full && !b->log_dir_full_logged && !quiet) {
-        b->log_dir_full_logged = true;
-        b->log_dir_full_log_ms = now;
-        CN_WARN("log directory %s is full (an append to %s-%d found no "
-                "space); writes are refused with KAFKA_STORAGE_ERROR until "
-                "space is freed, reads go on",
-                b->data_dir, topic, p->index);
-    } else if (!full && b->log_dir_full_logged) {
-        b->log_dir_full_logged = false;
-        CN_INFO("log directory %s has space again (an append to %s-%d "
-                "succeeded); writes are accepted",
-                b->data_dir, topic, p->index);
-    }
 }
 
 int cn_broker_port(const struct cn_broker *b)

@@ -9,11 +9,12 @@
  */
 #include <string.h>
 
-#include "authz.h"
+#include "node/authz.h"
 #include "base/clock.h"
-#include "quotas.h"
+#include "handlers/quotas.h"
 #include "base/say.h"
-#include "handlers.h"
+#include "broker/wiring.h"
+#include "handlers/handlers.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 
@@ -144,41 +145,6 @@ static const struct cn_handler *handler_find(int16_t key)
         if (cn_handlers[i].api_key == key)
             return &cn_handlers[i];
     return NULL;
-}
-
-bool cn_wire_cstr(struct cn_bytes b, char *out, size_t out_len)
-{
-    if (b.len < 0 || (size_t)b.len >= out_len)
-        return false;
-    if (b.len)
-        memcpy(out, b.ptr, (size_t)b.len);
-    out[b.len] = '\0';
-    return true;
-}
-
-struct cn_bytes cn_req_str(struct cn_req *req, const char *s)
-{
-    if (!s)
-        return CN_BYTES_NULL;
-    char *c = cn_arena_strdup(&req->arena, cn_bytes_str(s));
-    return c ? cn_bytes_str(c) : CN_BYTES_NULL;
-}
-
-void cn_resp_begin(struct cn_req *req, const struct cn_req_header *h)
-{
-    cn_resp_header_encode(&req->resp, h->api_key, h->api_version,
-                          h->correlation_id);
-}
-
-void cn_req_bad(struct cn_req *req, const struct cn_req_header *h, int err)
-{
-    CN_WARN("closing %s: malformed %s v%d request (%s)", cn_req_peer(req),
-            cn_api_find(h->api_key) ? cn_api_find(h->api_key)->name
-                                        : "?",
-            h->api_version, cn_strerror(err));
-    cn_req_close_conn(req);
-    req->no_response = true;
-    cn_req_done(req);
 }
 
 /* KIP-511: an ApiVersions request of a version we do not know is answered

@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "base/say.h"
-#include "broker_int.h"
+#include "broker/wiring.h"
+#include "node/broker_int.h"
 #include "sec/tls.h"
 
 /* ssl.principal.mapping.rules over the certificate's subject. */
@@ -131,17 +132,4 @@ void cn_broker_listeners_free(struct cn_broker *b)
         cn_tls_ctx_free(b->tls_ctx[i]);
         b->tls_ctx[i] = NULL;
     }
-}
-
-void cn_broker_advertised(const struct cn_broker *b, const struct cn_req *req,
-                          const char **host, int *port)
-{
-    int i = cn_req_listener(req);
-    if (i < 0 || i >= b->nservers) {
-        *host = b->adv_host;
-        *port = b->adv_port;
-        return;
-    }
-    *host = b->adv_hosts[i];
-    *port = b->adv_ports[i];
 }

@@ -25,7 +25,7 @@
 #include "base/failpoint.h"
 #include "base/say.h"
 #include "broker/broker.h"
-#include "broker/scram_store.h"
+#include "node/scram_store.h"
 #include "log/log.h"
 
 #define CAIRN_VERSION "0.1.0"

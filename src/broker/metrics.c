@@ -5,7 +5,7 @@
  * the text format asks, so partitions are collected and sorted once per
  * scrape and then walked once per family.
  */
-#include "metrics.h"
+#include "broker/metrics.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,11 +17,11 @@
 #include "base/err.h"
 #include "base/hist.h"
 #include "base/say.h"
-#include "cleaner.h"
-#include "handlers.h"
+#include "node/cleaner.h"
+#include "handlers/handlers.h"
 #include "net/http.h"
 #include "proto/gen/api.h"
-#include "txn_exec.h"
+#include "node/txn_exec.h"
 
 /* Kafka's highest version of any API is below 20 (Fetch 17 in 4.x). */
 #define VERSION_SLOTS 32
@@ -34,10 +34,6 @@ struct cn_metrics {
      * in requests) */
     uint64_t by_version[CN_API_KEY_MAX + 1][VERSION_SLOTS];
     struct cn_hist latency[CN_API_KEY_MAX + 1]; /* frame -> done, ms */
-    uint64_t hanging_found;                     /* counter */
-    uint64_t hanging_now;                       /* gauge */
-    uint64_t client_markers_refused;            /* counter */
-    uint64_t operator_commit_markers;           /* counter */
 };
 
 /* One partition's numbers, taken once per scrape. */
@@ -367,23 +363,22 @@ static void render_txn(struct cn_broker *b, struct cn_wr *w)
     family(w, "cairn_txn_abort_latency_seconds", "histogram",
            "Abort started (EndTxn or timeout) to CompleteAbort written.");
     histogram(w, "cairn_txn_abort_latency_seconds", "", &st.abort_ms);
-    struct cn_metrics *m = b->metrics;
     counter(w, "cairn_txn_hanging_transactions_found_total",
             "Hanging transactions (open on a partition, unknown to or "
             "ended at the coordinator) found by the periodic check.",
-            m ? m->hanging_found : 0);
+            b->counters.hanging_found);
     gauge(w, "cairn_txn_hanging_transactions",
           "Hanging transactions the last check saw.",
-          m ? (double)m->hanging_now : 0);
+          (double)b->counters.hanging_now);
     counter(w, "cairn_txn_client_markers_refused_total",
             "WriteTxnMarkers markers from clients refused: commits without "
             "cairn.transaction.operator.commit.enable or for a producer id "
             "the coordinator knows, aborts while it commits.",
-            m ? m->client_markers_refused : 0);
+            b->counters.client_markers_refused);
     counter(w, "cairn_txn_operator_commit_markers_total",
             "COMMIT markers written for clients under "
             "cairn.transaction.operator.commit.enable (audited repairs).",
-            m ? m->operator_commit_markers : 0);
+            b->counters.operator_commit_markers);
 }
 
 static void render_cleaner(struct cn_broker *b, struct cn_wr *w)
@@ -675,26 +670,3 @@ void cn_metrics_request_done(struct cn_req *req, void *opaque)
     cn_hist_record(&m->latency[req->api_key], ms < 0 ? 0 : ms);
 }
 
-void cn_metrics_hanging_found(struct cn_broker *b, uint64_t n)
-{
-    if (b->metrics)
-        b->metrics->hanging_found += n;
-}
-
-void cn_metrics_set_hanging_now(struct cn_broker *b, uint64_t n)
-{
-    if (b->metrics)
-        b->metrics->hanging_now = n;
-}
-
-void cn_metrics_client_marker_refused(struct cn_broker *b)
-{
-    if (b->metrics)
-        b->metrics->client_markers_refused++;
-}
-
-void cn_metrics_operator_commit_marker(struct cn_broker *b)
-{
-    if (b->metrics)
-        b->metrics->operator_commit_markers++;
-}

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "base/wr.h"
-#include "broker_int.h"
+#include "node/broker_int.h"
 
 struct cn_metrics;
 
@@ -45,20 +45,6 @@ int cn_metrics_http_port(const struct cn_broker *b);
 /* The net layer's done hook (struct cn_server_config.done_cb): counts
  * req under its API and records its latency.  opaque is the broker. */
 void cn_metrics_request_done(struct cn_req *req, void *opaque);
-
-/* The hanging-transaction check found n more hanging transactions
- * (cairn_txn_hanging_transactions_found_total). */
-void cn_metrics_hanging_found(struct cn_broker *b, uint64_t n);
-/* How many hanging transactions the last check saw
- * (cairn_txn_hanging_transactions). */
-void cn_metrics_set_hanging_now(struct cn_broker *b, uint64_t n);
-
-/* A WriteTxnMarkers marker from a client was refused
- * (cairn_txn_client_markers_refused_total). */
-void cn_metrics_client_marker_refused(struct cn_broker *b);
-/* A client's COMMIT marker was written as an operator repair
- * (cairn_txn_operator_commit_markers_total). */
-void cn_metrics_operator_commit_marker(struct cn_broker *b);
 
 /* Appends the whole exposition to out (what GET /metrics returns). */
 void cn_metrics_render(struct cn_broker *b, struct cn_wr *out);

@@ -9,10 +9,10 @@
 
 #include "base/config.h"
 #include "base/err.h"
-#include "broker/broker_int.h"
-#include "broker/group_coord.h"
-#include "broker/istore.h"
-#include "broker/markers.h"
+#include "node/broker_int.h"
+#include "node/group_coord.h"
+#include "node/istore.h"
+#include "node/markers.h"
 #include "proto/kerr.h"
 #include "unit.h"
 

@@ -1,0 +1,613 @@
+/*
+ * h_produce.c - Produce: validate each partition's batches, append them,
+ * and answer by acks (0: no answer; 1: once appended; -1: once synced).
+ *
+ * A partition's records are validated whole before anything is appended,
+ * so a bad batch anywhere leaves that partition untouched.  The batches
+ * are appended straight from the request frame, which the request owns:
+ * the base offset is patched into the frame's bytes, so no copy is made.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "node/authz.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/failpoint.h"
+#include "base/say.h"
+#include "handlers/handlers.h"
+#include "handlers/quotas.h"
+#include "proto/batch.h"
+#include "proto/compress.h"
+#include "proto/gen/msgs.h"
+#include "proto/kerr.h"
+#include "node/txn_exec.h"
+
+struct produce_state {
+    struct cn_sync_waiter waiter;      /* for acks=-1 */
+    struct cn_req_header h;            /* copy: the caller's is on stack */
+    struct cn_produce_response rs;     /* filled as partitions are done */
+    bool appended;                     /* some partition was written */
+};
+
+static int16_t kerr_from_batch_err(int err, const struct cn_batch_hdr *hdr)
+{
+    switch (err) {
+    case CN_ECORRUPT: return KAFKA_CORRUPT_MESSAGE;
+    case CN_EINVAL: return KAFKA_INVALID_RECORD;
+    case CN_ETOOBIG: return KAFKA_MESSAGE_TOO_LARGE;
+    case CN_EUNSUPPORTED:
+        if (hdr->magic == 2)
+            return KAFKA_UNSUPPORTED_COMPRESSION_TYPE;
+        return KAFKA_UNSUPPORTED_FOR_MESSAGE_FORMAT;
+    default: return KAFKA_UNKNOWN_SERVER_ERROR;
+    }
+}
+
+static int16_t kerr_from_log_err(int err)
+{
+    if (err == CN_EOFFLINE || err == -EIO || err == -ENOSPC)
+        return KAFKA_KAFKA_STORAGE_ERROR;
+    return KAFKA_UNKNOWN_SERVER_ERROR;
+}
+
+/*
+ * CreateTime topics bound how far record timestamps may stray from the
+ * broker's clock (message.timestamp.before.max.ms / .after.max.ms, and the
+ * older message.timestamp.difference.max.ms for both sides).  Checked on
+ * the batch's first and largest timestamps, which is where producers put
+ * the extremes.
+ */
+static bool timestamps_ok(const struct cn_topic_config *tc,
+                          const uint8_t *batch, size_t len)
+{
+    struct cn_batch_hdr hdr;
+    if (cn_batch_hdr_parse(batch, len, &hdr) != 0)
+        return true; /* validation already vouched for it */
+    int64_t now = cn_clock_wall_ms();
+    int64_t before = tc->message_timestamp_before_max_ms;
+    int64_t after = tc->message_timestamp_after_max_ms;
+    if (tc->message_timestamp_difference_max_ms < before)
+        before = tc->message_timestamp_difference_max_ms;
+    if (tc->message_timestamp_difference_max_ms < after)
+        after = tc->message_timestamp_difference_max_ms;
+    int64_t ts[2] = {hdr.base_timestamp, hdr.max_timestamp};
+    for (int i = 0; i < 2; i++) {
+        if (ts[i] < 0)
+            continue; /* -1: no timestamp */
+        if (ts[i] < now && now - ts[i] > before)
+            return false;
+        if (ts[i] > now && ts[i] - now > after)
+            return false;
+    }
+    return true;
+}
+
+/* The codec compression.type asks for, or -1 for the producer's own. */
+static int target_codec(int compression_type)
+{
+    switch (compression_type) {
+    case CN_COMPRESSION_UNCOMPRESSED: return CN_CODEC_NONE;
+    case CN_COMPRESSION_GZIP: return CN_CODEC_GZIP;
+    case CN_COMPRESSION_SNAPPY: return CN_CODEC_SNAPPY;
+    case CN_COMPRESSION_LZ4: return CN_CODEC_LZ4;
+    case CN_COMPRESSION_ZSTD: return CN_CODEC_ZSTD;
+    default: return -1;
+    }
+}
+
+/* The topic's compression.<codec>.level for codec; -1 (gzip) is zlib's
+ * own default. */
+static int target_level(const struct cn_topic_config *tc, int codec)
+{
+    switch (codec) {
+    case CN_CODEC_GZIP:
+        return tc->compression_gzip_level == -1 ? CN_LEVEL_DEFAULT
+                                                : tc->compression_gzip_level;
+    case CN_CODEC_LZ4: return tc->compression_lz4_level;
+    case CN_CODEC_ZSTD: return tc->compression_zstd_level;
+    default: return CN_LEVEL_DEFAULT;
+    }
+}
+
+/*
+ * A batch whose codec is not the topic's compression.type is rebuilt in
+ * that codec (Kafka's LogValidator), into out; out stays empty when the
+ * batch is kept as sent.  The rebuilt batch may be larger, so
+ * max.message.bytes is checked again on it (Kafka: RecordTooLarge,
+ * MESSAGE_TOO_LARGE).  Exactly one validated batch is in batch[0..len).
+ * The copy lives only until the append, one partition at a time, so a
+ * request holds at most one rebuilt batch.
+ */
+static int16_t recompress(const struct cn_topic *t, const uint8_t *batch,
+                          size_t len, struct cn_wr *scratch,
+                          struct cn_wr *out)
+{
+    int codec = target_codec(t->config.compression_type);
+    struct cn_batch_hdr hdr;
+    if (codec < 0 || cn_batch_hdr_parse(batch, len, &hdr) != 0 ||
+        cn_batch_codec(&hdr) == codec || cn_batch_is_control(&hdr))
+        return KAFKA_NONE;
+    int rc = cn_batch_recompress(batch, len, codec,
+                                 target_level(&t->config, codec), 0, scratch,
+                                 out);
+    if (rc == CN_ETOOBIG)
+        return KAFKA_MESSAGE_TOO_LARGE;
+    if (rc)
+        return rc == CN_ENOMEM ? KAFKA_UNKNOWN_SERVER_ERROR
+                               : kerr_from_batch_err(rc, &hdr);
+    if (out->len > (size_t)t->config.max_message_bytes)
+        return KAFKA_MESSAGE_TOO_LARGE;
+    return KAFKA_NONE;
+}
+
+/* Kafka's RecordValidationException shows at most this many in the
+ * partition's error message (all are in record_errors). */
+#define SHOWN_RECORD_ERRORS 3
+
+/*
+ * A compacted topic keeps the latest record per key, so a record without
+ * one could never be cleaned (Kafka's LogValidator.validateKey): the whole
+ * batch is refused with INVALID_RECORD, each keyless record in
+ * record_errors and Kafka 4.4's texts.  True when refused.
+ */
+static bool keyless_refused(struct cn_req *req, const struct cn_topic *t,
+                            int32_t partition, const uint8_t *batch,
+                            size_t len, struct cn_wr *scratch,
+                            struct cn_produce_response_partition_produce_response *pr)
+{
+    if (!(t->config.cleanup_policy & CN_CLEANUP_COMPACT))
+        return false;
+    struct cn_batch_hdr hdr;
+    struct cn_record_iter it;
+    struct cn_record rec;
+    if (cn_batch_records(batch, len, 0, scratch, &hdr, &it) != 0)
+        return false; /* validated already: cannot happen */
+    int32_t bad = 0;
+    while (cn_record_iter_next(&it, &rec) == 1)
+        bad += rec.key.len < 0;
+    if (!bad)
+        return false;
+    char one[CN_TOPIC_NAME_MAX + 96];
+    int one_len = snprintf(one, sizeof one,
+                           "Compacted topic cannot accept message without key "
+                           "in topic partition %s-%d",
+                           t->name, (int)partition);
+    struct cn_bytes msg = {(const uint8_t *)cn_arena_strdup(
+                               &req->arena,
+                               (struct cn_bytes){(const uint8_t *)one,
+                                                 one_len}),
+                           one_len};
+    pr->record_errors =
+        cn_arena_calloc(&req->arena, (size_t)bad, sizeof *pr->record_errors);
+    char *text = cn_arena_alloc(&req->arena, 256 + SHOWN_RECORD_ERRORS *
+                                                       (sizeof one + 48));
+    pr->error_code = KAFKA_INVALID_RECORD;
+    if (!pr->record_errors || !text || !msg.ptr)
+        return true; /* out of memory: the code alone */
+    size_t used = (size_t)sprintf(
+        text,
+        "One or more records have been rejected due to %d record errors in "
+        "total, and only showing the first three errors at most: [",
+        (int)bad);
+    cn_batch_records(batch, len, 0, scratch, &hdr, &it);
+    int32_t n = 0;
+    while (cn_record_iter_next(&it, &rec) == 1) {
+        if (rec.key.len >= 0)
+            continue;
+        pr->record_errors[n].batch_index = it.index - 1;
+        pr->record_errors[n].batch_index_error_message = msg;
+        if (n < SHOWN_RECORD_ERRORS)
+            used += (size_t)sprintf(text + used,
+                                    "%sRecordError(batchIndex=%d, "
+                                    "message='%s')",
+                                    n ? ", " : "", (int)(it.index - 1), one);
+        n++;
+    }
+    used += (size_t)sprintf(text + used, "]");
+    pr->record_errors_len = n;
+    pr->error_message = (struct cn_bytes){(const uint8_t *)text, (int32_t)used};
+    return true;
+}
+
+/* One partition's append, as the partition layer calls back into it. */
+struct produce_prep {
+    struct cn_broker *b;
+    struct cn_bytes txn_id; /* the request's transactional id */
+    struct cn_partition *p;
+    struct cn_req *req;
+    struct cn_topic *t;
+    int32_t partition;
+    struct cn_wr *scratch;
+    struct cn_wr recomp; /* the batch in the topic's codec, if rebuilt */
+    struct cn_produce_response_partition_produce_response *pr;
+};
+
+/* KIP-890: the coordinator must hold the transaction Ongoing. */
+static int16_t produce_verify(void *arg, int64_t producer_id, int16_t epoch)
+{
+    struct produce_prep *pp = arg;
+    return cn_txn_exec_verify(pp->b, pp->txn_id, producer_id, epoch,
+                              pp->p->topic->name, pp->p->index);
+}
+
+/* The topic-dependent checks of the batch, once the producer state has
+ * accepted it, and the re-encoding into the topic's codec. */
+static int16_t produce_prepare(void *arg, struct cn_part_append *a)
+{
+    struct produce_prep *pp = arg;
+    const struct cn_topic *t = pp->t;
+    if (keyless_refused(pp->req, t, pp->partition, a->batches, a->len,
+                        pp->scratch, pp->pr))
+        return pp->pr->error_code;
+    if (t->config.message_timestamp_type == CN_TS_CREATE_TIME &&
+        !timestamps_ok(&t->config, a->batches, a->len))
+        return KAFKA_INVALID_TIMESTAMP;
+    if (t->config.message_timestamp_type == CN_TS_LOG_APPEND_TIME)
+        a->append_time = cn_clock_wall_ms();
+    int16_t kerr = recompress(t, a->batches, a->len, pp->scratch, &pp->recomp);
+    if (kerr)
+        return kerr;
+    if (pp->recomp.len > 0) {
+        a->batches = pp->recomp.buf;
+        a->len = pp->recomp.len;
+    }
+    return KAFKA_NONE;
+}
+
+/* Returns the partition appended to, or NULL when nothing was. */
+static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req *req,
+                              int16_t version, struct cn_bytes txn_id,
+                              struct cn_topic *t,
+                              const struct cn_produce_request_partition_produce_data *pd,
+                              struct cn_produce_response_partition_produce_response *pr,
+                              struct cn_wr *scratch)
+{
+    pr->index = pd->index;
+    if (!t || pd->index < 0 || pd->index >= t->partition_count) {
+        pr->error_code = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+        return NULL;
+    }
+    struct cn_partition *p = t->partitions[pd->index];
+    if (cn_partition_offline(b, p)) {
+        pr->error_code = KAFKA_KAFKA_STORAGE_ERROR;
+        return NULL;
+    }
+    if (version < 3) {
+        /* Magic 0/1 message sets: Cairn stores magic 2 only. */
+        pr->error_code = KAFKA_UNSUPPORTED_VERSION;
+        return NULL;
+    }
+    if (pd->records.len <= 0) {
+        pr->error_code = KAFKA_CORRUPT_MESSAGE;
+        return NULL;
+    }
+    struct cn_batch_limits lim = {
+        .max_batch_bytes = (size_t)t->config.max_message_bytes,
+        .max_uncompressed_bytes = 0,
+        .allow_control = false,
+    };
+    int n = cn_batch_validate_set(pd->records.ptr, (size_t)pd->records.len,
+                                  &lim, scratch, NULL, NULL);
+    if (n < 0) {
+        /* Find the header for the error mapping. */
+        struct cn_batch_hdr hdr;
+        memset(&hdr, 0, sizeof hdr);
+        cn_batch_hdr_parse(pd->records.ptr, (size_t)pd->records.len, &hdr);
+        pr->error_code = kerr_from_batch_err(n, &hdr);
+        CN_DEBUG("rejected produce to %s-%d from %s: %s", t->name, pd->index,
+                 cn_req_peer(req), cn_strerror(n));
+        return NULL;
+    }
+    if (n != 1) {
+        /* Produce v3+ carries exactly one batch per partition. */
+        pr->error_code = KAFKA_INVALID_RECORD;
+        return NULL;
+    }
+    struct produce_prep pp = {b,         txn_id,  p,   req, t,
+                              pd->index, scratch, {0}, pr};
+    cn_wr_init(&pp.recomp, 0);
+    struct cn_part_env env = cn_sync_part_env(b);
+    /* The frame belongs to this request; writing into it is ours to do. */
+    struct cn_part_append a = {
+        .origin = CN_PART_CLIENT,
+        .batches = (uint8_t *)(uintptr_t)pd->records.ptr,
+        .len = (size_t)pd->records.len,
+        .what = "a log write",
+        .append_time = -1,
+        .verify = produce_verify,
+        .prepare = produce_prepare,
+        .arg = &pp,
+    };
+    cn_part_append(p, &env, &a);
+    /* A planted bug for the history checker's self-test (cairnctl verify
+     * must catch it): retries get appended twice. */
+    if (a.duplicate && CN_TEST_BUG("bug.duplicates_appended")) {
+        a.allow_duplicate = true;
+        cn_part_append(p, &env, &a);
+    }
+    cn_wr_fini(&pp.recomp);
+    if (a.kerr) {
+        pr->error_code = a.kerr;
+        return NULL;
+    }
+    if (a.duplicate) {
+        /* A retry of a batch already appended: answer as the original was
+         * answered, write nothing. */
+        pr->base_offset = a.base_offset;
+        pr->log_append_time_ms = -1;
+        pr->log_start_offset = cn_log_start_offset(p->log);
+        return p;
+    }
+    if (a.err == -ENOSPC) {
+        /* Undone by the log, which stays online: refuse, keep serving. */
+        pr->error_code = KAFKA_KAFKA_STORAGE_ERROR;
+    } else if (a.err) {
+        pr->error_code = kerr_from_log_err(a.err);
+        CN_ERROR("append to %s-%d failed: %s", t->name, pd->index,
+                 cn_strerror(a.err));
+    }
+    if (a.base_offset < 0)
+        return NULL;
+    pr->base_offset = a.base_offset;
+    pr->log_append_time_ms = a.append_time;
+    pr->log_start_offset = cn_log_start_offset(p->log);
+    return p;
+}
+
+static void produce_finish(struct cn_broker *b, struct cn_sync_waiter *w)
+{
+    struct produce_state *ps = (struct produce_state *)w;
+    struct cn_req *req = w->req;
+    /* A failed sync takes the log directory offline: what this request
+     * appended is not known to be durable, so it is not acknowledged. */
+    if (b->log_dir_offline && ps->appended) {
+        for (int32_t i = 0; i < ps->rs.responses_len; i++) {
+            struct cn_produce_response_topic_produce_response *tr =
+                &ps->rs.responses[i];
+            for (int32_t j = 0; j < tr->partition_responses_len; j++)
+                if (!tr->partition_responses[j].error_code)
+                    tr->partition_responses[j].error_code =
+                        KAFKA_KAFKA_STORAGE_ERROR;
+        }
+    }
+    /* A lost response after a durable append: the client must retry the
+     * same batch, which the producer state then recognises.  Armed as
+     * "produce.drop_response=error/N" by the history checker's tests. */
+    if (ps->appended && CN_FAILPOINT("produce.drop_response"))
+        cn_req_close_conn(req);
+    /* KIP-219: the answer goes now with the time, the connection waits. */
+    ps->rs.throttle_time_ms =
+        cn_quota_produce_answer(b, req, &ps->h, req->frame_len, false);
+    cn_resp_begin(req, &ps->h);
+    cn_produce_response_encode(&req->resp, ps->h.api_version, &ps->rs);
+    cn_req_done(req);
+}
+
+#define IMPLICIT_ADD_MAX 64
+
+/* A decoded produce waiting for its implicit add (req->handler_state);
+ * its byte views point into the request's frame, kept until the answer. */
+struct produce_wait {
+    struct cn_req_header h;
+    struct cn_produce_request rq;
+    int16_t txn_denied;
+};
+
+/*
+ * Transaction version 2: before anything is appended, the partitions
+ * whose transactional batch would open a transaction are offered to the
+ * coordinator, which adds them for a TV2 producer and then resumes this
+ * request (cn_h_produce_resume; true: the request was taken).  Done first
+ * so no partition is appended twice.
+ */
+static bool implicit_adds(struct cn_broker *b, struct cn_req *req,
+                          const struct cn_req_header *h,
+                          const struct cn_produce_request *rq, bool v12)
+{
+    struct cn_txn_tp tps[IMPLICIT_ADD_MAX];
+    size_t n = 0;
+    int64_t pid = -1;
+    int16_t epoch = -1;
+    for (int32_t i = 0; i < rq->topic_data_len && n < IMPLICIT_ADD_MAX;
+         i++) {
+        const struct cn_produce_request_topic_produce_data *td =
+            &rq->topic_data[i];
+        struct cn_topic *t = cn_topic_find(b, td->name);
+        if (!t)
+            continue;
+        for (int32_t j = 0; j < td->partition_data_len && n < IMPLICIT_ADD_MAX;
+             j++) {
+            const struct cn_produce_request_partition_produce_data *pd =
+                &td->partition_data[j];
+            struct cn_batch_hdr hdr;
+            if (pd->index < 0 || pd->index >= t->partition_count ||
+                pd->records.len <= 0 ||
+                cn_batch_hdr_parse(pd->records.ptr, (size_t)pd->records.len,
+                                   &hdr) != 0 ||
+                !cn_batch_has_producer_id(&hdr) ||
+                !cn_batch_is_transactional(&hdr))
+                continue;
+            if (pid < 0) {
+                pid = hdr.producer_id;
+                epoch = hdr.producer_epoch;
+            } else if (hdr.producer_id != pid ||
+                       hdr.producer_epoch != epoch) {
+                continue;
+            }
+            struct cn_partition *p = t->partitions[pd->index];
+            struct cn_pentry_info pe;
+            if (cn_pstate_get(p->pstate, pid, &pe) &&
+                pe.txn_first_offset >= 0)
+                continue; /* already open here */
+            tps[n].topic = (char *)t->name;
+            tps[n].partition = pd->index;
+            n++;
+        }
+    }
+    if (n == 0)
+        return false;
+    struct cn_txn_request tr = {
+        .kind = CN_TXN_REQ_PRODUCE_ADD,
+        .token = req,
+        .api_version = h->api_version,
+        .producer_id = pid,
+        .producer_epoch = epoch,
+        .produce_v12 = v12,
+        .tps = tps,
+        .ntps = n,
+    };
+    return cn_txn_exec_produce_add(b, &tr);
+}
+
+static void produce_run(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h,
+                        const struct cn_produce_request *rq,
+                        int16_t txn_denied);
+
+void cn_h_produce(struct cn_broker *b, struct cn_req *req,
+                  const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_produce_request rq;
+    /* Produce v12 (Kafka 4.x, KIP-890 part 2) is v11 on the wire; it only
+     * says the client uses transaction version 2, so its partitions join
+     * the transaction on produce.  The schemas here stop at v11, so the
+     * header decoder left v12's header tag buffer in the body, and v12 is
+     * decoded and answered as v11 (same bytes). */
+    bool v12 = h->api_version >= 12;
+    struct cn_req_header hv = *h;
+    if (v12) {
+        cn_rd_skip_tags(body);
+        hv.api_version = 11;
+    }
+    int err = cn_produce_request_decode(body, &req->arena, hv.api_version,
+                                        &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    /* Kafka: a transactional produce without WRITE on its id fails
+     * whole; then each topic needs WRITE. */
+    int16_t txn_denied =
+        rq.transactional_id.len > 0 &&
+                !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TXN_ID,
+                          rq.transactional_id)
+            ? KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            : KAFKA_NONE;
+    /* Partitions of refused topics must not join the transaction
+     * (TV2's implicit add); the request is then answered without adds. */
+    bool topic_denied = false;
+    for (int32_t i = 0; i < rq.topic_data_len && !topic_denied; i++)
+        topic_denied = !cn_authz_quiet(b, req, CN_ACL_OP_WRITE,
+                                       CN_ACL_RT_TOPIC, rq.topic_data[i].name);
+    if (rq.transactional_id.len > 0 && !txn_denied && !topic_denied) {
+        struct produce_wait *pw = cn_arena_alloc(&req->arena, sizeof *pw);
+        if (!pw) {
+            cn_req_bad(req, h, CN_ENOMEM);
+            return;
+        }
+        pw->h = hv;
+        pw->rq = rq;
+        pw->txn_denied = txn_denied;
+        req->handler_state = pw;
+        if (implicit_adds(b, req, h, &rq, v12))
+            return; /* cn_h_produce_resume goes on */
+    }
+    produce_run(b, req, &hv, &rq, txn_denied);
+}
+
+/* The add was made durable (or failed, or was not needed after a wait):
+ * the append's verification answers a partition that did not join. */
+void cn_h_produce_resume(struct cn_broker *b, struct cn_req *req, int16_t err)
+{
+    struct produce_wait *pw = req->handler_state;
+    (void)err;
+    produce_run(b, req, &pw->h, &pw->rq, pw->txn_denied);
+}
+
+static void produce_run(struct cn_broker *b, struct cn_req *req,
+                        const struct cn_req_header *h,
+                        const struct cn_produce_request *rqp,
+                        int16_t txn_denied)
+{
+    const struct cn_produce_request rq = *rqp;
+    struct produce_state *ps = cn_arena_alloc(&req->arena, sizeof *ps);
+    int32_t nt = rq.topic_data_len > 0 ? rq.topic_data_len : 0;
+    if (!ps)
+        goto nomem;
+    ps->h = *h;
+    ps->waiter.req = req;
+    ps->waiter.finish = produce_finish;
+    cn_produce_response_init(&ps->rs);
+    ps->rs.responses =
+        cn_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *ps->rs.responses);
+    if (!ps->rs.responses)
+        goto nomem;
+    ps->rs.responses_len = nt;
+    bool bad_acks = rq.acks != 0 && rq.acks != 1 && rq.acks != -1;
+    struct cn_wr scratch;
+    cn_wr_init(&scratch, 0);
+    for (int32_t i = 0; i < nt; i++) {
+        const struct cn_produce_request_topic_produce_data *td =
+            &rq.topic_data[i];
+        struct cn_produce_response_topic_produce_response *tr =
+            &ps->rs.responses[i];
+        cn_produce_response_topic_produce_response_init(tr);
+        tr->name = td->name;
+        int32_t np = td->partition_data_len > 0 ? td->partition_data_len : 0;
+        tr->partition_responses = cn_arena_calloc(
+            &req->arena, (size_t)np + 1, sizeof *tr->partition_responses);
+        if (!tr->partition_responses) {
+            cn_wr_fini(&scratch);
+            goto nomem;
+        }
+        tr->partition_responses_len = np;
+        struct cn_topic *t = cn_topic_find(b, td->name);
+        int16_t denied =
+            txn_denied ? txn_denied
+            : !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TOPIC, td->name)
+                ? KAFKA_TOPIC_AUTHORIZATION_FAILED
+                : KAFKA_NONE;
+        for (int32_t j = 0; j < np; j++) {
+            struct cn_produce_response_partition_produce_response *pr =
+                &tr->partition_responses[j];
+            cn_produce_response_partition_produce_response_init(pr);
+            pr->index = td->partition_data[j].index;
+            if (denied) {
+                pr->error_code = denied;
+                pr->base_offset = -1;
+                continue;
+            }
+            if (bad_acks) {
+                pr->error_code = KAFKA_INVALID_REQUIRED_ACKS;
+                continue;
+            }
+            /* One broker is one in-sync replica: acks=all cannot meet a
+             * higher min.insync.replicas, and Kafka refuses the write. */
+            if (rq.acks == -1 && t && t->config.min_insync_replicas > 1) {
+                pr->error_code = KAFKA_NOT_ENOUGH_REPLICAS;
+                continue;
+            }
+            pr->base_offset = -1;
+            if (produce_partition(b, req, h->api_version,
+                                  rq.transactional_id, t,
+                                  &td->partition_data[j], pr, &scratch))
+                ps->appended = true;
+        }
+    }
+    cn_wr_fini(&scratch);
+    if (rq.acks == 0) {
+        cn_quota_produce_answer(b, req, h, req->frame_len, true);
+        req->no_response = true;
+        cn_req_done(req);
+        return;
+    }
+    if (rq.acks == -1) {
+        cn_sync_wait(b, &ps->waiter);
+        return;
+    }
+    produce_finish(b, &ps->waiter);
+    return;
+nomem:
+    cn_req_bad(req, h, CN_ENOMEM);
+}

@@ -1,0 +1,289 @@
+/*
+ * h_txn_describe.c - looking at the coordinator without changing it:
+ * FindCoordinator (for groups too), DescribeTransactions,
+ * ListTransactions, through the coordinator's read-only queries.  Nothing
+ * here writes, so nothing here waits or parks.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "node/authz.h"
+#include "base/clock.h"
+#include "node/group_coord.h"
+#include "handlers/handlers.h"
+#include "proto/gen/msgs.h"
+#include "proto/kerr.h"
+#include "txn/txn_state.h"
+#include "node/txn_exec.h"
+
+/* ---- FindCoordinator ---------------------------------------------------- */
+
+#define KEY_TYPE_GROUP 0
+#define KEY_TYPE_TRANSACTION 1
+
+static void fill_coordinator(struct cn_broker *b, struct cn_req *req,
+                             int8_t key_type, struct cn_bytes key,
+                             int16_t *err, int32_t *node,
+                             struct cn_bytes *host, int32_t *port,
+                             struct cn_bytes *msg)
+{
+    *node = -1;
+    *host = cn_bytes_str("");
+    *port = -1;
+    if (key_type != KEY_TYPE_TRANSACTION && key_type != KEY_TYPE_GROUP) {
+        *err = KAFKA_INVALID_REQUEST;
+        *msg = cn_req_str(req, "Unknown coordinator key type.");
+        return;
+    }
+    bool txn = key_type == KEY_TYPE_TRANSACTION;
+    if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE,
+                  txn ? CN_ACL_RT_TXN_ID : CN_ACL_RT_GROUP, key)) {
+        *err = txn ? KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                   : KAFKA_GROUP_AUTHORIZATION_FAILED;
+        return;
+    }
+    bool ready = key_type == KEY_TYPE_GROUP
+                     ? cn_group_coord_partition(b, cn_bytes_str("")) != NULL
+                     : cn_txn_exec_log_topic(b, true) != NULL;
+    if (!ready) {
+        *err = KAFKA_COORDINATOR_NOT_AVAILABLE;
+        return;
+    }
+    *err = KAFKA_NONE;
+    *node = b->node_id;
+    const char *adv;
+    cn_broker_advertised(b, req, &adv, port);
+    *host = cn_bytes_str(adv);
+}
+
+void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
+                           const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_find_coordinator_request rq;
+    int err = cn_find_coordinator_request_decode(body, &req->arena,
+                                                 h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct cn_find_coordinator_response rs;
+    cn_find_coordinator_response_init(&rs);
+    if (h->api_version < 4) {
+        fill_coordinator(b, req, rq.key_type, rq.key, &rs.error_code,
+                         &rs.node_id,
+                         &rs.host, &rs.port, &rs.error_message);
+    } else {
+        int32_t n = rq.coordinator_keys_len > 0 ? rq.coordinator_keys_len : 0;
+        rs.coordinators = cn_arena_calloc(&req->arena, (size_t)n + 1,
+                                          sizeof *rs.coordinators);
+        if (!rs.coordinators) {
+            cn_req_bad(req, h, CN_ENOMEM);
+            return;
+        }
+        rs.coordinators_len = n;
+        for (int32_t i = 0; i < n; i++) {
+            struct cn_find_coordinator_response_coordinator *c =
+                &rs.coordinators[i];
+            cn_find_coordinator_response_coordinator_init(c);
+            c->key = rq.coordinator_keys[i];
+            fill_coordinator(b, req, rq.key_type, c->key, &c->error_code,
+                             &c->node_id,
+                             &c->host, &c->port, &c->error_message);
+        }
+    }
+    cn_resp_begin(req, h);
+    cn_find_coordinator_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+}
+
+/* ---- DescribeTransactions and ListTransactions -------------------------- */
+
+void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h,
+                                struct cn_rd *body)
+{
+    struct cn_describe_transactions_request rq;
+    int err = cn_describe_transactions_request_decode(body, &req->arena,
+                                                      h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct cn_describe_transactions_response rs;
+    cn_describe_transactions_response_init(&rs);
+    int32_t n = rq.transactional_ids_len > 0 ? rq.transactional_ids_len : 0;
+    rs.transaction_states = cn_arena_calloc(&req->arena, (size_t)n + 1,
+                                            sizeof *rs.transaction_states);
+    if (!rs.transaction_states)
+        goto nomem;
+    rs.transaction_states_len = n;
+    for (int32_t i = 0; i < n; i++) {
+        struct cn_describe_transactions_response_transaction_state *ts =
+            &rs.transaction_states[i];
+        cn_describe_transactions_response_transaction_state_init(ts);
+        ts->transactional_id = rq.transactional_ids[i];
+        ts->topics_len = 0;
+        if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TXN_ID,
+                      rq.transactional_ids[i])) {
+            ts->error_code = KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            ts->transaction_state = cn_bytes_str("");
+            continue;
+        }
+        char id[1024];
+        const struct cn_txn_coord *c = cn_txn_exec_coord(b);
+        const struct cn_txn_meta *m =
+            c && cn_wire_cstr(rq.transactional_ids[i], id, sizeof id)
+                ? cn_txn_find(c, id)
+                : NULL;
+        if (!m || m->state == CN_TXN_DEAD) {
+            ts->error_code = KAFKA_TRANSACTIONAL_ID_NOT_FOUND;
+            ts->transaction_state = cn_bytes_str("");
+            continue;
+        }
+        ts->transaction_state = cn_bytes_str(cn_txn_state_name(m->state));
+        ts->transaction_timeout_ms = m->timeout_ms;
+        ts->transaction_start_time_ms = m->txn_start_ms;
+        ts->producer_id = m->producer_id;
+        ts->producer_epoch = m->producer_epoch;
+        /* Partitions come sorted by topic: one entry per topic. */
+        ts->topics = cn_arena_calloc(&req->arena, m->npartitions + 1,
+                                     sizeof *ts->topics);
+        if (!ts->topics)
+            goto nomem;
+        for (size_t k = 0; k < m->npartitions; k++) {
+            struct cn_describe_transactions_response_topic_data *td;
+            if (ts->topics_len == 0 ||
+                strcmp(m->partitions[k].topic, m->partitions[k - 1].topic)) {
+                /* Kafka shows only the topics the caller may describe. */
+                if (!cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE,
+                                    CN_ACL_RT_TOPIC,
+                                    cn_bytes_str(m->partitions[k].topic))) {
+                    while (k + 1 < m->npartitions &&
+                           !strcmp(m->partitions[k + 1].topic,
+                                   m->partitions[k].topic))
+                        k++;
+                    continue;
+                }
+                td = &ts->topics[ts->topics_len++];
+                cn_describe_transactions_response_topic_data_init(td);
+                td->topic = cn_req_str(req, m->partitions[k].topic);
+                td->partitions = cn_arena_calloc(&req->arena,
+                                                 m->npartitions + 1,
+                                                 sizeof *td->partitions);
+                if (!td->partitions)
+                    goto nomem;
+                td->partitions_len = 0;
+            } else {
+                td = &ts->topics[ts->topics_len - 1];
+            }
+            td->partitions[td->partitions_len++] =
+                m->partitions[k].partition;
+        }
+    }
+    cn_resp_begin(req, h);
+    cn_describe_transactions_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+    return;
+nomem:
+    cn_req_bad(req, h, CN_ENOMEM);
+}
+
+static bool pid_wanted(const struct cn_list_transactions_request *rq,
+                       int64_t pid)
+{
+    if (rq->producer_id_filters_len <= 0)
+        return true;
+    for (int32_t i = 0; i < rq->producer_id_filters_len; i++)
+        if (rq->producer_id_filters[i] == pid)
+            return true;
+    return false;
+}
+
+struct list_ctx {
+    struct cn_broker *b;
+    struct cn_req *req;
+    const struct cn_list_transactions_request *rq;
+    struct cn_list_transactions_response *rs;
+    const bool *want_state;
+    int32_t nf;
+    size_t cap;
+    int64_t now;
+};
+
+static int list_one(void *arg, const struct cn_txn_meta *m)
+{
+    struct list_ctx *lc = arg;
+    if ((size_t)lc->rs->transaction_states_len >= lc->cap)
+        return 1;
+    if (m->state == CN_TXN_DEAD || !cn_txn_state_valid((int)m->state) ||
+        (lc->nf > 0 && !lc->want_state[m->state]) ||
+        !pid_wanted(lc->rq, m->producer_id))
+        return 0;
+    /* v1: only transactions started longer ago than the filter.  As in
+     * Kafka, an id with no start time (-1: Empty) counts as started at
+     * the epoch, so the filter never hides it. */
+    if (lc->rq->duration_filter >= 0 &&
+        lc->now - m->txn_start_ms < lc->rq->duration_filter)
+        return 0;
+    /* Filtered, not refused (Kafka): ids the caller may not describe are
+     * left out. */
+    if (!cn_authz_quiet(lc->b, lc->req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TXN_ID,
+                        cn_bytes_str(m->transactional_id)))
+        return 0;
+    struct cn_list_transactions_response_transaction_state *ts =
+        &lc->rs->transaction_states[lc->rs->transaction_states_len++];
+    cn_list_transactions_response_transaction_state_init(ts);
+    ts->transactional_id = cn_req_str(lc->req, m->transactional_id);
+    ts->producer_id = m->producer_id;
+    ts->transaction_state = cn_bytes_str(cn_txn_state_name(m->state));
+    return 0;
+}
+
+void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
+                            const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_list_transactions_request rq;
+    int err = cn_list_transactions_request_decode(body, &req->arena,
+                                                  h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct cn_list_transactions_response rs;
+    cn_list_transactions_response_init(&rs);
+    int32_t nf = rq.state_filters_len > 0 ? rq.state_filters_len : 0;
+    bool want_state[CN_TXN_NSTATES] = {false};
+    rs.unknown_state_filters = cn_arena_calloc(&req->arena, (size_t)nf + 1,
+                                               sizeof *rs.unknown_state_filters);
+    if (!rs.unknown_state_filters)
+        goto nomem;
+    rs.unknown_state_filters_len = 0;
+    for (int32_t i = 0; i < nf; i++) {
+        char name[64];
+        int st = cn_wire_cstr(rq.state_filters[i], name, sizeof name)
+                     ? cn_txn_state_parse(name)
+                     : -1;
+        if (st < 0)
+            rs.unknown_state_filters[rs.unknown_state_filters_len++] =
+                rq.state_filters[i];
+        else
+            want_state[st] = true;
+    }
+    const struct cn_txn_coord *c = cn_txn_exec_coord(b);
+    size_t count = c ? cn_txn_count(c, -1) : 0;
+    rs.transaction_states = cn_arena_calloc(&req->arena, count + 1,
+                                            sizeof *rs.transaction_states);
+    if (!rs.transaction_states)
+        goto nomem;
+    rs.transaction_states_len = 0;
+    struct list_ctx lc = {b,          req, &rq,   &rs,
+                          want_state, nf,  count, cn_clock_wall_ms()};
+    if (c)
+        cn_txn_foreach(c, -1, list_one, &lc);
+    cn_resp_begin(req, h);
+    cn_list_transactions_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+    return;
+nomem:
+    cn_req_bad(req, h, CN_ENOMEM);
+}

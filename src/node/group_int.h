@@ -1,0 +1,51 @@
+/*
+ * group_int.h - what group_coord.c (offsets, loading) and h_group.c
+ * (membership APIs) share.  Nothing outside src/broker includes this.
+ */
+#ifndef CN_NODE_GROUP_INT_H
+#define CN_NODE_GROUP_INT_H
+
+#include <uv.h>
+
+#include "node/broker_int.h"
+#include "group/group.h"
+#include "group/offsets.h"
+
+struct cn_group_coord {
+    struct cn_groups *groups;   /* membership state machine */
+    struct cn_offsets *offsets; /* committed offsets */
+    uv_timer_t timer;           /* next membership deadline */
+    uv_timer_t retention_timer; /* offsets.retention.check.interval.ms */
+    bool timers_armed;
+    struct cn_broker *b;
+    struct cn_istore *store;    /* __consumer_offsets */
+    int64_t *next_check;        /* per partition: end offset at which
+                                   compaction is considered again */
+    int64_t load_now_ms;        /* the wall clock of the replay at start */
+};
+
+/* A NUL-terminated copy of a wire string in the request's arena ("" for
+ * null); NULL only when memory is short. */
+char *cn_gc_cstr(struct cn_req *req, struct cn_bytes s);
+/*
+ * Appends records (a value with len -1 is a tombstone) to p as one batch
+ * (transactional when producer_id >= 0) through the store (istore.h);
+ * w->finish runs once durable, then look at b->log_dir_offline.  Returns
+ * 0 or an error, with w not called.
+ */
+int cn_gc_write(struct cn_broker *b, struct cn_partition *p,
+                const struct cn_bytes *keys, const struct cn_bytes *values,
+                size_t n, int64_t producer_id, int16_t producer_epoch,
+                struct cn_sync_waiter *w);
+/* A finished writer's bytes copied into the request's arena (null when
+ * memory is short or the writer failed). */
+struct cn_bytes cn_gc_arena_bytes(struct cn_req *req, const struct cn_wr *w);
+/* Compacts p by checkpoint when it has grown past its live keys plus
+ * cairn.internal.compact.slack.records and nothing of it is in flight. */
+void cn_gc_maybe_compact(struct cn_broker *b, struct cn_partition *p);
+/* Re-arms the membership timer at the state machine's next deadline;
+ * call after every call that may change it. */
+void cn_gc_rearm(struct cn_broker *b);
+
+
+#endif

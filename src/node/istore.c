@@ -1,0 +1,277 @@
+/*
+ * istore.c - a coordinator's internal topic: write, sync, replay,
+ * compaction by checkpoint.  See istore.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/say.h"
+#include "node/istore.h"
+#include "proto/batch.h"
+#include "txn/txn_state.h"
+
+struct cn_istore {
+    struct cn_broker *b;
+    char *name;
+    struct cn_topic *topic; /* NULL until made */
+    int32_t nparts;
+    struct cn_istore_ops ops;
+    void *ctx;
+    size_t *inflight; /* per partition: writes not yet durable */
+};
+
+static struct cn_topic *store_topic(struct cn_istore *s, bool create)
+{
+    if (!s->topic)
+        s->topic = cn_topic_internal(s->b, s->name, s->nparts, create);
+    return s->topic;
+}
+
+int cn_istore_open(struct cn_broker *b, const char *topic, int32_t nparts,
+                   const struct cn_istore_ops *ops, void *ctx, bool create,
+                   struct cn_istore **out)
+{
+    struct cn_istore *s = calloc(1, sizeof *s);
+    if (!s)
+        return CN_ENOMEM;
+    s->b = b;
+    s->ops = *ops;
+    s->ctx = ctx;
+    s->nparts = nparts;
+    s->name = strdup(topic);
+    if (!s->name) {
+        cn_istore_free(s);
+        return CN_ENOMEM;
+    }
+    /* An existing log keeps the partition count it was made with: every
+     * key's home depends on it. */
+    if (store_topic(s, create))
+        s->nparts = s->topic->partition_count;
+    else if (create) {
+        cn_istore_free(s);
+        return CN_ENOTFOUND;
+    }
+    s->inflight = calloc(s->nparts > 0 ? (size_t)s->nparts : 1,
+                         sizeof *s->inflight);
+    if (!s->inflight) {
+        cn_istore_free(s);
+        return CN_ENOMEM;
+    }
+    *out = s;
+    return 0;
+}
+
+void cn_istore_free(struct cn_istore *s)
+{
+    if (!s)
+        return;
+    free(s->name);
+    free(s->inflight);
+    free(s);
+}
+
+int32_t cn_istore_nparts(const struct cn_istore *s)
+{
+    return s->nparts;
+}
+
+int32_t cn_istore_part_of(const struct cn_istore *s, const uint8_t *key,
+                          size_t len)
+{
+    return cn_txn_partition_for(len ? key : (const uint8_t *)"", len,
+                                s->nparts);
+}
+
+struct cn_partition *cn_istore_partition(struct cn_istore *s, int32_t part,
+                                         bool create)
+{
+    struct cn_topic *t = store_topic(s, create);
+    if (!t || part < 0 || part >= t->partition_count || part >= s->nparts)
+        return NULL;
+    return t->partitions[part];
+}
+
+/* ---- replay ------------------------------------------------------------- */
+
+struct replay_ctx {
+    struct cn_istore *s;
+    int32_t part;
+    int64_t from;         /* records below are not the log's any more */
+    struct cn_wr scratch; /* decompressed records */
+    struct cn_istore_counts n;
+};
+
+static int replay_batch(void *arg, const uint8_t *batch, size_t len,
+                        const struct cn_batch_hdr *hdr)
+{
+    struct replay_ctx *rc = arg;
+    struct cn_istore *s = rc->s;
+    if (cn_batch_is_control(hdr)) {
+        int type;
+        int32_t coord_epoch;
+        if (s->ops.marker && hdr->producer_id >= 0 &&
+            cn_batch_marker(batch, len, &type, &coord_epoch) == 0)
+            s->ops.marker(s->ctx, rc->part, hdr->producer_id,
+                          type == CN_CONTROL_COMMIT);
+        return 0;
+    }
+    struct cn_record_iter it;
+    struct cn_batch_hdr h;
+    if (cn_batch_records(batch, len, 0, &rc->scratch, &h, &it) != 0) {
+        rc->n.bad++; /* holds nothing a coordinator wrote */
+        return 0;
+    }
+    bool txn = cn_batch_is_transactional(&h);
+    struct cn_record rec;
+    while (cn_record_iter_next(&it, &rec) == 1) {
+        if (rec.offset < rc->from || cn_bytes_is_null(rec.key))
+            continue;
+        int err = s->ops.record(s->ctx, rc->part, rec.key, rec.value,
+                                txn ? h.producer_id : -1, txn);
+        if (err == CN_ENOMEM)
+            return err;
+        if (err)
+            rc->n.bad++;
+        else
+            rc->n.records++;
+    }
+    return 0;
+}
+
+int cn_istore_replay(struct cn_istore *s, int32_t part,
+                     struct cn_istore_counts *counts)
+{
+    struct cn_partition *p = cn_istore_partition(s, part, false);
+    if (!p)
+        return 0;
+    struct replay_ctx rc = {s, part, cn_log_start_offset(p->log), {0}, {0}};
+    cn_wr_init(&rc.scratch, 0);
+    int err = cn_partition_scan(p, rc.from, replay_batch, &rc);
+    cn_wr_fini(&rc.scratch);
+    if (counts) {
+        counts->records += rc.n.records;
+        counts->bad += rc.n.bad;
+    }
+    return err;
+}
+
+/* ---- writes ------------------------------------------------------------- */
+
+static void write_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
+{
+    struct cn_istore_wait *w = (struct cn_istore_wait *)sw;
+    /* Not in flight any more before done applies it, so that done's own
+     * compaction may run; a write of the same round whose waiter has not
+     * run yet still holds the partition. */
+    w->store->inflight[w->part]--;
+    /* A sync round that failed takes the log directory offline. */
+    w->done(w, b->log_dir_offline ? CN_EOFFLINE : 0);
+}
+
+int cn_istore_write(struct cn_istore *s, int32_t part,
+                    const struct cn_bytes *keys, const struct cn_bytes *values,
+                    size_t n, int64_t producer_id, int16_t producer_epoch,
+                    struct cn_istore_wait *w)
+{
+    struct cn_partition *p = cn_istore_partition(s, part, true);
+    if (!p) {
+        CN_ERROR("cannot append to %s-%d: no such partition", s->name, part);
+        return CN_ENOTFOUND;
+    }
+    struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
+    if (producer_id >= 0) {
+        bp.transactional = true;
+        bp.producer_id = producer_id;
+        bp.producer_epoch = producer_epoch;
+    }
+    struct cn_batch_builder bb;
+    cn_batch_builder_init(&bb, &bp);
+    int64_t now = cn_clock_wall_ms();
+    for (size_t i = 0; i < n; i++)
+        cn_batch_builder_add(&bb, now, keys[i], values[i], NULL, 0);
+    struct cn_wr batch;
+    cn_wr_init(&batch, 256);
+    int rc = cn_batch_builder_finish(&bb, &batch);
+    cn_batch_builder_fini(&bb);
+    if (!rc) {
+        w->waiter.finish = write_synced;
+        w->store = s;
+        w->part = part;
+        s->inflight[part]++;
+        /* Synced before it is acted on whatever the flush policy for data
+         * says; done may run before this returns. */
+        rc = cn_sync_append_internal(s->b, p, batch.buf, batch.len,
+                                     &w->waiter);
+        if (rc)
+            s->inflight[part]--;
+    }
+    cn_wr_fini(&batch);
+    if (rc)
+        CN_ERROR("cannot append to %s-%d: %s", s->name, part, cn_strerror(rc));
+    return rc;
+}
+
+void cn_istore_sync(struct cn_istore *s, int32_t part)
+{
+    struct cn_partition *p = cn_istore_partition(s, part, false);
+    if (p && !s->b->cfg->cairn_fsync_group_commit)
+        cn_sync_flush(s->b, p);
+}
+
+/* ---- compaction by checkpoint ------------------------------------------- */
+
+/* Appends the checkpoint in bb (or, with nothing live, just drops the
+ * log), synced before the old records go. */
+static int write_checkpoint(struct cn_istore *s, struct cn_partition *p,
+                            struct cn_batch_builder *bb, int64_t end)
+{
+    if (bb->count == 0) {
+        int rc = cn_log_delete_records(p->log, end);
+        if (!rc)
+            cn_partition_after_retention(p);
+        return rc;
+    }
+    struct cn_wr batch;
+    cn_wr_init(&batch, 4096);
+    int rc = cn_batch_builder_finish(bb, &batch);
+    if (!rc)
+        rc = cn_sync_checkpoint(s->b, p, batch.buf, batch.len);
+    cn_wr_fini(&batch);
+    return rc;
+}
+
+void cn_istore_maybe_compact(struct cn_istore *s, int32_t part)
+{
+    if (!s || s->b->stopping || !s->ops.want_compact || !s->ops.checkpoint)
+        return;
+    struct cn_partition *p = cn_istore_partition(s, part, false);
+    if (!p)
+        return;
+    int64_t end = cn_log_end_offset(p->log);
+    int64_t start = cn_log_start_offset(p->log);
+    if (!s->ops.want_compact(s->ctx, part, start, end))
+        return;
+    /* The checkpoint must come after every record it replaces, and a
+     * transaction's records are not the owner's state until its marker. */
+    if (s->inflight[part] > 0 || cn_log_synced_offset(p->log) < end ||
+        cn_pstate_open_count(p->pstate) > 0)
+        return;
+    struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
+    struct cn_batch_builder bb;
+    cn_batch_builder_init(&bb, &bp);
+    size_t live = 0;
+    int rc = s->ops.checkpoint(s->ctx, part, &bb, cn_clock_wall_ms(), &live);
+    int64_t slack = s->b->cfg->cairn_internal_compact_slack_records;
+    if (!rc && end - start >= (int64_t)live + slack) {
+        rc = write_checkpoint(s, p, &bb, end);
+        if (rc)
+            CN_WARN("compacting %s-%d failed: %s", s->name, part,
+                    cn_strerror(rc));
+        else
+            CN_INFO("%s-%d compacted: %zu records kept, log starts at %lld",
+                    s->name, part, live,
+                    (long long)cn_log_start_offset(p->log));
+    }
+    cn_batch_builder_fini(&bb);
+}

@@ -1,0 +1,134 @@
+/*
+ * markers.c - the local marker channel: markers to this broker's
+ * partitions through the partition layer; see markers.h.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/say.h"
+#include "node/group_coord.h"
+#include "node/markers.h"
+#include "proto/batch.h"
+#include "proto/kerr.h"
+#include "txn/coord.h"
+
+/* One marker in flight until it is visible. */
+struct marker_op {
+    struct cn_sync_waiter w; /* first */
+    void (*done)(struct cn_broker *b, void *arg);
+    void *arg;
+};
+
+static void marker_visible(struct cn_broker *b, struct cn_sync_waiter *w)
+{
+    struct marker_op *op = (struct marker_op *)w;
+    void (*done)(struct cn_broker *, void *) = op->done;
+    void *arg = op->arg;
+
+    free(op);
+    /* The LSO moved: read_committed fetches parked on it may go.  A sync
+     * round wakes them itself. */
+    if (!b->cfg->cairn_fsync_group_commit)
+        b->data_visible(b);
+    if (done)
+        done(b, arg);
+}
+
+int16_t cn_marker_write_local(struct cn_broker *b, struct cn_partition *p,
+                              enum cn_part_origin origin, int64_t producer_id,
+                              int16_t producer_epoch, bool commit,
+                              int32_t coordinator_epoch,
+                              void (*done)(struct cn_broker *b, void *arg),
+                              void *arg)
+{
+    /* The coordinator's own log takes no transactional data, so a marker
+     * there could only confuse its replay. */
+    if (p->topic->internal && strcmp(p->topic->name, CN_TXN_TOPIC) == 0)
+        return KAFKA_INVALID_REQUEST;
+    if (cn_partition_offline(b, p) || b->stopping)
+        return KAFKA_KAFKA_STORAGE_ERROR;
+    struct marker_op *op = calloc(1, sizeof *op);
+    if (!op)
+        return KAFKA_KAFKA_STORAGE_ERROR;
+    op->w.finish = marker_visible;
+    op->done = done;
+    op->arg = arg;
+    struct cn_wr batch;
+    cn_wr_init(&batch, 128);
+    int rc = cn_batch_build_control(&batch, producer_id, producer_epoch,
+                                    commit, coordinator_epoch,
+                                    cn_clock_wall_ms());
+    if (rc == 0)
+        rc = batch.err;
+    struct cn_part_env env = cn_sync_part_env(b);
+    struct cn_part_append a = {
+        .origin = origin,
+        .batches = batch.buf,
+        .len = batch.len,
+        .what = "a marker write",
+        .append_time = -1,
+    };
+    if (rc == 0)
+        rc = cn_part_append(p, &env, &a);
+    cn_wr_fini(&batch);
+    if (rc) {
+        free(op);
+        if (a.kerr)
+            return a.kerr;
+        CN_WARN("cannot write the %s marker of producer %" PRId64
+                " to %s-%d: %s",
+                commit ? "commit" : "abort", producer_id, p->topic->name,
+                p->index, cn_strerror(rc));
+        return KAFKA_KAFKA_STORAGE_ERROR;
+    }
+    /* The group coordinator must hear of markers on its partitions: the
+     * producer's pending transactional offsets become visible or go. */
+    if (p->topic->internal && strcmp(p->topic->name, CN_OFFSETS_TOPIC) == 0)
+        cn_group_coord_marker(b, p, producer_id, commit);
+    cn_sync_wait(b, &op->w);
+    return KAFKA_NONE;
+}
+
+struct local_result {
+    void (*result)(struct cn_broker *b, void *arg, size_t i, int16_t kerr);
+    void *arg;
+    size_t i;
+};
+
+static void local_done(struct cn_broker *b, void *arg)
+{
+    struct local_result lr = *(struct local_result *)arg;
+    free(arg);
+    lr.result(b, lr.arg, lr.i, KAFKA_NONE);
+}
+
+static void local_send(struct cn_broker *b, const struct cn_marker_send *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        struct cn_partition *p = cn_partition_find(
+            b, cn_bytes_str(s->tps[i].topic), s->tps[i].partition);
+        if (!p) {
+            s->result(b, s->arg, i, KAFKA_NONE);
+            continue;
+        }
+        struct local_result *lr = malloc(sizeof *lr);
+        if (!lr) {
+            s->result(b, s->arg, i, KAFKA_KAFKA_STORAGE_ERROR);
+            continue;
+        }
+        *lr = (struct local_result){s->result, s->arg, i};
+        int16_t kerr = cn_marker_write_local(b, p, CN_PART_COORDINATOR,
+                                             s->producer_id, s->producer_epoch,
+                                             s->commit, s->coordinator_epoch,
+                                             local_done, lr);
+        if (kerr) {
+            free(lr);
+            s->result(b, s->arg, i, kerr);
+        }
+    }
+}
+
+const struct cn_marker_channel cn_marker_channel_local = {local_send};

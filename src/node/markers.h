@@ -1,0 +1,84 @@
+/*
+ * markers.h - how transaction markers leave the coordinator: a channel,
+ * and its one implementation today, the local partitions.
+ *
+ * The coordinator asks a channel to write the commit or abort marker of
+ * producer X (epoch, coordinator epoch E) to partitions P1..Pn and hears
+ * back once per partition.  It does not know where the partitions live.
+ *
+ * The local channel (cn_marker_channel_local) appends each marker to this
+ * broker's partition through the partition layer's one write path
+ * (cn_part_append, origin coordinator) and reports once the marker is
+ * below the high watermark, as an acks=all produce is answered.  The
+ * operator's WriteTxnMarkers takes the same local path per partition
+ * (cn_marker_write_local, origin operator).
+ *
+ * A remote channel implements the same send: it groups the partitions by
+ * their leader, sends one WriteTxnMarkers per destination broker (all of
+ * the markers for that broker batched in one request), and reports each
+ * partition's error code from the answer.  It retries what failed with a
+ * retriable code (NOT_LEADER_OR_FOLLOWER after a leadership move,
+ * COORDINATOR_LOAD_IN_PROGRESS...) after looking the leader up again, and
+ * stops retrying when the coordinator epoch it was given is no longer
+ * current (the partition of __transaction_state moved: a newer
+ * coordinator finishes the transaction).  A leader refuses markers whose
+ * coordinator epoch is older than the last it saw for that producer.
+ * Hence the contract below: send only reads its arguments during the
+ * call; results name partitions by index and may come before send
+ * returns or much later; each partition gets exactly one result.
+ *
+ * Runs on: loop.
+ */
+#ifndef CN_NODE_MARKERS_H
+#define CN_NODE_MARKERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "node/broker_int.h"
+
+struct cn_marker_tp {
+    const char *topic;
+    int32_t partition;
+};
+
+/* Markers of one producer for a set of partitions. */
+struct cn_marker_send {
+    int64_t producer_id;
+    int16_t producer_epoch;
+    bool commit; /* commit or abort marker */
+    int32_t coordinator_epoch;
+    const struct cn_marker_tp *tps;
+    size_t n;
+    /* Partition tps[i]'s result: KAFKA_NONE once its marker is written
+     * and visible (a partition of a deleted topic needs none and gets
+     * NONE), else the error code.  Called exactly once per partition. */
+    void (*result)(struct cn_broker *b, void *arg, size_t i, int16_t kerr);
+    void *arg;
+};
+
+struct cn_marker_channel {
+    void (*send)(struct cn_broker *b, const struct cn_marker_send *s);
+};
+
+/* Delivers to this broker's partitions. */
+extern const struct cn_marker_channel cn_marker_channel_local;
+
+/*
+ * One marker for producer_id/producer_epoch to p, through the partition
+ * layer (origin CN_PART_COORDINATOR or CN_PART_OPERATOR).  Returns a
+ * Kafka error code: NONE, then done(b, arg) runs once the marker is
+ * below the high watermark (possibly before this returns);
+ * INVALID_PRODUCER_EPOCH (operator: older than the partition's epoch),
+ * INVALID_REQUEST for __transaction_state, KAFKA_STORAGE_ERROR when the
+ * log cannot take it.  done is not called on an error; it may be NULL.
+ */
+int16_t cn_marker_write_local(struct cn_broker *b, struct cn_partition *p,
+                              enum cn_part_origin origin, int64_t producer_id,
+                              int16_t producer_epoch, bool commit,
+                              int32_t coordinator_epoch,
+                              void (*done)(struct cn_broker *b, void *arg),
+                              void *arg);
+
+#endif

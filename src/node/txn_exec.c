@@ -1,0 +1,796 @@
+/*
+ * txn_exec.c - the transaction coordinator's executor; see txn_exec.h.
+ *
+ * One feed function steps the machine: it reads the clocks, steps, and
+ * carries out the actions in order (append and sync a record, send
+ * markers, answer, ask for producer ids, arm the timer).  Carrying them
+ * out can produce events at once (a sync that completes inside the
+ * append when group commit is off; the local marker channel's results
+ * before its send returns): those are queued, their strings copied, and
+ * stepped after the current step's actions are done, in order.  The
+ * machine is never stepped from inside its own step.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/failpoint.h"
+#include "base/say.h"
+#include "node/markers.h"
+#include "proto/batch.h"
+#include "proto/kerr.h"
+#include "txn/txn_log.h"
+#include "txn/txn_state.h"
+#include "node/txn_exec.h"
+
+/* A request waits at most this long for its busy id (then
+ * CONCURRENT_TRANSACTIONS), and failed markers are sent again after this
+ * long. */
+#define PARK_MAX_MS 1000
+#define MARKER_RETRY_MS 1000
+/* Markers carry the coordinator epoch; one broker has always led. */
+#define COORDINATOR_EPOCH 0
+
+/* An event waiting for the step in progress to finish. */
+struct exec_q {
+    struct cn_txn_event ev;
+    int32_t part;          /* WRITTEN: the append's partition */
+    struct cn_arena arena; /* the event's strings and partitions */
+    struct exec_q *next;
+};
+
+struct cn_txn_exec {
+    struct cn_broker *b;
+    struct cn_txn_coord *coord;
+    struct cn_txn_actions acts;
+    uv_timer_t *timer; /* freed in its close callback */
+    int64_t timer_at;  /* monotonic ms it is armed for; INT64_MAX none */
+    bool draining;     /* a step's actions are being carried out */
+    struct exec_q *head, **tail;
+    int32_t nparts;       /* partitions of __transaction_state */
+    size_t *part_writing; /* records appended, their WRITTEN not stepped */
+    const struct cn_marker_channel *markers;
+    const struct cn_txn_verifier *verifier;
+};
+
+/* What a step said besides its actions. */
+struct step_out {
+    bool stepped;
+    bool taken;
+    int16_t result;
+    bool op_taken;
+    size_t resumed;
+};
+
+/* A record being made durable. */
+struct exec_write {
+    struct cn_sync_waiter waiter; /* first: the sync module's handle */
+    int32_t part;
+    uint64_t seq;
+    char id[];
+};
+
+/* One send through the marker channel and its results still to come. */
+struct exec_send {
+    uint64_t seq;
+    size_t base;    /* index of its first partition in the action's */
+    size_t pending; /* results not yet in */
+    char id[];
+};
+
+static void exec_feed(struct cn_txn_exec *x, const struct cn_txn_event *ev,
+                      int32_t part, struct step_out *out);
+
+/* ---- configuration and the log topic ----------------------------------- */
+
+static void config_of(const struct cn_broker *b, int32_t nparts,
+                      struct cn_txn_config *out)
+{
+    const struct cn_config *cfg = b->cfg;
+    memset(out, 0, sizeof *out);
+    out->nparts = nparts;
+    out->transaction_version = (int16_t)cfg->cairn_transaction_version;
+    out->verification_enable = cfg->transaction_partition_verification_enable;
+    out->max_timeout_ms = cfg->transaction_max_timeout_ms;
+    out->id_expiration_ms = cfg->transactional_id_expiration_ms;
+    out->abort_check_interval_ms =
+        cfg->transaction_abort_timed_out_transaction_cleanup_interval_ms;
+    out->expiry_check_interval_ms =
+        cfg->transaction_remove_expired_transaction_cleanup_interval_ms;
+    out->park_max_ms = PARK_MAX_MS;
+    out->marker_retry_ms = MARKER_RETRY_MS;
+}
+
+struct cn_topic *cn_txn_exec_log_topic(struct cn_broker *b, bool create)
+{
+    return cn_topic_internal(b, CN_TXN_TOPIC,
+                             b->cfg->transaction_state_log_num_partitions,
+                             create);
+}
+
+static struct cn_partition *log_partition(struct cn_broker *b, int32_t part,
+                                          bool create)
+{
+    struct cn_topic *t = cn_txn_exec_log_topic(b, create);
+    return t && part >= 0 && part < t->partition_count ? t->partitions[part]
+                                                       : NULL;
+}
+
+/* ---- the queue --------------------------------------------------------- */
+
+static const char *q_str(struct cn_arena *a, const char *s, bool *nomem)
+{
+    if (!s)
+        return NULL;
+    char *c = cn_arena_strdup(a, cn_bytes_str(s));
+    if (!c)
+        *nomem = true;
+    return c;
+}
+
+/* A copy of ev whose strings live in q's arena. */
+static int q_copy(struct exec_q *q, const struct cn_txn_event *ev)
+{
+    bool nomem = false;
+    q->ev = *ev;
+    switch (ev->kind) {
+    case CN_TXE_REQUEST: {
+        struct cn_txn_request *r = &q->ev.u.request;
+        r->transactional_id = q_str(&q->arena, r->transactional_id, &nomem);
+        struct cn_txn_tp *tps = cn_arena_calloc(&q->arena, r->ntps + 1,
+                                                sizeof *tps);
+        if (!tps)
+            return CN_ENOMEM;
+        for (size_t i = 0; i < r->ntps; i++) {
+            tps[i].topic = (char *)q_str(&q->arena, r->tps[i].topic, &nomem);
+            tps[i].partition = r->tps[i].partition;
+        }
+        r->tps = tps;
+        break;
+    }
+    case CN_TXE_WRITTEN:
+        q->ev.u.written.id = q_str(&q->arena, ev->u.written.id, &nomem);
+        break;
+    case CN_TXE_MARKER_RESULT:
+        q->ev.u.marker.id = q_str(&q->arena, ev->u.marker.id, &nomem);
+        break;
+    case CN_TXE_OPERATOR_ABORT:
+        q->ev.u.op.topic = q_str(&q->arena, ev->u.op.topic, &nomem);
+        break;
+    default: break;
+    }
+    return nomem ? CN_ENOMEM : 0;
+}
+
+static void enqueue(struct cn_txn_exec *x, const struct cn_txn_event *ev,
+                    int32_t part)
+{
+    struct exec_q *q = calloc(1, sizeof *q);
+    if (q) {
+        cn_arena_init(&q->arena);
+        q->part = part;
+        if (q_copy(q, ev) != 0) {
+            cn_arena_fini(&q->arena);
+            free(q);
+            q = NULL;
+        }
+    }
+    if (!q) {
+        /* Lost: the id it concerns stays busy until the next start. */
+        CN_ERROR("transaction coordinator: out of memory queueing an event "
+                 "(kind %d)",
+                 (int)ev->kind);
+        return;
+    }
+    *x->tail = q;
+    x->tail = &q->next;
+}
+
+/* ---- carrying out actions ---------------------------------------------- */
+
+static void write_done(struct cn_broker *b, struct cn_sync_waiter *sw)
+{
+    struct exec_write *w = (struct exec_write *)sw;
+    if (b->txn) {
+        struct cn_txn_event ev = {.kind = CN_TXE_WRITTEN};
+        ev.u.written.id = w->id;
+        ev.u.written.seq = w->seq;
+        /* A failed sync took the log directory offline: the record is not
+         * known to be durable. */
+        ev.u.written.err = b->log_dir_offline ? KAFKA_COORDINATOR_NOT_AVAILABLE
+                                              : KAFKA_NONE;
+        exec_feed(b->txn, &ev, w->part, NULL);
+    }
+    free(w);
+}
+
+static void written_failed(struct cn_txn_exec *x, const char *id, uint64_t seq,
+                           int32_t part)
+{
+    struct cn_txn_event ev = {.kind = CN_TXE_WRITTEN};
+    ev.u.written.id = id;
+    ev.u.written.seq = seq;
+    ev.u.written.err = KAFKA_COORDINATOR_NOT_AVAILABLE;
+    exec_feed(x, &ev, part, NULL);
+}
+
+/* The record, in a batch stamped with the wall clock, appended to its
+ * partition and synced whatever the flush policy for data says. */
+static void do_append(struct cn_txn_exec *x, int32_t part, const char *id,
+                      uint64_t seq, struct cn_bytes key, struct cn_bytes value)
+{
+    struct cn_broker *b = x->b;
+    if (part >= 0 && part < x->nparts)
+        x->part_writing[part]++;
+    /* Shutting down: nothing more is written; a decided transaction is
+     * finished by the next start's recovery. */
+    struct cn_partition *p = b->stopping ? NULL : log_partition(b, part, true);
+    size_t idlen = strlen(id);
+    struct exec_write *w = p ? calloc(1, sizeof *w + idlen + 1) : NULL;
+    if (!w) {
+        written_failed(x, id, seq, part);
+        return;
+    }
+    w->part = part;
+    w->seq = seq;
+    memcpy(w->id, id, idlen + 1);
+    w->waiter.finish = write_done;
+    struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
+    struct cn_batch_builder bb;
+    struct cn_wr batch;
+    cn_wr_init(&batch, 256);
+    cn_batch_builder_init(&bb, &bp);
+    cn_batch_builder_add(&bb, cn_clock_wall_ms(), key, value, NULL, 0);
+    int rc = cn_batch_builder_finish(&bb, &batch);
+    cn_batch_builder_fini(&bb);
+    /* write_done may run before this returns (group commit off): it
+     * queues its event. */
+    if (!rc)
+        rc = cn_sync_append_internal(b, p, batch.buf, batch.len, &w->waiter);
+    cn_wr_fini(&batch);
+    if (rc) {
+        CN_ERROR("cannot append to %s for transactional id %s: %s",
+                 CN_TXN_TOPIC, id, cn_strerror(rc));
+        free(w);
+        written_failed(x, id, seq, part);
+    }
+}
+
+static void marker_result(struct cn_broker *b, void *arg, size_t i,
+                          int16_t kerr)
+{
+    struct exec_send *s = arg;
+    if (b->txn) {
+        struct cn_txn_event ev = {.kind = CN_TXE_MARKER_RESULT};
+        ev.u.marker.id = s->id;
+        ev.u.marker.seq = s->seq;
+        ev.u.marker.i = s->base + i;
+        ev.u.marker.err = kerr;
+        exec_feed(b->txn, &ev, -1, NULL);
+    }
+    if (--s->pending == 0)
+        free(s);
+}
+
+/* Partitions [from, from + n) of the action get an error without being
+ * sent (the log directory is offline, or a fail point). */
+static void markers_fail(struct cn_txn_exec *x, const char *id, uint64_t seq,
+                         size_t from, size_t n)
+{
+    for (size_t i = from; i < from + n; i++) {
+        struct cn_txn_event ev = {.kind = CN_TXE_MARKER_RESULT};
+        ev.u.marker.id = id;
+        ev.u.marker.seq = seq;
+        ev.u.marker.i = i;
+        ev.u.marker.err = KAFKA_KAFKA_STORAGE_ERROR;
+        exec_feed(x, &ev, -1, NULL);
+    }
+}
+
+static void send_some(struct cn_txn_exec *x, struct cn_marker_send *s,
+                      const char *id, uint64_t seq, size_t base)
+{
+    size_t idlen = strlen(id);
+    struct exec_send *es = calloc(1, sizeof *es + idlen + 1);
+    if (!es) {
+        markers_fail(x, id, seq, base, s->n);
+        return;
+    }
+    es->seq = seq;
+    es->base = base;
+    es->pending = s->n;
+    memcpy(es->id, id, idlen + 1);
+    s->arg = es;
+    x->markers->send(x->b, s);
+}
+
+static void do_markers(struct cn_txn_exec *x, const struct cn_txn_action *a)
+{
+    const char *id = a->u.markers.id;
+    uint64_t seq = a->u.markers.seq;
+    size_t n = a->u.markers.n;
+    /* Decision durable, no marker written: the transaction stays busy
+     * until the next start's recovery finishes it. */
+    if (a->u.markers.first_after_decision &&
+        CN_FAILPOINT("txn.after_prepare_sync"))
+        return;
+    if (n == 0)
+        return;
+    if (x->b->log_dir_offline) {
+        markers_fail(x, id, seq, 0, n);
+        return;
+    }
+    struct cn_marker_tp *tps = calloc(n, sizeof *tps);
+    if (!tps) {
+        markers_fail(x, id, seq, 0, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        tps[i] = (struct cn_marker_tp){a->u.markers.tps[i].topic,
+                                       a->u.markers.tps[i].partition};
+    struct cn_marker_send s = {
+        .producer_id = a->u.markers.producer_id,
+        .producer_epoch = a->u.markers.producer_epoch,
+        .commit = a->u.markers.commit,
+        .coordinator_epoch = a->u.markers.coordinator_epoch,
+        .tps = tps,
+        .n = n,
+        .result = marker_result,
+    };
+    size_t first = 0;
+    if (n > 1) {
+        /* The first marker alone, so a crash can be planted between it
+         * and the others. */
+        s.n = 1;
+        send_some(x, &s, id, seq, 0);
+        if (CN_FAILPOINT("txn.after_some_markers")) {
+            markers_fail(x, id, seq, 1, n - 1);
+            free(tps);
+            return;
+        }
+        first = 1;
+        s.tps = tps + 1;
+        s.n = n - 1;
+    }
+    send_some(x, &s, id, seq, first);
+    free(tps);
+}
+
+static void do_actions(struct cn_txn_exec *x)
+{
+    const struct cn_txn_actions *acts = &x->acts;
+    for (size_t i = 0; i < acts->n; i++) {
+        const struct cn_txn_action *a = &acts->v[i];
+        switch (a->kind) {
+        case CN_TXA_APPEND:
+            /* Every marker is durable and Complete is not written: the
+             * next start's recovery writes it. */
+            if (a->u.append.role == CN_TXN_WRITE_COMPLETE &&
+                CN_FAILPOINT("txn.after_markers_before_complete"))
+                break;
+            do_append(x, a->u.append.part, a->u.append.id, a->u.append.seq,
+                      a->u.append.key, a->u.append.value);
+            break;
+        case CN_TXA_SEND_MARKERS: do_markers(x, a); break;
+        case CN_TXA_ANSWER: x->b->txn_answer(x->b, &a->u.answer); break;
+        case CN_TXA_WANT_PIDS: cn_pids_refill(x->b); break;
+        }
+    }
+}
+
+/* ---- the timer ----------------------------------------------------------- */
+
+static void on_timer(uv_timer_t *t)
+{
+    struct cn_txn_exec *x = t->data;
+    x->timer_at = INT64_MAX;
+    struct cn_txn_event ev = {.kind = CN_TXE_TICK};
+    exec_feed(x, &ev, -1, NULL);
+}
+
+static void arm_timer(struct cn_txn_exec *x, int64_t at, int64_t now)
+{
+    if (!x->timer || at == x->timer_at)
+        return;
+    x->timer_at = at;
+    if (at == INT64_MAX) {
+        uv_timer_stop(x->timer);
+        return;
+    }
+    /* A millisecond late rather than early: the loop's clock may lag. */
+    uint64_t delay = at > now ? (uint64_t)(at - now) + 1 : 1;
+    uv_timer_start(x->timer, on_timer, delay, 0);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* ---- compaction by checkpoint ------------------------------------------- */
+
+struct checkpoint {
+    struct cn_batch_builder bb;
+    struct cn_wr key, value;
+    int64_t now_ms;
+};
+
+static int checkpoint_one(void *arg, const struct cn_txn_meta *m)
+{
+    struct checkpoint *ck = arg;
+    bool tombstone = false;
+    cn_wr_reset(&ck->key);
+    cn_wr_reset(&ck->value);
+    int rc = cn_txn_log_encode(m, &ck->key, &ck->value, &tombstone);
+    if (!rc && !tombstone)
+        cn_batch_builder_add(&ck->bb, ck->now_ms,
+                             cn_bytes_of(ck->key.buf, (int32_t)ck->key.len),
+                             cn_bytes_of(ck->value.buf,
+                                         (int32_t)ck->value.len),
+                             NULL, 0);
+    return rc;
+}
+
+/*
+ * The machine holds the newest state of every id, so the partition is
+ * compacted by appending one record per live id, syncing, and moving the
+ * log start offset to the first of them; older segments are then
+ * deleted.  A crash before the start offset moves replays the old
+ * records and then the checkpoint, which ends in the same state.  Only
+ * done while no record of the partition is between append and applied,
+ * since the checkpoint must come after every record it replaces.
+ */
+static void maybe_compact(struct cn_txn_exec *x, int32_t part)
+{
+    struct cn_broker *b = x->b;
+    if (b->stopping || part < 0 || part >= x->nparts ||
+        x->part_writing[part] > 0)
+        return;
+    struct cn_partition *p = log_partition(b, part, false);
+    if (!p)
+        return;
+    int64_t span = cn_log_end_offset(p->log) - cn_log_start_offset(p->log);
+    size_t ids = cn_txn_count(x->coord, part);
+    if (span < (int64_t)ids + b->cfg->cairn_internal_compact_slack_records)
+        return;
+    struct checkpoint ck;
+    struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
+    struct cn_wr batch;
+    cn_batch_builder_init(&ck.bb, &bp);
+    cn_wr_init(&ck.key, 64);
+    cn_wr_init(&ck.value, 128);
+    cn_wr_init(&batch, 4096);
+    ck.now_ms = cn_clock_wall_ms();
+    int rc = cn_txn_foreach(x->coord, part, checkpoint_one, &ck);
+    int64_t first = cn_log_end_offset(p->log);
+    if (!rc && ck.bb.count > 0) {
+        rc = cn_batch_builder_finish(&ck.bb, &batch);
+        if (!rc)
+            rc = cn_sync_checkpoint(b, p, batch.buf, batch.len);
+    } else if (!rc) {
+        rc = cn_log_delete_records(p->log, first);
+        if (!rc)
+            cn_partition_after_retention(p);
+    }
+    if (!rc)
+        CN_INFO("%s-%d compacted: %zu ids kept, log starts at %lld",
+                CN_TXN_TOPIC, part, ids, (long long)first);
+    else
+        CN_WARN("compacting %s-%d failed: %s", CN_TXN_TOPIC, part,
+                cn_strerror(rc));
+    cn_batch_builder_fini(&ck.bb);
+    cn_wr_fini(&ck.key);
+    cn_wr_fini(&ck.value);
+    cn_wr_fini(&batch);
+}
+
+/* ---- the feed ------------------------------------------------------------ */
+
+static void step_one(struct cn_txn_exec *x, const struct cn_txn_event *in,
+                     int32_t part, struct step_out *out)
+{
+    struct cn_txn_event ev = *in;
+    ev.now.wall_ms = cn_clock_wall_ms();
+    ev.now.mono_us = cn_clock_mono_us();
+    ev.now.mono_ms = ev.now.mono_us / 1000;
+    struct cn_txn_config cfg;
+    config_of(x->b, x->nparts, &cfg);
+    cn_txn_set_config(x->coord, &cfg);
+    bool written = ev.kind == CN_TXE_WRITTEN;
+    if (written && part >= 0 && part < x->nparts && x->part_writing[part])
+        x->part_writing[part]--;
+    int rc = cn_txn_step(x->coord, &ev, &x->acts);
+    /* Out of memory part way: the machine's state matches the actions it
+     * recorded, so they are carried out all the same. */
+    if (rc)
+        CN_ERROR("transaction coordinator: out of memory taking an event "
+                 "(kind %d); an id may stay busy until the next start",
+                 (int)ev.kind);
+    if (out) {
+        out->stepped = true;
+        out->taken = x->acts.taken;
+        /* An operator abort the machine could not take is refused,
+         * rather than its marker written beside the transaction. */
+        out->result = rc && !x->acts.op_taken ? KAFKA_COORDINATOR_NOT_AVAILABLE
+                                              : x->acts.result;
+        out->op_taken = x->acts.op_taken;
+        out->resumed = x->acts.resumed;
+    }
+    /* Before the step's own appends (a request that waited for the id
+     * writes now): the checkpoint holds the durable state, and what they
+     * write comes after it. */
+    if (written && ev.u.written.err == KAFKA_NONE)
+        maybe_compact(x, part);
+    int64_t at = x->acts.timer_mono_ms;
+    do_actions(x);
+    cn_txn_actions_reset(&x->acts);
+    arm_timer(x, at, ev.now.mono_ms);
+}
+
+/* Steps ev now, or (while a step's actions are being carried out) after
+ * it.  out, if given, gets what the step said; only an event stepped now
+ * fills it (out->stepped). */
+static void exec_feed(struct cn_txn_exec *x, const struct cn_txn_event *ev,
+                      int32_t part, struct step_out *out)
+{
+    if (x->draining) {
+        enqueue(x, ev, part);
+        return;
+    }
+    x->draining = true;
+    step_one(x, ev, part, out);
+    while (x->head) {
+        struct exec_q *q = x->head;
+        x->head = q->next;
+        if (!x->head)
+            x->tail = &x->head;
+        step_one(x, &q->ev, q->part, NULL);
+        cn_arena_fini(&q->arena);
+        free(q);
+    }
+    x->draining = false;
+}
+
+/* ---- the seams ----------------------------------------------------------- */
+
+/* Producer ids from the durable reservation; a refill is started when one
+ * is due, as for idempotent producers (pids.c), except while a failed
+ * write's waiters are being told of it. */
+static int pids_take(void *ctx, int64_t *pid)
+{
+    struct cn_broker *b = ctx;
+    if (!b->pid_failed_rerun)
+        cn_pids_refill(b);
+    return cn_pidalloc_take(&b->pids, pid);
+}
+
+static int16_t verify_local(struct cn_broker *b, struct cn_bytes txn_id,
+                            int64_t producer_id, int16_t producer_epoch,
+                            const char *topic, int32_t partition)
+{
+    if (!b->cfg->transaction_partition_verification_enable)
+        return KAFKA_NONE;
+    const struct cn_txn_coord *c = cn_txn_exec_coord(b);
+    if (!c)
+        return KAFKA_INVALID_TXN_STATE;
+    char id[1024];
+    const char *idp = NULL;
+    if (!cn_bytes_is_null(txn_id) && txn_id.len > 0) {
+        if (!cn_wire_cstr(txn_id, id, sizeof id))
+            return KAFKA_INVALID_PRODUCER_ID_MAPPING;
+        idp = id;
+    }
+    return cn_txn_verify(c, idp, producer_id, producer_epoch, topic,
+                         partition);
+}
+
+const struct cn_txn_verifier cn_txn_verifier_local = {verify_local};
+
+int16_t cn_txn_exec_verify(struct cn_broker *b, struct cn_bytes txn_id,
+                           int64_t producer_id, int16_t producer_epoch,
+                           const char *topic, int32_t partition)
+{
+    const struct cn_txn_verifier *v = b->txn ? b->txn->verifier
+                                             : &cn_txn_verifier_local;
+    return v->verify(b, txn_id, producer_id, producer_epoch, topic, partition);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+void cn_txn_exec_request(struct cn_broker *b, const struct cn_txn_request *rq)
+{
+    struct cn_txn_event ev = {.kind = CN_TXE_REQUEST};
+    ev.u.request = *rq;
+    if (!b->txn) {
+        struct cn_txn_answer a = {.kind = rq->kind,
+                                  .token = rq->token,
+                                  .index = rq->index,
+                                  .api_version = rq->api_version,
+                                  .error = KAFKA_COORDINATOR_NOT_AVAILABLE,
+                                  .producer_id = -1,
+                                  .producer_epoch = -1};
+        b->txn_answer(b, &a);
+        return;
+    }
+    exec_feed(b->txn, &ev, -1, NULL);
+}
+
+bool cn_txn_exec_produce_add(struct cn_broker *b,
+                             const struct cn_txn_request *rq)
+{
+    struct cn_txn_exec *x = b->txn;
+    /* Asked from inside a step (not done today): the answer could not be
+     * told apart from the step's, so the request goes on unadded. */
+    if (!x || x->draining)
+        return false;
+    struct cn_txn_event ev = {.kind = CN_TXE_REQUEST};
+    ev.u.request = *rq;
+    struct step_out out = {0};
+    exec_feed(x, &ev, -1, &out);
+    return out.stepped && out.taken;
+}
+
+int16_t cn_txn_exec_operator_abort(struct cn_broker *b, int64_t producer_id,
+                                   const char *topic, int32_t partition,
+                                   bool *taken)
+{
+    struct cn_txn_exec *x = b->txn;
+    *taken = false;
+    if (!x)
+        return KAFKA_NONE;
+    if (x->draining)
+        return KAFKA_CONCURRENT_TRANSACTIONS;
+    struct cn_txn_event ev = {.kind = CN_TXE_OPERATOR_ABORT};
+    ev.u.op.producer_id = producer_id;
+    ev.u.op.topic = topic;
+    ev.u.op.partition = partition;
+    struct step_out out = {0};
+    exec_feed(x, &ev, -1, &out);
+    *taken = out.op_taken;
+    return out.result;
+}
+
+void cn_txn_exec_pids_ready(struct cn_broker *b)
+{
+    if (!b->txn)
+        return;
+    struct cn_txn_event ev = {.kind = CN_TXE_PIDS_READY};
+    exec_feed(b->txn, &ev, -1, NULL);
+}
+
+const struct cn_txn_coord *cn_txn_exec_coord(const struct cn_broker *b)
+{
+    return b->txn ? b->txn->coord : NULL;
+}
+
+/* ---- start, replay, stop ------------------------------------------------- */
+
+struct load_ctx {
+    struct cn_txn_coord *coord;
+    int32_t part;
+    struct cn_wr scratch; /* decompressed records */
+    int64_t from;         /* records below are not the log's any more */
+};
+
+static int load_batch(void *arg, const uint8_t *batch, size_t len,
+                      const struct cn_batch_hdr *hdr)
+{
+    struct load_ctx *lc = arg;
+    struct cn_record_iter it;
+    struct cn_batch_hdr h;
+    (void)hdr;
+    if (cn_batch_records(batch, len, 0, &lc->scratch, &h, &it) != 0)
+        return 0; /* a batch that does not decode holds nothing we wrote */
+    struct cn_record rec;
+    int rc = 0;
+    while (!rc && cn_record_iter_next(&it, &rec) == 1)
+        if (rec.offset >= lc->from)
+            rc = cn_txn_load_record(lc->coord, lc->part, rec.key, rec.value);
+    return rc;
+}
+
+static int load_partition(struct cn_txn_coord *coord, struct cn_partition *p)
+{
+    struct load_ctx lc = {coord, p->index, {0}, cn_log_start_offset(p->log)};
+    cn_wr_init(&lc.scratch, 0);
+    int rc = cn_partition_scan(p, lc.from, load_batch, &lc);
+    cn_wr_fini(&lc.scratch);
+    return rc;
+}
+
+int cn_txn_exec_start(struct cn_broker *b)
+{
+    struct cn_txn_exec *x = calloc(1, sizeof *x);
+    if (!x)
+        return CN_ENOMEM;
+    x->b = b;
+    x->tail = &x->head;
+    x->timer_at = INT64_MAX;
+    x->markers = &cn_marker_channel_local;
+    x->verifier = &cn_txn_verifier_local;
+    cn_txn_actions_init(&x->acts);
+    struct cn_topic *t = cn_txn_exec_log_topic(b, false);
+    /* An existing log keeps the partition count it was made with. */
+    x->nparts = t ? t->partition_count
+                  : b->cfg->transaction_state_log_num_partitions;
+    x->part_writing = calloc((size_t)(x->nparts > 0 ? x->nparts : 1),
+                             sizeof *x->part_writing);
+    struct cn_txn_config cfg;
+    config_of(b, x->nparts, &cfg);
+    static const struct cn_txn_pids pids0 = {pids_take, NULL};
+    struct cn_txn_pids pids = pids0;
+    pids.ctx = b;
+    int rc = x->part_writing ? cn_txn_new(&cfg, &pids, &x->coord) : CN_ENOMEM;
+    if (rc) {
+        cn_txn_actions_fini(&x->acts);
+        free(x->part_writing);
+        free(x);
+        return rc;
+    }
+    b->txn = x;
+    int64_t t0 = cn_clock_mono_ms();
+    for (int32_t i = 0; t && i < t->partition_count; i++) {
+        rc = load_partition(x->coord, t->partitions[i]);
+        if (rc)
+            return rc;
+    }
+    x->timer = calloc(1, sizeof *x->timer);
+    if (!x->timer)
+        return CN_ENOMEM;
+    uv_timer_init(b->loop, x->timer);
+    x->timer->data = x;
+    /* Coordinator of every partition: decided transactions are finished
+     * (their markers sent again, then Complete written). */
+    size_t resumed = 0;
+    for (int32_t i = 0; i < x->nparts; i++) {
+        struct cn_txn_event ev = {.kind = CN_TXE_LEADER};
+        ev.u.leader.part = i;
+        ev.u.leader.coordinator_epoch = COORDINATOR_EPOCH;
+        struct step_out out = {0};
+        exec_feed(x, &ev, -1, &out);
+        resumed += out.resumed;
+    }
+    if (t)
+        CN_INFO("loaded %zu transactional ids from %s in %lld ms; %zu "
+                "decided transactions being completed",
+                cn_txn_count(x->coord, -1), CN_TXN_TOPIC,
+                (long long)(cn_clock_mono_ms() - t0), resumed);
+    return 0;
+}
+
+void cn_txn_exec_stop(struct cn_broker *b)
+{
+    struct cn_txn_exec *x = b->txn;
+    if (!x || !x->timer)
+        return;
+    /* Waiting requests are answered now rather than dropped. */
+    struct cn_txn_event ev = {.kind = CN_TXE_STOP};
+    exec_feed(x, &ev, -1, NULL);
+    uv_timer_stop(x->timer);
+    uv_close((uv_handle_t *)x->timer, on_timer_closed);
+    x->timer = NULL;
+}
+
+void cn_txn_exec_free(struct cn_broker *b)
+{
+    struct cn_txn_exec *x = b->txn;
+    if (!x)
+        return;
+    if (x->timer) {
+        /* Never stopped (a failed start): the loop closes it later. */
+        uv_timer_stop(x->timer);
+        uv_close((uv_handle_t *)x->timer, on_timer_closed);
+    }
+    while (x->head) {
+        struct exec_q *q = x->head;
+        x->head = q->next;
+        cn_arena_fini(&q->arena);
+        free(q);
+    }
+    cn_txn_free(x->coord);
+    cn_txn_actions_fini(&x->acts);
+    free(x->part_writing);
+    free(x);
+    b->txn = NULL;
+}
