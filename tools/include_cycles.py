@@ -7,7 +7,7 @@ B's header.  Prints the largest strongly connected component (modules
 that reach each other through includes) and its size, for the modules
 and for the headers alone.
 
-    tools/include_cycles.py src/broker
+    tools/include_cycles.py src/node
 """
 import os
 import re
@@ -91,7 +91,7 @@ def report(title, nodes, edges):
 
 
 def main():
-    folder = sys.argv[1] if len(sys.argv) > 1 else 'src/broker'
+    folder = sys.argv[1] if len(sys.argv) > 1 else 'src/node'
     report('modules', *graph(folder, lambda n: n.rsplit('.', 1)[0]))
     report('headers', *graph(folder,
                              lambda n: n if n.endswith('.h') else None))

@@ -669,4 +669,3 @@ void cn_metrics_request_done(struct cn_req *req, void *opaque)
     double ms = (double)(cn_clock_mono_us() - req->start_us) / 1000.0;
     cn_hist_record(&m->latency[req->api_key], ms < 0 ? 0 : ms);
 }
-

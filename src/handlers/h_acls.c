@@ -35,8 +35,8 @@ void cn_h_create_acls(struct cn_broker *b, struct cn_req *req,
                       const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_create_acls_request rq;
-    int err = cn_create_acls_request_decode(body, &req->arena,
-                                            h->api_version, &rq);
+    int err = cn_create_acls_request_decode(body, &req->arena, h->api_version,
+                                            &rq);
     if (err) {
         cn_req_bad(req, h, err);
         return;
@@ -66,8 +66,7 @@ void cn_h_create_acls(struct cn_broker *b, struct cn_req *req,
             rs.results[i].error_message = msg_bytes(req, all_msg);
             continue;
         }
-        const struct cn_create_acls_request_acl_creation *c =
-            &rq.creations[i];
+        const struct cn_create_acls_request_acl_creation *c = &rq.creations[i];
         struct cn_acl_binding bd = {
             .rtype = c->resource_type,
             .pattern = h->api_version == 0 ? CN_ACL_PT_LITERAL
@@ -202,8 +201,8 @@ void cn_h_delete_acls(struct cn_broker *b, struct cn_req *req,
                       const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_delete_acls_request rq;
-    int err = cn_delete_acls_request_decode(body, &req->arena,
-                                            h->api_version, &rq);
+    int err = cn_delete_acls_request_decode(body, &req->arena, h->api_version,
+                                            &rq);
     if (err) {
         cn_req_bad(req, h, err);
         return;
@@ -222,8 +221,9 @@ void cn_h_delete_acls(struct cn_broker *b, struct cn_req *req,
     int16_t all_err = acl_api_refusal(b, req, CN_ACL_OP_ALTER, &all_msg);
     struct cn_acl_set next;
     bool changed = false;
-    struct cn_acl_set *removed =
-        n ? cn_arena_calloc(&req->arena, (size_t)n, sizeof *removed) : NULL;
+    struct cn_acl_set *removed = n ? cn_arena_calloc(&req->arena, (size_t)n,
+                                                     sizeof *removed)
+                                   : NULL;
     if (!all_err && n && !removed) {
         all_err = KAFKA_UNKNOWN_SERVER_ERROR;
         all_msg = "Out of memory.";

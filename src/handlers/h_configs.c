@@ -28,8 +28,9 @@
 
 #define MSG_MAX 512
 
-static bool wanted(const struct cn_describe_configs_request_describe_configs_resource *qr,
-                   const char *name)
+static bool
+wanted(const struct cn_describe_configs_request_describe_configs_resource *qr,
+       const char *name)
 {
     if (qr->configuration_keys_len < 0)
         return true;
@@ -39,9 +40,10 @@ static bool wanted(const struct cn_describe_configs_request_describe_configs_res
     return false;
 }
 
-static void fill_entry(struct cn_req *req, int16_t v, bool synonyms,
-                       bool docs, const struct cn_config_entry *e,
-                       struct cn_describe_configs_response_describe_configs_resource_result *c)
+static void fill_entry(
+    struct cn_req *req, int16_t v, bool synonyms, bool docs,
+    const struct cn_config_entry *e,
+    struct cn_describe_configs_response_describe_configs_resource_result *c)
 {
     cn_describe_configs_response_describe_configs_resource_result_init(c);
     c->name = cn_bytes_str(e->name);
@@ -76,10 +78,11 @@ static void fill_entry(struct cn_req *req, int16_t v, bool synonyms,
     }
 }
 
-static void describe_topic(struct cn_broker *b, struct cn_req *req, int16_t v,
-                           const struct cn_describe_configs_request *rq,
-                           const struct cn_describe_configs_request_describe_configs_resource *qr,
-                           struct cn_describe_configs_response_describe_configs_result *rr)
+static void describe_topic(
+    struct cn_broker *b, struct cn_req *req, int16_t v,
+    const struct cn_describe_configs_request *rq,
+    const struct cn_describe_configs_request_describe_configs_resource *qr,
+    struct cn_describe_configs_response_describe_configs_result *rr)
 {
     struct cn_topic *t = cn_topic_find(b, qr->resource_name);
     if (!t) {
@@ -99,17 +102,17 @@ static void describe_topic(struct cn_broker *b, struct cn_req *req, int16_t v,
                                  sizeof buf, &e);
         if (!wanted(qr, e.name))
             continue;
-        fill_entry(req, v, rq->include_synonyms, rq->include_documentation,
-                   &e, &rr->configs[n++]);
+        fill_entry(req, v, rq->include_synonyms, rq->include_documentation, &e,
+                   &rr->configs[n++]);
     }
     rr->configs_len = n;
 }
 
-static void describe_broker(struct cn_broker *b, struct cn_req *req,
-                            int16_t v,
-                            const struct cn_describe_configs_request *rq,
-                            const struct cn_describe_configs_request_describe_configs_resource *qr,
-                            struct cn_describe_configs_response_describe_configs_result *rr)
+static void describe_broker(
+    struct cn_broker *b, struct cn_req *req, int16_t v,
+    const struct cn_describe_configs_request *rq,
+    const struct cn_describe_configs_request_describe_configs_resource *qr,
+    struct cn_describe_configs_response_describe_configs_result *rr)
 {
     char id[16];
     snprintf(id, sizeof id, "%d", b->node_id);
@@ -140,8 +143,8 @@ static void describe_broker(struct cn_broker *b, struct cn_req *req,
             continue;
         if (!wanted(qr, e.name))
             continue;
-        fill_entry(req, v, rq->include_synonyms, rq->include_documentation,
-                   &e, &rr->configs[n++]);
+        fill_entry(req, v, rq->include_synonyms, rq->include_documentation, &e,
+                   &rr->configs[n++]);
     }
     rr->configs_len = n;
 }
@@ -186,8 +189,8 @@ void cn_h_describe_configs(struct cn_broker *b, struct cn_req *req,
     }
     rs.results_len = n;
     for (int32_t i = 0; i < n; i++) {
-        const struct cn_describe_configs_request_describe_configs_resource *qr =
-            &rq.resources[i];
+        const struct cn_describe_configs_request_describe_configs_resource
+            *qr = &rq.resources[i];
         struct cn_describe_configs_response_describe_configs_result *rr =
             &rs.results[i];
         cn_describe_configs_response_describe_configs_result_init(rr);
@@ -292,8 +295,8 @@ static int16_t alter_topic(struct cn_broker *b, struct cn_bytes name,
             return KAFKA_INVALID_CONFIG;
         }
         if (ch[i].op == OP_APPEND || ch[i].op == OP_SUBTRACT) {
-            const struct cn_config_key *row =
-                cn_topic_config_key((enum cn_topic_key)k);
+            const struct cn_config_key *row = cn_topic_config_key(
+                (enum cn_topic_key)k);
             if (row->type != CN_CFG_LIST && row->type != CN_CFG_ENUM_LIST) {
                 snprintf(msg, MSG_MAX,
                          "Config value append is not allowed for config "
@@ -351,8 +354,8 @@ static int16_t alter_broker(struct cn_broker *b, struct cn_req *req,
         else
             snprintf(id, sizeof id, "?");
         if (!end || end == id || *end) {
-            snprintf(msg, MSG_MAX,
-                     "Node id must be an integer, but it is: %s", id);
+            snprintf(msg, MSG_MAX, "Node id must be an integer, but it is: %s",
+                     id);
             return KAFKA_INVALID_REQUEST;
         }
         if (v != b->node_id) {
@@ -363,8 +366,8 @@ static int16_t alter_broker(struct cn_broker *b, struct cn_req *req,
         }
         layer = CN_CFG_LAYER_BROKER;
     }
-    struct cn_config_change *cc =
-        cn_arena_calloc(&req->arena, (size_t)n + 1, sizeof *cc);
+    struct cn_config_change *cc = cn_arena_calloc(&req->arena, (size_t)n + 1,
+                                                  sizeof *cc);
     if (!cc) {
         snprintf(msg, MSG_MAX, "Out of memory.");
         return KAFKA_UNKNOWN_SERVER_ERROR;
@@ -397,8 +400,7 @@ static int16_t alter_broker(struct cn_broker *b, struct cn_req *req,
 }
 
 static int16_t alter_resource(struct cn_broker *b, struct cn_req *req,
-                              int8_t type,
-                              struct cn_bytes name,
+                              int8_t type, struct cn_bytes name,
                               const struct config_change *ch, int32_t n,
                               bool replace_all, bool validate_only, char *msg)
 {
@@ -446,8 +448,8 @@ void cn_h_alter_configs(struct cn_broker *b, struct cn_req *req,
         r->resource_type = qr->resource_type;
         r->resource_name = qr->resource_name;
         int32_t nc = qr->configs_len > 0 ? qr->configs_len : 0;
-        struct config_change *ch =
-            cn_arena_calloc(&req->arena, (size_t)nc + 1, sizeof *ch);
+        struct config_change *ch = cn_arena_calloc(&req->arena, (size_t)nc + 1,
+                                                   sizeof *ch);
         if (!ch) {
             cn_req_bad(req, h, CN_ENOMEM);
             return;
@@ -463,8 +465,8 @@ void cn_h_alter_configs(struct cn_broker *b, struct cn_req *req,
             continue;
         char msg[MSG_MAX] = "";
         r->error_code = alter_resource(b, req, qr->resource_type,
-                                       qr->resource_name,
-                                       ch, nc, true, rq.validate_only, msg);
+                                       qr->resource_name, ch, nc, true,
+                                       rq.validate_only, msg);
         if (r->error_code)
             r->error_message = cn_req_str(req, msg);
     }
@@ -495,17 +497,19 @@ void cn_h_incremental_alter_configs(struct cn_broker *b, struct cn_req *req,
     }
     rs.responses_len = n;
     for (int32_t i = 0; i < n; i++) {
-        const struct cn_incremental_alter_configs_request_alter_configs_resource
-            *qr = &rq.resources[i];
-        struct cn_incremental_alter_configs_response_alter_configs_resource_response
-            *r = &rs.responses[i];
+        const struct
+            cn_incremental_alter_configs_request_alter_configs_resource *qr =
+                &rq.resources[i];
+        struct
+            cn_incremental_alter_configs_response_alter_configs_resource_response
+                *r = &rs.responses[i];
         cn_incremental_alter_configs_response_alter_configs_resource_response_init(
             r);
         r->resource_type = qr->resource_type;
         r->resource_name = qr->resource_name;
         int32_t nc = qr->configs_len > 0 ? qr->configs_len : 0;
-        struct config_change *ch =
-            cn_arena_calloc(&req->arena, (size_t)nc + 1, sizeof *ch);
+        struct config_change *ch = cn_arena_calloc(&req->arena, (size_t)nc + 1,
+                                                   sizeof *ch);
         if (!ch) {
             cn_req_bad(req, h, CN_ENOMEM);
             return;
@@ -521,8 +525,8 @@ void cn_h_incremental_alter_configs(struct cn_broker *b, struct cn_req *req,
             continue;
         char msg[MSG_MAX] = "";
         r->error_code = alter_resource(b, req, qr->resource_type,
-                                       qr->resource_name,
-                                       ch, nc, false, rq.validate_only, msg);
+                                       qr->resource_name, ch, nc, false,
+                                       rq.validate_only, msg);
         if (r->error_code)
             r->error_message = cn_req_str(req, msg);
     }

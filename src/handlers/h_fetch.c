@@ -100,8 +100,9 @@ static int fill_aborted(struct cn_arena *arena, const struct cn_partition *p,
     return 0;
 }
 
-static struct cn_topic *resolve_topic(struct cn_broker *b, int16_t version,
-                                      const struct cn_fetch_request_fetch_topic *ft)
+static struct cn_topic *
+resolve_topic(struct cn_broker *b, int16_t version,
+              const struct cn_fetch_request_fetch_topic *ft)
 {
     if (version >= 13)
         return cn_topic_find_id(b, &ft->topic_id);
@@ -275,9 +276,8 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
             int err = cn_log_read(p->log, fp->fetch_offset, end, limit,
                                   first_data, &data, &got);
             if (err) {
-                pd->error_code = err == CN_ERANGE
-                                     ? KAFKA_OFFSET_OUT_OF_RANGE
-                                     : KAFKA_KAFKA_STORAGE_ERROR;
+                pd->error_code = err == CN_ERANGE ? KAFKA_OFFSET_OUT_OF_RANGE
+                                                  : KAFKA_KAFKA_STORAGE_ERROR;
                 urgent = true;
                 continue;
             }
@@ -316,9 +316,8 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
     k = 0;
     for (int32_t i = 0; i < nt; i++)
         for (int32_t j = 0; j < rs.responses[i].partitions_len; j++, k++)
-            rs.responses[i].partitions[j].records =
-                cn_bytes_of(lens[k] ? data.buf + starts[k] : NULL,
-                            (int32_t)lens[k]);
+            rs.responses[i].partitions[j].records = cn_bytes_of(
+                lens[k] ? data.buf + starts[k] : NULL, (int32_t)lens[k]);
 encode:
     rs.session_id = 0;
     cn_wr_reset(&req->resp);

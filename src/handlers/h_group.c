@@ -69,9 +69,8 @@ void cn_gc_join_done(void *waiter, const struct cn_join_result *r)
     rs.generation_id = r->generation;
     rs.protocol_type = str_or_null(r->protocol_type);
     /* Before v7 the protocol name is not nullable. */
-    rs.protocol_name = pk->h.api_version >= 7
-                           ? str_or_null(r->protocol_name)
-                           : str_or_empty(r->protocol_name);
+    rs.protocol_name = pk->h.api_version >= 7 ? str_or_null(r->protocol_name)
+                                              : str_or_empty(r->protocol_name);
     rs.leader = str_or_empty(r->leader);
     rs.skip_assignment = r->skip_assignment;
     rs.member_id = str_or_empty(r->member_id);
@@ -82,9 +81,10 @@ void cn_gc_join_done(void *waiter, const struct cn_join_result *r)
         if (rs.members) {
             rs.members_len = (int32_t)r->nmembers;
             for (size_t i = 0; i < r->nmembers; i++) {
-                rs.members[i].member_id = cn_bytes_str(r->members[i].member_id);
-                rs.members[i].group_instance_id =
-                    str_or_null(r->members[i].instance_id);
+                rs.members[i].member_id = cn_bytes_str(
+                    r->members[i].member_id);
+                rs.members[i].group_instance_id = str_or_null(
+                    r->members[i].instance_id);
                 rs.members[i].metadata =
                     cn_bytes_of(r->members[i].metadata,
                                 (int32_t)r->members[i].metadata_len);
@@ -110,8 +110,8 @@ void cn_h_join_group(struct cn_broker *b, struct cn_req *req,
     }
     struct parked *pk = cn_arena_calloc(&req->arena, 1, sizeof *pk);
     size_t np = rq.protocols_len > 0 ? (size_t)rq.protocols_len : 0;
-    struct cn_join_protocol *protos =
-        cn_arena_calloc(&req->arena, np + 1, sizeof *protos);
+    struct cn_join_protocol *protos = cn_arena_calloc(&req->arena, np + 1,
+                                                      sizeof *protos);
     if (!pk || !protos) {
         cn_req_bad(req, h, CN_ENOMEM);
         return;
@@ -141,8 +141,7 @@ void cn_h_join_group(struct cn_broker *b, struct cn_req *req,
         .protocols = protos,
         .nprotocols = np,
     };
-    if (!jr.group_id || !jr.member_id || !jr.client_id ||
-        !jr.protocol_type) {
+    if (!jr.group_id || !jr.member_id || !jr.client_id || !jr.protocol_type) {
         cn_req_bad(req, h, CN_ENOMEM);
         return;
     }
@@ -198,8 +197,8 @@ void cn_h_sync_group(struct cn_broker *b, struct cn_req *req,
     }
     struct parked *pk = cn_arena_calloc(&req->arena, 1, sizeof *pk);
     size_t na = rq.assignments_len > 0 ? (size_t)rq.assignments_len : 0;
-    struct cn_sync_assignment *as =
-        cn_arena_calloc(&req->arena, na + 1, sizeof *as);
+    struct cn_sync_assignment *as = cn_arena_calloc(&req->arena, na + 1,
+                                                    sizeof *as);
     if (!pk || !as) {
         cn_req_bad(req, h, CN_ENOMEM);
         return;
@@ -286,8 +285,7 @@ void cn_h_leave_group(struct cn_broker *b, struct cn_req *req,
     cn_leave_group_response_init(&rs);
     rs.members_len = 0;
     bool batched = h->api_version >= 3;
-    size_t n = batched ? (rq.members_len > 0 ? (size_t)rq.members_len : 0)
-                       : 1;
+    size_t n = batched ? (rq.members_len > 0 ? (size_t)rq.members_len : 0) : 1;
     struct cn_leave_member *lm = cn_arena_calloc(&req->arena, n + 1,
                                                  sizeof *lm);
     const char *group = cn_gc_cstr(req, rq.group_id);
@@ -382,12 +380,12 @@ static void describe_one(struct cn_broker *b, struct cn_req *req,
         m->group_instance_id = str_or_null(mi.instance_id);
         m->client_id = str_or_empty(mi.client_id);
         m->client_host = str_or_empty(mi.client_host);
-        m->member_metadata = cn_bytes_of(
-            mi.metadata ? mi.metadata : (const uint8_t *)"",
-            (int32_t)mi.metadata_len);
-        m->member_assignment = cn_bytes_of(
-            mi.assignment ? mi.assignment : (const uint8_t *)"",
-            (int32_t)mi.assignment_len);
+        m->member_metadata = cn_bytes_of(mi.metadata ? mi.metadata
+                                                     : (const uint8_t *)"",
+                                         (int32_t)mi.metadata_len);
+        m->member_assignment = cn_bytes_of(mi.assignment ? mi.assignment
+                                                         : (const uint8_t *)"",
+                                           (int32_t)mi.assignment_len);
     }
 }
 
@@ -404,8 +402,7 @@ void cn_h_describe_groups(struct cn_broker *b, struct cn_req *req,
     struct cn_describe_groups_response rs;
     cn_describe_groups_response_init(&rs);
     int32_t n = rq.groups_len > 0 ? rq.groups_len : 0;
-    rs.groups = cn_arena_calloc(&req->arena, (size_t)n + 1,
-                                sizeof *rs.groups);
+    rs.groups = cn_arena_calloc(&req->arena, (size_t)n + 1, sizeof *rs.groups);
     if (!rs.groups) {
         cn_req_bad(req, h, CN_ENOMEM);
         return;
@@ -479,9 +476,9 @@ void cn_h_list_groups(struct cn_broker *b, struct cn_req *req,
          g; g = cn_groups_next(b->gc->groups, g)) {
         if (!cn_group_list_match(g, states, (size_t)ns, types, (size_t)nty))
             continue;
-        if (!all && !cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE,
-                                    CN_ACL_RT_GROUP,
-                                    cn_bytes_str(cn_group_id(g))))
+        if (!all &&
+            !cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_GROUP,
+                            cn_bytes_str(cn_group_id(g))))
             continue;
         struct cn_list_groups_response_listed_group *lg =
             &rs.groups[rs.groups_len++];

@@ -19,8 +19,8 @@ struct tombstones {
     struct cn_sync_waiter waiter; /* first */
     struct cn_req_header h;
     const char *group;
-    void *rs;                     /* the response being built */
-    bool whole_group;             /* DeleteGroups: all keys and metadata */
+    void *rs;         /* the response being built */
+    bool whole_group; /* DeleteGroups: all keys and metadata */
 };
 
 /* Does a Stable group's consumer subscription name the topic?  Kafka
@@ -54,8 +54,7 @@ static bool group_subscribed(struct cn_req *req, const struct cn_group *g,
     return false;
 }
 
-static void offset_delete_synced(struct cn_broker *b,
-                                 struct cn_sync_waiter *w)
+static void offset_delete_synced(struct cn_broker *b, struct cn_sync_waiter *w)
 {
     struct tombstones *tw = (struct tombstones *)w;
     struct cn_offset_delete_response *rs = tw->rs;
@@ -91,8 +90,8 @@ void cn_h_offset_delete(struct cn_broker *b, struct cn_req *req,
         return;
     }
     struct tombstones *tw = cn_arena_calloc(&req->arena, 1, sizeof *tw);
-    struct cn_offset_delete_response *rs =
-        cn_arena_calloc(&req->arena, 1, sizeof *rs);
+    struct cn_offset_delete_response *rs = cn_arena_calloc(&req->arena, 1,
+                                                           sizeof *rs);
     int32_t nt = rq.topics_len > 0 ? rq.topics_len : 0;
     if (!tw || !rs) {
         cn_req_bad(req, h, CN_ENOMEM);
@@ -183,11 +182,10 @@ void cn_h_offset_delete(struct cn_broker *b, struct cn_req *req,
                 continue;
             cn_wr_reset(&kw);
             if (!topic ||
-                cn_offsets_tombstone_key(&kw, tw->group, topic,
-                                         rs->topics[i].partitions[j]
-                                             .partition_index) != 0) {
-                rs->topics[i].partitions[j].error_code =
-                    KAFKA_INVALID_REQUEST;
+                cn_offsets_tombstone_key(
+                    &kw, tw->group, topic,
+                    rs->topics[i].partitions[j].partition_index) != 0) {
+                rs->topics[i].partitions[j].error_code = KAFKA_INVALID_REQUEST;
                 continue;
             }
             keys[k] = cn_gc_arena_bytes(req, &kw);
@@ -216,7 +214,7 @@ struct delete_state {
     struct cn_req_header h;
     struct cn_delete_groups_request rq;
     struct cn_delete_groups_response rs;
-    int32_t next;                 /* group being deleted */
+    int32_t next; /* group being deleted */
 };
 
 /* The tombstone keys of one group, in the request's arena. */

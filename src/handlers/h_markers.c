@@ -96,10 +96,10 @@ static int16_t commit_refusal(struct cn_broker *b, int64_t producer_id,
     return KAFKA_NONE;
 }
 
-static int16_t write_one(
-    struct cn_broker *b, struct markers_state *ms,
-    const struct cn_write_txn_markers_request_writable_txn_marker *m,
-    struct cn_bytes topic, int32_t partition)
+static int16_t
+write_one(struct cn_broker *b, struct markers_state *ms,
+          const struct cn_write_txn_markers_request_writable_txn_marker *m,
+          struct cn_bytes topic, int32_t partition)
 {
     struct cn_partition *p = cn_partition_find(b, topic, partition);
     bool by_coord = false;
@@ -147,9 +147,9 @@ static int16_t write_one(
             cn_req_peer(ms->req), m->transaction_result ? "commit" : "abort",
             (long long)m->producer_id, m->producer_epoch, p->topic->name,
             partition,
-            err ? cn_kerr_name(err)
-                : by_coord ? "the coordinator aborts the whole transaction"
-                           : "written");
+            err        ? cn_kerr_name(err)
+            : by_coord ? "the coordinator aborts the whole transaction"
+                       : "written");
     return err;
 }
 
@@ -199,10 +199,11 @@ void cn_h_write_txn_markers(struct cn_broker *b, struct cn_req *req,
             goto nomem;
         r->topics_len = nt;
         for (int32_t j = 0; j < nt; j++) {
-            struct cn_write_txn_markers_response_writable_txn_marker_topic_result
-                *rt = &r->topics[j];
-            cn_write_txn_markers_response_writable_txn_marker_topic_result_init
-                (rt);
+            struct
+                cn_write_txn_markers_response_writable_txn_marker_topic_result
+                    *rt = &r->topics[j];
+            cn_write_txn_markers_response_writable_txn_marker_topic_result_init(
+                rt);
             rt->name = m->topics[j].name;
             int32_t np = m->topics[j].partition_indexes_len > 0
                              ? m->topics[j].partition_indexes_len
@@ -218,19 +219,21 @@ void cn_h_write_txn_markers(struct cn_broker *b, struct cn_req *req,
         const struct cn_write_txn_markers_request_writable_txn_marker *m =
             &rq.markers[i];
         for (int32_t j = 0; j < ms->rs.markers[i].topics_len; j++) {
-            struct cn_write_txn_markers_response_writable_txn_marker_topic_result
-                *rt = &ms->rs.markers[i].topics[j];
+            struct
+                cn_write_txn_markers_response_writable_txn_marker_topic_result
+                    *rt = &ms->rs.markers[i].topics[j];
             for (int32_t k = 0; k < rt->partitions_len; k++) {
                 /* Generated names outgrow 80 columns here. */
-                struct cn_write_txn_markers_response_writable_txn_marker_partition_result
-                    *rp = &rt->partitions[k];
-                cn_write_txn_markers_response_writable_txn_marker_partition_result_init
-                    (rp);
+                struct
+                    cn_write_txn_markers_response_writable_txn_marker_partition_result
+                        *rp = &rt->partitions[k];
+                cn_write_txn_markers_response_writable_txn_marker_partition_result_init(
+                    rp);
                 rp->partition_index = m->topics[j].partition_indexes[k];
-                rp->error_code =
-                    allowed ? write_one(b, ms, m, m->topics[j].name,
-                                        rp->partition_index)
-                            : KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+                rp->error_code = allowed
+                                     ? write_one(b, ms, m, m->topics[j].name,
+                                                 rp->partition_index)
+                                     : KAFKA_CLUSTER_AUTHORIZATION_FAILED;
             }
         }
     }

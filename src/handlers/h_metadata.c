@@ -15,8 +15,8 @@
 /* Kafka's "not requested" value for authorized-operation bitfields. */
 #define AUTHORIZED_OPS_OMITTED INT32_MIN
 
-struct cn_topic *cn_topic_autocreate(struct cn_broker *b,
-                                     struct cn_bytes name, int16_t *kerr)
+struct cn_topic *cn_topic_autocreate(struct cn_broker *b, struct cn_bytes name,
+                                     int16_t *kerr)
 {
     struct cn_topic *t = cn_topic_find(b, name);
     if (t)
@@ -118,15 +118,15 @@ void cn_h_metadata(struct cn_broker *b, struct cn_req *req,
     rs.cluster_authorized_operations = AUTHORIZED_OPS_OMITTED;
 
     /* v0 has no null: an empty list means all topics there. */
-    bool all = rq.topics_len < 0 || (h->api_version == 0 && rq.topics_len == 0);
+    bool all = rq.topics_len < 0 ||
+               (h->api_version == 0 && rq.topics_len == 0);
     /* Before v4 there is no allow flag and auto-creation follows the broker
      * setting alone. */
     bool allow_create = h->api_version < 4 || rq.allow_auto_topic_creation;
     if (all) {
-        struct collect c = {
-            cn_arena_calloc(&req->arena, b->topic_count + 1,
-                            sizeof(struct cn_topic *)),
-            0};
+        struct collect c = {cn_arena_calloc(&req->arena, b->topic_count + 1,
+                                            sizeof(struct cn_topic *)),
+                            0};
         if (!c.topics)
             goto nomem;
         cn_topics_foreach(b, collect_one, &c);
@@ -171,8 +171,8 @@ void cn_h_metadata(struct cn_broker *b, struct cn_req *req,
                     rt->topic_id = qt->topic_id;
                     continue;
                 }
-                if (!cn_authz_cstr(b, req, CN_ACL_OP_DESCRIBE,
-                                   CN_ACL_RT_TOPIC, t->name)) {
+                if (!cn_authz_cstr(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC,
+                                   t->name)) {
                     rt->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
                     rt->topic_id = qt->topic_id;
                     continue;

@@ -30,22 +30,22 @@ struct commit_item {
     int64_t offset;
     int32_t leader_epoch;
     struct cn_bytes metadata;
-    int16_t *error;             /* the response's field for it */
+    int16_t *error; /* the response's field for it */
 };
 
 struct commit_op {
     struct cn_sync_waiter waiter; /* first: the sync module's handle */
     struct cn_req_header h;
     const char *group;
-    struct cn_partition *gp;      /* the group's __consumer_offsets part */
+    struct cn_partition *gp; /* the group's __consumer_offsets part */
     struct commit_item *items;
     size_t n;
-    int64_t producer_id;          /* TxnOffsetCommit; -1 for OffsetCommit */
+    int64_t producer_id; /* TxnOffsetCommit; -1 for OffsetCommit */
     int16_t producer_epoch;
     int64_t now;
     void (*answer)(struct commit_op *op); /* encodes and finishes */
-    void *rs;                     /* the version's response */
-    struct commit_op *held_next;  /* in held, see hold_until_gone */
+    void *rs;                             /* the version's response */
+    struct commit_op *held_next;          /* in held, see hold_until_gone */
 };
 
 /* Commits the fail point holds; one broker per process, as for the fail
@@ -54,8 +54,7 @@ static struct commit_op *held;
 
 static struct commit_op *op_new(struct cn_req *req,
                                 const struct cn_req_header *h, size_t n,
-                                void (*answer)(struct commit_op *op),
-                                void *rs)
+                                void (*answer)(struct commit_op *op), void *rs)
 {
     struct commit_op *op = cn_arena_calloc(&req->arena, 1, sizeof *op);
     if (!op)
@@ -135,12 +134,12 @@ static void commit_written(struct cn_broker *b, struct cn_sync_waiter *w)
         char *topic = cn_gc_cstr(w->req, it->topic);
         struct cn_offset_value v = item_value(op, it);
         int rc = !topic ? CN_ENOMEM
-                 : txn  ? cn_offsets_txn_put(b->gc->offsets, op->group,
-                                             op->producer_id,
-                                             op->producer_epoch, topic,
-                                             it->partition, &v)
-                        : cn_offsets_put(b->gc->offsets, op->group, topic,
-                                         it->partition, &v);
+                 : txn
+                     ? cn_offsets_txn_put(b->gc->offsets, op->group,
+                                          op->producer_id, op->producer_epoch,
+                                          topic, it->partition, &v)
+                     : cn_offsets_put(b->gc->offsets, op->group, topic,
+                                      it->partition, &v);
         if (rc)
             *it->error = KAFKA_COORDINATOR_NOT_AVAILABLE;
     }
@@ -196,8 +195,7 @@ static bool authz_items(struct cn_broker *b, struct cn_req *req,
         struct commit_item *it = &op->items[i];
         if (all)
             *it->error = all;
-        else if (!cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_TOPIC,
-                           it->topic))
+        else if (!cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_TOPIC, it->topic))
             *it->error = KAFKA_TOPIC_AUTHORIZATION_FAILED;
     }
     return all == KAFKA_NONE;
@@ -287,8 +285,8 @@ void cn_h_offset_commit(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, err);
         return;
     }
-    struct cn_offset_commit_response *rs =
-        cn_arena_calloc(&req->arena, 1, sizeof *rs);
+    struct cn_offset_commit_response *rs = cn_arena_calloc(&req->arena, 1,
+                                                           sizeof *rs);
     int32_t nt = rq.topics_len > 0 ? rq.topics_len : 0;
     size_t n = 0;
     for (int32_t i = 0; i < nt; i++)
@@ -325,10 +323,13 @@ void cn_h_offset_commit(struct cn_broker *b, struct cn_req *req,
                 cn_offset_commit_request_offset_commit_request_partition *qp =
                     &qt->partitions[j];
             rt->partitions[j].partition_index = qp->partition_index;
-            op->items[op->n++] = (struct commit_item){
-                qt->name, qp->partition_index, qp->committed_offset,
-                qp->committed_leader_epoch, qp->committed_metadata,
-                &rt->partitions[j].error_code};
+            op->items[op->n++] =
+                (struct commit_item){qt->name,
+                                     qp->partition_index,
+                                     qp->committed_offset,
+                                     qp->committed_leader_epoch,
+                                     qp->committed_metadata,
+                                     &rt->partitions[j].error_code};
         }
     }
     check_items(b, op);
@@ -338,10 +339,11 @@ void cn_h_offset_commit(struct cn_broker *b, struct cn_req *req,
     }
     int16_t kerr = resolve_group(b, req, rq.group_id, op);
     if (!kerr) {
-        kerr = cn_groups_check_commit(
-            b->gc->groups, op->group, rq.generation_id_or_member_epoch,
-            cn_gc_cstr(req, rq.member_id),
-            opt_cstr(req, rq.group_instance_id), false, op->now);
+        kerr = cn_groups_check_commit(b->gc->groups, op->group,
+                                      rq.generation_id_or_member_epoch,
+                                      cn_gc_cstr(req, rq.member_id),
+                                      opt_cstr(req, rq.group_instance_id),
+                                      false, op->now);
         cn_gc_rearm(b);
         if (kerr == KAFKA_ILLEGAL_GENERATION && h->api_version >= 9 &&
             !cn_groups_exists(b->gc->groups, op->group))
@@ -426,8 +428,7 @@ void cn_h_txn_offset_commit_resume(struct cn_broker *b, struct cn_req *req,
 }
 
 void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
-                            const struct cn_req_header *h,
-                            struct cn_rd *body)
+                            const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_txn_offset_commit_request rq;
     const struct cn_req_header *h0 = h;
@@ -449,8 +450,8 @@ void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, err);
         return;
     }
-    struct cn_txn_offset_commit_response *rs =
-        cn_arena_calloc(&req->arena, 1, sizeof *rs);
+    struct cn_txn_offset_commit_response *rs = cn_arena_calloc(&req->arena, 1,
+                                                               sizeof *rs);
     int32_t nt = rq.topics_len > 0 ? rq.topics_len : 0;
     size_t n = 0;
     for (int32_t i = 0; i < nt; i++)
@@ -472,8 +473,9 @@ void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
     op->producer_epoch = rq.producer_epoch;
     rs->topics_len = nt;
     for (int32_t i = 0; i < nt; i++) {
-        const struct cn_txn_offset_commit_request_txn_offset_commit_request_topic
-            *qt = &rq.topics[i];
+        const struct
+            cn_txn_offset_commit_request_txn_offset_commit_request_topic *qt =
+                &rq.topics[i];
         struct cn_txn_offset_commit_response_txn_offset_commit_response_topic
             *rt = &rs->topics[i];
         rt->name = qt->name;
@@ -490,10 +492,13 @@ void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
                 cn_txn_offset_commit_request_txn_offset_commit_request_partition
                     *qp = &qt->partitions[j];
             rt->partitions[j].partition_index = qp->partition_index;
-            op->items[op->n++] = (struct commit_item){
-                qt->name, qp->partition_index, qp->committed_offset,
-                qp->committed_leader_epoch, qp->committed_metadata,
-                &rt->partitions[j].error_code};
+            op->items[op->n++] =
+                (struct commit_item){qt->name,
+                                     qp->partition_index,
+                                     qp->committed_offset,
+                                     qp->committed_leader_epoch,
+                                     qp->committed_metadata,
+                                     &rt->partitions[j].error_code};
         }
     }
     check_items(b, op);

@@ -62,7 +62,8 @@ static void fetched_fill(struct fetched *f, const struct cn_offsets *os,
     f->leader_epoch = -1;
     f->metadata = cn_bytes_str("");
     f->error = KAFKA_NONE;
-    if (require_stable && cn_offsets_has_pending(os, group, topic, partition)) {
+    if (require_stable &&
+        cn_offsets_has_pending(os, group, topic, partition)) {
         f->error = KAFKA_UNSTABLE_OFFSET_COMMIT;
         return;
     }
@@ -127,8 +128,7 @@ static int fetch_group(struct cn_broker *b, struct fetched_list *l,
 /* Kafka: partitions of topics the caller may not describe get
  * TOPIC_AUTHORIZATION_FAILED when named, and are left out of an
  * all-topics answer. */
-static void authz_filter(struct cn_broker *b, struct fetched_list *l,
-                         bool all)
+static void authz_filter(struct cn_broker *b, struct fetched_list *l, bool all)
 {
     size_t keep = 0;
     for (size_t i = 0; i < l->n; i++) {
@@ -152,33 +152,34 @@ static void authz_filter(struct cn_broker *b, struct fetched_list *l,
  * PART_T are types, which cannot take parentheses. */
 /* NOLINTBEGIN(bugprone-macro-parentheses) */
 #define GROUP_BY_TOPIC(l, TOPIC_T, PART_T, out, out_len)                     \
-    do {                                                                    \
-        size_t nt_ = 0;                                                     \
-        TOPIC_T *ts_ = cn_arena_calloc(&(l)->req->arena, (l)->n + 1,        \
-                                       sizeof *ts_);                        \
-        if (!ts_)                                                           \
-            return CN_ENOMEM;                                               \
-        for (size_t i_ = 0; i_ < (l)->n; i_++) {                            \
-            size_t t_ = 0;                                                  \
+    do {                                                                     \
+        size_t nt_ = 0;                                                      \
+        TOPIC_T *ts_ = cn_arena_calloc(&(l)->req->arena, (l)->n + 1,         \
+                                       sizeof *ts_);                         \
+        if (!ts_)                                                            \
+            return CN_ENOMEM;                                                \
+        for (size_t i_ = 0; i_ < (l)->n; i_++) {                             \
+            size_t t_ = 0;                                                   \
             while (t_ < nt_ && !cn_bytes_eq(ts_[t_].name, (l)->v[i_].topic)) \
-                t_++;                                                       \
-            if (t_ == nt_) {                                                \
-                ts_[nt_].name = (l)->v[i_].topic;                           \
-                ts_[nt_].partitions = cn_arena_calloc(                      \
-                    &(l)->req->arena, (l)->n, sizeof(PART_T));              \
-                if (!ts_[nt_].partitions)                                   \
-                    return CN_ENOMEM;                                       \
-                nt_++;                                                      \
-            }                                                               \
-            PART_T *p_ = &ts_[t_].partitions[ts_[t_].partitions_len++];     \
-            p_->partition_index = (l)->v[i_].partition;                     \
-            p_->committed_offset = (l)->v[i_].offset;                       \
-            p_->committed_leader_epoch = (l)->v[i_].leader_epoch;           \
-            p_->metadata = (l)->v[i_].metadata;                             \
-            p_->error_code = (l)->v[i_].error;                              \
-        }                                                                   \
-        (out) = ts_;                                                        \
-        (out_len) = (int32_t)nt_;                                           \
+                t_++;                                                        \
+            if (t_ == nt_) {                                                 \
+                ts_[nt_].name = (l)->v[i_].topic;                            \
+                ts_[nt_].partitions = cn_arena_calloc(&(l)->req->arena,      \
+                                                      (l)->n,                \
+                                                      sizeof(PART_T));       \
+                if (!ts_[nt_].partitions)                                    \
+                    return CN_ENOMEM;                                        \
+                nt_++;                                                       \
+            }                                                                \
+            PART_T *p_ = &ts_[t_].partitions[ts_[t_].partitions_len++];      \
+            p_->partition_index = (l)->v[i_].partition;                      \
+            p_->committed_offset = (l)->v[i_].offset;                        \
+            p_->committed_leader_epoch = (l)->v[i_].leader_epoch;            \
+            p_->metadata = (l)->v[i_].metadata;                              \
+            p_->error_code = (l)->v[i_].error;                               \
+        }                                                                    \
+        (out) = ts_;                                                         \
+        (out_len) = (int32_t)nt_;                                            \
     } while (0)
 /* NOLINTEND(bugprone-macro-parentheses) */
 
@@ -190,8 +191,7 @@ static int fetch_v0_7(struct cn_broker *b, struct cn_req *req,
     char *group = cn_gc_cstr(req, rq->group_id);
     if (!group)
         return CN_ENOMEM;
-    if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_GROUP,
-                  rq->group_id)) {
+    if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_GROUP, rq->group_id)) {
         rs->error_code = KAFKA_GROUP_AUTHORIZATION_FAILED;
         return 0;
     }
@@ -216,9 +216,10 @@ static int fetch_v0_7(struct cn_broker *b, struct cn_req *req,
     if (rc)
         return rc;
     authz_filter(b, &l, nt < 0);
-    GROUP_BY_TOPIC(&l, struct cn_offset_fetch_response_offset_fetch_response_topic,
-                   struct cn_offset_fetch_response_offset_fetch_response_partition,
-                   rs->topics, rs->topics_len);
+    GROUP_BY_TOPIC(
+        &l, struct cn_offset_fetch_response_offset_fetch_response_topic,
+        struct cn_offset_fetch_response_offset_fetch_response_partition,
+        rs->topics, rs->topics_len);
     return 0;
 }
 
@@ -266,10 +267,10 @@ static int fetch_v8(struct cn_broker *b, struct cn_req *req,
         if (rc)
             return rc;
         authz_filter(b, &l, nt < 0);
-        GROUP_BY_TOPIC(&l,
-                       struct cn_offset_fetch_response_offset_fetch_response_topics,
-                       struct cn_offset_fetch_response_offset_fetch_response_partitions,
-                       rg->topics, rg->topics_len);
+        GROUP_BY_TOPIC(
+            &l, struct cn_offset_fetch_response_offset_fetch_response_topics,
+            struct cn_offset_fetch_response_offset_fetch_response_partitions,
+            rg->topics, rg->topics_len);
     }
     return 0;
 }
@@ -278,8 +279,8 @@ void cn_h_offset_fetch(struct cn_broker *b, struct cn_req *req,
                        const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_offset_fetch_request rq;
-    int err = cn_offset_fetch_request_decode(body, &req->arena,
-                                             h->api_version, &rq);
+    int err = cn_offset_fetch_request_decode(body, &req->arena, h->api_version,
+                                             &rq);
     if (err) {
         cn_req_bad(req, h, err);
         return;

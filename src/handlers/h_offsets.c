@@ -19,9 +19,8 @@
 #define LIST_OFFSETS_EARLIEST_LOCAL (-4)
 #define LIST_OFFSETS_LATEST_TIERED (-5)
 
-static struct cn_partition *
-lookup(struct cn_broker *b, struct cn_bytes topic, int32_t part,
-       int16_t *kerr)
+static struct cn_partition *lookup(struct cn_broker *b, struct cn_bytes topic,
+                                   int32_t part, int16_t *kerr)
 {
     struct cn_partition *p = cn_partition_find(b, topic, part);
     if (!p) {
@@ -51,7 +50,8 @@ static void exact_record(struct cn_partition *p, int64_t batch_offset,
     cn_wr_init(&scratch, 0);
     size_t got = 0;
     if (cn_log_read(p->log, batch_offset, p->high_watermark, 1, true, &buf,
-                    &got) != 0 || got == 0)
+                    &got) != 0 ||
+        got == 0)
         goto out;
     struct cn_batch_hdr hdr;
     struct cn_record_iter it;
@@ -72,10 +72,11 @@ out:
     cn_wr_fini(&scratch);
 }
 
-static void list_one(struct cn_broker *b, struct cn_req *req, int16_t v,
-                     int8_t isolation, struct cn_bytes topic,
-                     const struct cn_list_offsets_request_list_offsets_partition *qp,
-                     struct cn_list_offsets_response_list_offsets_partition_response *rp)
+static void
+list_one(struct cn_broker *b, struct cn_req *req, int16_t v, int8_t isolation,
+         struct cn_bytes topic,
+         const struct cn_list_offsets_request_list_offsets_partition *qp,
+         struct cn_list_offsets_response_list_offsets_partition_response *rp)
 {
     int16_t kerr;
     rp->partition_index = qp->partition_index;
@@ -98,9 +99,7 @@ static void list_one(struct cn_broker *b, struct cn_req *req, int16_t v,
                                        : p->high_watermark;
     int64_t offset = -1, ts = -1;
     switch (qp->timestamp) {
-    case LIST_OFFSETS_LATEST:
-        offset = fetchable;
-        break;
+    case LIST_OFFSETS_LATEST: offset = fetchable; break;
     case LIST_OFFSETS_EARLIEST:
     case LIST_OFFSETS_EARLIEST_LOCAL:
         offset = cn_log_start_offset(p->log);
@@ -153,8 +152,8 @@ void cn_h_list_offsets(struct cn_broker *b, struct cn_req *req,
                        const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_list_offsets_request rq;
-    int err = cn_list_offsets_request_decode(body, &req->arena,
-                                             h->api_version, &rq);
+    int err = cn_list_offsets_request_decode(body, &req->arena, h->api_version,
+                                             &rq);
     if (err) {
         cn_req_bad(req, h, err);
         return;
@@ -162,7 +161,8 @@ void cn_h_list_offsets(struct cn_broker *b, struct cn_req *req,
     struct cn_list_offsets_response rs;
     cn_list_offsets_response_init(&rs);
     int32_t nt = rq.topics_len > 0 ? rq.topics_len : 0;
-    rs.topics = cn_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *rs.topics);
+    rs.topics = cn_arena_calloc(&req->arena, (size_t)nt + 1,
+                                sizeof *rs.topics);
     if (!rs.topics)
         goto nomem;
     rs.topics_len = nt;
@@ -179,8 +179,8 @@ void cn_h_list_offsets(struct cn_broker *b, struct cn_req *req,
         if (!rt->partitions)
             goto nomem;
         rt->partitions_len = np;
-        bool denied =
-            !cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC, qt->name);
+        bool denied = !cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC,
+                                qt->name);
         for (int32_t j = 0; j < np; j++) {
             cn_list_offsets_response_list_offsets_partition_response_init(
                 &rt->partitions[j]);
@@ -218,7 +218,8 @@ void cn_h_delete_records(struct cn_broker *b, struct cn_req *req,
     struct cn_delete_records_response resp, *rs = &resp;
     cn_delete_records_response_init(rs);
     int32_t nt = rq.topics_len > 0 ? rq.topics_len : 0;
-    rs->topics = cn_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *rs->topics);
+    rs->topics = cn_arena_calloc(&req->arena, (size_t)nt + 1,
+                                 sizeof *rs->topics);
     if (!rs->topics)
         goto nomem;
     rs->topics_len = nt;
@@ -235,19 +236,22 @@ void cn_h_delete_records(struct cn_broker *b, struct cn_req *req,
         if (!rt->partitions)
             goto nomem;
         rt->partitions_len = np;
-        bool denied =
-            !cn_authz(b, req, CN_ACL_OP_DELETE, CN_ACL_RT_TOPIC, qt->name);
+        bool denied = !cn_authz(b, req, CN_ACL_OP_DELETE, CN_ACL_RT_TOPIC,
+                                qt->name);
         for (int32_t j = 0; j < np; j++) {
             const struct cn_delete_records_request_delete_records_partition
                 *qp = &qt->partitions[j];
             struct cn_delete_records_response_delete_records_partition_result
                 *rp = &rt->partitions[j];
-            cn_delete_records_response_delete_records_partition_result_init(rp);
+            cn_delete_records_response_delete_records_partition_result_init(
+                rp);
             rp->partition_index = qp->partition_index;
             rp->low_watermark = -1;
             int16_t kerr;
-            struct cn_partition *p =
-                denied ? NULL : lookup(b, qt->name, qp->partition_index, &kerr);
+            struct cn_partition *p = denied
+                                         ? NULL
+                                         : lookup(b, qt->name,
+                                                  qp->partition_index, &kerr);
             if (denied)
                 kerr = KAFKA_TOPIC_AUTHORIZATION_FAILED;
             if (!p) {
@@ -294,15 +298,17 @@ void cn_h_offset_for_leader_epoch(struct cn_broker *b, struct cn_req *req,
     struct cn_offset_for_leader_epoch_response rs;
     cn_offset_for_leader_epoch_response_init(&rs);
     int32_t nt = rq.topics_len > 0 ? rq.topics_len : 0;
-    rs.topics = cn_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *rs.topics);
+    rs.topics = cn_arena_calloc(&req->arena, (size_t)nt + 1,
+                                sizeof *rs.topics);
     if (!rs.topics)
         goto nomem;
     rs.topics_len = nt;
     for (int32_t i = 0; i < nt; i++) {
         const struct cn_offset_for_leader_epoch_request_offset_for_leader_topic
             *qt = &rq.topics[i];
-        struct cn_offset_for_leader_epoch_response_offset_for_leader_topic_result
-            *rt = &rs.topics[i];
+        struct
+            cn_offset_for_leader_epoch_response_offset_for_leader_topic_result
+                *rt = &rs.topics[i];
         cn_offset_for_leader_epoch_response_offset_for_leader_topic_result_init(
             rt);
         rt->topic = qt->topic;
@@ -312,11 +318,12 @@ void cn_h_offset_for_leader_epoch(struct cn_broker *b, struct cn_req *req,
         if (!rt->partitions)
             goto nomem;
         rt->partitions_len = np;
-        bool denied =
-            !cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC, qt->topic);
+        bool denied = !cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC,
+                                qt->topic);
         for (int32_t j = 0; j < np; j++) {
-            const struct cn_offset_for_leader_epoch_request_offset_for_leader_partition
-                *qp = &qt->partitions[j];
+            const struct
+                cn_offset_for_leader_epoch_request_offset_for_leader_partition
+                    *qp = &qt->partitions[j];
             struct cn_offset_for_leader_epoch_response_epoch_end_offset *rp =
                 &rt->partitions[j];
             cn_offset_for_leader_epoch_response_epoch_end_offset_init(rp);
@@ -324,8 +331,9 @@ void cn_h_offset_for_leader_epoch(struct cn_broker *b, struct cn_req *req,
             rp->leader_epoch = -1;
             rp->end_offset = -1;
             int16_t kerr;
-            struct cn_partition *p =
-                denied ? NULL : lookup(b, qt->topic, qp->partition, &kerr);
+            struct cn_partition *p = denied ? NULL
+                                            : lookup(b, qt->topic,
+                                                     qp->partition, &kerr);
             if (denied)
                 kerr = KAFKA_TOPIC_AUTHORIZATION_FAILED;
             if (!p) {
@@ -346,7 +354,8 @@ void cn_h_offset_for_leader_epoch(struct cn_broker *b, struct cn_req *req,
         }
     }
     cn_resp_begin(req, h);
-    cn_offset_for_leader_epoch_response_encode(&req->resp, h->api_version, &rs);
+    cn_offset_for_leader_epoch_response_encode(&req->resp, h->api_version,
+                                               &rs);
     cn_req_done(req);
     return;
 nomem:

@@ -24,10 +24,10 @@
 #include "node/txn_exec.h"
 
 struct produce_state {
-    struct cn_sync_waiter waiter;      /* for acks=-1 */
-    struct cn_req_header h;            /* copy: the caller's is on stack */
-    struct cn_produce_response rs;     /* filled as partitions are done */
-    bool appended;                     /* some partition was written */
+    struct cn_sync_waiter waiter;  /* for acks=-1 */
+    struct cn_req_header h;        /* copy: the caller's is on stack */
+    struct cn_produce_response rs; /* filled as partitions are done */
+    bool appended;                 /* some partition was written */
 };
 
 static int16_t kerr_from_batch_err(int err, const struct cn_batch_hdr *hdr)
@@ -120,8 +120,7 @@ static int target_level(const struct cn_topic_config *tc, int codec)
  * request holds at most one rebuilt batch.
  */
 static int16_t recompress(const struct cn_topic *t, const uint8_t *batch,
-                          size_t len, struct cn_wr *scratch,
-                          struct cn_wr *out)
+                          size_t len, struct cn_wr *scratch, struct cn_wr *out)
 {
     int codec = target_codec(t->config.compression_type);
     struct cn_batch_hdr hdr;
@@ -151,10 +150,11 @@ static int16_t recompress(const struct cn_topic *t, const uint8_t *batch,
  * batch is refused with INVALID_RECORD, each keyless record in
  * record_errors and Kafka 4.4's texts.  True when refused.
  */
-static bool keyless_refused(struct cn_req *req, const struct cn_topic *t,
-                            int32_t partition, const uint8_t *batch,
-                            size_t len, struct cn_wr *scratch,
-                            struct cn_produce_response_partition_produce_response *pr)
+static bool
+keyless_refused(struct cn_req *req, const struct cn_topic *t,
+                int32_t partition, const uint8_t *batch, size_t len,
+                struct cn_wr *scratch,
+                struct cn_produce_response_partition_produce_response *pr)
 {
     if (!(t->config.cleanup_policy & CN_CLEANUP_COMPACT))
         return false;
@@ -173,15 +173,14 @@ static bool keyless_refused(struct cn_req *req, const struct cn_topic *t,
                            "Compacted topic cannot accept message without key "
                            "in topic partition %s-%d",
                            t->name, (int)partition);
-    struct cn_bytes msg = {(const uint8_t *)cn_arena_strdup(
-                               &req->arena,
-                               (struct cn_bytes){(const uint8_t *)one,
-                                                 one_len}),
-                           one_len};
-    pr->record_errors =
-        cn_arena_calloc(&req->arena, (size_t)bad, sizeof *pr->record_errors);
-    char *text = cn_arena_alloc(&req->arena, 256 + SHOWN_RECORD_ERRORS *
-                                                       (sizeof one + 48));
+    struct cn_bytes msg = {
+        (const uint8_t *)cn_arena_strdup(
+            &req->arena, (struct cn_bytes){(const uint8_t *)one, one_len}),
+        one_len};
+    pr->record_errors = cn_arena_calloc(&req->arena, (size_t)bad,
+                                        sizeof *pr->record_errors);
+    char *text = cn_arena_alloc(&req->arena,
+                                256 + SHOWN_RECORD_ERRORS * (sizeof one + 48));
     pr->error_code = KAFKA_INVALID_RECORD;
     if (!pr->record_errors || !text || !msg.ptr)
         return true; /* out of memory: the code alone */
@@ -206,7 +205,8 @@ static bool keyless_refused(struct cn_req *req, const struct cn_topic *t,
     }
     used += (size_t)sprintf(text + used, "]");
     pr->record_errors_len = n;
-    pr->error_message = (struct cn_bytes){(const uint8_t *)text, (int32_t)used};
+    pr->error_message = (struct cn_bytes){(const uint8_t *)text,
+                                          (int32_t)used};
     return true;
 }
 
@@ -256,12 +256,12 @@ static int16_t produce_prepare(void *arg, struct cn_part_append *a)
 }
 
 /* Returns the partition appended to, or NULL when nothing was. */
-static struct cn_partition *produce_partition(struct cn_broker *b, struct cn_req *req,
-                              int16_t version, struct cn_bytes txn_id,
-                              struct cn_topic *t,
-                              const struct cn_produce_request_partition_produce_data *pd,
-                              struct cn_produce_response_partition_produce_response *pr,
-                              struct cn_wr *scratch)
+static struct cn_partition *
+produce_partition(struct cn_broker *b, struct cn_req *req, int16_t version,
+                  struct cn_bytes txn_id, struct cn_topic *t,
+                  const struct cn_produce_request_partition_produce_data *pd,
+                  struct cn_produce_response_partition_produce_response *pr,
+                  struct cn_wr *scratch)
 {
     pr->index = pd->index;
     if (!t || pd->index < 0 || pd->index >= t->partition_count) {
@@ -377,8 +377,8 @@ static void produce_finish(struct cn_broker *b, struct cn_sync_waiter *w)
     if (ps->appended && CN_FAILPOINT("produce.drop_response"))
         cn_req_close_conn(req);
     /* KIP-219: the answer goes now with the time, the connection waits. */
-    ps->rs.throttle_time_ms =
-        cn_quota_produce_answer(b, req, &ps->h, req->frame_len, false);
+    ps->rs.throttle_time_ms = cn_quota_produce_answer(b, req, &ps->h,
+                                                      req->frame_len, false);
     cn_resp_begin(req, &ps->h);
     cn_produce_response_encode(&req->resp, ps->h.api_version, &ps->rs);
     cn_req_done(req);
@@ -409,8 +409,7 @@ static bool implicit_adds(struct cn_broker *b, struct cn_req *req,
     size_t n = 0;
     int64_t pid = -1;
     int16_t epoch = -1;
-    for (int32_t i = 0; i < rq->topic_data_len && n < IMPLICIT_ADD_MAX;
-         i++) {
+    for (int32_t i = 0; i < rq->topic_data_len && n < IMPLICIT_ADD_MAX; i++) {
         const struct cn_produce_request_topic_produce_data *td =
             &rq->topic_data[i];
         struct cn_topic *t = cn_topic_find(b, td->name);
@@ -431,14 +430,12 @@ static bool implicit_adds(struct cn_broker *b, struct cn_req *req,
             if (pid < 0) {
                 pid = hdr.producer_id;
                 epoch = hdr.producer_epoch;
-            } else if (hdr.producer_id != pid ||
-                       hdr.producer_epoch != epoch) {
+            } else if (hdr.producer_id != pid || hdr.producer_epoch != epoch) {
                 continue;
             }
             struct cn_partition *p = t->partitions[pd->index];
             struct cn_pentry_info pe;
-            if (cn_pstate_get(p->pstate, pid, &pe) &&
-                pe.txn_first_offset >= 0)
+            if (cn_pstate_get(p->pstate, pid, &pe) && pe.txn_first_offset >= 0)
                 continue; /* already open here */
             tps[n].topic = (char *)t->name;
             tps[n].partition = pd->index;
@@ -488,12 +485,12 @@ void cn_h_produce(struct cn_broker *b, struct cn_req *req,
     }
     /* Kafka: a transactional produce without WRITE on its id fails
      * whole; then each topic needs WRITE. */
-    int16_t txn_denied =
-        rq.transactional_id.len > 0 &&
-                !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TXN_ID,
-                          rq.transactional_id)
-            ? KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-            : KAFKA_NONE;
+    int16_t txn_denied = rq.transactional_id.len > 0 &&
+                                 !cn_authz(b, req, CN_ACL_OP_WRITE,
+                                           CN_ACL_RT_TXN_ID,
+                                           rq.transactional_id)
+                             ? KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                             : KAFKA_NONE;
     /* Partitions of refused topics must not join the transaction
      * (TV2's implicit add); the request is then answered without adds. */
     bool topic_denied = false;
@@ -539,8 +536,8 @@ static void produce_run(struct cn_broker *b, struct cn_req *req,
     ps->waiter.req = req;
     ps->waiter.finish = produce_finish;
     cn_produce_response_init(&ps->rs);
-    ps->rs.responses =
-        cn_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *ps->rs.responses);
+    ps->rs.responses = cn_arena_calloc(&req->arena, (size_t)nt + 1,
+                                       sizeof *ps->rs.responses);
     if (!ps->rs.responses)
         goto nomem;
     ps->rs.responses_len = nt;
@@ -563,11 +560,11 @@ static void produce_run(struct cn_broker *b, struct cn_req *req,
         }
         tr->partition_responses_len = np;
         struct cn_topic *t = cn_topic_find(b, td->name);
-        int16_t denied =
-            txn_denied ? txn_denied
-            : !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TOPIC, td->name)
-                ? KAFKA_TOPIC_AUTHORIZATION_FAILED
-                : KAFKA_NONE;
+        int16_t denied = txn_denied ? txn_denied
+                         : !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TOPIC,
+                                     td->name)
+                             ? KAFKA_TOPIC_AUTHORIZATION_FAILED
+                             : KAFKA_NONE;
         for (int32_t j = 0; j < np; j++) {
             struct cn_produce_response_partition_produce_response *pr =
                 &tr->partition_responses[j];
@@ -589,9 +586,8 @@ static void produce_run(struct cn_broker *b, struct cn_req *req,
                 continue;
             }
             pr->base_offset = -1;
-            if (produce_partition(b, req, h->api_version,
-                                  rq.transactional_id, t,
-                                  &td->partition_data[j], pr, &scratch))
+            if (produce_partition(b, req, h->api_version, rq.transactional_id,
+                                  t, &td->partition_data[j], pr, &scratch))
                 ps->appended = true;
         }
     }

@@ -47,8 +47,8 @@ void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
         return;
     }
     /* KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic. */
-    if (!cn_authz_quiet(b, req, CN_ACL_OP_IDEMPOTENT_WRITE,
-                        CN_ACL_RT_CLUSTER, cn_bytes_str(CN_ACL_CLUSTER_NAME)) &&
+    if (!cn_authz_quiet(b, req, CN_ACL_OP_IDEMPOTENT_WRITE, CN_ACL_RT_CLUSTER,
+                        cn_bytes_str(CN_ACL_CLUSTER_NAME)) &&
         !cn_authz_any(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TOPIC)) {
         rs.error_code = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
         goto out_answer;
@@ -78,7 +78,8 @@ struct fill_ctx {
 static int fill_one(void *arg, const struct cn_pentry_info *e)
 {
     struct fill_ctx *fc = arg;
-    struct cn_describe_producers_response_producer_state *s = &fc->out[fc->n++];
+    struct cn_describe_producers_response_producer_state *s =
+        &fc->out[fc->n++];
     cn_describe_producers_response_producer_state_init(s);
     s->producer_id = e->producer_id;
     s->producer_epoch = e->epoch;
@@ -102,7 +103,8 @@ void cn_h_describe_producers(struct cn_broker *b, struct cn_req *req,
     struct cn_describe_producers_response rs;
     cn_describe_producers_response_init(&rs);
     int32_t nt = rq.topics_len > 0 ? rq.topics_len : 0;
-    rs.topics = cn_arena_calloc(&req->arena, (size_t)nt + 1, sizeof *rs.topics);
+    rs.topics = cn_arena_calloc(&req->arena, (size_t)nt + 1,
+                                sizeof *rs.topics);
     if (!rs.topics)
         goto nomem;
     rs.topics_len = nt;
@@ -120,8 +122,8 @@ void cn_h_describe_producers(struct cn_broker *b, struct cn_req *req,
         if (!rt->partitions)
             goto nomem;
         rt->partitions_len = np;
-        bool denied =
-            !cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_TOPIC, qt->name);
+        bool denied = !cn_authz(b, req, CN_ACL_OP_READ, CN_ACL_RT_TOPIC,
+                                qt->name);
         for (int32_t j = 0; j < np; j++) {
             struct cn_describe_producers_response_partition_response *rp =
                 &rt->partitions[j];
@@ -132,8 +134,8 @@ void cn_h_describe_producers(struct cn_broker *b, struct cn_req *req,
                 rp->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
                 continue;
             }
-            struct cn_partition *p =
-                cn_partition_find(b, qt->name, rp->partition_index);
+            struct cn_partition *p = cn_partition_find(b, qt->name,
+                                                       rp->partition_index);
             if (!p) {
                 rp->error_code = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
                 continue;
@@ -143,8 +145,9 @@ void cn_h_describe_producers(struct cn_broker *b, struct cn_req *req,
                 continue;
             }
             size_t count = cn_pstate_count(p->pstate);
-            struct fill_ctx fc = {
-                cn_arena_calloc(&req->arena, count + 1, sizeof *fc.out), 0};
+            struct fill_ctx fc = {cn_arena_calloc(&req->arena, count + 1,
+                                                  sizeof *fc.out),
+                                  0};
             if (!fc.out)
                 goto nomem;
             cn_pstate_foreach(p->pstate, fill_one, &fc);

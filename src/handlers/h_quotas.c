@@ -101,8 +101,8 @@ static void client_id(const struct cn_req_header *h, char *out, size_t n)
 }
 
 static int64_t quota_record(struct cn_broker *b, struct cn_req *req,
-                            const struct cn_req_header *h,
-                            enum cn_quota_key k, double value)
+                            const struct cn_req_header *h, enum cn_quota_key k,
+                            double value)
 {
     if (!b->quota || cn_quota_count(b->quota) == 0)
         return 0;
@@ -189,8 +189,8 @@ bool cn_quota_ids_get(struct cn_broker *b, struct cn_req *req,
 static int32_t request_record(struct cn_broker *b,
                               const struct cn_quota_ids *id, double pct)
 {
-    int64_t ms = cn_quota_record(b->quota, CN_QK_REQUEST, id->user,
-                                 id->client, pct, cn_clock_mono_ms());
+    int64_t ms = cn_quota_record(b->quota, CN_QK_REQUEST, id->user, id->client,
+                                 pct, cn_clock_mono_ms());
     return (int32_t)ms;
 }
 
@@ -207,8 +207,8 @@ int32_t cn_quota_request_throttle(struct cn_broker *b,
 
 /* Kafka records request-thread time as a percentage of one thread:
  * nanos * 100 / 1e9, as a rate per second.  Returns the throttle after. */
-static int32_t request_time(struct cn_broker *b,
-                            const struct cn_quota_ids *id, int64_t us)
+static int32_t request_time(struct cn_broker *b, const struct cn_quota_ids *id,
+                            int64_t us)
 {
     return request_record(b, id, (double)(us < 0 ? 0 : us) * 100.0 / 1e6);
 }
@@ -380,8 +380,8 @@ static int16_t entity_from_wire(const struct cn_cq_entity *ents, int32_t n,
         }
         if ((size_t)p->name.len >= CN_QUOTA_NAME_MAX ||
             memchr(p->name.ptr, 0, (size_t)p->name.len)) {
-            snprintf(msg, msg_len, "Invalid %.*s name",
-                     (int)p->type.len, (const char *)p->type.ptr);
+            snprintf(msg, msg_len, "Invalid %.*s name", (int)p->type.len,
+                     (const char *)p->type.ptr);
             return KAFKA_INVALID_REQUEST;
         }
         memcpy(name, p->name.ptr, (size_t)p->name.len);
@@ -402,7 +402,7 @@ static int entity_to_wire(struct cn_req *req, const struct cn_quota_entity *e,
     if (e->user_part != CN_QP_NONE) {
         (*out)[*n].type = cn_bytes_str(CN_QUOTA_TYPE_USER);
         (*out)[*n].name = e->user_part == CN_QP_NAME ? cn_req_str(req, e->user)
-                                                      : CN_BYTES_NULL;
+                                                     : CN_BYTES_NULL;
         ++*n;
     }
     if (e->client_part != CN_QP_NONE) {
@@ -435,14 +435,11 @@ static bool part_matches(const struct filt *f, enum cn_quota_part part,
     if (part == CN_QP_NONE)
         return false;
     switch (f->match_type) {
-    case MATCH_NOTHING:
-        return false;
+    case MATCH_NOTHING: return false;
     case CN_CQ_MATCH_EXACT:
         return part == CN_QP_NAME && strcmp(name, f->name) == 0;
-    case CN_CQ_MATCH_DEFAULT:
-        return part == CN_QP_DEFAULT;
-    default:
-        return true; /* any: the entity has the type */
+    case CN_CQ_MATCH_DEFAULT: return part == CN_QP_DEFAULT;
+    default: return true; /* any: the entity has the type */
     }
 }
 
@@ -579,7 +576,8 @@ void cn_h_describe_client_quotas(struct cn_broker *b, struct cn_req *req,
         double vals[CN_QK_COUNT];
         bool has[CN_QK_COUNT];
         const struct cn_quota_entity *e = cn_quota_at(b->quota, i, vals, has);
-        int parts = (e->user_part != CN_QP_NONE) + (e->client_part != CN_QP_NONE);
+        int parts = (e->user_part != CN_QP_NONE) +
+                    (e->client_part != CN_QP_NONE);
         if (rq.strict && parts != nfilt)
             continue;
         if (!part_matches(&fu, e->user_part, e->user) ||
@@ -598,8 +596,8 @@ void cn_h_describe_client_quotas(struct cn_broker *b, struct cn_req *req,
         }
         for (int k = 0; k < CN_QK_COUNT; k++)
             if (has[k]) {
-                en->values[en->values_len].key =
-                    cn_bytes_str(cn_quota_key_name(k));
+                en->values[en->values_len].key = cn_bytes_str(
+                    cn_quota_key_name(k));
                 en->values[en->values_len++].value = vals[k];
             }
         rs.entries_len++;
@@ -668,10 +666,10 @@ void cn_h_alter_client_quotas(struct cn_broker *b, struct cn_req *req,
     }
     struct cn_alter_client_quotas_response rs = {0};
     rs.entries_len = rq.entries_len;
-    rs.entries = rq.entries_len ? cn_arena_calloc(&req->arena,
-                                                  (size_t)rq.entries_len,
-                                                  sizeof *rs.entries)
-                                : NULL;
+    rs.entries = rq.entries_len
+                     ? cn_arena_calloc(&req->arena, (size_t)rq.entries_len,
+                                       sizeof *rs.entries)
+                     : NULL;
     if (rq.entries_len && !rs.entries) {
         cn_req_bad(req, h, CN_ENOMEM);
         return;
@@ -718,8 +716,8 @@ void cn_h_alter_client_quotas(struct cn_broker *b, struct cn_req *req,
         }
         if (rq.validate_only || en->ops_len == 0)
             continue;
-        if (!changed && cn_quota_store_encode(b->quota, &before,
-                                              &before_len) != 0) {
+        if (!changed &&
+            cn_quota_store_encode(b->quota, &before, &before_len) != 0) {
             r->error_code = KAFKA_UNKNOWN_SERVER_ERROR;
             continue;
         }
@@ -739,8 +737,8 @@ void cn_h_alter_client_quotas(struct cn_broker *b, struct cn_req *req,
             for (int32_t i = 0; i < rs.entries_len; i++)
                 if (!rs.entries[i].error_code) {
                     rs.entries[i].error_code = KAFKA_UNKNOWN_SERVER_ERROR;
-                    rs.entries[i].error_message =
-                        cn_bytes_str("the quota store could not be written");
+                    rs.entries[i].error_message = cn_bytes_str(
+                        "the quota store could not be written");
                 }
         } else {
             CN_INFO("client quotas altered by %s: %zu entities now",

@@ -39,13 +39,13 @@ static const char *const mech_names[] = {NULL, "PLAIN", "SCRAM-SHA-256",
 
 struct cn_sasl_srv {
     struct cn_scram_store store;
-    int enabled[3];        /* enum mech, in the configured order */
+    int enabled[3]; /* enum mech, in the configured order */
     int n_enabled;
-    int64_t reauth_ms;     /* connections.max.reauth.ms; 0 off */
+    int64_t reauth_ms;         /* connections.max.reauth.ms; 0 off */
     uint64_t ok[4], failed[4]; /* authentications by enum mech */
-    int64_t log_ms;        /* window of the failure-line rate limit */
-    int log_n;             /* failure lines in that window */
-    long log_hushed;       /* failures not logged since */
+    int64_t log_ms;            /* window of the failure-line rate limit */
+    int log_n;                 /* failure lines in that window */
+    long log_hushed;           /* failures not logged since */
 };
 
 /* A few failure lines a second, then a count: a password-guessing client
@@ -54,12 +54,12 @@ struct cn_sasl_srv {
 
 /* One connection's exchange, from SaslHandshake to the end. */
 struct exch {
-    int mech;              /* enum mech */
-    bool raw;              /* SaslHandshake v0: bare tokens follow */
-    bool reauth;           /* begun on an authenticated connection */
-    bool busy;             /* a PLAIN check is on a worker */
-    bool done;             /* authenticated; kept for the mechanism */
-    int prev_mech;         /* re-authentication: the session's mechanism,
+    int mech;      /* enum mech */
+    bool raw;      /* SaslHandshake v0: bare tokens follow */
+    bool reauth;   /* begun on an authenticated connection */
+    bool busy;     /* a PLAIN check is on a worker */
+    bool done;     /* authenticated; kept for the mechanism */
+    int prev_mech; /* re-authentication: the session's mechanism,
                               which it may not change (as Kafka) */
     struct cn_scram_server scram;
 };
@@ -128,8 +128,9 @@ int cn_sasl_open(struct cn_broker *b, char *err, size_t err_len)
         p = e;
     }
     if (any_sasl && s->n_enabled == 0) {
-        snprintf(err, err_len, "sasl.enabled.mechanisms: empty, but the "
-                               "a listener is SASL_PLAINTEXT or SASL_SSL");
+        snprintf(err, err_len,
+                 "sasl.enabled.mechanisms: empty, but the "
+                 "a listener is SASL_PLAINTEXT or SASL_SSL");
         cn_scram_store_fini(&s->store);
         free(s);
         return CN_EINVAL;
@@ -138,8 +139,7 @@ int cn_sasl_open(struct cn_broker *b, char *err, size_t err_len)
         CN_INFO("SASL listeners: %d mechanisms, %zu SCRAM "
                 "credentials, re-authentication %s",
                 s->n_enabled, s->store.n,
-                s->reauth_ms > 0 ? "every connections.max.reauth.ms"
-                                 : "off");
+                s->reauth_ms > 0 ? "every connections.max.reauth.ms" : "off");
     b->sasl = s;
     return 0;
 }
@@ -269,8 +269,8 @@ void cn_h_sasl_handshake(struct cn_broker *b, struct cn_req *req,
         return;
     }
     bool authed = cn_req_authenticated(req);
-    if (authed && (s->reauth_ms <= 0 || h->api_version < 1 ||
-                   (x && x->reauth))) {
+    if (authed &&
+        (s->reauth_ms <= 0 || h->api_version < 1 || (x && x->reauth))) {
         /* Re-authentication needs KIP-368 on and SaslAuthenticate
          * framing; without, a second handshake is out of order. */
         handshake_answer(b, req, h, KAFKA_ILLEGAL_SASL_STATE, false);
@@ -282,10 +282,9 @@ void cn_h_sasl_handshake(struct cn_broker *b, struct cn_req *req,
         handshake_answer(b, req, h, KAFKA_ILLEGAL_SASL_STATE, true);
         return;
     }
-    int m = rq.mechanism.len > 0
-                ? mech_by_name((const char *)rq.mechanism.ptr,
-                               (size_t)rq.mechanism.len)
-                : 0;
+    int m = rq.mechanism.len > 0 ? mech_by_name((const char *)rq.mechanism.ptr,
+                                                (size_t)rq.mechanism.len)
+                                 : 0;
     if (!m || !mech_enabled(s, m)) {
         CN_WARN("authentication failed: peer=%s mechanism=%.*s: not "
                 "enabled (sasl.enabled.mechanisms)",
@@ -346,8 +345,7 @@ static void auth_answer(struct cn_broker *b, struct cn_req *req,
     resp.auth_bytes.len = (int32_t)tok_len;
     resp.session_lifetime_ms = lifetime_ms;
     cn_resp_begin(req, &sc->h);
-    cn_sasl_authenticate_response_encode(&req->resp, sc->h.api_version,
-                                         &resp);
+    cn_sasl_authenticate_response_encode(&req->resp, sc->h.api_version, &resp);
     if (close)
         cn_req_close_after_response(req);
     cn_req_done(req);
@@ -377,8 +375,8 @@ static void auth_fail(struct cn_broker *b, struct cn_req *req,
         s->log_hushed++;
     cn_req_set_authenticated(req, false, 0);
     cn_req_set_raw_tokens(req, false);
-    auth_answer(b, req, sc, KAFKA_SASL_AUTHENTICATION_FAILED, why, NULL, 0,
-                0, true);
+    auth_answer(b, req, sc, KAFKA_SASL_AUTHENTICATION_FAILED, why, NULL, 0, 0,
+                true);
 }
 
 /* The exchange ended well for user: the principal, the session. */
@@ -426,8 +424,8 @@ struct plain_work {
     struct cn_req *req;
     struct step_ctx sc;
     struct cn_scram_cred cred;
-    bool have;             /* the user has a credential */
-    bool ok;               /* the password matched */
+    bool have; /* the user has a credential */
+    bool ok;   /* the password matched */
     char user[CN_SASL_NAME_MAX];
     char pw[1024];
 };
@@ -489,8 +487,8 @@ static void plain_step(struct cn_broker *b, struct cn_req *req,
     if (!pw->have) {
         uint8_t salt[16];
         RAND_bytes(salt, sizeof salt);
-        cn_scram_cred_from_salted(CN_SCRAM_SHA512, (const uint8_t[64]){0},
-                                  64, salt, sizeof salt, CN_SCRAM_ITER_MIN,
+        cn_scram_cred_from_salted(CN_SCRAM_SHA512, (const uint8_t[64]){0}, 64,
+                                  salt, sizeof salt, CN_SCRAM_ITER_MIN,
                                   &pw->cred);
     }
     pw->b = b;
@@ -523,9 +521,9 @@ static void step(struct cn_broker *b, struct cn_req *req,
     }
     if (!x || x->busy || x->raw != sc->raw) {
         CN_WARN("closing %s: SaslAuthenticate %s", cn_req_peer(req),
-                !x ? "before SaslHandshake"
-                   : x->busy ? "while the last one is being checked"
-                             : "in the wrong framing for the handshake");
+                !x        ? "before SaslHandshake"
+                : x->busy ? "while the last one is being checked"
+                          : "in the wrong framing for the handshake");
         auth_answer(b, req, sc, KAFKA_ILLEGAL_SASL_STATE,
                     "Unexpected SaslAuthenticate request: no SASL "
                     "mechanism chosen by SaslHandshake, or one in progress",

@@ -28,7 +28,8 @@
 
 static bool bytes_eq(struct cn_bytes a, struct cn_bytes b)
 {
-    return a.len == b.len && (a.len <= 0 || !memcmp(a.ptr, b.ptr, (size_t)a.len));
+    return a.len == b.len &&
+           (a.len <= 0 || !memcmp(a.ptr, b.ptr, (size_t)a.len));
 }
 
 void cn_h_describe_user_scram_credentials(struct cn_broker *b,
@@ -146,7 +147,7 @@ struct alter_user {
     struct cn_bytes name;
     int16_t err;
     const char *msg;
-    bool accepted;         /* a change of the user passed its checks */
+    bool accepted; /* a change of the user passed its checks */
 };
 
 static struct alter_user *alter_user_get(struct alter_user *u, int32_t *n,
@@ -167,8 +168,7 @@ static void alter_fail(struct alter_user *u, int16_t err, const char *msg)
     u->msg = msg;
 }
 
-void cn_h_alter_user_scram_credentials(struct cn_broker *b,
-                                       struct cn_req *req,
+void cn_h_alter_user_scram_credentials(struct cn_broker *b, struct cn_req *req,
                                        const struct cn_req_header *h,
                                        struct cn_rd *body)
 {
@@ -178,11 +178,12 @@ void cn_h_alter_user_scram_credentials(struct cn_broker *b,
         return;
     }
     int32_t total = rq.deletions_len + rq.upsertions_len, nu = 0;
-    struct alter_user *users =
-        cn_arena_calloc(&req->arena, total ? (size_t)total : 1,
-                        sizeof *users);
-    struct cn_scram_change *ch =
-        cn_arena_calloc(&req->arena, total ? (size_t)total : 1, sizeof *ch);
+    struct alter_user *users = cn_arena_calloc(&req->arena,
+                                               total ? (size_t)total : 1,
+                                               sizeof *users);
+    struct cn_scram_change *ch = cn_arena_calloc(&req->arena,
+                                                 total ? (size_t)total : 1,
+                                                 sizeof *ch);
     struct cn_scram_cred *creds = cn_arena_calloc(
         &req->arena, rq.upsertions_len > 0 ? (size_t)rq.upsertions_len : 1,
         sizeof *creds);
@@ -220,8 +221,7 @@ void cn_h_alter_user_scram_credentials(struct cn_broker *b,
         }
         char *cname = cn_arena_alloc(&req->arena, CN_SASL_NAME_MAX);
         if (!cname || !cn_wire_cstr(name, cname, CN_SASL_NAME_MAX)) {
-            alter_fail(u, KAFKA_UNACCEPTABLE_CREDENTIAL,
-                       "Username too long");
+            alter_fail(u, KAFKA_UNACCEPTABLE_CREDENTIAL, "Username too long");
             continue;
         }
         names[i] = cname;
@@ -250,8 +250,7 @@ void cn_h_alter_user_scram_credentials(struct cn_broker *b,
             continue;
         }
         if (up->iterations < CN_SCRAM_ITER_MIN) {
-            alter_fail(u, KAFKA_UNACCEPTABLE_CREDENTIAL,
-                       "Too few iterations");
+            alter_fail(u, KAFKA_UNACCEPTABLE_CREDENTIAL, "Too few iterations");
             continue;
         }
         if (up->iterations > CN_SCRAM_ITER_MAX) {
@@ -274,8 +273,9 @@ void cn_h_alter_user_scram_credentials(struct cn_broker *b,
         u->accepted = true;
     }
     /* Only users whose every change is good are changed. */
-    struct cn_scram_change *good =
-        cn_arena_calloc(&req->arena, total ? (size_t)total : 1, sizeof *good);
+    struct cn_scram_change *good = cn_arena_calloc(&req->arena,
+                                                   total ? (size_t)total : 1,
+                                                   sizeof *good);
     if (!good) {
         cn_req_bad(req, h, CN_ENOMEM);
         return;
@@ -311,8 +311,9 @@ void cn_h_alter_user_scram_credentials(struct cn_broker *b,
     for (int32_t k = 0; k < nu; k++) {
         resp.results[k].user = users[k].name;
         resp.results[k].error_code = users[k].err;
-        resp.results[k].error_message =
-            users[k].msg ? cn_bytes_str(users[k].msg) : CN_BYTES_NULL;
+        resp.results[k].error_message = users[k].msg
+                                            ? cn_bytes_str(users[k].msg)
+                                            : CN_BYTES_NULL;
     }
     cn_resp_begin(req, h);
     cn_alter_scram_resp_encode(&req->resp, &resp);

@@ -17,18 +17,20 @@
 
 #define MSG_MAX 512
 
-static int16_t create_one(struct cn_broker *b, struct cn_req *req,
-                          const struct cn_create_topics_request_creatable_topic *qt,
-                          bool validate_only,
-                          struct cn_create_topics_response_creatable_topic_result *rt,
-                          char *msg)
+static int16_t
+create_one(struct cn_broker *b, struct cn_req *req,
+           const struct cn_create_topics_request_creatable_topic *qt,
+           bool validate_only,
+           struct cn_create_topics_response_creatable_topic_result *rt,
+           char *msg)
 {
     int32_t parts = qt->num_partitions;
     int16_t rf = qt->replication_factor;
     if (qt->assignments_len > 0) {
         if (parts != -1 || rf != -1) {
-            snprintf(msg, MSG_MAX, "Both numPartitions or replicationFactor "
-                                   "and replicasAssignments were set.");
+            snprintf(msg, MSG_MAX,
+                     "Both numPartitions or replicationFactor "
+                     "and replicasAssignments were set.");
             return KAFKA_INVALID_REQUEST;
         }
         parts = qt->assignments_len;
@@ -36,8 +38,9 @@ static int16_t create_one(struct cn_broker *b, struct cn_req *req,
             const struct cn_create_topics_request_creatable_replica_assignment
                 *a = &qt->assignments[i];
             if (a->partition_index != i) {
-                snprintf(msg, MSG_MAX, "Partitions should be a consecutive "
-                                       "0-based integer sequence.");
+                snprintf(msg, MSG_MAX,
+                         "Partitions should be a consecutive "
+                         "0-based integer sequence.");
                 return KAFKA_INVALID_REPLICA_ASSIGNMENT;
             }
             if (a->broker_ids_len != 1 || a->broker_ids[0] != b->node_id) {
@@ -241,17 +244,15 @@ void cn_h_delete_topics(struct cn_broker *b, struct cn_req *req,
                 r->error_code = KAFKA_UNKNOWN_TOPIC_ID;
                 continue;
             }
-            if (!cluster_delete &&
-                !cn_authz_cstr(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC,
-                               t->name)) {
+            if (!cluster_delete && !cn_authz_cstr(b, req, CN_ACL_OP_DESCRIBE,
+                                                  CN_ACL_RT_TOPIC, t->name)) {
                 r->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
                 continue;
             }
         } else {
             r->name = by_state ? rq.topics[i].name : rq.topic_names[i];
-            if (!cluster_delete &&
-                !cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC,
-                          r->name)) {
+            if (!cluster_delete && !cn_authz(b, req, CN_ACL_OP_DESCRIBE,
+                                             CN_ACL_RT_TOPIC, r->name)) {
                 r->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
                 continue;
             }
@@ -262,8 +263,8 @@ void cn_h_delete_topics(struct cn_broker *b, struct cn_req *req,
             }
         }
         r->topic_id = t->id;
-        r->name = cn_bytes_str(cn_arena_strdup(&req->arena,
-                                               cn_bytes_str(t->name)));
+        r->name = cn_bytes_str(
+            cn_arena_strdup(&req->arena, cn_bytes_str(t->name)));
         if (!cluster_delete &&
             !cn_authz(b, req, CN_ACL_OP_DELETE, CN_ACL_RT_TOPIC, r->name)) {
             r->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
@@ -276,7 +277,7 @@ void cn_h_delete_topics(struct cn_broker *b, struct cn_req *req,
         if (t->internal) {
             r->error_code = KAFKA_INVALID_TOPIC_EXCEPTION;
             r->error_message = cn_req_str(req, "Internal topics cannot be "
-                                              "deleted.");
+                                               "deleted.");
             continue;
         }
         r->error_code = cn_topic_delete(b, t);
@@ -322,8 +323,8 @@ void cn_h_create_partitions(struct cn_broker *b, struct cn_req *req,
     for (int32_t i = 0; i < n; i++) {
         const struct cn_create_partitions_request_create_partitions_topic *qt =
             &rq.topics[i];
-        struct cn_create_partitions_response_create_partitions_topic_result *r =
-            &rs.results[i];
+        struct cn_create_partitions_response_create_partitions_topic_result
+            *r = &rs.results[i];
         cn_create_partitions_response_create_partitions_topic_result_init(r);
         r->name = qt->name;
         char msg[MSG_MAX] = "";

@@ -373,8 +373,9 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
             ntps += (size_t)rq.v3_and_below_topics[i].partitions_len;
     struct cn_txn_tp *tps = cn_arena_calloc(&req->arena, ntps + 1,
                                             sizeof *tps);
-    rs->results_by_topic_v3_and_below = cn_arena_calloc(
-        &req->arena, (size_t)nt + 1, sizeof *rs->results_by_topic_v3_and_below);
+    rs->results_by_topic_v3_and_below =
+        cn_arena_calloc(&req->arena, (size_t)nt + 1,
+                        sizeof *rs->results_by_topic_v3_and_below);
     if (!rs->results_by_topic_v3_and_below || !tps) {
         cn_req_bad(req, h, CN_ENOMEM);
         return;
@@ -383,8 +384,9 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
     bool unknown = false, any_denied = false;
     ntps = 0;
     for (int32_t i = 0; i < nt; i++) {
-        const struct cn_add_partitions_to_txn_request_add_partitions_to_txn_topic
-            *qt = &rq.v3_and_below_topics[i];
+        const struct
+            cn_add_partitions_to_txn_request_add_partitions_to_txn_topic *qt =
+                &rq.v3_and_below_topics[i];
         add_topic_result *tr = &rs->results_by_topic_v3_and_below[i];
         cn_add_partitions_to_txn_response_add_partitions_to_txn_topic_result_init(
             tr);
@@ -399,9 +401,10 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
         tr->results_by_partition_len = np;
         /* Kafka checks WRITE per topic; a refused topic fails the whole
          * request and the others get OPERATION_NOT_ATTEMPTED. */
-        bool topic_denied =
-            !txn_denied && !cn_bytes_eq_str(qt->name, CN_TXN_TOPIC) &&
-            !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TOPIC, qt->name);
+        bool topic_denied = !txn_denied &&
+                            !cn_bytes_eq_str(qt->name, CN_TXN_TOPIC) &&
+                            !cn_authz(b, req, CN_ACL_OP_WRITE, CN_ACL_RT_TOPIC,
+                                      qt->name);
         char topic[CN_TOPIC_NAME_MAX + 1];
         bool named = cn_wire_cstr(qt->name, topic, sizeof topic);
         for (int32_t j = 0; j < np; j++) {
@@ -456,8 +459,7 @@ void cn_h_add_partitions_to_txn(struct cn_broker *b, struct cn_req *req,
  * commit or abort marker reaches the offsets the producer then sends with
  * TxnOffsetCommit. */
 void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
-                             const struct cn_req_header *h,
-                             struct cn_rd *body)
+                             const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_add_offsets_to_txn_request rq;
     int err = cn_add_offsets_to_txn_request_decode(body, &req->arena,
@@ -514,7 +516,8 @@ void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
                   const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_end_txn_request rq;
-    int err = cn_end_txn_request_decode(body, &req->arena, h->api_version, &rq);
+    int err = cn_end_txn_request_decode(body, &req->arena, h->api_version,
+                                        &rq);
     if (err) {
         cn_req_bad(req, h, err);
         return;

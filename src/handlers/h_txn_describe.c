@@ -70,8 +70,7 @@ void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
     cn_find_coordinator_response_init(&rs);
     if (h->api_version < 4) {
         fill_coordinator(b, req, rq.key_type, rq.key, &rs.error_code,
-                         &rs.node_id,
-                         &rs.host, &rs.port, &rs.error_message);
+                         &rs.node_id, &rs.host, &rs.port, &rs.error_message);
     } else {
         int32_t n = rq.coordinator_keys_len > 0 ? rq.coordinator_keys_len : 0;
         rs.coordinators = cn_arena_calloc(&req->arena, (size_t)n + 1,
@@ -87,8 +86,8 @@ void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
             cn_find_coordinator_response_coordinator_init(c);
             c->key = rq.coordinator_keys[i];
             fill_coordinator(b, req, rq.key_type, c->key, &c->error_code,
-                             &c->node_id,
-                             &c->host, &c->port, &c->error_message);
+                             &c->node_id, &c->host, &c->port,
+                             &c->error_message);
         }
     }
     cn_resp_begin(req, h);
@@ -176,8 +175,7 @@ void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
             } else {
                 td = &ts->topics[ts->topics_len - 1];
             }
-            td->partitions[td->partitions_len++] =
-                m->partitions[k].partition;
+            td->partitions[td->partitions_len++] = m->partitions[k].partition;
         }
     }
     cn_resp_begin(req, h);
@@ -253,8 +251,8 @@ void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
     cn_list_transactions_response_init(&rs);
     int32_t nf = rq.state_filters_len > 0 ? rq.state_filters_len : 0;
     bool want_state[CN_TXN_NSTATES] = {false};
-    rs.unknown_state_filters = cn_arena_calloc(&req->arena, (size_t)nf + 1,
-                                               sizeof *rs.unknown_state_filters);
+    rs.unknown_state_filters = cn_arena_calloc(
+        &req->arena, (size_t)nf + 1, sizeof *rs.unknown_state_filters);
     if (!rs.unknown_state_filters)
         goto nomem;
     rs.unknown_state_filters_len = 0;

@@ -21,9 +21,9 @@ typedef void (*cn_handler_fn)(struct cn_broker *b, struct cn_req *req,
 
 struct cn_handler {
     int16_t api_key;
-    int16_t min_version;    /* advertised in ApiVersions */
+    int16_t min_version; /* advertised in ApiVersions */
     int16_t max_version;
-    int16_t decode_min;     /* older versions still decoded and answered
+    int16_t decode_min; /* older versions still decoded and answered
                                with an error per partition */
     cn_handler_fn fn;
 };
@@ -55,8 +55,7 @@ void cn_sasl_close(struct cn_broker *b);
 struct cn_scram_store *cn_sasl_store(struct cn_broker *b);
 /* Authentications so far by mechanism (index 1 PLAIN, 2 SCRAM-SHA-256,
  * 3 SCRAM-SHA-512; cn_sasl_mech_name). */
-void cn_sasl_metrics(struct cn_broker *b, uint64_t ok[4],
-                     uint64_t failed[4]);
+void cn_sasl_metrics(struct cn_broker *b, uint64_t ok[4], uint64_t failed[4]);
 const char *cn_sasl_mech_name(int m);
 /* Before a request is handled: false when the connection may not send it
  * yet (the request is then finished and the connection closed). */
@@ -67,15 +66,13 @@ void cn_sasl_raw_token(struct cn_broker *b, struct cn_req *req);
 void cn_h_sasl_handshake(struct cn_broker *b, struct cn_req *req,
                          const struct cn_req_header *h, struct cn_rd *body);
 void cn_h_sasl_authenticate(struct cn_broker *b, struct cn_req *req,
-                            const struct cn_req_header *h,
-                            struct cn_rd *body);
+                            const struct cn_req_header *h, struct cn_rd *body);
 /* h_scram.c: KIP-554 credential management. */
 void cn_h_describe_user_scram_credentials(struct cn_broker *b,
                                           struct cn_req *req,
                                           const struct cn_req_header *h,
                                           struct cn_rd *body);
-void cn_h_alter_user_scram_credentials(struct cn_broker *b,
-                                       struct cn_req *req,
+void cn_h_alter_user_scram_credentials(struct cn_broker *b, struct cn_req *req,
                                        const struct cn_req_header *h,
                                        struct cn_rd *body);
 void cn_h_metadata(struct cn_broker *b, struct cn_req *req,
@@ -96,19 +93,16 @@ void cn_h_create_topics(struct cn_broker *b, struct cn_req *req,
 void cn_h_delete_topics(struct cn_broker *b, struct cn_req *req,
                         const struct cn_req_header *h, struct cn_rd *body);
 void cn_h_create_partitions(struct cn_broker *b, struct cn_req *req,
-                            const struct cn_req_header *h,
-                            struct cn_rd *body);
+                            const struct cn_req_header *h, struct cn_rd *body);
 void cn_h_describe_configs(struct cn_broker *b, struct cn_req *req,
-                           const struct cn_req_header *h,
-                           struct cn_rd *body);
+                           const struct cn_req_header *h, struct cn_rd *body);
 void cn_h_alter_configs(struct cn_broker *b, struct cn_req *req,
                         const struct cn_req_header *h, struct cn_rd *body);
 void cn_h_incremental_alter_configs(struct cn_broker *b, struct cn_req *req,
                                     const struct cn_req_header *h,
                                     struct cn_rd *body);
 void cn_h_describe_cluster(struct cn_broker *b, struct cn_req *req,
-                           const struct cn_req_header *h,
-                           struct cn_rd *body);
+                           const struct cn_req_header *h, struct cn_rd *body);
 
 void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body);
@@ -117,8 +111,7 @@ void cn_h_describe_producers(struct cn_broker *b, struct cn_req *req,
                              struct cn_rd *body);
 /* WriteTxnMarkers (h_markers.c): coordinators' and operators' markers. */
 void cn_h_write_txn_markers(struct cn_broker *b, struct cn_req *req,
-                            const struct cn_req_header *h,
-                            struct cn_rd *body);
+                            const struct cn_req_header *h, struct cn_rd *body);
 
 /* The group coordinator's APIs (h_group.c, h_group_delete.c,
  * h_offset_commit.c, h_offset_fetch.c). */
@@ -143,8 +136,7 @@ void cn_h_offset_fetch(struct cn_broker *b, struct cn_req *req,
 void cn_h_offset_delete(struct cn_broker *b, struct cn_req *req,
                         const struct cn_req_header *h, struct cn_rd *body);
 void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
-                            const struct cn_req_header *h,
-                            struct cn_rd *body);
+                            const struct cn_req_header *h, struct cn_rd *body);
 
 /* The transaction coordinator's APIs (h_txn.c, h_txn_describe.c). */
 void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
@@ -159,8 +151,7 @@ void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
                                 const struct cn_req_header *h,
                                 struct cn_rd *body);
 void cn_h_list_transactions(struct cn_broker *b, struct cn_req *req,
-                            const struct cn_req_header *h,
-                            struct cn_rd *body);
+                            const struct cn_req_header *h, struct cn_rd *body);
 void cn_h_end_txn(struct cn_broker *b, struct cn_req *req,
                   const struct cn_req_header *h, struct cn_rd *body);
 /* InitProducerId with a transactional id (h_producers.c decodes and
@@ -180,7 +171,7 @@ void cn_h_produce_resume(struct cn_broker *b, struct cn_req *req, int16_t err);
 void cn_h_txn_offset_commit_resume(struct cn_broker *b, struct cn_req *req,
                                    int16_t err);
 
-/* The ACL APIs (authz.c). */
+/* The ACL APIs (h_acls.c, on the store in node/authz.c). */
 void cn_h_create_acls(struct cn_broker *b, struct cn_req *req,
                       const struct cn_req_header *h, struct cn_rd *body);
 void cn_h_describe_acls(struct cn_broker *b, struct cn_req *req,
@@ -198,7 +189,7 @@ void cn_h_alter_client_quotas(struct cn_broker *b, struct cn_req *req,
 
 /* Topic auto-creation for Metadata and Produce: returns the topic, or NULL
  * with *kerr set. */
-struct cn_topic *cn_topic_autocreate(struct cn_broker *b,
-                                     struct cn_bytes name, int16_t *kerr);
+struct cn_topic *cn_topic_autocreate(struct cn_broker *b, struct cn_bytes name,
+                                     int16_t *kerr);
 
 #endif

@@ -93,9 +93,8 @@ static void peer_host(struct cn_req *req, char *out, size_t out_len)
         *colon = '\0';
 }
 
-static bool decide(struct cn_broker *b, struct cn_req *req,
-                   enum cn_acl_op op, enum cn_acl_rtype rt, const char *name,
-                   bool audit)
+static bool decide(struct cn_broker *b, struct cn_req *req, enum cn_acl_op op,
+                   enum cn_acl_rtype rt, const char *name, bool audit)
 {
     if (!b->authz.enabled)
         return true;
@@ -145,15 +144,14 @@ bool cn_authz(struct cn_broker *b, struct cn_req *req, enum cn_acl_op op,
     return decide_bytes(b, req, op, rt, name, true);
 }
 
-bool cn_authz_quiet(struct cn_broker *b, struct cn_req *req,
-                    enum cn_acl_op op, enum cn_acl_rtype rt,
-                    struct cn_bytes name)
+bool cn_authz_quiet(struct cn_broker *b, struct cn_req *req, enum cn_acl_op op,
+                    enum cn_acl_rtype rt, struct cn_bytes name)
 {
     return decide_bytes(b, req, op, rt, name, false);
 }
 
-bool cn_authz_cstr(struct cn_broker *b, struct cn_req *req,
-                   enum cn_acl_op op, enum cn_acl_rtype rt, const char *name)
+bool cn_authz_cstr(struct cn_broker *b, struct cn_req *req, enum cn_acl_op op,
+                   enum cn_acl_rtype rt, const char *name)
 {
     return decide(b, req, op, rt, name, true);
 }

@@ -13,7 +13,8 @@
 #include "acl/acl.h"
 #include "node/broker_int.h"
 
-#define CN_AUTHZ_STANDARD "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+#define CN_AUTHZ_STANDARD \
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 /* Reads the authorizer keys and <data>/acls.  An unknown authorizer class
  * or a damaged store fails with err naming it.  Runs on: loop, at start. */
@@ -31,13 +32,12 @@ int cn_authz_set_copy(struct cn_acl_set *dst, const struct cn_acl_set *src);
  * (principal, peer, operation, resource; at most a few lines a second). */
 bool cn_authz(struct cn_broker *b, struct cn_req *req, enum cn_acl_op op,
               enum cn_acl_rtype rt, struct cn_bytes name);
-bool cn_authz_cstr(struct cn_broker *b, struct cn_req *req,
-                   enum cn_acl_op op, enum cn_acl_rtype rt, const char *name);
+bool cn_authz_cstr(struct cn_broker *b, struct cn_req *req, enum cn_acl_op op,
+                   enum cn_acl_rtype rt, const char *name);
 /* The same check without an audit line: for results that are filtered
  * (ListTransactions, ListGroups, Metadata of all topics), not refused. */
-bool cn_authz_quiet(struct cn_broker *b, struct cn_req *req,
-                    enum cn_acl_op op, enum cn_acl_rtype rt,
-                    struct cn_bytes name);
+bool cn_authz_quiet(struct cn_broker *b, struct cn_req *req, enum cn_acl_op op,
+                    enum cn_acl_rtype rt, struct cn_bytes name);
 /* KIP-679: op allowed on some resource of type rt. */
 bool cn_authz_any(struct cn_broker *b, struct cn_req *req, enum cn_acl_op op,
                   enum cn_acl_rtype rt);

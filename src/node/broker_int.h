@@ -1,6 +1,9 @@
 /*
- * broker_int.h - state shared by the broker's own files (handlers, topics,
- * sync, delayed fetches).  Nothing outside src/broker includes this.
+ * broker_int.h - the node: struct cn_broker (the state one broker process
+ * owns) and the node's services the handlers and the process use (topics
+ * and partitions, group commit, the log directory's health, request
+ * helpers, producer-id reservations).  Included by src/node, src/handlers
+ * and src/broker only.
  *
  * Everything here is owned by the loop thread.
  */
@@ -71,12 +74,12 @@ struct cn_quota_ids {
 
 struct cn_broker {
     uv_loop_t *loop;
-    struct cn_config *cfg;          /* owned */
+    struct cn_config *cfg; /* owned */
     struct cn_server *server;
-    char cluster_id[32];            /* persisted in meta.properties */
-    char data_dir[4096];            /* first of log.dirs */
-    char adv_host[256];             /* what Metadata tells clients */
-    int adv_port;                   /* (first listener; see cn_broker_
+    char cluster_id[32]; /* persisted in meta.properties */
+    char data_dir[4096]; /* first of log.dirs */
+    char adv_host[256];  /* what Metadata tells clients */
+    int adv_port;        /* (first listener; see cn_broker_
                                        advertised for a request's own) */
     /* One server per listener (listeners.c); server is servers[0]. */
     struct cn_server *servers[CN_LISTENERS_MAX];
@@ -86,21 +89,21 @@ struct cn_broker {
     int nservers;
     int32_t node_id;
     bool stopping;
-    bool log_dir_offline;           /* a write or sync failed: see below */
-    bool log_dir_full;              /* the last append found no space */
-    bool log_dir_full_logged;       /* "full" logged, "space again" not */
-    int64_t log_dir_full_log_ms;    /* monotonic ms of that "full" line */
+    bool log_dir_offline;        /* a write or sync failed: see below */
+    bool log_dir_full;           /* the last append found no space */
+    bool log_dir_full_logged;    /* "full" logged, "space again" not */
+    int64_t log_dir_full_log_ms; /* monotonic ms of that "full" line */
 
-    struct cn_topic **topic_table;  /* hash by name */
+    struct cn_topic **topic_table; /* hash by name */
     size_t topic_buckets;
     size_t topic_count;
 
     /* Group commit: partitions appended to since the last round started
      * are listed; one fdatasync round runs at a time on a worker. */
     struct cn_partition *sync_list;
-    uint64_t sync_next_round;       /* number the next round will get */
-    uint64_t sync_done_round;       /* last completed round */
-    int sync_running;               /* rounds in flight */
+    uint64_t sync_next_round;            /* number the next round will get */
+    uint64_t sync_done_round;            /* last completed round */
+    int sync_running;                    /* rounds in flight */
     struct cn_sync_round *sync_inflight; /* those, oldest first */
     struct cn_sync_waiter *sync_waiters;
     /* Called when data became visible (a round moved high watermarks):
@@ -121,8 +124,8 @@ struct cn_broker {
         uint64_t operator_commit_markers; /* commit markers as repairs */
     } counters;
 
-    struct cn_cleaner *cleaner;     /* cleaner.h; NULL when off */
-    int clean_running;              /* cleaner passes begun, not ended */
+    struct cn_cleaner *cleaner; /* cleaner.h; NULL when off */
+    int clean_running;          /* cleaner passes begun, not ended */
 
     struct cn_fetch_wait *fetch_waits;
     /* Partitions of deleted topics whose logs a sync round may still be
@@ -140,18 +143,18 @@ struct cn_broker {
     int authz_log_n;                /* refusal lines in that window */
     long authz_log_hushed;          /* refusals not logged since */
     struct cn_quota *quota;         /* client quotas (h_quotas.c) */
-    uint64_t quota_throttled[CN_QK_COUNT];  /* throttled answers, by key */
+    uint64_t quota_throttled[CN_QK_COUNT];   /* throttled answers, by key */
     uint64_t quota_throttle_ms[CN_QK_COUNT]; /* their throttle time */
     /* request_percentage: the request whose handler the dispatcher is
      * running, so its time can be recorded as its answer is finished
      * (h_quotas.c).  req is only compared, never followed. */
     struct {
-        const struct cn_req *req;   /* NULL: none measured */
-        bool answered;              /* its time so far is recorded */
-        int64_t since_us;           /* handler start, or the answer */
+        const struct cn_req *req; /* NULL: none measured */
+        bool answered;            /* its time so far is recorded */
+        int64_t since_us;         /* handler start, or the answer */
         struct cn_quota_ids id;
     } quota_cur;
-    struct cn_sasl_srv *sasl;       /* SASL settings, SCRAM credentials
+    struct cn_sasl_srv *sasl; /* SASL settings, SCRAM credentials
                                        (h_sasl.c) */
 
     uv_timer_t retention_timer;

@@ -37,40 +37,40 @@ enum phase {
 struct job {
     struct cn_cleaner *c;
     enum phase phase;
-    struct cn_partition *p;          /* NULL once its topic was deleted */
-    struct cn_log *log;              /* p's log, kept for end */
+    struct cn_partition *p; /* NULL once its topic was deleted */
+    struct cn_log *log;     /* p's log, kept for end */
     struct cn_log_clean_job *lj;
     struct cn_clean_producer *producers;
-    int err;                         /* run's (or swap's) result */
-    int64_t swap_us;                 /* the swap's time on the worker */
-    int64_t loop_us;                 /* its longest step on the loop */
-    bool ran;                        /* a worker ran it (else abandon) */
-    atomic_bool cancel;              /* its topic was deleted: give up */
-    struct job *next;                /* loop: in-flight list */
-    struct job *qnext;               /* under mu: queue or done list */
+    int err;            /* run's (or swap's) result */
+    int64_t swap_us;    /* the swap's time on the worker */
+    int64_t loop_us;    /* its longest step on the loop */
+    bool ran;           /* a worker ran it (else abandon) */
+    atomic_bool cancel; /* its topic was deleted: give up */
+    struct job *next;   /* loop: in-flight list */
+    struct job *qnext;  /* under mu: queue or done list */
 };
 
 struct cn_cleaner {
     struct cn_broker *b;
     uv_timer_t timer;
     uv_async_t async;
-    int handles_open;                /* timer and async not yet closed */
+    int handles_open; /* timer and async not yet closed */
     bool stopping;
     bool async_closing;
-    atomic_bool cancel;              /* workers: give up the pass */
+    atomic_bool cancel; /* workers: give up the pass */
     /* log.cleaner.io.max.bytes.per.second for the workers: a dynamic key,
      * and the loop rewrites the config's field in place. */
     _Atomic double rate;
 
     int nthreads;
     uv_thread_t *threads;
-    uv_mutex_t mu;                   /* guards queue, done, quit, throttle */
+    uv_mutex_t mu; /* guards queue, done, quit, throttle */
     uv_cond_t cond;
-    struct job *queue;               /* begun, waiting for a worker */
-    struct job *done;                /* run, waiting for end on the loop */
+    struct job *queue; /* begun, waiting for a worker */
+    struct job *done;  /* run, waiting for end on the loop */
     bool quit;
 
-    struct job *inflight;            /* loop: every begun job, until end */
+    struct job *inflight; /* loop: every begun job, until end */
 
     /* Throttler, shared by the workers (under mu). */
     int64_t thr_start_ms;
@@ -79,12 +79,11 @@ struct cn_cleaner {
     /* Statistics (loop). */
     double max_dirty_percent;
     int64_t last_run_end_ms;
-    uint64_t passes, passes_failed, bytes_read, bytes_written,
-        records_removed;
+    uint64_t passes, passes_failed, bytes_read, bytes_written, records_removed;
     int64_t last_pass_ms;
     int last_error;
-    int64_t swap_loop_us_max;        /* longest loop-side swap step */
-    int64_t swap_worker_us_last;     /* the swap's disk work (worker) */
+    int64_t swap_loop_us_max;    /* longest loop-side swap step */
+    int64_t swap_worker_us_last; /* the swap's disk work (worker) */
 };
 
 /* ---- worker side --------------------------------------------------------- */
@@ -187,7 +186,8 @@ static void worker(void *arg)
 
 static bool cleanable_topic(const struct cn_topic *t)
 {
-    return t && !t->internal && (t->config.cleanup_policy & CN_CLEANUP_COMPACT);
+    return t && !t->internal &&
+           (t->config.cleanup_policy & CN_CLEANUP_COMPACT);
 }
 
 static struct job *inflight_find(const struct cn_cleaner *c,
@@ -359,8 +359,8 @@ static void scan(struct cn_cleaner *c)
             job_free(j);
             /* Not picked again before the backoff, so the other logs get
              * their turn now. */
-            p->clean_retry_ms =
-                cn_clock_mono_ms() + b->cfg->log_cleaner_backoff_ms;
+            p->clean_retry_ms = cn_clock_mono_ms() +
+                                b->cfg->log_cleaner_backoff_ms;
             continue;
         }
         CN_DEBUG("log cleaner: cleaning %s-%d (dirty ratio %.3f%s)",
@@ -435,10 +435,11 @@ static void finish(struct cn_cleaner *c, struct job *j)
     }
     if (rc == 0) {
         c->passes++;
-        c->bytes_written +=
-            (uint64_t)(st.bytes_written > 0 ? st.bytes_written : 0);
-        c->records_removed +=
-            (uint64_t)(st.records_removed > 0 ? st.records_removed : 0);
+        c->bytes_written += (uint64_t)(st.bytes_written > 0 ? st.bytes_written
+                                                            : 0);
+        c->records_removed += (uint64_t)(st.records_removed > 0
+                                             ? st.records_removed
+                                             : 0);
         CN_INFO("log cleaner: cleaned %s-%d [%" PRId64 ", %" PRId64
                 "): %d segments into %d, %" PRId64 " of %" PRId64
                 " records removed, %" PRId64 " bytes read, %" PRId64
@@ -447,8 +448,7 @@ static void finish(struct cn_cleaner *c, struct job *j)
                 topic, j->p->index, st.first_dirty, st.cleaned_to,
                 st.segments_before, st.segments_after, st.records_removed,
                 st.records_read, st.bytes_read, st.bytes_written, st.run_ms,
-                (double)j->swap_us / 1000.0,
-                (double)j->loop_us / 1000.0);
+                (double)j->swap_us / 1000.0, (double)j->loop_us / 1000.0);
     } else if (rc != -ECANCELED && rc != -EAGAIN) {
         c->passes_failed++;
         c->last_error = rc;

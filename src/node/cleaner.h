@@ -64,14 +64,14 @@ void cn_cleaner_config_changed(struct cn_broker *b);
 struct cn_cleaner_stats {
     bool enabled;
     int threads;
-    double max_dirty_percent;   /* highest dirty ratio of the last scan,
+    double max_dirty_percent;  /* highest dirty ratio of the last scan,
                                  * x100 (max-dirty-percent) */
-    int64_t since_last_run_ms;  /* since the last pass ended, or the start
+    int64_t since_last_run_ms; /* since the last pass ended, or the start
                                  * (time-since-last-run-ms) */
-    uint64_t passes;            /* passes ended with a swap */
-    uint64_t passes_failed;     /* ended with an error (not cancelled) */
-    uint64_t bytes_read;        /* .log bytes read by passes */
-    uint64_t bytes_written;     /* .log bytes of cleaned segments */
+    uint64_t passes;           /* passes ended with a swap */
+    uint64_t passes_failed;    /* ended with an error (not cancelled) */
+    uint64_t bytes_read;       /* .log bytes read by passes */
+    uint64_t bytes_written;    /* .log bytes of cleaned segments */
     uint64_t records_removed;
     int64_t last_pass_ms;       /* wall time of the last pass's run */
     int last_error;             /* of the last failed pass, 0 none */
@@ -87,13 +87,13 @@ void cn_cleaner_get_stats(const struct cn_broker *b,
  * metrics), from memory.  Returns false for a partition the cleaner does
  * not clean (not compacted, internal, offline). */
 struct cn_cleaner_pstate {
-    double dirty_ratio;       /* as max-dirty-percent / 100 */
-    int64_t first_dirty;      /* cleaner checkpoint */
+    double dirty_ratio;  /* as max-dirty-percent / 100 */
+    int64_t first_dirty; /* cleaner checkpoint */
     int64_t first_uncleanable;
     int64_t dirty_bytes;
-    bool cleaning;            /* a pass is in flight */
+    bool cleaning;              /* a pass is in flight */
     int64_t since_last_pass_ms; /* since its last pass ended, -1 none yet */
-    int last_error;           /* of its last pass, 0 it swapped (or none) */
+    int last_error;             /* of its last pass, 0 it swapped (or none) */
 };
 bool cn_cleaner_partition_state(const struct cn_broker *b,
                                 const struct cn_partition *p,

@@ -94,8 +94,8 @@ int16_t cn_broker_alter_dynamic(struct cn_broker *b,
     /* The same change on the live config passes as it did on the copy;
      * only the layer's texts and typed fields change, so pointers others
      * hold into the static texts stay valid. */
-    rc = cn_config_alter_dynamic(b->cfg, layer, ch, n, replace_all,
-                                 &refusal, msg, msg_len);
+    rc = cn_config_alter_dynamic(b->cfg, layer, ch, n, replace_all, &refusal,
+                                 msg, msg_len);
     if (rc) {
         CN_ERROR("dynamic config change passed on a copy but not live: %s",
                  msg);

@@ -203,8 +203,8 @@ static int checkpoint(void *ctx, int32_t part, struct cn_batch_builder *bb,
     cn_wr_init(&cc.key, 64);
     cn_wr_init(&cc.value, 256);
     int rc = 0;
-    for (const struct cn_group *g = cn_groups_next(gc->groups, NULL);
-         g && !rc; g = cn_groups_next(gc->groups, g)) {
+    for (const struct cn_group *g = cn_groups_next(gc->groups, NULL); g && !rc;
+         g = cn_groups_next(gc->groups, g)) {
         const char *id = cn_group_id(g);
         if (group_part(gc, id) != part)
             continue;
@@ -238,9 +238,9 @@ void cn_gc_maybe_compact(struct cn_broker *b, struct cn_partition *p)
 struct store_write {
     struct cn_istore_wait iw; /* first */
     struct cn_broker *b;
-    struct cn_partition *p;       /* written to */
-    uint64_t token;               /* a SyncGroup waits on it, or 0 */
-    char group_id[];              /* when token is set */
+    struct cn_partition *p; /* written to */
+    uint64_t token;         /* a SyncGroup waits on it, or 0 */
+    char group_id[];        /* when token is set */
 };
 
 /* What SyncGroup answers when the leader's assignment could not be made
@@ -300,12 +300,12 @@ static void store_record(struct cn_broker *b, const char *group_id,
                          const struct cn_group *g, uint64_t token,
                          const char *failpoint)
 {
-    struct cn_partition *p = cn_group_coord_partition(
-        b, cn_bytes_str(group_id));
+    struct cn_partition *p = cn_group_coord_partition(b,
+                                                      cn_bytes_str(group_id));
     if (!p) {
         if (token)
-            cn_groups_stored(b->gc->groups, group_id, token,
-                             store_error(true), cn_clock_wall_ms());
+            cn_groups_stored(b->gc->groups, group_id, token, store_error(true),
+                             cn_clock_wall_ms());
         return;
     }
     struct cn_wr kw, vw;
@@ -333,8 +333,7 @@ static void on_store(void *arg, const struct cn_group *g)
 
 /* Tests: SyncGroup must answer with an error when the assignment's append
  * fails. */
-static void on_store_sync(void *arg, const struct cn_group *g,
-                          uint64_t token)
+static void on_store_sync(void *arg, const struct cn_group *g, uint64_t token)
 {
     store_record(arg, cn_group_id(g), g, token, "group.assignment_write");
 }
@@ -366,8 +365,8 @@ void cn_gc_rearm(struct cn_broker *b)
         return;
     }
     int64_t wait = due - cn_clock_wall_ms();
-    uv_timer_start(&gc->timer, on_group_timer,
-                   (uint64_t)(wait > 0 ? wait : 0), 0);
+    uv_timer_start(&gc->timer, on_group_timer, (uint64_t)(wait > 0 ? wait : 0),
+                   0);
 }
 
 struct expire_ctx {
@@ -426,8 +425,8 @@ static void on_retention_timer(uv_timer_t *t)
             struct expire_ctx ec = {b, NULL, id, {{0}}, 0};
             ec.p = cn_group_coord_partition(b, cn_bytes_str(id));
             if (ec.p) {
-                cn_offsets_expire(gc->offsets, id, now, retention,
-                                  expired_key, &ec);
+                cn_offsets_expire(gc->offsets, id, now, retention, expired_key,
+                                  &ec);
                 flush_tombstones(&ec);
             }
         }

@@ -1,6 +1,6 @@
 /*
  * group_int.h - what group_coord.c (offsets, loading) and h_group.c
- * (membership APIs) share.  Nothing outside src/broker includes this.
+ * (membership APIs) share.  Included by src/node and src/handlers only.
  */
 #ifndef CN_NODE_GROUP_INT_H
 #define CN_NODE_GROUP_INT_H
@@ -18,10 +18,10 @@ struct cn_group_coord {
     uv_timer_t retention_timer; /* offsets.retention.check.interval.ms */
     bool timers_armed;
     struct cn_broker *b;
-    struct cn_istore *store;    /* __consumer_offsets */
-    int64_t *next_check;        /* per partition: end offset at which
+    struct cn_istore *store; /* __consumer_offsets */
+    int64_t *next_check;     /* per partition: end offset at which
                                    compaction is considered again */
-    int64_t load_now_ms;        /* the wall clock of the replay at start */
+    int64_t load_now_ms;     /* the wall clock of the replay at start */
 };
 
 /* A NUL-terminated copy of a wire string in the request's arena ("" for
@@ -46,6 +46,5 @@ void cn_gc_maybe_compact(struct cn_broker *b, struct cn_partition *p);
 /* Re-arms the membership timer at the state machine's next deadline;
  * call after every call that may change it. */
 void cn_gc_rearm(struct cn_broker *b);
-
 
 #endif

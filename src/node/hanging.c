@@ -53,9 +53,9 @@ struct suspect {
 struct scan {
     struct cn_broker *b;
     int64_t now_ms;
-    int64_t threshold_ms;     /* open longer than this: a suspect */
-    struct cn_partition *p;   /* partition being scanned */
-    struct suspect *v;        /* suspects found */
+    int64_t threshold_ms;   /* open longer than this: a suspect */
+    struct cn_partition *p; /* partition being scanned */
+    struct suspect *v;      /* suspects found */
     size_t n, cap;
     bool nomem;
 };
@@ -77,8 +77,7 @@ static int scan_open(void *arg, int64_t producer_id, int64_t first_offset,
         s->v = v;
         s->cap = cap;
     }
-    s->v[s->n++] = (struct suspect){s->p, producer_id, first_offset,
-                                    start_ms};
+    s->v[s->n++] = (struct suspect){s->p, producer_id, first_offset, start_ms};
     return 0;
 }
 
@@ -174,13 +173,12 @@ int cn_hanging_check_now(struct cn_broker *b, bool auto_abort)
                                        info.coordinator_epoch, NULL, NULL,
                                        &by_coord);
         CN_WARN("audit: transaction.hanging.auto.abort: aborting producer id "
-                "%" PRId64 " epoch %d on %s-%d (first offset %" PRId64
-                "): %s",
+                "%" PRId64 " epoch %d on %s-%d (first offset %" PRId64 "): %s",
                 x->producer_id, info.epoch, p->topic->name, p->index,
                 x->first_offset,
-                err ? cn_kerr_name(err)
-                    : by_coord ? "the coordinator aborts its transaction"
-                               : "abort marker written");
+                err        ? cn_kerr_name(err)
+                : by_coord ? "the coordinator aborts its transaction"
+                           : "abort marker written");
     }
     free(s.v);
     if (found > 0)
@@ -199,8 +197,8 @@ static void on_check(uv_timer_t *t)
 int cn_hanging_start(struct cn_broker *b, struct cn_hanging **out)
 {
     struct cn_hanging *h = calloc(1, sizeof *h);
-    uint64_t every =
-        (uint64_t)b->cfg->cairn_transaction_hanging_check_interval_ms;
+    uint64_t every = (uint64_t)
+                         b->cfg->cairn_transaction_hanging_check_interval_ms;
 
     if (!h)
         return CN_ENOMEM;

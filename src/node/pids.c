@@ -24,7 +24,7 @@ struct pid_wait {
 struct pid_work {
     uv_work_t work;
     struct cn_broker *b;
-    char dir[sizeof ((struct cn_pidalloc *)0)->dir];
+    char dir[sizeof((struct cn_pidalloc *)0)->dir];
     int64_t end;
     int rc;
 };

@@ -37,8 +37,7 @@ void cn_resp_begin(struct cn_req *req, const struct cn_req_header *h)
 void cn_req_bad(struct cn_req *req, const struct cn_req_header *h, int err)
 {
     CN_WARN("closing %s: malformed %s v%d request (%s)", cn_req_peer(req),
-            cn_api_find(h->api_key) ? cn_api_find(h->api_key)->name
-                                        : "?",
+            cn_api_find(h->api_key) ? cn_api_find(h->api_key)->name : "?",
             h->api_version, cn_strerror(err));
     cn_req_close_conn(req);
     req->no_response = true;

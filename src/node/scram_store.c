@@ -30,8 +30,8 @@ static int store_add(void *opaque, const struct cn_scram_user *u)
     return 0;
 }
 
-int cn_scram_store_open(struct cn_scram_store *st, const char *dir,
-                        char *err, size_t err_len)
+int cn_scram_store_open(struct cn_scram_store *st, const char *dir, char *err,
+                        size_t err_len)
 {
     memset(st, 0, sizeof *st);
     snprintf(st->dir, sizeof st->dir, "%s", dir);

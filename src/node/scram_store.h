@@ -20,7 +20,7 @@
 #define CN_SCRAM_STORE_FILE "scram-credentials"
 
 struct cn_scram_store {
-    char dir[4096];             /* where the file lives */
+    char dir[4096];              /* where the file lives */
     struct cn_scram_user *users; /* unordered */
     size_t n, cap;
 };
@@ -28,8 +28,8 @@ struct cn_scram_store {
 /* Loads dir/scram-credentials (none: an empty store).  A damaged file is
  * an error naming it in err, so the broker refuses to start rather than
  * run with credentials missing. */
-int cn_scram_store_open(struct cn_scram_store *st, const char *dir,
-                        char *err, size_t err_len);
+int cn_scram_store_open(struct cn_scram_store *st, const char *dir, char *err,
+                        size_t err_len);
 void cn_scram_store_fini(struct cn_scram_store *st);
 /* cn_scram_lookup_fn over a store (opaque is the store). */
 int cn_scram_store_lookup(void *opaque, const char *user, int mech,

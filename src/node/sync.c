@@ -34,14 +34,14 @@
 struct round_chunk {
     uv_work_t work;
     struct cn_sync_round *round;
-    size_t from, to;            /* its share of the round's logs */
+    size_t from, to; /* its share of the round's logs */
 };
 
 struct cn_sync_round {
     struct cn_broker *broker;
     uint64_t round;
-    int chunks_left;            /* workers still running */
-    bool finished;              /* all done, effects not applied yet */
+    int chunks_left; /* workers still running */
+    bool finished;   /* all done, effects not applied yet */
     size_t n;
     struct cn_partition **parts;
     struct cn_log_sync **syncs;

@@ -458,8 +458,8 @@ void cn_topics_reap(struct cn_broker *b)
 int16_t cn_topic_add_partitions(struct cn_broker *b, struct cn_topic *t,
                                 int32_t new_count)
 {
-    struct cn_partition **np =
-        realloc(t->partitions, (size_t)new_count * sizeof *np);
+    struct cn_partition **np = realloc(t->partitions,
+                                       (size_t)new_count * sizeof *np);
     if (!np)
         return KAFKA_UNKNOWN_SERVER_ERROR;
     t->partitions = np;

@@ -9,7 +9,7 @@
  * clock, a partition's leadership gained or lost) and returns actions
  * (append this record to __transaction_state partition P, send these
  * markers to these partitions' leaders, answer this request, arm the
- * timer for T).  The broker's executor (broker/txn_exec.c) carries them
+ * timer for T).  The broker's executor (node/txn_exec.c) carries them
  * out and feeds the outcomes back as events; tests do the same with a
  * fake clock, fake durability and a fake marker channel
  * (tests/unit/test_txn_coord*.c: the specification to read first).
@@ -66,15 +66,15 @@ struct cn_txn_coord; /* opaque */
 struct cn_txn_config {
     int32_t nparts;              /* partitions of __transaction_state */
     int16_t transaction_version; /* cairn.transaction.version; >= 2: TV2 */
-    bool verification_enable;    /* transaction.partition.verification.enable */
-    int32_t max_timeout_ms;      /* transaction.max.timeout.ms */
-    int64_t id_expiration_ms;    /* transactional.id.expiration.ms */
+    bool verification_enable; /* transaction.partition.verification.enable */
+    int32_t max_timeout_ms;   /* transaction.max.timeout.ms */
+    int64_t id_expiration_ms; /* transactional.id.expiration.ms */
     int64_t abort_check_interval_ms;  /* transaction.abort.timed.out.
                                          transaction.cleanup.interval.ms */
     int64_t expiry_check_interval_ms; /* transaction.remove.expired.
                                          transaction.cleanup.interval.ms */
-    int64_t park_max_ms;         /* a parked request's longest wait (1000) */
-    int64_t marker_retry_ms;     /* failed markers are sent again (1000) */
+    int64_t park_max_ms;     /* a parked request's longest wait (1000) */
+    int64_t marker_retry_ms; /* failed markers are sent again (1000) */
 };
 
 /* The clocks, read once per event by the executor: time is an argument. */
@@ -121,15 +121,15 @@ struct cn_txn_request {
                                      PRODUCE_ADD (found by producer id) */
     int64_t producer_id;          /* -1 when the request has none */
     int16_t producer_epoch;
-    int32_t timeout_ms;           /* INIT_PID */
-    bool commit;                  /* END */
-    bool produce_v12;             /* PRODUCE_ADD: Produce v12 or
+    int32_t timeout_ms;          /* INIT_PID */
+    bool commit;                 /* END */
+    bool produce_v12;            /* PRODUCE_ADD: Produce v12 or
                                      TxnOffsetCommit v5 (always adds) */
-    bool has_unknown;             /* ADD_PARTS/ADD_BATCHED: the request also
+    bool has_unknown;            /* ADD_PARTS/ADD_BATCHED: the request also
                                      named partitions that do not exist: the
                                      producer is checked, then the answer is
                                      OPERATION_NOT_ATTEMPTED */
-    const struct cn_txn_tp *tps;  /* the partitions to add (known ones) */
+    const struct cn_txn_tp *tps; /* the partitions to add (known ones) */
     size_t ntps;
 };
 
@@ -239,17 +239,17 @@ struct cn_txn_action {
 struct cn_txn_actions {
     struct cn_txn_action *v;
     size_t n, cap;
-    struct cn_arena arena;  /* what the actions point to */
-    int64_t timer_mono_ms;  /* when the machine next wants a CN_TXE_TICK
+    struct cn_arena arena; /* what the actions point to */
+    int64_t timer_mono_ms; /* when the machine next wants a CN_TXE_TICK
                                (always set after a step); INT64_MAX: never */
-    bool taken;             /* PRODUCE_ADD: taken, an ANSWER follows, now or
+    bool taken;            /* PRODUCE_ADD: taken, an ANSWER follows, now or
                                later; false: go on now, no ANSWER comes */
-    int16_t result;         /* OPERATOR_ABORT: NONE, INVALID_TXN_STATE or
+    int16_t result;        /* OPERATOR_ABORT: NONE, INVALID_TXN_STATE or
                                CONCURRENT_TRANSACTIONS */
-    bool op_taken;          /* OPERATOR_ABORT: the coordinator aborts the
+    bool op_taken;         /* OPERATOR_ABORT: the coordinator aborts the
                                whole transaction itself; false: the caller
                                writes the marker to the partition */
-    size_t resumed;         /* LEADER: decided transactions being finished */
+    size_t resumed;        /* LEADER: decided transactions being finished */
 };
 
 void cn_txn_actions_init(struct cn_txn_actions *a);
@@ -262,7 +262,8 @@ int cn_txn_new(const struct cn_txn_config *cfg, const struct cn_txn_pids *pids,
                struct cn_txn_coord **out);
 void cn_txn_free(struct cn_txn_coord *c);
 /* Takes a changed configuration (dynamic configs); nparts is kept. */
-void cn_txn_set_config(struct cn_txn_coord *c, const struct cn_txn_config *cfg);
+void cn_txn_set_config(struct cn_txn_coord *c,
+                       const struct cn_txn_config *cfg);
 
 /*
  * Replays one record of part's log, in log order, before part's
