@@ -282,7 +282,8 @@ static bool store_append(struct cn_broker *b, struct cn_partition *p,
     sw->b = b;
     sw->p = p;
     sw->token = token;
-    memcpy(sw->group_id, group_id, idlen);
+    if (idlen)
+        memcpy(sw->group_id, group_id, idlen);
     if (cn_istore_write(b->gc->store, p->index, keys, values, n, -1, -1,
                         &sw->iw) == 0)
         return true;
