@@ -27,7 +27,10 @@ def graph(folder, module_of):
         nodes.add(src)
         with open(os.path.join(folder, name), encoding='utf-8') as f:
             text = f.read()
+        own = os.path.basename(os.path.normpath(folder)) + '/'
         for inc in INC.findall(text):
+            if inc.startswith(own):
+                inc = inc[len(own):]  # "node/x.h" inside src/node
             if '/' in inc or not os.path.exists(os.path.join(folder, inc)):
                 continue  # another folder's header
             dst = module_of(inc)

@@ -391,7 +391,6 @@ static void produce_finish(struct cn_broker *b, struct cn_sync_waiter *w)
 struct produce_wait {
     struct cn_req_header h;
     struct cn_produce_request rq;
-    int16_t txn_denied;
 };
 
 /*
@@ -403,6 +402,7 @@ struct produce_wait {
  */
 static bool implicit_adds(struct cn_broker *b, struct cn_req *req,
                           const struct cn_req_header *h,
+                          const struct cn_req_header *hv,
                           const struct cn_produce_request *rq, bool v12)
 {
     struct cn_txn_tp tps[IMPLICIT_ADD_MAX];
@@ -444,6 +444,13 @@ static bool implicit_adds(struct cn_broker *b, struct cn_req *req,
     }
     if (n == 0)
         return false;
+    /* Only a request the coordinator may take keeps its decoded form. */
+    struct produce_wait *pw = cn_arena_alloc(&req->arena, sizeof *pw);
+    if (!pw)
+        return false; /* unadded: the append's verification answers */
+    pw->h = *hv;
+    pw->rq = *rq;
+    req->handler_state = pw;
     struct cn_txn_request tr = {
         .kind = CN_TXN_REQ_PRODUCE_ADD,
         .token = req,
@@ -497,19 +504,9 @@ void cn_h_produce(struct cn_broker *b, struct cn_req *req,
     for (int32_t i = 0; i < rq.topic_data_len && !topic_denied; i++)
         topic_denied = !cn_authz_quiet(b, req, CN_ACL_OP_WRITE,
                                        CN_ACL_RT_TOPIC, rq.topic_data[i].name);
-    if (rq.transactional_id.len > 0 && !txn_denied && !topic_denied) {
-        struct produce_wait *pw = cn_arena_alloc(&req->arena, sizeof *pw);
-        if (!pw) {
-            cn_req_bad(req, h, CN_ENOMEM);
-            return;
-        }
-        pw->h = hv;
-        pw->rq = rq;
-        pw->txn_denied = txn_denied;
-        req->handler_state = pw;
-        if (implicit_adds(b, req, h, &rq, v12))
-            return; /* cn_h_produce_resume goes on */
-    }
+    if (rq.transactional_id.len > 0 && !txn_denied && !topic_denied &&
+        implicit_adds(b, req, h, &hv, &rq, v12))
+        return; /* cn_h_produce_resume goes on */
     produce_run(b, req, &hv, &rq, txn_denied);
 }
 
@@ -519,7 +516,8 @@ void cn_h_produce_resume(struct cn_broker *b, struct cn_req *req, int16_t err)
 {
     struct produce_wait *pw = req->handler_state;
     (void)err;
-    produce_run(b, req, &pw->h, &pw->rq, pw->txn_denied);
+    produce_run(b, req, &pw->h, &pw->rq,
+                KAFKA_NONE); /* adds only when allowed */
 }
 
 static void produce_run(struct cn_broker *b, struct cn_req *req,

@@ -137,14 +137,14 @@ int cn_hanging_check_now(struct cn_broker *b, bool auto_abort)
                 "transactions were looked at",
                 s.n);
     /* Acting only now: an abort changes the open lists scanned above. */
+    const struct cn_txn_coord *c = cn_txn_exec_coord(b);
     for (size_t i = 0; i < s.n; i++) {
         const struct suspect *x = &s.v[i];
         struct cn_partition *p = x->p;
         struct cn_pentry_info info;
-        bool has_partition = false, by_coord = false;
+        bool has_partition, by_coord = false;
         char why[400];
 
-        const struct cn_txn_coord *c = cn_txn_exec_coord(b);
         const struct cn_txn_meta *v = c ? cn_txn_find_pid(c, x->producer_id)
                                         : NULL;
         bool known = v != NULL;

@@ -215,20 +215,19 @@ static void sync_enlist(struct cn_broker *b, struct cn_partition *p)
     }
 }
 
+void cn_sync_flush(struct cn_broker *b, struct cn_partition *p)
+{
+    sync_enlist(b, p);
+    sync_start_round(b);
+}
+
 void cn_sync_appended(struct cn_broker *b, struct cn_partition *p)
 {
     if (!b->cfg->cairn_fsync_group_commit) {
         p->high_watermark = cn_log_end_offset(p->log);
         return;
     }
-    sync_enlist(b, p);
-    sync_start_round(b);
-}
-
-void cn_sync_flush(struct cn_broker *b, struct cn_partition *p)
-{
-    sync_enlist(b, p);
-    sync_start_round(b);
+    cn_sync_flush(b, p);
 }
 
 static void sync_queue_waiter(struct cn_broker *b, struct cn_sync_waiter *w)
@@ -327,10 +326,9 @@ int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
          * policy for data says: the partition gets a round of its own (on
          * a worker, as with group commit; only internal partitions join
          * rounds then), and its high watermark follows that round. */
-        sync_enlist(b, p);
         w->round = b->sync_next_round;
         sync_queue_waiter(b, w);
-        sync_start_round(b);
+        cn_sync_flush(b, p);
         return 0;
     }
     cn_sync_wait(b, w);

@@ -189,30 +189,32 @@ static void enqueue(struct cn_txn_exec *x, const struct cn_txn_event *ev,
 
 /* ---- carrying out actions ---------------------------------------------- */
 
+static void feed_written(struct cn_txn_exec *x, const char *id, uint64_t seq,
+                         int32_t part, int16_t err)
+{
+    struct cn_txn_event ev = {.kind = CN_TXE_WRITTEN};
+    ev.u.written.id = id;
+    ev.u.written.seq = seq;
+    ev.u.written.err = err;
+    exec_feed(x, &ev, part, NULL);
+}
+
 static void write_done(struct cn_broker *b, struct cn_sync_waiter *sw)
 {
     struct exec_write *w = (struct exec_write *)sw;
-    if (b->txn) {
-        struct cn_txn_event ev = {.kind = CN_TXE_WRITTEN};
-        ev.u.written.id = w->id;
-        ev.u.written.seq = w->seq;
-        /* A failed sync took the log directory offline: the record is not
-         * known to be durable. */
-        ev.u.written.err = b->log_dir_offline ? KAFKA_COORDINATOR_NOT_AVAILABLE
-                                              : KAFKA_NONE;
-        exec_feed(b->txn, &ev, w->part, NULL);
-    }
+    /* A failed sync took the log directory offline: the record is not
+     * known to be durable. */
+    if (b->txn)
+        feed_written(b->txn, w->id, w->seq, w->part,
+                     b->log_dir_offline ? KAFKA_COORDINATOR_NOT_AVAILABLE
+                                        : KAFKA_NONE);
     free(w);
 }
 
 static void written_failed(struct cn_txn_exec *x, const char *id, uint64_t seq,
                            int32_t part)
 {
-    struct cn_txn_event ev = {.kind = CN_TXE_WRITTEN};
-    ev.u.written.id = id;
-    ev.u.written.seq = seq;
-    ev.u.written.err = KAFKA_COORDINATOR_NOT_AVAILABLE;
-    exec_feed(x, &ev, part, NULL);
+    feed_written(x, id, seq, part, KAFKA_COORDINATOR_NOT_AVAILABLE);
 }
 
 /* The record, in a batch stamped with the wall clock, appended to its
@@ -257,18 +259,23 @@ static void do_append(struct cn_txn_exec *x, int32_t part, const char *id,
     }
 }
 
+static void feed_marker(struct cn_txn_exec *x, const char *id, uint64_t seq,
+                        size_t i, int16_t err)
+{
+    struct cn_txn_event ev = {.kind = CN_TXE_MARKER_RESULT};
+    ev.u.marker.id = id;
+    ev.u.marker.seq = seq;
+    ev.u.marker.i = i;
+    ev.u.marker.err = err;
+    exec_feed(x, &ev, -1, NULL);
+}
+
 static void marker_result(struct cn_broker *b, void *arg, size_t i,
                           int16_t kerr)
 {
     struct exec_send *s = arg;
-    if (b->txn) {
-        struct cn_txn_event ev = {.kind = CN_TXE_MARKER_RESULT};
-        ev.u.marker.id = s->id;
-        ev.u.marker.seq = s->seq;
-        ev.u.marker.i = s->base + i;
-        ev.u.marker.err = kerr;
-        exec_feed(b->txn, &ev, -1, NULL);
-    }
+    if (b->txn)
+        feed_marker(b->txn, s->id, s->seq, s->base + i, kerr);
     if (--s->pending == 0)
         free(s);
 }
@@ -278,14 +285,8 @@ static void marker_result(struct cn_broker *b, void *arg, size_t i,
 static void markers_fail(struct cn_txn_exec *x, const char *id, uint64_t seq,
                          size_t from, size_t n)
 {
-    for (size_t i = from; i < from + n; i++) {
-        struct cn_txn_event ev = {.kind = CN_TXE_MARKER_RESULT};
-        ev.u.marker.id = id;
-        ev.u.marker.seq = seq;
-        ev.u.marker.i = i;
-        ev.u.marker.err = KAFKA_KAFKA_STORAGE_ERROR;
-        exec_feed(x, &ev, -1, NULL);
-    }
+    for (size_t i = from; i < from + n; i++)
+        feed_marker(x, id, seq, i, KAFKA_KAFKA_STORAGE_ERROR);
 }
 
 static void send_some(struct cn_txn_exec *x, struct cn_marker_send *s,
@@ -554,15 +555,11 @@ static void exec_feed(struct cn_txn_exec *x, const struct cn_txn_event *ev,
 
 /* ---- the seams ----------------------------------------------------------- */
 
-/* Producer ids from the durable reservation; a refill is started when one
- * is due, as for idempotent producers (pids.c), except while a failed
- * write's waiters are being told of it. */
+/* Producer ids from the durable reservation, as idempotent producers take
+ * them (no request: -EAGAIN parks inside the machine instead). */
 static int pids_take(void *ctx, int64_t *pid)
 {
-    struct cn_broker *b = ctx;
-    if (!b->pid_failed_rerun)
-        cn_pids_refill(b);
-    return cn_pidalloc_take(&b->pids, pid);
+    return cn_pids_take(ctx, NULL, NULL, NULL, NULL, pid);
 }
 
 static int16_t verify_local(struct cn_broker *b, struct cn_bytes txn_id,

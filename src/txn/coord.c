@@ -590,12 +590,7 @@ static void run_then(struct txn_ctx *x, struct txn_entry *e, int16_t err)
     struct cn_txn_answer waiter = e->waiter;
     e->has_waiter = false;
     switch (e->then) {
-    case THEN_INIT:
-    case THEN_ADD:
-    case THEN_OFFSETS:
-    case THEN_END_ROTATE:
-    case THEN_PRODUCE_ADD:
-    case THEN_BATCHED:
+    case THEN_ANSWER:
         e->busy = false;
         if (has_waiter)
             cn_tc_answer_to(x, &waiter, err, m->producer_id,

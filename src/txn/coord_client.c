@@ -133,7 +133,7 @@ void cn_tc_init_pid(struct txn_ctx *x, const struct cn_txn_request *rq,
      * or EndTxn v5: TV2). */
     next.client_tv = 0;
     cn_txn_meta_clear_partitions(&next);
-    cn_tc_write(x, e, &next, THEN_INIT, rq, CN_TXN_WRITE_CHANGE);
+    cn_tc_write(x, e, &next, THEN_ANSWER, rq, CN_TXN_WRITE_CHANGE);
 }
 
 /* ---- common checks ------------------------------------------------------ */
@@ -181,7 +181,7 @@ void cn_tc_add_parts(struct txn_ctx *x, const struct cn_txn_request *rq,
     if (!producer_ok(x, rq, late, &e))
         return;
     /* Adds its partitions itself: a TV1 client. */
-    cn_tc_add_write(x, e, rq, 1, THEN_ADD);
+    cn_tc_add_write(x, e, rq, 1);
 }
 
 /* ---- AddOffsetsToTxn ---------------------------------------------------- */
@@ -222,7 +222,7 @@ void cn_tc_add_offsets(struct txn_ctx *x, const struct cn_txn_request *rq,
         next.txn_start_ms = x->now->wall_ms;
     next.state = CN_TXN_ONGOING;
     next.last_update_ms = x->now->wall_ms;
-    cn_tc_write(x, e, &next, THEN_OFFSETS, rq, CN_TXN_WRITE_CHANGE);
+    cn_tc_write(x, e, &next, THEN_ANSWER, rq, CN_TXN_WRITE_CHANGE);
 }
 
 /* ---- EndTxn ------------------------------------------------------------- */
@@ -310,7 +310,7 @@ static void answer_retry(struct txn_ctx *x, struct txn_entry *e,
     next.client_tv = 2; /* tells a repeat of this retry apart (end_tv2) */
     cn_txn_meta_clear_partitions(&next);
     next.last_update_ms = x->now->wall_ms;
-    cn_tc_write(x, e, &next, THEN_END_ROTATE, rq, CN_TXN_WRITE_CHANGE);
+    cn_tc_write(x, e, &next, THEN_ANSWER, rq, CN_TXN_WRITE_CHANGE);
 }
 
 /*

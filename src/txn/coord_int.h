@@ -17,17 +17,14 @@
 
 /* What to do once an entry's record is durable (or failed). */
 enum txn_then {
-    THEN_INIT,        /* answer InitProducerId */
+    THEN_ANSWER,      /* idle again; answer the waiter (InitProducerId, the
+                         adds, AddOffsetsToTxn, a TV2 EndTxn retry's
+                         rotation) with the durable id and epoch */
     THEN_FENCE,       /* InitProducerId over Ongoing: abort markers */
-    THEN_ADD,         /* answer AddPartitionsToTxn v0-3 */
-    THEN_OFFSETS,     /* answer AddOffsetsToTxn */
     THEN_END,         /* answer EndTxn, then the markers */
-    THEN_END_ROTATE,  /* answer a TV2 EndTxn retry with the new id */
     THEN_COORD_ABORT, /* timeout or operator abort: markers */
     THEN_COMPLETE,    /* Complete* is durable: idle again */
     THEN_EXPIRE,      /* Dead is durable: forget the id */
-    THEN_PRODUCE_ADD, /* answer the produce path's add */
-    THEN_BATCHED,     /* answer one transaction of AddPartitionsToTxn v4-5 */
 };
 
 struct txn_entry {
@@ -158,8 +155,7 @@ int cn_tc_build_add(const struct txn_entry *e, const struct cn_txn_tp *tps,
  * (then), or at once when nothing changes or a partition is unknown;
  * client_tv >= 0 is stored. */
 void cn_tc_add_write(struct txn_ctx *x, struct txn_entry *e,
-                     const struct cn_txn_request *rq, int client_tv,
-                     enum txn_then then);
+                     const struct cn_txn_request *rq, int client_tv);
 void cn_tc_add_batched(struct txn_ctx *x, const struct cn_txn_request *rq);
 /* resumed: the request was parked (taken): every outcome answers. */
 void cn_tc_produce_add(struct txn_ctx *x, const struct cn_txn_request *rq,

@@ -20,12 +20,12 @@ int cn_tc_build_add(const struct txn_entry *e, const struct cn_txn_tp *tps,
     *changed = !open;
     if (!rc && !open)
         cn_txn_meta_clear_partitions(next);
-    for (size_t i = 0; i < n && !rc; i++)
-        if (!cn_txn_meta_has_partition(next, tps[i].topic, tps[i].partition)) {
-            *changed = true;
-            rc = cn_txn_meta_add_partition(next, tps[i].topic,
-                                           tps[i].partition);
-        }
+    /* A second add of a partition is a no-op that leaves the count. */
+    for (size_t i = 0; i < n && !rc; i++) {
+        size_t before = next->npartitions;
+        rc = cn_txn_meta_add_partition(next, tps[i].topic, tps[i].partition);
+        *changed |= next->npartitions != before;
+    }
     if (rc) {
         cn_txn_meta_fini(next);
         return rc;
@@ -38,8 +38,7 @@ int cn_tc_build_add(const struct txn_entry *e, const struct cn_txn_tp *tps,
 }
 
 void cn_tc_add_write(struct txn_ctx *x, struct txn_entry *e,
-                     const struct cn_txn_request *rq, int client_tv,
-                     enum txn_then then)
+                     const struct cn_txn_request *rq, int client_tv)
 {
     if (rq->has_unknown) {
         /* Nothing is added when any partition is bad. */
@@ -60,7 +59,7 @@ void cn_tc_add_write(struct txn_ctx *x, struct txn_entry *e,
     }
     if (client_tv >= 0)
         next.client_tv = (int8_t)client_tv;
-    cn_tc_write(x, e, &next, then, rq, CN_TXN_WRITE_CHANGE);
+    cn_tc_write(x, e, &next, THEN_ANSWER, rq, CN_TXN_WRITE_CHANGE);
 }
 
 /* ---- AddPartitionsToTxn v4-5: batched, from a partition leader --------- */
@@ -102,7 +101,7 @@ void cn_tc_add_batched(struct txn_ctx *x, const struct cn_txn_request *rq)
     }
     /* v5 is what a broker sends for a TV2 client's produce. */
     cn_tc_add_write(x, (struct txn_entry *)ce, rq,
-                    rq->api_version >= 5 ? 2 : -1, THEN_BATCHED);
+                    rq->api_version >= 5 ? 2 : -1);
 }
 
 /* ---- TV2: the partition leader adds the partition (produce path) ------ */
@@ -173,7 +172,7 @@ void cn_tc_produce_add(struct txn_ctx *x, const struct cn_txn_request *rq,
     }
     next.client_tv = 2;
     x->acts->taken = true;
-    cn_tc_write(x, e, &next, THEN_PRODUCE_ADD, rq, CN_TXN_WRITE_CHANGE);
+    cn_tc_write(x, e, &next, THEN_ANSWER, rq, CN_TXN_WRITE_CHANGE);
 }
 
 /* ---- partition leaders asking (KIP-890 part 1) -------------------------- */
