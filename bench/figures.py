@@ -127,7 +127,15 @@ class Ctx:
         self.progress = progress
 
     def have(self, names):
-        return [self.peers[n] for n in names if n in self.peers]
+        # cairn-base (--base-cairn: the same broker built from another
+        # commit) runs wherever Cairn does, interleaved with it.
+        out = []
+        for n in names:
+            if n in self.peers:
+                out.append(self.peers[n])
+            if n == "cairn" and "cairn-base" in self.peers:
+                out.append(self.peers["cairn-base"])
+        return out
 
 
 def all_topics():
@@ -253,9 +261,11 @@ def run_idem_txn(ctx):
     for p in peers:
         for w in ("txn_10ms", "txn_100ms", "txn_1000rec"):
             pairs.append(("%s/%s" % (p.name, w), "%s/idempotent" % p.name))
-    if len(peers) > 1:
-        for w, _, _, _ in IDEM_TXN[1:]:
-            pairs.append(("cairn/%s" % w, "kafka/%s" % w))
+    names = [p.name for p in peers]
+    for other in ("kafka", "cairn-base"):
+        if other in names:
+            for w, _, _, _ in IDEM_TXN[1:]:
+                pairs.append(("cairn/%s" % w, "%s/%s" % (other, w)))
     method.summarise(fig, ["mb_per_s", "latency_ms_p99", "cpu_s_per_gb",
                            "commit_ms_p99", "achieved_interval_ms"], pairs)
     return [fig]
@@ -346,10 +356,9 @@ def run_commit(ctx):
              r.get("p50_ms", 0), r.get("p99_ms", 0))},
         arms, ctx.o["reps"], ctx.progress)
     _drop_topics(topics)
-    pairs = []
-    if len(peers) > 1:
-        pairs = [("cairn/%dp" % k, "kafka/%dp" % k)
-                 for k in (1, COMMIT_PARTITIONS)]
+    pairs = [("cairn/%dp" % k, "%s/%dp" % (p.name, k))
+             for p in peers if p.name != "cairn"
+             for k in (1, COMMIT_PARTITIONS)]
     method.summarise(fig, ["p50_ms", "p99_ms"], pairs)
     return [fig]
 
@@ -472,6 +481,7 @@ def run_steady(ctx, disk_dir):
 # ---- the report ---------------------------------------------------------
 
 PEER_LABELS = {"cairn": "Cairn", "cairn-nofsync": "Cairn without fsync",
+               "cairn-base": "Cairn at --base-cairn",
                "kafka": "Kafka (defaults, no fsync)",
                "kafka-flush1": "Kafka flush.messages=1",
                "mock": "librdkafka mock"}

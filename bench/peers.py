@@ -157,10 +157,11 @@ class Peer:
 
 
 class CairnPeer(Peer):
-    def __init__(self, workdir, cairn, fsync=True, sets=()):
-        self.name = "cairn" if fsync else "cairn-nofsync"
-        self.label = ("Cairn" if fsync else
-                      "Cairn, cairn.fsync.group.commit=false")
+    def __init__(self, workdir, cairn, fsync=True, sets=(), name=None,
+                 label=None):
+        self.name = name or ("cairn" if fsync else "cairn-nofsync")
+        self.label = label or ("Cairn" if fsync else
+                               "Cairn, cairn.fsync.group.commit=false")
         super().__init__(workdir)
         self.cairn = cairn
         self.fsync = fsync

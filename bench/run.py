@@ -7,7 +7,7 @@ every raw sample in bench/out/report.json and a chart beside it (.png).
   /usr/bin/python3 bench/run.py [--build-dir build] [--cairn build/cairn]
           [--dir DIR] [--scale F|small] [--reps N] [--seconds S]
           [--warmup W] [--steady-seconds S] [--peers P,...]
-          [--only PART,...] [--report FILE]
+          [--only PART,...] [--report FILE] [--base-cairn BIN]
 
 Method (bench/method.py): every compared figure is a set of arms, a peer
 running a workload; each arm runs --reps times (default 5) for --seconds
@@ -26,6 +26,9 @@ Peers (bench/peers.py, all running at once; --peers picks some):
   kafka-flush1   the same broker, topics with flush.messages=1 (fsync per
                  append: Cairn's durability)
   mock           librdkafka's mock cluster (in memory, ~5 MB/partition)
+  cairn-base     with --base-cairn BIN only: Cairn built from another
+                 commit, beside cairn in every figure Cairn runs in, so a
+                 change's before and after are interleaved in one run
 Before the first figure each Kafka peer gets one unmeasured 5 s run (the
 JIT compiles Kafka's hot paths; its first seconds run far slower).
 
@@ -506,6 +509,10 @@ def start_peers(names, args, build, tmp):
             if name in ("cairn", "cairn-nofsync"):
                 p = pe.CairnPeer(tmp, args.cairn, fsync=name == "cairn")
                 p.start()
+            elif name == "cairn-base":
+                p = pe.CairnPeer(tmp, args.base_cairn, name=name,
+                                 label="Cairn at %s" % args.base_cairn)
+                p.start()
             elif name == "mock":
                 p = pe.MockPeer(tmp, build)
                 p.start(figures.all_topics())
@@ -554,6 +561,10 @@ def main():
     ap.add_argument("--peers", default=",".join(ALL_PEERS),
                     help="compared peers, comma-separated (default all: "
                     "%s)" % ",".join(ALL_PEERS))
+    ap.add_argument("--base-cairn", default=None,
+                    help="a Cairn binary built from another commit: runs "
+                    "as peer cairn-base beside cairn in every Cairn figure "
+                    "(before/after a change, interleaved)")
     ap.add_argument("--only", default=None,
                     help="comma-separated parts: %s (client = produce,"
                     "idem_txn,consume; txn = idem_txn,commit; rc = rc_tput,"
@@ -578,6 +589,11 @@ def main():
         if n not in ALL_PEERS:
             sys.exit("--peers: unknown peer %r (%s)" % (n,
                                                         ", ".join(ALL_PEERS)))
+    if args.base_cairn:
+        if not os.access(args.base_cairn, os.X_OK):
+            sys.exit("--base-cairn: %s is not an executable" %
+                     args.base_cairn)
+        names.append("cairn-base")
     parts = set(PARTS) - OPT_IN
     if args.only:
         parts = set()
