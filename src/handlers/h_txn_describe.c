@@ -44,7 +44,7 @@ static void fill_coordinator(struct cn_broker *b, struct cn_req *req,
     }
     bool ready = key_type == KEY_TYPE_GROUP
                      ? cn_group_coord_partition(b, cn_bytes_str("")) != NULL
-                     : cn_txn_exec_log_topic(b, true) != NULL;
+                     : cn_txn_exec_log_ready(b);
     if (!ready) {
         *err = KAFKA_COORDINATOR_NOT_AVAILABLE;
         return;

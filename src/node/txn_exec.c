@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/failpoint.h"
 #include "base/say.h"
+#include "node/istore.h"
 #include "node/markers.h"
 #include "proto/batch.h"
 #include "proto/kerr.h"
@@ -48,8 +49,9 @@ struct cn_txn_exec {
     int64_t timer_at;  /* monotonic ms it is armed for; INT64_MAX none */
     bool draining;     /* a step's actions are being carried out */
     struct exec_q *head, **tail;
-    int32_t nparts;       /* partitions of __transaction_state */
-    size_t *part_writing; /* records appended, their WRITTEN not stepped */
+    struct cn_istore *store; /* __transaction_state */
+    int32_t nparts;          /* its partitions */
+    bool *compact_due;       /* per partition: a durable WRITTEN stepped */
     const struct cn_marker_channel *markers;
     const struct cn_txn_verifier *verifier;
 };
@@ -65,7 +67,8 @@ struct step_out {
 
 /* A record being made durable. */
 struct exec_write {
-    struct cn_sync_waiter waiter; /* first: the sync module's handle */
+    struct cn_istore_wait iw; /* first: the store's handle */
+    struct cn_broker *b;
     int32_t part;
     uint64_t seq;
     char id[];
@@ -82,7 +85,7 @@ struct exec_send {
 static void exec_feed(struct cn_txn_exec *x, const struct cn_txn_event *ev,
                       int32_t part, struct step_out *out);
 
-/* ---- configuration and the log topic ----------------------------------- */
+/* ---- configuration ------------------------------------------------------ */
 
 static void config_of(const struct cn_broker *b, int32_t nparts,
                       struct cn_txn_config *out)
@@ -100,21 +103,6 @@ static void config_of(const struct cn_broker *b, int32_t nparts,
         cfg->transaction_remove_expired_transaction_cleanup_interval_ms;
     out->park_max_ms = PARK_MAX_MS;
     out->marker_retry_ms = MARKER_RETRY_MS;
-}
-
-struct cn_topic *cn_txn_exec_log_topic(struct cn_broker *b, bool create)
-{
-    return cn_topic_internal(b, CN_TXN_TOPIC,
-                             b->cfg->transaction_state_log_num_partitions,
-                             create);
-}
-
-static struct cn_partition *log_partition(struct cn_broker *b, int32_t part,
-                                          bool create)
-{
-    struct cn_topic *t = cn_txn_exec_log_topic(b, create);
-    return t && part >= 0 && part < t->partition_count ? t->partitions[part]
-                                                       : NULL;
 }
 
 /* ---- the queue --------------------------------------------------------- */
@@ -199,15 +187,14 @@ static void feed_written(struct cn_txn_exec *x, const char *id, uint64_t seq,
     exec_feed(x, &ev, part, NULL);
 }
 
-static void write_done(struct cn_broker *b, struct cn_sync_waiter *sw)
+static void write_done(struct cn_istore_wait *iw, int err)
 {
-    struct exec_write *w = (struct exec_write *)sw;
+    struct exec_write *w = (struct exec_write *)iw;
     /* A failed sync took the log directory offline: the record is not
      * known to be durable. */
-    if (b->txn)
-        feed_written(b->txn, w->id, w->seq, w->part,
-                     b->log_dir_offline ? KAFKA_COORDINATOR_NOT_AVAILABLE
-                                        : KAFKA_NONE);
+    if (w->b->txn)
+        feed_written(w->b->txn, w->id, w->seq, w->part,
+                     err ? KAFKA_COORDINATOR_NOT_AVAILABLE : KAFKA_NONE);
     free(w);
 }
 
@@ -217,43 +204,29 @@ static void written_failed(struct cn_txn_exec *x, const char *id, uint64_t seq,
     feed_written(x, id, seq, part, KAFKA_COORDINATOR_NOT_AVAILABLE);
 }
 
-/* The record, in a batch stamped with the wall clock, appended to its
- * partition and synced whatever the flush policy for data says. */
+/* The record appended to its partition and synced whatever the flush
+ * policy for data says. */
 static void do_append(struct cn_txn_exec *x, int32_t part, const char *id,
                       uint64_t seq, struct cn_bytes key, struct cn_bytes value)
 {
-    struct cn_broker *b = x->b;
-    if (part >= 0 && part < x->nparts)
-        x->part_writing[part]++;
     /* Shutting down: nothing more is written; a decided transaction is
      * finished by the next start's recovery. */
-    struct cn_partition *p = b->stopping ? NULL : log_partition(b, part, true);
     size_t idlen = strlen(id);
-    struct exec_write *w = p ? calloc(1, sizeof *w + idlen + 1) : NULL;
+    struct exec_write *w = x->b->stopping
+                               ? NULL
+                               : calloc(1, sizeof *w + idlen + 1);
     if (!w) {
         written_failed(x, id, seq, part);
         return;
     }
+    w->iw.done = write_done;
+    w->b = x->b;
     w->part = part;
     w->seq = seq;
     memcpy(w->id, id, idlen + 1);
-    w->waiter.finish = write_done;
-    struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
-    struct cn_batch_builder bb;
-    struct cn_wr batch;
-    cn_wr_init(&batch, 256);
-    cn_batch_builder_init(&bb, &bp);
-    cn_batch_builder_add(&bb, cn_clock_wall_ms(), key, value, NULL, 0);
-    int rc = cn_batch_builder_finish(&bb, &batch);
-    cn_batch_builder_fini(&bb);
     /* write_done may run before this returns (group commit off): it
      * queues its event. */
-    if (!rc)
-        rc = cn_sync_append_internal(b, p, batch.buf, batch.len, &w->waiter);
-    cn_wr_fini(&batch);
-    if (rc) {
-        CN_ERROR("cannot append to %s for transactional id %s: %s",
-                 CN_TXN_TOPIC, id, cn_strerror(rc));
+    if (cn_istore_write(x->store, part, &key, &value, 1, -1, -1, &w->iw)) {
         free(w);
         written_failed(x, id, seq, part);
     }
@@ -411,10 +384,20 @@ static void on_timer_closed(uv_handle_t *h)
 
 /* ---- compaction by checkpoint ------------------------------------------- */
 
+/* The store's policy: more records than one per live id plus the slack. */
+static bool want_compact(void *ctx, int32_t part, int64_t start, int64_t end)
+{
+    struct cn_txn_exec *x = ctx;
+    size_t ids = cn_txn_count(x->coord, part);
+    return end - start >=
+           (int64_t)ids + x->b->cfg->cairn_internal_compact_slack_records;
+}
+
 struct checkpoint {
-    struct cn_batch_builder bb;
+    struct cn_batch_builder *bb;
     struct cn_wr key, value;
     int64_t now_ms;
+    size_t live;
 };
 
 static int checkpoint_one(void *arg, const struct cn_txn_meta *m)
@@ -424,66 +407,58 @@ static int checkpoint_one(void *arg, const struct cn_txn_meta *m)
     cn_wr_reset(&ck->key);
     cn_wr_reset(&ck->value);
     int rc = cn_txn_log_encode(m, &ck->key, &ck->value, &tombstone);
-    if (!rc && !tombstone)
-        cn_batch_builder_add(&ck->bb, ck->now_ms,
+    if (!rc && !tombstone) {
+        cn_batch_builder_add(ck->bb, ck->now_ms,
                              cn_bytes_of(ck->key.buf, (int32_t)ck->key.len),
                              cn_bytes_of(ck->value.buf,
                                          (int32_t)ck->value.len),
                              NULL, 0);
+        ck->live++;
+    }
     return rc;
 }
 
-/*
- * The machine holds the newest state of every id, so the partition is
- * compacted by appending one record per live id, syncing, and moving the
- * log start offset to the first of them; older segments are then
- * deleted.  A crash before the start offset moves replays the old
- * records and then the checkpoint, which ends in the same state.  Only
- * done while no record of the partition is between append and applied,
- * since the checkpoint must come after every record it replaces.
- */
-static void maybe_compact(struct cn_txn_exec *x, int32_t part)
+static bool written_queued(const struct cn_txn_exec *x, int32_t part)
 {
-    struct cn_broker *b = x->b;
-    if (b->stopping || part < 0 || part >= x->nparts ||
-        x->part_writing[part] > 0)
-        return;
-    struct cn_partition *p = log_partition(b, part, false);
-    if (!p)
-        return;
-    int64_t span = cn_log_end_offset(p->log) - cn_log_start_offset(p->log);
-    size_t ids = cn_txn_count(x->coord, part);
-    if (span < (int64_t)ids + b->cfg->cairn_internal_compact_slack_records)
-        return;
-    struct checkpoint ck;
-    struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
-    struct cn_wr batch;
-    cn_batch_builder_init(&ck.bb, &bp);
+    for (const struct exec_q *q = x->head; q; q = q->next)
+        if (q->ev.kind == CN_TXE_WRITTEN && q->part == part)
+            return true;
+    return false;
+}
+
+/*
+ * The machine holds the newest state of every id, so the checkpoint is
+ * one record per live id.  Not while a durable WRITTEN of the partition
+ * waits in the queue: its record is in the log but not yet in the
+ * machine, and the checkpoint would replace it with older state.
+ */
+static int checkpoint(void *ctx, int32_t part, struct cn_batch_builder *bb,
+                      int64_t now_ms, size_t *live)
+{
+    struct cn_txn_exec *x = ctx;
+    if (written_queued(x, part))
+        return CN_EEXIST;
+    struct checkpoint ck = {.bb = bb, .now_ms = now_ms};
     cn_wr_init(&ck.key, 64);
     cn_wr_init(&ck.value, 128);
-    cn_wr_init(&batch, 4096);
-    ck.now_ms = cn_clock_wall_ms();
     int rc = cn_txn_foreach(x->coord, part, checkpoint_one, &ck);
-    int64_t first = cn_log_end_offset(p->log);
-    if (!rc && ck.bb.count > 0) {
-        rc = cn_batch_builder_finish(&ck.bb, &batch);
-        if (!rc)
-            rc = cn_sync_checkpoint(b, p, batch.buf, batch.len);
-    } else if (!rc) {
-        rc = cn_log_delete_records(p->log, first);
-        if (!rc)
-            cn_partition_after_retention(p);
-    }
-    if (!rc)
-        CN_INFO("%s-%d compacted: %zu ids kept, log starts at %lld",
-                CN_TXN_TOPIC, part, ids, (long long)first);
-    else
-        CN_WARN("compacting %s-%d failed: %s", CN_TXN_TOPIC, part,
-                cn_strerror(rc));
-    cn_batch_builder_fini(&ck.bb);
     cn_wr_fini(&ck.key);
     cn_wr_fini(&ck.value);
-    cn_wr_fini(&batch);
+    *live = ck.live;
+    return rc;
+}
+
+/* One partition a durable WRITTEN was stepped for since the last call is
+ * offered to the store for compaction; false when there was none. */
+static bool compact_next(struct cn_txn_exec *x)
+{
+    for (int32_t i = 0; i < x->nparts; i++)
+        if (x->compact_due[i]) {
+            x->compact_due[i] = false;
+            cn_istore_maybe_compact(x->store, i);
+            return true;
+        }
+    return false;
 }
 
 /* ---- the feed ------------------------------------------------------------ */
@@ -498,9 +473,6 @@ static void step_one(struct cn_txn_exec *x, const struct cn_txn_event *in,
     struct cn_txn_config cfg;
     config_of(x->b, x->nparts, &cfg);
     cn_txn_set_config(x->coord, &cfg);
-    bool written = ev.kind == CN_TXE_WRITTEN;
-    if (written && part >= 0 && part < x->nparts && x->part_writing[part])
-        x->part_writing[part]--;
     int rc = cn_txn_step(x->coord, &ev, &x->acts);
     /* Out of memory part way: the machine's state matches the actions it
      * recorded, so they are carried out all the same. */
@@ -518,11 +490,9 @@ static void step_one(struct cn_txn_exec *x, const struct cn_txn_event *in,
         out->op_taken = x->acts.op_taken;
         out->resumed = x->acts.resumed;
     }
-    /* Before the step's own appends (a request that waited for the id
-     * writes now): the checkpoint holds the durable state, and what they
-     * write comes after it. */
-    if (written && ev.u.written.err == KAFKA_NONE)
-        maybe_compact(x, part);
+    if (ev.kind == CN_TXE_WRITTEN && ev.u.written.err == KAFKA_NONE &&
+        part >= 0 && part < x->nparts)
+        x->compact_due[part] = true;
     int64_t at = x->acts.timer_mono_ms;
     do_actions(x);
     cn_txn_actions_reset(&x->acts);
@@ -541,15 +511,19 @@ static void exec_feed(struct cn_txn_exec *x, const struct cn_txn_event *ev,
     }
     x->draining = true;
     step_one(x, ev, part, out);
-    while (x->head) {
-        struct exec_q *q = x->head;
-        x->head = q->next;
-        if (!x->head)
-            x->tail = &x->head;
-        step_one(x, &q->ev, q->part, NULL);
-        cn_arena_fini(&q->arena);
-        free(q);
-    }
+    /* Compaction only with the queue empty: a durable WRITTEN still in it
+     * is not in the machine yet, so a checkpoint would lose it. */
+    do {
+        while (x->head) {
+            struct exec_q *q = x->head;
+            x->head = q->next;
+            if (!x->head)
+                x->tail = &x->head;
+            step_one(x, &q->ev, q->part, NULL);
+            cn_arena_fini(&q->arena);
+            free(q);
+        }
+    } while (compact_next(x));
     x->draining = false;
 }
 
@@ -568,9 +542,6 @@ static int16_t verify_local(struct cn_broker *b, struct cn_bytes txn_id,
 {
     if (!b->cfg->transaction_partition_verification_enable)
         return KAFKA_NONE;
-    const struct cn_txn_coord *c = cn_txn_exec_coord(b);
-    if (!c)
-        return KAFKA_INVALID_TXN_STATE;
     char id[1024];
     const char *idp = NULL;
     if (!cn_bytes_is_null(txn_id) && txn_id.len > 0) {
@@ -578,6 +549,12 @@ static int16_t verify_local(struct cn_broker *b, struct cn_bytes txn_id,
             return KAFKA_INVALID_PRODUCER_ID_MAPPING;
         idp = id;
     }
+    /* No coordinator yet: no id is known, which Kafka's coordinator
+     * answers as it does for any unknown id (cn_txn_verify). */
+    const struct cn_txn_coord *c = cn_txn_exec_coord(b);
+    if (!c)
+        return idp ? KAFKA_INVALID_PRODUCER_ID_MAPPING
+                   : KAFKA_INVALID_TXN_STATE;
     return cn_txn_verify(c, idp, producer_id, producer_epoch, topic,
                          partition);
 }
@@ -663,37 +640,18 @@ const struct cn_txn_coord *cn_txn_exec_coord(const struct cn_broker *b)
 
 /* ---- start, replay, stop ------------------------------------------------- */
 
-struct load_ctx {
-    struct cn_txn_coord *coord;
-    int32_t part;
-    struct cn_wr scratch; /* decompressed records */
-    int64_t from;         /* records below are not the log's any more */
-};
-
-static int load_batch(void *arg, const uint8_t *batch, size_t len,
-                      const struct cn_batch_hdr *hdr)
+static int load_record(void *ctx, int32_t part, struct cn_bytes key,
+                       struct cn_bytes value, int64_t producer_id, bool txn)
 {
-    struct load_ctx *lc = arg;
-    struct cn_record_iter it;
-    struct cn_batch_hdr h;
-    (void)hdr;
-    if (cn_batch_records(batch, len, 0, &lc->scratch, &h, &it) != 0)
-        return 0; /* a batch that does not decode holds nothing we wrote */
-    struct cn_record rec;
-    int rc = 0;
-    while (!rc && cn_record_iter_next(&it, &rec) == 1)
-        if (rec.offset >= lc->from)
-            rc = cn_txn_load_record(lc->coord, lc->part, rec.key, rec.value);
-    return rc;
+    struct cn_txn_exec *x = ctx;
+    (void)producer_id;
+    (void)txn;
+    return cn_txn_load_record(x->coord, part, key, value);
 }
 
-static int load_partition(struct cn_txn_coord *coord, struct cn_partition *p)
+bool cn_txn_exec_log_ready(struct cn_broker *b)
 {
-    struct load_ctx lc = {coord, p->index, {0}, cn_log_start_offset(p->log)};
-    cn_wr_init(&lc.scratch, 0);
-    int rc = cn_partition_scan(p, lc.from, load_batch, &lc);
-    cn_wr_fini(&lc.scratch);
-    return rc;
+    return b->txn && cn_istore_partition(b->txn->store, 0, true) != NULL;
 }
 
 int cn_txn_exec_start(struct cn_broker *b)
@@ -707,31 +665,48 @@ int cn_txn_exec_start(struct cn_broker *b)
     x->markers = &cn_marker_channel_local;
     x->verifier = &cn_txn_verifier_local;
     cn_txn_actions_init(&x->acts);
-    struct cn_topic *t = cn_txn_exec_log_topic(b, false);
-    /* An existing log keeps the partition count it was made with. */
-    x->nparts = t ? t->partition_count
-                  : b->cfg->transaction_state_log_num_partitions;
-    x->part_writing = calloc((size_t)(x->nparts > 0 ? x->nparts : 1),
-                             sizeof *x->part_writing);
+    /* The topic is made at the first write. */
+    static const struct cn_istore_ops store_ops = {
+        .record = load_record,
+        .want_compact = want_compact,
+        .checkpoint = checkpoint,
+    };
+    int rc = cn_istore_open(b, CN_TXN_TOPIC,
+                            b->cfg->transaction_state_log_num_partitions,
+                            &store_ops, x, false, &x->store);
+    if (!rc) {
+        x->nparts = cn_istore_nparts(x->store);
+        x->compact_due = calloc((size_t)(x->nparts > 0 ? x->nparts : 1),
+                                sizeof *x->compact_due);
+        if (!x->compact_due)
+            rc = CN_ENOMEM;
+    }
     struct cn_txn_config cfg;
     config_of(b, x->nparts, &cfg);
     static const struct cn_txn_pids pids0 = {pids_take, NULL};
     struct cn_txn_pids pids = pids0;
     pids.ctx = b;
-    int rc = x->part_writing ? cn_txn_new(&cfg, &pids, &x->coord) : CN_ENOMEM;
+    if (!rc)
+        rc = cn_txn_new(&cfg, &pids, &x->coord);
     if (rc) {
         cn_txn_actions_fini(&x->acts);
-        free(x->part_writing);
+        cn_istore_free(x->store);
+        free(x->compact_due);
         free(x);
         return rc;
     }
     b->txn = x;
+    bool existed = cn_istore_partition(x->store, 0, false) != NULL;
     int64_t t0 = cn_clock_mono_ms();
-    for (int32_t i = 0; t && i < t->partition_count; i++) {
-        rc = load_partition(x->coord, t->partitions[i]);
+    struct cn_istore_counts n = {0, 0};
+    for (int32_t i = 0; i < x->nparts; i++) {
+        rc = cn_istore_replay(x->store, i, &n);
         if (rc)
             return rc;
     }
+    if (n.bad)
+        CN_WARN("%s: %zu records could not be read and were skipped",
+                CN_TXN_TOPIC, n.bad);
     x->timer = calloc(1, sizeof *x->timer);
     if (!x->timer)
         return CN_ENOMEM;
@@ -748,7 +723,7 @@ int cn_txn_exec_start(struct cn_broker *b)
         exec_feed(x, &ev, -1, &out);
         resumed += out.resumed;
     }
-    if (t)
+    if (existed)
         CN_INFO("loaded %zu transactional ids from %s in %lld ms; %zu "
                 "decided transactions being completed",
                 cn_txn_count(x->coord, -1), CN_TXN_TOPIC,
@@ -787,7 +762,8 @@ void cn_txn_exec_free(struct cn_broker *b)
     }
     cn_txn_free(x->coord);
     cn_txn_actions_fini(&x->acts);
-    free(x->part_writing);
+    cn_istore_free(x->store);
+    free(x->compact_due);
     free(x);
     b->txn = NULL;
 }

@@ -3,8 +3,9 @@
  * (txn/coord.h) wired to the broker.
  *
  * The machine decides; this carries out what it asks.  It owns the
- * machine, its one timer, the __transaction_state log (records appended
- * and synced, replayed at start, compacted by checkpoint), the marker
+ * machine, its one timer, the __transaction_state log (on the internal-
+ * topic store, istore.h: records written durably, replayed at start,
+ * compacted by checkpoint once no event waits in the queue), the marker
  * channel (markers.h) and the producer-id seam, and feeds every outcome
  * back as an event.  Events that arise while actions are being carried
  * out (a sync that finishes at once, a marker result before send
@@ -61,9 +62,9 @@ int16_t cn_txn_exec_operator_abort(struct cn_broker *b, int64_t producer_id,
 const struct cn_txn_coord *cn_txn_exec_coord(const struct cn_broker *b);
 /* pids.c: a producer-id reservation finished (durable or failed). */
 void cn_txn_exec_pids_ready(struct cn_broker *b);
-/* __transaction_state, created first when create is set; NULL if absent
- * or it cannot be created. */
-struct cn_topic *cn_txn_exec_log_topic(struct cn_broker *b, bool create);
+/* FindCoordinator's readiness: __transaction_state exists (made now if
+ * missing). */
+bool cn_txn_exec_log_ready(struct cn_broker *b);
 
 /*
  * What a partition leader asks the coordinator before a transactional

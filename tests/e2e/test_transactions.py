@@ -774,3 +774,53 @@ def test_transaction_log_compacted_and_reloaded(broker_factory):
     assert res == 0
     assert retry(lambda: cli.end_txn(tid, pid, epoch, True)) == 0
     cli.close()
+
+
+def test_compacted_log_keeps_ongoing_transactions(broker_factory):
+    """A checkpoint of __transaction_state carries open transactions: ids
+    whose transaction is ongoing (partition added, data written) when
+    another id's churn compacts the partition are still ongoing after a
+    kill -9 and a restart, and their commits go through."""
+    broker = broker_factory(**{"cairn.internal.compact.slack.records": 5,
+                               "transaction.state.log.num.partitions": 1})
+    broker.create_topic("cmpo", 1)
+    broker.create_topic("cmpc", 1)
+    cli = client(broker)
+    open_ids = []
+    for i in range(2):
+        tid = "ongoing-%d" % i
+        err, pid, epoch = init_pid(cli, tid)
+        assert err == 0, err
+        res = retry(lambda: cli.add_partitions(tid, pid, epoch,
+                                               {"cmpo": [0]})[("cmpo", 0)])
+        assert res == 0, res
+        batch = kw.record_batch([b"open-%d" % i], pid, epoch, 0,
+                                transactional=True)
+        err, _ = cli.produce("cmpo", 0, batch, transactional_id=tid)
+        assert err == 0, err
+        open_ids.append((tid, pid, epoch))
+    # Three records a transaction: the ongoing ids' own records fall
+    # below the log start, only the checkpoint holds their state.
+    before = cli.list_offset("__transaction_state", 0, kw.LATEST_TIMESTAMP)
+    tid = "churn"
+    err, pid, epoch = init_pid(cli, tid)
+    assert err == 0, err
+    for _ in range(5):
+        res = retry(lambda: cli.add_partitions(tid, pid, epoch,
+                                               {"cmpc": [0]})[("cmpc", 0)])
+        assert res == 0, res
+        assert retry(lambda: cli.end_txn(tid, pid, epoch, True)) == 0
+    start = cli.list_offset("__transaction_state", 0, kw.EARLIEST_TIMESTAMP)
+    assert start >= before, "__transaction_state-0 not compacted past %d " \
+        "(log start %d)" % (before, start)
+    cli.close()
+    broker.kill9()
+    broker.unexpected_exit = None
+    broker.start()
+    cli = client(broker)
+    for tid, pid, epoch in open_ids:
+        assert retry(lambda: cli.end_txn(tid, pid, epoch, True)) == 0, tid
+    logs = wait_markers(cli, [("cmpo", 0)], COMMIT, count=len(open_ids))
+    pids = {m["producer_id"] for m in markers(logs[("cmpo", 0)], COMMIT)}
+    assert pids == {pid for _, pid, _ in open_ids}, describe(logs[("cmpo", 0)])
+    cli.close()
