@@ -2,12 +2,15 @@
  * directory, with the real group commit on a libuv loop and a fake owner:
  * writes made durable then reported, replay in log order (records,
  * transactional records and markers), the partition count of an existing
- * topic, and compaction by checkpoint with each of its gates. */
+ * topic, and compaction by checkpoint with each of its gates: its sync
+ * runs in a round on a worker, and the old records go only once that
+ * round made the checkpoint durable. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/config.h"
+#include "base/failpoint.h"
 #include "base/err.h"
 #include "node/broker_int.h"
 #include "node/group_coord.h"
@@ -208,6 +211,13 @@ static struct cn_partition *part_of(struct fixture *x, int32_t part)
     return cn_istore_partition(x->s, part, false);
 }
 
+/* Runs the loop until no sync round is in flight. */
+static void settle(struct fixture *x)
+{
+    while (x->b.sync_running && uv_run(&x->loop, UV_RUN_ONCE))
+        ;
+}
+
 /* ---- tests ------------------------------------------------------------ */
 
 UNIT_TEST(test_write_then_replay_in_order)
@@ -319,6 +329,7 @@ UNIT_TEST(test_compact_by_checkpoint)
     x.o.live = 2;
     cn_istore_maybe_compact(x.s, 0);
     CHECK_EQ(x.o.checkpoints, 1);
+    settle(&x);
     CHECK_EQ(cn_log_start_offset(p->log), 6);
     CHECK_EQ(cn_log_end_offset(p->log), 8);
     CHECK_EQ(cn_log_synced_offset(p->log), 8);
@@ -382,10 +393,10 @@ UNIT_TEST(test_compact_gates)
     CHECK_EQ(cn_marker_write_local(&x.b, p, CN_PART_COORDINATOR, 9, 0, false,
                                    0, NULL, NULL),
              KAFKA_NONE);
-    while (x.b.sync_running && uv_run(&x.loop, UV_RUN_ONCE))
-        ;
+    settle(&x);
     cn_istore_maybe_compact(x.s, 0);
     CHECK_EQ(x.o.checkpoints, 2);
+    settle(&x);
     CHECK_EQ(cn_log_start_offset(p->log), 10);
     /* Stopping: no compaction. */
     x.b.stopping = true;
@@ -435,7 +446,134 @@ UNIT_TEST(test_compact_gate_in_same_round)
     /* Once the second is applied too, it may. */
     cn_istore_maybe_compact(x.s, 0);
     CHECK_EQ(x.o.checkpoints, 1);
+    settle(&x);
     CHECK_EQ(cn_log_start_offset(part_of(&x, 0)->log), 8);
+    fx_end(&x);
+}
+
+UNIT_TEST(test_compact_ends_with_its_round)
+{
+    /* The checkpoint is appended at once, synced in a round on a worker,
+     * and the old records go only when that round ends; a write appended
+     * meanwhile comes after the checkpoint and stays, also in a replay.
+     * With group commit off too (only internal partitions join rounds). */
+    for (int group = 0; group < 2; group++) {
+        struct fixture x;
+        x.dir = unit_tmpdir("istore");
+        fill(&x, group);
+        struct cn_partition *p = part_of(&x, 0);
+        x.o.want = true;
+        x.o.live = 2;
+        cn_istore_maybe_compact(x.s, 0);
+        CHECK_EQ(x.o.checkpoints, 1);
+        CHECK_EQ(cn_log_end_offset(p->log), 8);
+        CHECK_EQ(cn_log_start_offset(p->log), 0);
+        CHECK_EQ(cn_log_synced_offset(p->log), 6);
+        CHECK_EQ(x.b.sync_running, 1);
+        struct cn_bytes k = cn_bytes_str("w"), v = cn_bytes_str("1");
+        struct waited w = {.w.done = waited_done};
+        CHECK_EQ(cn_istore_write(x.s, 0, &k, &v, 1, -1, -1, &w.w), 0);
+        CHECK_EQ(cn_log_start_offset(p->log), 0);
+        while (!w.done && uv_run(&x.loop, UV_RUN_ONCE))
+            ;
+        settle(&x);
+        CHECK_EQ(w.err, 0);
+        CHECK_EQ(cn_log_start_offset(p->log), 6);
+        CHECK_EQ(cn_log_end_offset(p->log), 9);
+        CHECK_EQ(cn_log_synced_offset(p->log), 9);
+        CHECK_EQ(p->high_watermark, 9);
+        fx_stop(&x);
+
+        fx_open(&x, group, 2, "__consumer_offsets", 1, false);
+        CHECK_EQ(cn_istore_replay(x.s, 0, NULL), 0);
+        CHECK_EQ(x.o.nev, 3);
+        CHECK(strcmp(x.o.ev[0], "live0=v") == 0);
+        CHECK(strcmp(x.o.ev[1], "live1=v") == 0);
+        CHECK(strcmp(x.o.ev[2], "w=1") == 0);
+        fx_end(&x);
+    }
+}
+
+UNIT_TEST(test_compact_failed_sync_deletes_nothing)
+{
+    struct fixture x;
+    x.dir = unit_tmpdir("istore");
+    fill(&x, true);
+    struct cn_partition *p = part_of(&x, 0);
+    x.o.want = true;
+    x.o.live = 2;
+    CHECK_EQ(cn_failpoint_set("log.fsync", "error"), 0);
+    cn_istore_maybe_compact(x.s, 0);
+    CHECK_EQ(x.o.checkpoints, 1);
+    settle(&x);
+    CHECK_EQ(cn_failpoint_set("log.fsync", NULL), 0);
+    CHECK(x.b.log_dir_offline);
+    CHECK_EQ(cn_log_start_offset(p->log), 0);
+    CHECK_EQ(cn_log_end_offset(p->log), 8);
+    CHECK_EQ(cn_log_synced_offset(p->log), 6);
+    CHECK_EQ(p->high_watermark, 6);
+    fx_end(&x);
+}
+
+UNIT_TEST(test_compact_one_checkpoint_at_a_time)
+{
+    /* A write of another partition synced by the checkpoint's own round
+     * asks for compaction before the checkpoint's end ran: every record
+     * of the partition is synced and none in flight, but the first
+     * checkpoint's records are not gone yet, so no second one starts. */
+    struct fixture x;
+    x.dir = unit_tmpdir("istore");
+    fx_open(&x, true, 2, "__consumer_offsets", 4, true);
+    for (int i = 0; i < 3; i++)
+        put(&x, 0, -1, (const char *[]){"a=1", "b=2"}, 2);
+    struct cn_partition *p = part_of(&x, 0);
+    x.o.want = true;
+    x.o.live = 2;
+    /* Three rounds in flight, so the next write and the checkpoint join
+     * the same next one, the write's waiter first. */
+    struct waited busy[3];
+    struct cn_bytes k = cn_bytes_str("c"), v = cn_bytes_str("3");
+    for (int i = 0; i < 3; i++) {
+        busy[i] = (struct waited){.w.done = waited_done};
+        CHECK_EQ(cn_istore_write(x.s, i + 1, &k, &v, 1, -1, -1, &busy[i].w),
+                 0);
+    }
+    CHECK_EQ(x.b.sync_running, 3);
+    struct waited w1 = {.w.done = done_then_compact};
+    CHECK_EQ(cn_istore_write(x.s, 1, &k, &v, 1, -1, -1, &w1.w), 0);
+    cn_istore_maybe_compact(x.s, 0);
+    CHECK_EQ(x.o.checkpoints, 1);
+    CHECK_EQ(cn_log_end_offset(p->log), 8);
+    while (!w1.done && uv_run(&x.loop, UV_RUN_ONCE))
+        ;
+    settle(&x);
+    CHECK_EQ(w1.err, 0);
+    CHECK_EQ(x.o.checkpoints, 1);
+    CHECK_EQ(cn_log_start_offset(p->log), 6);
+    CHECK_EQ(cn_log_end_offset(p->log), 8);
+    /* Ended, the next one may start (nothing live: the log just goes). */
+    x.o.live = 0;
+    cn_istore_maybe_compact(x.s, 0);
+    CHECK_EQ(x.o.checkpoints, 2);
+    CHECK_EQ(cn_log_start_offset(p->log), 8);
+    fx_end(&x);
+}
+
+UNIT_TEST(test_store_freed_with_checkpoint_in_flight)
+{
+    /* The round ends the checkpoint without the store (ASan judges). */
+    struct fixture x;
+    x.dir = unit_tmpdir("istore");
+    fill(&x, true);
+    struct cn_partition *p = part_of(&x, 0);
+    x.o.want = true;
+    x.o.live = 2;
+    cn_istore_maybe_compact(x.s, 0);
+    CHECK_EQ(x.o.checkpoints, 1);
+    cn_istore_free(x.s);
+    x.s = NULL;
+    settle(&x);
+    CHECK_EQ(cn_log_start_offset(p->log), 6);
     fx_end(&x);
 }
 
@@ -471,5 +609,8 @@ UNIT_MAIN(test_write_then_replay_in_order, test_open_without_create,
           test_replay_txn_records_and_markers,
           test_group_commit_off_still_synced, test_compact_by_checkpoint,
           test_compact_nothing_live_drops_the_log, test_compact_gates,
-          test_compact_gate_in_same_round,
+          test_compact_gate_in_same_round, test_compact_ends_with_its_round,
+          test_compact_failed_sync_deletes_nothing,
+          test_compact_one_checkpoint_at_a_time,
+          test_store_freed_with_checkpoint_in_flight,
           test_group_marker_synced_without_group_commit)
