@@ -105,7 +105,10 @@ struct cn_broker {
     uint64_t sync_done_round;            /* last completed round */
     int sync_running;                    /* rounds in flight */
     struct cn_sync_round *sync_inflight; /* those, oldest first */
-    struct cn_sync_waiter *sync_waiters;
+    struct cn_sync_waiter *sync_waiters; /* in arrival order */
+    /* Its last next field when the list is not empty: one waiter per
+     * acks=-1 produce request in flight, too many to walk per append. */
+    struct cn_sync_waiter **sync_waiters_tail;
     /* Called when data became visible (a round moved high watermarks):
      * wakes parked fetches.  Set at start, so sync.c needs no handler. */
     void (*data_visible)(struct cn_broker *b);

@@ -76,6 +76,7 @@ static void finish_waiters(struct cn_broker *b)
             pp = &w->next;
         }
     }
+    b->sync_waiters_tail = pp;
     /* Answer in arrival order; finish() may free the waiter. */
     while (ready) {
         struct cn_sync_waiter *w = ready;
@@ -233,10 +234,10 @@ void cn_sync_appended(struct cn_broker *b, struct cn_partition *p)
 static void sync_queue_waiter(struct cn_broker *b, struct cn_sync_waiter *w)
 {
     w->next = NULL;
-    struct cn_sync_waiter **pp = &b->sync_waiters;
-    while (*pp)
-        pp = &(*pp)->next;
+    struct cn_sync_waiter **pp =
+        b->sync_waiters ? b->sync_waiters_tail : &b->sync_waiters;
     *pp = w;
+    b->sync_waiters_tail = &w->next;
 }
 
 void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w)
