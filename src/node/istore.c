@@ -18,7 +18,7 @@ struct cn_istore {
     int32_t nparts;
     struct cn_istore_ops ops;
     void *ctx;
-    size_t *inflight; /* per partition: writes not yet durable */
+    size_t *inflight;   /* per partition: writes not yet durable */
     struct ckpt **ckpt; /* per partition: the checkpoint in flight, or NULL */
 };
 
@@ -267,10 +267,10 @@ static int write_checkpoint(struct cn_istore *s, struct cn_partition *p,
 {
     if (bb->count == 0) {
         int rc = cn_log_delete_records(p->log, end);
-        if (!rc)
+        if (!rc) {
             cn_partition_after_retention(p);
-        if (!rc)
             log_compacted(s, part, live, 0);
+        }
         return rc;
     }
     struct ckpt *k = calloc(1, sizeof *k);

@@ -234,8 +234,8 @@ void cn_sync_appended(struct cn_broker *b, struct cn_partition *p)
 static void sync_queue_waiter(struct cn_broker *b, struct cn_sync_waiter *w)
 {
     w->next = NULL;
-    struct cn_sync_waiter **pp =
-        b->sync_waiters ? b->sync_waiters_tail : &b->sync_waiters;
+    struct cn_sync_waiter **pp = b->sync_waiters ? b->sync_waiters_tail
+                                                 : &b->sync_waiters;
     *pp = w;
     b->sync_waiters_tail = &w->next;
 }

@@ -315,6 +315,29 @@ static void fill(struct fixture *x, bool group_commit)
         put(x, 0, -1, (const char *[]){"a=1", "b=2"}, 2);
 }
 
+/* fill, and the owner wants a checkpoint of 2 live records. */
+static struct cn_partition *fill_wanting(struct fixture *x, bool group_commit)
+{
+    fill(x, group_commit);
+    x->o.want = true;
+    x->o.live = 2;
+    return part_of(x, 0);
+}
+
+/* Restarts on x->dir: a replay of part 0 reads ev[0..n). */
+static void check_replay(struct fixture *x, bool group_commit,
+                         const char *const *ev, int n)
+{
+    fx_stop(x);
+    fx_open(x, group_commit, 2, "__consumer_offsets", 1, false);
+    CHECK_EQ(cn_istore_replay(x->s, 0, NULL), 0);
+    CHECK_EQ(x->o.nev, n);
+    for (int i = 0; i < n && i < x->o.nev; i++)
+        CHECK(strcmp(x->o.ev[i], ev[i]) == 0);
+}
+
+static const char *const checkpointed[] = {"live0=v", "live1=v", "w=1"};
+
 UNIT_TEST(test_compact_by_checkpoint)
 {
     struct fixture x;
@@ -337,14 +360,8 @@ UNIT_TEST(test_compact_by_checkpoint)
     cn_istore_maybe_compact(x.s, 0);
     CHECK_EQ(x.o.checkpoints, 2);
     CHECK_EQ(cn_log_start_offset(p->log), 6);
-    fx_stop(&x);
-
     /* What a restart reads is the checkpoint. */
-    fx_open(&x, true, 2, "__consumer_offsets", 1, false);
-    CHECK_EQ(cn_istore_replay(x.s, 0, NULL), 0);
-    CHECK_EQ(x.o.nev, 2);
-    CHECK(strcmp(x.o.ev[0], "live0=v") == 0);
-    CHECK(strcmp(x.o.ev[1], "live1=v") == 0);
+    check_replay(&x, true, checkpointed, 2);
     fx_end(&x);
 }
 
@@ -413,6 +430,23 @@ static void done_then_compact(struct cn_istore_wait *w, int err)
     cn_istore_maybe_compact(w->store, 0);
 }
 
+/* Six records on part 0 of 4 (slack 2), then three rounds in flight (the
+ * most there are) with a write each to parts 1..3: whatever is appended
+ * next joins one round, the fourth. */
+static void fill_then_busy(struct fixture *x, struct waited busy[3])
+{
+    fx_open(x, true, 2, "__consumer_offsets", 4, true);
+    for (int i = 0; i < 3; i++)
+        put(x, 0, -1, (const char *[]){"a=1", "b=2"}, 2);
+    struct cn_bytes k = cn_bytes_str("c"), v = cn_bytes_str("3");
+    for (int i = 0; i < 3; i++) {
+        busy[i] = (struct waited){.w.done = waited_done};
+        CHECK_EQ(cn_istore_write(x->s, i + 1, &k, &v, 1, -1, -1, &busy[i].w),
+                 0);
+    }
+    CHECK_EQ(x->b.sync_running, 3);
+}
+
 UNIT_TEST(test_compact_gate_in_same_round)
 {
     /* Two writes synced by one round: when the first one's done asks for
@@ -420,21 +454,12 @@ UNIT_TEST(test_compact_gate_in_same_round)
      * its owner yet; a checkpoint then would lose it. */
     struct fixture x;
     x.dir = unit_tmpdir("istore");
-    fx_open(&x, true, 2, "__consumer_offsets", 4, true);
-    for (int i = 0; i < 3; i++)
-        put(&x, 0, -1, (const char *[]){"a=1", "b=2"}, 2);
+    struct waited busy[3];
+    fill_then_busy(&x, busy);
     x.o.want = true;
     x.o.live = 1;
-    /* Three rounds in flight (the most there are), so both writes wait
-     * for the same next one. */
-    struct waited busy[3];
+    /* Both writes wait for the same next round. */
     struct cn_bytes k = cn_bytes_str("c"), v = cn_bytes_str("3");
-    for (int i = 0; i < 3; i++) {
-        busy[i] = (struct waited){.w.done = waited_done};
-        CHECK_EQ(cn_istore_write(x.s, i + 1, &k, &v, 1, -1, -1, &busy[i].w),
-                 0);
-    }
-    CHECK_EQ(x.b.sync_running, 3);
     struct waited w1 = {.w.done = done_then_compact};
     struct waited w2 = {.w.done = waited_done};
     CHECK_EQ(cn_istore_write(x.s, 0, &k, &v, 1, -1, -1, &w1.w), 0);
@@ -460,10 +485,7 @@ UNIT_TEST(test_compact_ends_with_its_round)
     for (int group = 0; group < 2; group++) {
         struct fixture x;
         x.dir = unit_tmpdir("istore");
-        fill(&x, group);
-        struct cn_partition *p = part_of(&x, 0);
-        x.o.want = true;
-        x.o.live = 2;
+        struct cn_partition *p = fill_wanting(&x, group);
         cn_istore_maybe_compact(x.s, 0);
         CHECK_EQ(x.o.checkpoints, 1);
         CHECK_EQ(cn_log_end_offset(p->log), 8);
@@ -482,14 +504,7 @@ UNIT_TEST(test_compact_ends_with_its_round)
         CHECK_EQ(cn_log_end_offset(p->log), 9);
         CHECK_EQ(cn_log_synced_offset(p->log), 9);
         CHECK_EQ(p->high_watermark, 9);
-        fx_stop(&x);
-
-        fx_open(&x, group, 2, "__consumer_offsets", 1, false);
-        CHECK_EQ(cn_istore_replay(x.s, 0, NULL), 0);
-        CHECK_EQ(x.o.nev, 3);
-        CHECK(strcmp(x.o.ev[0], "live0=v") == 0);
-        CHECK(strcmp(x.o.ev[1], "live1=v") == 0);
-        CHECK(strcmp(x.o.ev[2], "w=1") == 0);
+        check_replay(&x, group, checkpointed, 3);
         fx_end(&x);
     }
 }
@@ -498,10 +513,7 @@ UNIT_TEST(test_compact_failed_sync_deletes_nothing)
 {
     struct fixture x;
     x.dir = unit_tmpdir("istore");
-    fill(&x, true);
-    struct cn_partition *p = part_of(&x, 0);
-    x.o.want = true;
-    x.o.live = 2;
+    struct cn_partition *p = fill_wanting(&x, true);
     CHECK_EQ(cn_failpoint_set("log.fsync", "error"), 0);
     cn_istore_maybe_compact(x.s, 0);
     CHECK_EQ(x.o.checkpoints, 1);
@@ -523,22 +535,14 @@ UNIT_TEST(test_compact_one_checkpoint_at_a_time)
      * checkpoint's records are not gone yet, so no second one starts. */
     struct fixture x;
     x.dir = unit_tmpdir("istore");
-    fx_open(&x, true, 2, "__consumer_offsets", 4, true);
-    for (int i = 0; i < 3; i++)
-        put(&x, 0, -1, (const char *[]){"a=1", "b=2"}, 2);
+    struct waited busy[3];
+    fill_then_busy(&x, busy);
     struct cn_partition *p = part_of(&x, 0);
     x.o.want = true;
     x.o.live = 2;
-    /* Three rounds in flight, so the next write and the checkpoint join
-     * the same next one, the write's waiter first. */
-    struct waited busy[3];
+    /* The next write and the checkpoint join the same next round, the
+     * write's waiter first. */
     struct cn_bytes k = cn_bytes_str("c"), v = cn_bytes_str("3");
-    for (int i = 0; i < 3; i++) {
-        busy[i] = (struct waited){.w.done = waited_done};
-        CHECK_EQ(cn_istore_write(x.s, i + 1, &k, &v, 1, -1, -1, &busy[i].w),
-                 0);
-    }
-    CHECK_EQ(x.b.sync_running, 3);
     struct waited w1 = {.w.done = done_then_compact};
     CHECK_EQ(cn_istore_write(x.s, 1, &k, &v, 1, -1, -1, &w1.w), 0);
     cn_istore_maybe_compact(x.s, 0);
@@ -564,10 +568,7 @@ UNIT_TEST(test_store_freed_with_checkpoint_in_flight)
     /* The round ends the checkpoint without the store (ASan judges). */
     struct fixture x;
     x.dir = unit_tmpdir("istore");
-    fill(&x, true);
-    struct cn_partition *p = part_of(&x, 0);
-    x.o.want = true;
-    x.o.live = 2;
+    struct cn_partition *p = fill_wanting(&x, true);
     cn_istore_maybe_compact(x.s, 0);
     CHECK_EQ(x.o.checkpoints, 1);
     cn_istore_free(x.s);
