@@ -105,7 +105,10 @@ struct cn_broker {
     uint64_t sync_done_round;            /* last completed round */
     int sync_running;                    /* rounds in flight */
     struct cn_sync_round *sync_inflight; /* those, oldest first */
-    struct cn_sync_waiter *sync_waiters;
+    struct cn_sync_waiter *sync_waiters; /* in arrival order */
+    /* Its last next field when the list is not empty: one waiter per
+     * acks=-1 produce request in flight, too many to walk per append. */
+    struct cn_sync_waiter **sync_waiters_tail;
     /* Called when data became visible (a round moved high watermarks):
      * wakes parked fetches.  Set at start, so sync.c needs no handler. */
     void (*data_visible)(struct cn_broker *b);
@@ -261,10 +264,30 @@ struct cn_part_env cn_sync_part_env(struct cn_broker *b);
 int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
                             uint8_t *batch, size_t len,
                             struct cn_sync_waiter *w);
-/* Compaction by checkpoint for internal topics: appends batch (the live
- * state of the partition's keys), syncs it, then moves the log start to
- * its first offset so the older records go.  Only call when every record
- * of p is durable and applied.  Returns 0 or an error. */
+/* Compaction by checkpoint for internal topics: a checkpoint in flight.
+ * Embed it (first member, so done can cast back) and keep it alive until
+ * done runs. */
+struct cn_sync_checkpoint {
+    struct cn_sync_waiter waiter; /* private to sync.c */
+    struct cn_partition *p;       /* private */
+    int64_t first;                /* private: the checkpoint's offset */
+    /* The checkpoint is durable and the records before it are gone (err
+     * 0); or it is not, and nothing was deleted (CN_EOFFLINE: the sync
+     * failed and took the log directory offline), or the deletion failed.
+     * Runs on the loop, in the round's completion; may free c. */
+    void (*done)(struct cn_sync_checkpoint *c, int err);
+};
+/* Appends batch (the live state of the partition's keys) on the loop; it
+ * joins a sync round on a worker whatever the flush policy, and once that
+ * round made it durable the log start moves to its first offset so the
+ * older records go (records appended after it stay).  Only call when
+ * every record of p is durable and applied.  Returns 0, or an error with
+ * c->done not called; done may run before this returns. */
+int cn_sync_append_checkpoint(struct cn_broker *b, struct cn_partition *p,
+                              uint8_t *batch, size_t len,
+                              struct cn_sync_checkpoint *c);
+/* The same, synced on the loop before it returns: only for
+ * src/node/txn_exec.c until __transaction_state moves onto istore. */
 int cn_sync_checkpoint(struct cn_broker *b, struct cn_partition *p,
                        uint8_t *batch, size_t len);
 

@@ -4,7 +4,7 @@
  *
  * Only user topics with cleanup.policy containing compact are cleaned;
  * the coordinators' internal topics keep compacting by checkpoint
- * (cn_sync_checkpoint), because their coordinators hold the newest record
+ * (cn_istore_maybe_compact), because their coordinators hold the newest record
  * per key in memory already and rewrite it whole.
  *
  * Scheduling follows Kafka's LogCleanerManager: at each scan the cleaner

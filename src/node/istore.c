@@ -18,7 +18,16 @@ struct cn_istore {
     int32_t nparts;
     struct cn_istore_ops ops;
     void *ctx;
-    size_t *inflight; /* per partition: writes not yet durable */
+    size_t *inflight;   /* per partition: writes not yet durable */
+    struct ckpt **ckpt; /* per partition: the checkpoint in flight, or NULL */
+};
+
+/* A checkpoint between append and durable: the partition's only one. */
+struct ckpt {
+    struct cn_sync_checkpoint c; /* first */
+    struct cn_istore *store;     /* NULL once the store is freed */
+    int32_t part;
+    size_t live;
 };
 
 static struct cn_topic *store_topic(struct cn_istore *s, bool create)
@@ -52,9 +61,10 @@ int cn_istore_open(struct cn_broker *b, const char *topic, int32_t nparts,
         cn_istore_free(s);
         return CN_ENOTFOUND;
     }
-    s->inflight = calloc(s->nparts > 0 ? (size_t)s->nparts : 1,
-                         sizeof *s->inflight);
-    if (!s->inflight) {
+    size_t n = s->nparts > 0 ? (size_t)s->nparts : 1;
+    s->inflight = calloc(n, sizeof *s->inflight);
+    s->ckpt = calloc(n, sizeof *s->ckpt);
+    if (!s->inflight || !s->ckpt) {
         cn_istore_free(s);
         return CN_ENOMEM;
     }
@@ -66,8 +76,14 @@ void cn_istore_free(struct cn_istore *s)
 {
     if (!s)
         return;
+    /* A checkpoint still in flight ends in its sync round, which may come
+     * after this: it then only frees itself. */
+    for (int32_t i = 0; s->ckpt && i < s->nparts; i++)
+        if (s->ckpt[i])
+            s->ckpt[i]->store = NULL;
     free(s->name);
     free(s->inflight);
+    free(s->ckpt);
     free(s);
 }
 
@@ -221,29 +237,72 @@ void cn_istore_sync(struct cn_istore *s, int32_t part)
 
 /* ---- compaction by checkpoint ------------------------------------------- */
 
-/* Appends the checkpoint in bb (or, with nothing live, just drops the
- * log), synced before the old records go. */
+static void log_compacted(struct cn_istore *s, int32_t part, size_t live,
+                          int rc)
+{
+    struct cn_partition *p = cn_istore_partition(s, part, false);
+    if (rc)
+        CN_WARN("compacting %s-%d failed: %s", s->name, part, cn_strerror(rc));
+    else if (p)
+        CN_INFO("%s-%d compacted: %zu records kept, log starts at %lld",
+                s->name, part, live, (long long)cn_log_start_offset(p->log));
+}
+
+static void checkpoint_done(struct cn_sync_checkpoint *c, int err)
+{
+    struct ckpt *k = (struct ckpt *)c;
+    if (k->store) {
+        k->store->ckpt[k->part] = NULL;
+        log_compacted(k->store, k->part, k->live, err);
+    }
+    free(k);
+}
+
+/* Appends the checkpoint in bb, synced on a worker before the old records
+ * go (in checkpoint_done); with nothing live it just drops the log, which
+ * needs no sync. */
 static int write_checkpoint(struct cn_istore *s, struct cn_partition *p,
-                            struct cn_batch_builder *bb, int64_t end)
+                            int32_t part, struct cn_batch_builder *bb,
+                            size_t live, int64_t end)
 {
     if (bb->count == 0) {
         int rc = cn_log_delete_records(p->log, end);
-        if (!rc)
+        if (!rc) {
             cn_partition_after_retention(p);
+            log_compacted(s, part, live, 0);
+        }
         return rc;
     }
+    struct ckpt *k = calloc(1, sizeof *k);
+    if (!k)
+        return CN_ENOMEM;
+    k->c.done = checkpoint_done;
+    k->store = s;
+    k->part = part;
+    k->live = live;
     struct cn_wr batch;
     cn_wr_init(&batch, 4096);
     int rc = cn_batch_builder_finish(bb, &batch);
-    if (!rc)
-        rc = cn_sync_checkpoint(s->b, p, batch.buf, batch.len);
+    if (!rc) {
+        /* Held before the append: done may run before it returns. */
+        s->ckpt[part] = k;
+        rc = cn_sync_append_checkpoint(s->b, p, batch.buf, batch.len, &k->c);
+    }
     cn_wr_fini(&batch);
+    if (rc) {
+        s->ckpt[part] = NULL;
+        free(k);
+    }
     return rc;
 }
 
 void cn_istore_maybe_compact(struct cn_istore *s, int32_t part)
 {
     if (!s || s->b->stopping || !s->ops.want_compact || !s->ops.checkpoint)
+        return;
+    /* One checkpoint at a time: the next one waits until this one's old
+     * records are gone. */
+    if (part < 0 || part >= s->nparts || s->ckpt[part])
         return;
     struct cn_partition *p = cn_istore_partition(s, part, false);
     if (!p)
@@ -264,14 +323,9 @@ void cn_istore_maybe_compact(struct cn_istore *s, int32_t part)
     int rc = s->ops.checkpoint(s->ctx, part, &bb, cn_clock_wall_ms(), &live);
     int64_t slack = s->b->cfg->cairn_internal_compact_slack_records;
     if (!rc && end - start >= (int64_t)live + slack) {
-        rc = write_checkpoint(s, p, &bb, end);
+        rc = write_checkpoint(s, p, part, &bb, live, end);
         if (rc)
-            CN_WARN("compacting %s-%d failed: %s", s->name, part,
-                    cn_strerror(rc));
-        else
-            CN_INFO("%s-%d compacted: %zu records kept, log starts at %lld",
-                    s->name, part, live,
-                    (long long)cn_log_start_offset(p->log));
+            log_compacted(s, part, live, rc);
     }
     cn_batch_builder_fini(&bb);
 }

@@ -9,11 +9,14 @@
  * partition, made durable whatever the flush policy for data says
  * (coordinators act only on durable state), then reported through the
  * caller's cn_istore_wait.  Compaction appends the owner's checkpoint (the
- * newest record of every live key), syncs it and moves the log start to
- * it; the store allows it only while nothing of the partition is between
- * append and durable, every record is synced and no transaction is open on
- * the partition, since the checkpoint must come after every record it
- * replaces.
+ * newest record of every live key) on the loop, syncs it in a sync round
+ * on a worker and, once it is durable, moves the log start to it; the
+ * store allows it only while nothing of the partition is between append
+ * and durable, every record is synced and no transaction is open on the
+ * partition, since the checkpoint must come after every record it
+ * replaces.  Writes may go on while the checkpoint is in flight (they come
+ * after it, so they stay), but no second compaction of the partition
+ * starts until the first one ended; a failed sync deletes nothing.
  *
  * Runs on: loop.
  */
@@ -120,9 +123,12 @@ int cn_istore_write(struct cn_istore *s, int32_t part,
 void cn_istore_sync(struct cn_istore *s, int32_t part);
 
 /* Compacts part by checkpoint when ops->want_compact says so and nothing
- * of it is in flight, unsynced or in an open transaction; writes only if
- * that frees at least cairn.internal.compact.slack.records.  Call once a
- * write is applied. */
+ * of it is in flight (a write or a checkpoint), unsynced or in an open
+ * transaction; writes only if that frees at least
+ * cairn.internal.compact.slack.records.  The old records go when the
+ * checkpoint's sync round ends (with nothing live: at once).  Call once a
+ * write is applied.  The store may be freed with a checkpoint in flight:
+ * the round then ends it without the store. */
 void cn_istore_maybe_compact(struct cn_istore *s, int32_t part);
 
 #endif

@@ -76,6 +76,7 @@ static void finish_waiters(struct cn_broker *b)
             pp = &w->next;
         }
     }
+    b->sync_waiters_tail = pp;
     /* Answer in arrival order; finish() may free the waiter. */
     while (ready) {
         struct cn_sync_waiter *w = ready;
@@ -233,10 +234,10 @@ void cn_sync_appended(struct cn_broker *b, struct cn_partition *p)
 static void sync_queue_waiter(struct cn_broker *b, struct cn_sync_waiter *w)
 {
     w->next = NULL;
-    struct cn_sync_waiter **pp = &b->sync_waiters;
-    while (*pp)
-        pp = &(*pp)->next;
+    struct cn_sync_waiter **pp = b->sync_waiters ? b->sync_waiters_tail
+                                                 : &b->sync_waiters;
     *pp = w;
+    b->sync_waiters_tail = &w->next;
 }
 
 void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w)
@@ -299,26 +300,14 @@ static int append_coordinator(struct cn_broker *b, struct cn_partition *p,
     return cn_part_append(p, &env, &a);
 }
 
-/* Syncs p on the loop; 0 or the error that took the directory offline. */
-static int sync_now(struct cn_broker *b, struct cn_partition *p)
-{
-    struct cn_log_sync *s = cn_log_sync_begin(p->log);
-    if (!s)
-        return 0;
-    int err = cn_log_sync_run(s);
-    err = cn_log_sync_end(p->log, s, err);
-    if (err)
-        cn_broker_log_dir_failed(b, "fdatasync", err);
-    return err;
-}
-
-int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
-                            uint8_t *batch, size_t len,
-                            struct cn_sync_waiter *w)
+/* Appends an internal partition's batch that w waits for: synced in a
+ * round whatever the flush policy for data. */
+static int append_internal(struct cn_broker *b, struct cn_partition *p,
+                           uint8_t *batch, size_t len, const char *what,
+                           struct cn_sync_waiter *w)
 {
     bool group = b->cfg->cairn_fsync_group_commit;
-    int rc = append_coordinator(b, p, batch, len, "an internal topic write",
-                                !group);
+    int rc = append_coordinator(b, p, batch, len, what, !group);
     if (rc)
         return rc;
     if (!group) {
@@ -335,6 +324,54 @@ int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
     return 0;
 }
 
+int cn_sync_append_internal(struct cn_broker *b, struct cn_partition *p,
+                            uint8_t *batch, size_t len,
+                            struct cn_sync_waiter *w)
+{
+    return append_internal(b, p, batch, len, "an internal topic write", w);
+}
+
+/* A checkpoint's round is done.  The round moved the high watermark
+ * already (to what it synced: records appended after the checkpoint may
+ * not be durable yet, so not to the log end). */
+static void checkpoint_synced(struct cn_broker *b, struct cn_sync_waiter *w)
+{
+    struct cn_sync_checkpoint *c = (struct cn_sync_checkpoint *)w;
+    struct cn_partition *p = c->p;
+    /* The old records may only go once the checkpoint that replaces them
+     * is durable.  A round snapshots whole batches, so the checkpoint is
+     * synced once the synced offset is past its first record. */
+    int err = CN_EOFFLINE;
+    if (!cn_partition_offline(b, p) && cn_log_synced_offset(p->log) > c->first)
+        err = cn_log_delete_records(p->log, c->first);
+    if (!err)
+        cn_partition_after_retention(p);
+    c->done(c, err);
+}
+
+int cn_sync_append_checkpoint(struct cn_broker *b, struct cn_partition *p,
+                              uint8_t *batch, size_t len,
+                              struct cn_sync_checkpoint *c)
+{
+    c->p = p;
+    c->first = cn_log_end_offset(p->log);
+    c->waiter.finish = checkpoint_synced;
+    return append_internal(b, p, batch, len, "a checkpoint write", &c->waiter);
+}
+
+/* Syncs p on the loop; 0 or the error that took the directory offline. */
+static int sync_now(struct cn_broker *b, struct cn_partition *p)
+{
+    struct cn_log_sync *s = cn_log_sync_begin(p->log);
+    if (!s)
+        return 0;
+    int err = cn_log_sync_run(s);
+    err = cn_log_sync_end(p->log, s, err);
+    if (err)
+        cn_broker_log_dir_failed(b, "fdatasync", err);
+    return err;
+}
+
 int cn_sync_checkpoint(struct cn_broker *b, struct cn_partition *p,
                        uint8_t *batch, size_t len)
 {
@@ -343,7 +380,7 @@ int cn_sync_checkpoint(struct cn_broker *b, struct cn_partition *p,
     if (rc)
         return rc;
     /* Synced here, on the loop: the old records may only go once the
-     * checkpoint that replaces them is durable, and this is rare. */
+     * checkpoint that replaces them is durable. */
     rc = sync_now(b, p);
     if (rc)
         return rc;

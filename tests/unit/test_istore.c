@@ -2,12 +2,15 @@
  * directory, with the real group commit on a libuv loop and a fake owner:
  * writes made durable then reported, replay in log order (records,
  * transactional records and markers), the partition count of an existing
- * topic, and compaction by checkpoint with each of its gates. */
+ * topic, and compaction by checkpoint with each of its gates: its sync
+ * runs in a round on a worker, and the old records go only once that
+ * round made the checkpoint durable. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/config.h"
+#include "base/failpoint.h"
 #include "base/err.h"
 #include "node/broker_int.h"
 #include "node/group_coord.h"
@@ -208,6 +211,13 @@ static struct cn_partition *part_of(struct fixture *x, int32_t part)
     return cn_istore_partition(x->s, part, false);
 }
 
+/* Runs the loop until no sync round is in flight. */
+static void settle(struct fixture *x)
+{
+    while (x->b.sync_running && uv_run(&x->loop, UV_RUN_ONCE))
+        ;
+}
+
 /* ---- tests ------------------------------------------------------------ */
 
 UNIT_TEST(test_write_then_replay_in_order)
@@ -305,6 +315,29 @@ static void fill(struct fixture *x, bool group_commit)
         put(x, 0, -1, (const char *[]){"a=1", "b=2"}, 2);
 }
 
+/* fill, and the owner wants a checkpoint of 2 live records. */
+static struct cn_partition *fill_wanting(struct fixture *x, bool group_commit)
+{
+    fill(x, group_commit);
+    x->o.want = true;
+    x->o.live = 2;
+    return part_of(x, 0);
+}
+
+/* Restarts on x->dir: a replay of part 0 reads ev[0..n). */
+static void check_replay(struct fixture *x, bool group_commit,
+                         const char *const *ev, int n)
+{
+    fx_stop(x);
+    fx_open(x, group_commit, 2, "__consumer_offsets", 1, false);
+    CHECK_EQ(cn_istore_replay(x->s, 0, NULL), 0);
+    CHECK_EQ(x->o.nev, n);
+    for (int i = 0; i < n && i < x->o.nev; i++)
+        CHECK(strcmp(x->o.ev[i], ev[i]) == 0);
+}
+
+static const char *const checkpointed[] = {"live0=v", "live1=v", "w=1"};
+
 UNIT_TEST(test_compact_by_checkpoint)
 {
     struct fixture x;
@@ -319,6 +352,7 @@ UNIT_TEST(test_compact_by_checkpoint)
     x.o.live = 2;
     cn_istore_maybe_compact(x.s, 0);
     CHECK_EQ(x.o.checkpoints, 1);
+    settle(&x);
     CHECK_EQ(cn_log_start_offset(p->log), 6);
     CHECK_EQ(cn_log_end_offset(p->log), 8);
     CHECK_EQ(cn_log_synced_offset(p->log), 8);
@@ -326,14 +360,8 @@ UNIT_TEST(test_compact_by_checkpoint)
     cn_istore_maybe_compact(x.s, 0);
     CHECK_EQ(x.o.checkpoints, 2);
     CHECK_EQ(cn_log_start_offset(p->log), 6);
-    fx_stop(&x);
-
     /* What a restart reads is the checkpoint. */
-    fx_open(&x, true, 2, "__consumer_offsets", 1, false);
-    CHECK_EQ(cn_istore_replay(x.s, 0, NULL), 0);
-    CHECK_EQ(x.o.nev, 2);
-    CHECK(strcmp(x.o.ev[0], "live0=v") == 0);
-    CHECK(strcmp(x.o.ev[1], "live1=v") == 0);
+    check_replay(&x, true, checkpointed, 2);
     fx_end(&x);
 }
 
@@ -382,10 +410,10 @@ UNIT_TEST(test_compact_gates)
     CHECK_EQ(cn_marker_write_local(&x.b, p, CN_PART_COORDINATOR, 9, 0, false,
                                    0, NULL, NULL),
              KAFKA_NONE);
-    while (x.b.sync_running && uv_run(&x.loop, UV_RUN_ONCE))
-        ;
+    settle(&x);
     cn_istore_maybe_compact(x.s, 0);
     CHECK_EQ(x.o.checkpoints, 2);
+    settle(&x);
     CHECK_EQ(cn_log_start_offset(p->log), 10);
     /* Stopping: no compaction. */
     x.b.stopping = true;
@@ -402,6 +430,23 @@ static void done_then_compact(struct cn_istore_wait *w, int err)
     cn_istore_maybe_compact(w->store, 0);
 }
 
+/* Six records on part 0 of 4 (slack 2), then three rounds in flight (the
+ * most there are) with a write each to parts 1..3: whatever is appended
+ * next joins one round, the fourth. */
+static void fill_then_busy(struct fixture *x, struct waited busy[3])
+{
+    fx_open(x, true, 2, "__consumer_offsets", 4, true);
+    for (int i = 0; i < 3; i++)
+        put(x, 0, -1, (const char *[]){"a=1", "b=2"}, 2);
+    struct cn_bytes k = cn_bytes_str("c"), v = cn_bytes_str("3");
+    for (int i = 0; i < 3; i++) {
+        busy[i] = (struct waited){.w.done = waited_done};
+        CHECK_EQ(cn_istore_write(x->s, i + 1, &k, &v, 1, -1, -1, &busy[i].w),
+                 0);
+    }
+    CHECK_EQ(x->b.sync_running, 3);
+}
+
 UNIT_TEST(test_compact_gate_in_same_round)
 {
     /* Two writes synced by one round: when the first one's done asks for
@@ -409,21 +454,12 @@ UNIT_TEST(test_compact_gate_in_same_round)
      * its owner yet; a checkpoint then would lose it. */
     struct fixture x;
     x.dir = unit_tmpdir("istore");
-    fx_open(&x, true, 2, "__consumer_offsets", 4, true);
-    for (int i = 0; i < 3; i++)
-        put(&x, 0, -1, (const char *[]){"a=1", "b=2"}, 2);
+    struct waited busy[3];
+    fill_then_busy(&x, busy);
     x.o.want = true;
     x.o.live = 1;
-    /* Three rounds in flight (the most there are), so both writes wait
-     * for the same next one. */
-    struct waited busy[3];
+    /* Both writes wait for the same next round. */
     struct cn_bytes k = cn_bytes_str("c"), v = cn_bytes_str("3");
-    for (int i = 0; i < 3; i++) {
-        busy[i] = (struct waited){.w.done = waited_done};
-        CHECK_EQ(cn_istore_write(x.s, i + 1, &k, &v, 1, -1, -1, &busy[i].w),
-                 0);
-    }
-    CHECK_EQ(x.b.sync_running, 3);
     struct waited w1 = {.w.done = done_then_compact};
     struct waited w2 = {.w.done = waited_done};
     CHECK_EQ(cn_istore_write(x.s, 0, &k, &v, 1, -1, -1, &w1.w), 0);
@@ -435,7 +471,110 @@ UNIT_TEST(test_compact_gate_in_same_round)
     /* Once the second is applied too, it may. */
     cn_istore_maybe_compact(x.s, 0);
     CHECK_EQ(x.o.checkpoints, 1);
+    settle(&x);
     CHECK_EQ(cn_log_start_offset(part_of(&x, 0)->log), 8);
+    fx_end(&x);
+}
+
+UNIT_TEST(test_compact_ends_with_its_round)
+{
+    /* The checkpoint is appended at once, synced in a round on a worker,
+     * and the old records go only when that round ends; a write appended
+     * meanwhile comes after the checkpoint and stays, also in a replay.
+     * With group commit off too (only internal partitions join rounds). */
+    for (int group = 0; group < 2; group++) {
+        struct fixture x;
+        x.dir = unit_tmpdir("istore");
+        struct cn_partition *p = fill_wanting(&x, group);
+        cn_istore_maybe_compact(x.s, 0);
+        CHECK_EQ(x.o.checkpoints, 1);
+        CHECK_EQ(cn_log_end_offset(p->log), 8);
+        CHECK_EQ(cn_log_start_offset(p->log), 0);
+        CHECK_EQ(cn_log_synced_offset(p->log), 6);
+        CHECK_EQ(x.b.sync_running, 1);
+        struct cn_bytes k = cn_bytes_str("w"), v = cn_bytes_str("1");
+        struct waited w = {.w.done = waited_done};
+        CHECK_EQ(cn_istore_write(x.s, 0, &k, &v, 1, -1, -1, &w.w), 0);
+        CHECK_EQ(cn_log_start_offset(p->log), 0);
+        while (!w.done && uv_run(&x.loop, UV_RUN_ONCE))
+            ;
+        settle(&x);
+        CHECK_EQ(w.err, 0);
+        CHECK_EQ(cn_log_start_offset(p->log), 6);
+        CHECK_EQ(cn_log_end_offset(p->log), 9);
+        CHECK_EQ(cn_log_synced_offset(p->log), 9);
+        CHECK_EQ(p->high_watermark, 9);
+        check_replay(&x, group, checkpointed, 3);
+        fx_end(&x);
+    }
+}
+
+UNIT_TEST(test_compact_failed_sync_deletes_nothing)
+{
+    struct fixture x;
+    x.dir = unit_tmpdir("istore");
+    struct cn_partition *p = fill_wanting(&x, true);
+    CHECK_EQ(cn_failpoint_set("log.fsync", "error"), 0);
+    cn_istore_maybe_compact(x.s, 0);
+    CHECK_EQ(x.o.checkpoints, 1);
+    settle(&x);
+    CHECK_EQ(cn_failpoint_set("log.fsync", NULL), 0);
+    CHECK(x.b.log_dir_offline);
+    CHECK_EQ(cn_log_start_offset(p->log), 0);
+    CHECK_EQ(cn_log_end_offset(p->log), 8);
+    CHECK_EQ(cn_log_synced_offset(p->log), 6);
+    CHECK_EQ(p->high_watermark, 6);
+    fx_end(&x);
+}
+
+UNIT_TEST(test_compact_one_checkpoint_at_a_time)
+{
+    /* A write of another partition synced by the checkpoint's own round
+     * asks for compaction before the checkpoint's end ran: every record
+     * of the partition is synced and none in flight, but the first
+     * checkpoint's records are not gone yet, so no second one starts. */
+    struct fixture x;
+    x.dir = unit_tmpdir("istore");
+    struct waited busy[3];
+    fill_then_busy(&x, busy);
+    struct cn_partition *p = part_of(&x, 0);
+    x.o.want = true;
+    x.o.live = 2;
+    /* The next write and the checkpoint join the same next round, the
+     * write's waiter first. */
+    struct cn_bytes k = cn_bytes_str("c"), v = cn_bytes_str("3");
+    struct waited w1 = {.w.done = done_then_compact};
+    CHECK_EQ(cn_istore_write(x.s, 1, &k, &v, 1, -1, -1, &w1.w), 0);
+    cn_istore_maybe_compact(x.s, 0);
+    CHECK_EQ(x.o.checkpoints, 1);
+    CHECK_EQ(cn_log_end_offset(p->log), 8);
+    while (!w1.done && uv_run(&x.loop, UV_RUN_ONCE))
+        ;
+    settle(&x);
+    CHECK_EQ(w1.err, 0);
+    CHECK_EQ(x.o.checkpoints, 1);
+    CHECK_EQ(cn_log_start_offset(p->log), 6);
+    CHECK_EQ(cn_log_end_offset(p->log), 8);
+    /* Ended, the next one may start (nothing live: the log just goes). */
+    x.o.live = 0;
+    cn_istore_maybe_compact(x.s, 0);
+    CHECK_EQ(x.o.checkpoints, 2);
+    CHECK_EQ(cn_log_start_offset(p->log), 8);
+    fx_end(&x);
+}
+
+UNIT_TEST(test_store_freed_with_checkpoint_in_flight)
+{
+    /* The round ends the checkpoint without the store (ASan judges). */
+    struct fixture x;
+    x.dir = unit_tmpdir("istore");
+    struct cn_partition *p = fill_wanting(&x, true);
+    cn_istore_maybe_compact(x.s, 0);
+    CHECK_EQ(x.o.checkpoints, 1);
+    cn_istore_free(x.s);
+    x.s = NULL;
+    settle(&x);
+    CHECK_EQ(cn_log_start_offset(p->log), 6);
     fx_end(&x);
 }
 
@@ -471,5 +610,8 @@ UNIT_MAIN(test_write_then_replay_in_order, test_open_without_create,
           test_replay_txn_records_and_markers,
           test_group_commit_off_still_synced, test_compact_by_checkpoint,
           test_compact_nothing_live_drops_the_log, test_compact_gates,
-          test_compact_gate_in_same_round,
+          test_compact_gate_in_same_round, test_compact_ends_with_its_round,
+          test_compact_failed_sync_deletes_nothing,
+          test_compact_one_checkpoint_at_a_time,
+          test_store_freed_with_checkpoint_in_flight,
           test_group_marker_synced_without_group_commit)
