@@ -286,10 +286,6 @@ struct cn_sync_checkpoint {
 int cn_sync_append_checkpoint(struct cn_broker *b, struct cn_partition *p,
                               uint8_t *batch, size_t len,
                               struct cn_sync_checkpoint *c);
-/* The same, synced on the loop before it returns: only for
- * src/node/txn_exec.c until __transaction_state moves onto istore. */
-int cn_sync_checkpoint(struct cn_broker *b, struct cn_partition *p,
-                       uint8_t *batch, size_t len);
 
 /* topics.c: producer ids idle past producer.id.expiration.ms go. */
 void cn_partition_expire_producers(struct cn_broker *b, struct cn_partition *p,

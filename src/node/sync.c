@@ -358,36 +358,3 @@ int cn_sync_append_checkpoint(struct cn_broker *b, struct cn_partition *p,
     c->waiter.finish = checkpoint_synced;
     return append_internal(b, p, batch, len, "a checkpoint write", &c->waiter);
 }
-
-/* Syncs p on the loop; 0 or the error that took the directory offline. */
-static int sync_now(struct cn_broker *b, struct cn_partition *p)
-{
-    struct cn_log_sync *s = cn_log_sync_begin(p->log);
-    if (!s)
-        return 0;
-    int err = cn_log_sync_run(s);
-    err = cn_log_sync_end(p->log, s, err);
-    if (err)
-        cn_broker_log_dir_failed(b, "fdatasync", err);
-    return err;
-}
-
-int cn_sync_checkpoint(struct cn_broker *b, struct cn_partition *p,
-                       uint8_t *batch, size_t len)
-{
-    int64_t first = cn_log_end_offset(p->log);
-    int rc = append_coordinator(b, p, batch, len, "a checkpoint write", true);
-    if (rc)
-        return rc;
-    /* Synced here, on the loop: the old records may only go once the
-     * checkpoint that replaces them is durable. */
-    rc = sync_now(b, p);
-    if (rc)
-        return rc;
-    if (cn_log_end_offset(p->log) > p->high_watermark)
-        p->high_watermark = cn_log_end_offset(p->log);
-    rc = cn_log_delete_records(p->log, first);
-    if (!rc)
-        cn_partition_after_retention(p);
-    return rc;
-}
