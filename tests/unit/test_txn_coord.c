@@ -808,10 +808,21 @@ UNIT_TEST(test_produce_add_write_failed)
     fk_init();
     struct fk_producer p = fk_new_producer(ID);
     int t = fk_produce_add(p.pid, p.epoch, "t:0", true);
+    CHECK(F.taken);
+    CHECK_EQ(fk_nnew_appends(), 1);
     fk_durable(KAFKA_COORDINATOR_NOT_AVAILABLE);
-    CHECK(fk_err(t) > 0);
-    CHECK(fk_find(ID) && fk_find(ID)->state == CN_TXN_EMPTY);
+    CHECK_EQ(fk_err(t), KAFKA_COORDINATOR_NOT_AVAILABLE);
+    CHECK(fk_find(ID) && fk_find(ID)->state == CN_TXN_EMPTY &&
+          fk_find(ID)->npartitions == 0);
     CHECK(!cn_txn_busy(F.c, ID));
+    /* Not counted as added: the next produce writes the add again. */
+    int t2 = fk_produce_add(p.pid, p.epoch, "t:0", true);
+    CHECK(F.taken);
+    CHECK_EQ(fk_nnew_appends(), 1);
+    fk_durable(KAFKA_NONE);
+    CHECK_EQ(fk_err(t2), KAFKA_NONE);
+    CHECK(fk_find(ID) && fk_find(ID)->state == CN_TXN_ONGOING &&
+          fk_find(ID)->npartitions == 1);
     fk_fini();
 }
 
@@ -937,9 +948,19 @@ UNIT_TEST(test_end_v5_without_tv2_no_bump)
     cfg.transaction_version = 1;
     fk_init_cfg(&cfg);
     struct fk_producer p = fk_ongoing(ID, "t:0");
-    fk_end(ID, p.pid, p.epoch, true, 5);
-    CHECK(fk_last_append() && fk_last_append()->m.producer_epoch == p.epoch);
+    int t = fk_end(ID, p.pid, p.epoch, true, 5);
+    CHECK_EQ(fk_nnew_appends(), 1);
+    const struct fk_app *r = fk_last_append();
+    CHECK(r && r->m.state == CN_TXN_PREPARE_COMMIT &&
+          r->m.producer_id == p.pid && r->m.producer_epoch == p.epoch);
+    fk_durable(KAFKA_NONE);
+    const struct cn_txn_answer *a = fk_answer_for(t);
+    CHECK(a && a->error == KAFKA_NONE && a->producer_id == p.pid &&
+          a->producer_epoch == p.epoch);
+    CHECK(fk_last_markers() && fk_last_markers()->producer_epoch == p.epoch);
     fk_settle();
+    CHECK(fk_find(ID) && fk_find(ID)->state == CN_TXN_COMPLETE_COMMIT &&
+          fk_find(ID)->producer_epoch == p.epoch);
     fk_fini();
 }
 

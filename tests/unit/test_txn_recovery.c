@@ -301,15 +301,40 @@ UNIT_TEST(test_replay_rotation)
     fk_fini();
 }
 
-/* Markers carry the coordinator epoch the part was led with. */
+/* The newest marker send of id since the window, or NULL. */
+static const struct fk_mk *markers_of(const char *id)
+{
+    for (size_t i = F.nmk; i-- > F.mk_w;)
+        if (!strcmp(F.mk[i].id, id))
+            return &F.mk[i];
+    return NULL;
+}
+
+/* Markers carry the coordinator epoch their id's part was led with (each
+ * part led at its own epoch), retries too. */
 UNIT_TEST(test_markers_carry_coordinator_epoch)
 {
     struct cn_txn_config cfg = fk_config();
     fk_init_loading(&cfg);
-    fk_replay_state(ID, P, E, CN_TXN_PREPARE_COMMIT, "t:0");
+    char a[32], b[32];
+    fk_id_in_part("a", 1, a, sizeof a);
+    fk_id_in_part("b", 3, b, sizeof b);
+    fk_replay_state(a, P, E, CN_TXN_PREPARE_COMMIT, "t:0");
+    fk_replay_state(b, P + 1, E, CN_TXN_PREPARE_ABORT, "t:1");
+    size_t mk0 = F.nmk;
     for (int32_t i = 0; i < F.cfg.nparts; i++)
-        fk_leader_epoch(i, 3);
-    CHECK(fk_last_markers() && fk_last_markers()->coordinator_epoch == 3);
+        fk_leader_epoch(i, 10 + i);
+    F.mk_w = mk0;
+    CHECK_EQ(fk_nnew_markers(), 2);
+    const struct fk_mk *ka = markers_of(a), *kb = markers_of(b);
+    CHECK(ka && ka->coordinator_epoch == 11 && ka->commit);
+    CHECK(kb && kb->coordinator_epoch == 13 && !kb->commit);
+    uint64_t seq_a = ka ? ka->seq : 0;
+    fk_markers(0); /* the oldest send (a's) fails */
+    fk_advance(F.cfg.marker_retry_ms);
+    CHECK_EQ(fk_nnew_markers(), 1);
+    ka = markers_of(a);
+    CHECK(ka && ka->seq != seq_a && ka->coordinator_epoch == 11);
     fk_settle();
     fk_fini();
 }
@@ -618,8 +643,15 @@ UNIT_TEST(test_stop_answers_pids_parked)
     fk_init();
     F.pids_eagain = true;
     int t = fk_init_pid(ID);
+    CHECK_EQ(fk_err(t), -1); /* parked */
     fk_stop();
-    CHECK(fk_err(t) > 0);
+    CHECK_EQ(fk_err(t), KAFKA_COORDINATOR_NOT_AVAILABLE);
+    CHECK_EQ(fk_nnew_appends(), 0);
+    /* Answered once: ids coming later resume nothing. */
+    F.pids_eagain = false;
+    fk_pids_ready();
+    CHECK_EQ(fk_nnew_answers(), 0);
+    CHECK_EQ(fk_nnew_appends(), 0);
     fk_fini();
 }
 
