@@ -276,6 +276,8 @@ int cn_txn_new(const struct cn_txn_config *cfg, const struct cn_txn_pids *pids,
     if (cfg->nparts <= 0)
         return CN_EINVAL;
     struct cn_txn_coord *c = calloc(1, sizeof *c);
+    if (c)
+        c->retry_due_mono_ms = INT64_MAX;
     if (!c)
         return CN_ENOMEM;
     c->cfg = *cfg;
@@ -770,7 +772,7 @@ static void on_tick(struct txn_ctx *x)
         return;
     if (c->parked)
         unpark(x, NULL, UNPARK_DUE);
-    if (c->retries)
+    if (c->retries && now >= c->retry_due_mono_ms)
         cn_tc_retry_markers(x);
     if (c->checks_on && now >= c->next_abort_check_mono_ms) {
         cn_tc_check_timeouts(x);
@@ -800,11 +802,8 @@ static int64_t next_timer(const struct cn_txn_coord *c)
     for (const struct txn_parked *pk = c->parked; pk; pk = pk->next)
         if (pk->reason == PARK_BUSY && pk->deadline_mono_ms < t)
             t = pk->deadline_mono_ms;
-    if (c->retries)
-        for (size_t i = 0; i < c->buckets; i++)
-            for (const struct txn_entry *e = c->table[i]; e; e = e->next)
-                if (e->marker_retry_mono_ms && e->marker_retry_mono_ms < t)
-                    t = e->marker_retry_mono_ms;
+    if (c->retries && c->retry_due_mono_ms < t)
+        t = c->retry_due_mono_ms;
     return t;
 }
 

@@ -110,20 +110,30 @@ void cn_tc_marker_result(struct txn_ctx *x, const char *id, uint64_t seq,
     if (e->marker_retry_mono_ms <= 0)
         e->marker_retry_mono_ms = 1;
     c->retries++;
+    if (e->marker_retry_mono_ms < c->retry_due_mono_ms)
+        c->retry_due_mono_ms = e->marker_retry_mono_ms;
 }
 
 void cn_tc_retry_markers(struct txn_ctx *x)
 {
     struct cn_txn_coord *c = x->c;
+    int64_t due = INT64_MAX; /* the earliest retry left */
+    c->retry_due_mono_ms = INT64_MAX; /* sends below may add retries */
     for (size_t i = 0; i < c->buckets; i++)
         for (struct txn_entry *e = c->table[i]; e; e = e->next) {
-            if (!e->marker_retry_mono_ms ||
-                e->marker_retry_mono_ms > x->now->mono_ms)
+            if (!e->marker_retry_mono_ms)
                 continue;
+            if (e->marker_retry_mono_ms > x->now->mono_ms) {
+                if (e->marker_retry_mono_ms < due)
+                    due = e->marker_retry_mono_ms;
+                continue;
+            }
             e->marker_retry_mono_ms = 0;
             c->retries--;
             cn_tc_send_markers(x, e, e->commit, false);
         }
+    if (due < c->retry_due_mono_ms)
+        c->retry_due_mono_ms = due;
 }
 
 static void complete_written(struct txn_ctx *x, struct txn_entry *e,

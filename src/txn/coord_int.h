@@ -78,6 +78,10 @@ struct cn_txn_coord {
     int64_t next_abort_check_mono_ms, next_expiry_check_mono_ms;
     bool stopping;
     size_t retries; /* entries with marker_retry_mono_ms */
+    /* No marker retry is due before this (exact after each retry round,
+     * maybe early after a retrying entry went), so a step looks at the
+     * table only when one may be due; INT64_MAX: none */
+    int64_t retry_due_mono_ms;
     uint64_t commits, aborts, timed_out_aborts, fenced;
     struct cn_hist commit_ms, abort_ms;
 };

@@ -371,6 +371,43 @@ UNIT_TEST(test_marker_retry)
 }
 
 /* A result for an older send, or for an unknown id, changes nothing. */
+/* Among many ids, two marker retries due at different times: the timer
+ * asks for each in turn (the machine keeps the earliest due, it does not
+ * scan for it), and each retry sends only its own id's markers. */
+UNIT_TEST(test_marker_retry_among_many)
+{
+    fk_init();
+    char id[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(id, sizeof id, "n%d", i);
+        fk_new_producer(id);
+    }
+    int64_t t0 = F.now.mono_ms;
+    fk_decided("a", "t:0", true);
+    fk_markers(0);
+    CHECK_EQ(F.timer, t0 + F.cfg.marker_retry_ms);
+    fk_advance(300);
+    fk_decided("b", "t:1", false);
+    fk_markers(0);
+    CHECK_EQ(F.timer, t0 + F.cfg.marker_retry_ms);
+    CHECK_EQ(fk_stats().marker_retry_queue, 2);
+    fk_advance(F.cfg.marker_retry_ms - 300 - 1);
+    CHECK_EQ(fk_nnew_markers(), 0);
+    fk_advance(1);
+    CHECK_EQ(fk_nnew_markers(), 1);
+    CHECK(fk_last_markers() && !strcmp(fk_last_markers()->id, "a"));
+    CHECK_EQ(F.timer, t0 + 300 + F.cfg.marker_retry_ms);
+    fk_markers(-1);
+    fk_advance(300);
+    CHECK_EQ(fk_nnew_markers(), 1);
+    CHECK(fk_last_markers() && !strcmp(fk_last_markers()->id, "b"));
+    fk_markers(-1);
+    CHECK_EQ(fk_stats().marker_retry_queue, 0);
+    CHECK_EQ(F.timer, t0 + F.cfg.abort_check_interval_ms);
+    fk_settle();
+    fk_fini();
+}
+
 UNIT_TEST(test_marker_stale_seq_ignored)
 {
     fk_init();
@@ -706,6 +743,7 @@ UNIT_MAIN(test_timeout_abort, test_timeout_skips_busy,
           test_replay_idle_states, test_replay_ongoing_times_out,
           test_replay_last_record_wins, test_replay_rotation,
           test_markers_carry_coordinator_epoch, test_marker_retry,
+          test_marker_retry_among_many,
           test_marker_stale_seq_ignored, test_durable_fail,
           test_durable_fail_decision, test_complete_fail_stays_busy,
           test_park_order, test_park_deadline, test_stop_answers_parked,
