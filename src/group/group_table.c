@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fnv.h"
 #include "base/rand.h"
 #include "proto/kerr.h"
 
@@ -17,12 +18,7 @@
 
 static uint32_t hash_id(const char *s)
 {
-    uint32_t h = 2166136261u;
-    while (*s) {
-        h ^= (uint8_t)*s++;
-        h *= 16777619u;
-    }
-    return h;
+    return cn_fnv1a_str(s);
 }
 
 struct cn_group *group_lookup(const struct cn_groups *gs, const char *id)

@@ -19,6 +19,7 @@
 
 #include "base/arena.h"
 #include "base/err.h"
+#include "base/fnv.h"
 #include "base/rd.h"
 #include "proto/gen/offset_commit_key.h"
 #include "proto/gen/offset_commit_value.h"
@@ -108,18 +109,9 @@ struct name {
     uint32_t h;    /* hash_bytes(p, n) */
 };
 
-/* FNV-1a, unkeyed: names are short, and colliding names chosen by a
- * client only lengthen chains (time, not correctness). */
 static uint32_t hash_bytes(const char *p, size_t n)
 {
-    uint32_t h = 2166136261u;
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        h ^= (uint8_t)p[i];
-        h *= 16777619u;
-    }
-    return h;
+    return cn_fnv1a(p, n);
 }
 
 /* 64-bit finalizer (splitmix64) folded to 32 bits. */

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/fnv.h"
 #include "base/rand.h"
 #include "base/say.h"
 #include "node/broker_int.h"
@@ -35,12 +36,7 @@
 
 static uint32_t name_hash(const uint8_t *p, size_t n)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 16777619u;
-    }
-    return h;
+    return cn_fnv1a(p, n);
 }
 
 struct cn_topic *cn_topic_find(struct cn_broker *b, struct cn_bytes name)

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/fnv.h"
 #include "base/say.h"
 #include "base/wr.h"
 #include "proto/kerr.h"
@@ -111,12 +112,7 @@ bool cn_tc_tv2_on(const struct cn_txn_coord *c)
 
 static uint32_t id_hash(const char *s)
 {
-    uint32_t h = 2166136261u;
-    while (*s) {
-        h ^= (uint8_t)*s++;
-        h *= 16777619u;
-    }
-    return h;
+    return cn_fnv1a_str(s);
 }
 
 static int32_t part_of(const struct cn_txn_coord *c, const char *id)

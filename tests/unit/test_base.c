@@ -5,6 +5,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/failpoint.h"
+#include "base/fnv.h"
 #include "base/rand.h"
 #include "base/rd.h"
 #include "base/wr.h"
@@ -163,8 +164,18 @@ UNIT_TEST(fake_rand_repeatable)
     CHECK(memcmp(a, c, sizeof a) != 0);
 }
 
+/* The published FNV-1a 32-bit test vectors; both forms agree. */
+UNIT_TEST(fnv1a_known_values)
+{
+    CHECK_EQ(cn_fnv1a("", 0), 0x811c9dc5u);
+    CHECK_EQ(cn_fnv1a("a", 1), 0xe40c292cu);
+    CHECK_EQ(cn_fnv1a("foobar", 6), 0xbf9cf968u);
+    CHECK_EQ(cn_fnv1a_str("foobar"), 0xbf9cf968u);
+    CHECK_EQ(cn_fnv1a_str(""), 0x811c9dc5u);
+}
+
 UNIT_MAIN(varint_round_trip, varint_known_bytes, reader_stops_at_first_error,
           overlong_uvarint_rejected, huge_array_count_rejected,
           strings_null_and_compact, tags_skipped, arena_zeroed_and_aligned,
           failpoint_every_nth_hit, fake_clock_set_and_advanced,
-          fake_rand_repeatable)
+          fake_rand_repeatable, fnv1a_known_values)
