@@ -444,13 +444,6 @@ static bool implicit_adds(struct cn_broker *b, struct cn_req *req,
     }
     if (n == 0)
         return false;
-    /* Only a request the coordinator may take keeps its decoded form. */
-    struct produce_wait *pw = cn_arena_alloc(&req->arena, sizeof *pw);
-    if (!pw)
-        return false; /* unadded: the append's verification answers */
-    pw->h = *hv;
-    pw->rq = *rq;
-    req->handler_state = pw;
     struct cn_txn_request tr = {
         .kind = CN_TXN_REQ_PRODUCE_ADD,
         .token = req,
@@ -461,6 +454,17 @@ static bool implicit_adds(struct cn_broker *b, struct cn_req *req,
         .tps = tps,
         .ntps = n,
     };
+    /* Nothing to add (TV1, or every partition already in): no step. */
+    const struct cn_txn_coord *c = cn_txn_exec_coord(b);
+    if (!c || !cn_txn_produce_adds(c, &tr))
+        return false;
+    /* Only a request the coordinator may take keeps its decoded form. */
+    struct produce_wait *pw = cn_arena_alloc(&req->arena, sizeof *pw);
+    if (!pw)
+        return false; /* unadded: the append's verification answers */
+    pw->h = *hv;
+    pw->rq = *rq;
+    req->handler_state = pw;
     return cn_txn_exec_produce_add(b, &tr);
 }
 

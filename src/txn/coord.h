@@ -309,6 +309,13 @@ int16_t cn_txn_verify(const struct cn_txn_coord *c, const char *id,
 int16_t cn_txn_check_batched(const struct cn_txn_coord *c, const char *id,
                              int64_t producer_id, int16_t producer_epoch);
 
+/* False when a PRODUCE_ADD rq (its partitions as given) would not be
+ * taken: TV2 off, no TV2 transaction of that producer at that epoch
+ * here, or every partition already in its Ongoing transaction.  The
+ * produce then goes on without a step (TV1 clients always). */
+bool cn_txn_produce_adds(const struct cn_txn_coord *c,
+                         const struct cn_txn_request *rq);
+
 /* Calls fn for every live id of part (-1: every part); stops at fn's
  * non-zero return, which it returns. */
 int cn_txn_foreach(const struct cn_txn_coord *c, int32_t part,

@@ -116,34 +116,43 @@ static void produce_not_added(struct txn_ctx *x,
         cn_tc_answer(x, rq, err, -1, -1);
 }
 
-void cn_tc_produce_add(struct txn_ctx *x, const struct cn_txn_request *rq,
-                       bool resumed, bool late)
+/* The entry a PRODUCE_ADD would add rq's partitions to, or NULL when
+ * nothing is added (it goes on at once). */
+static struct txn_entry *produce_entry(const struct cn_txn_coord *c,
+                                       const struct cn_txn_request *rq)
 {
-    struct cn_txn_coord *c = x->c;
-    if (!cn_tc_tv2_on(c) || rq->ntps == 0) {
-        produce_not_added(x, rq, resumed, KAFKA_NONE);
-        return;
-    }
+    if (!cn_tc_tv2_on(c) || rq->ntps == 0)
+        return NULL;
     struct txn_entry *e = cn_tc_entry_by_pid(c, rq->producer_id);
     /* Only at the current epoch (an older one is fenced by the
      * verification), and for Produce v12 or a producer already seen using
      * TV2 in this instance. */
     if (!e || !cn_tc_part_led(c, e->part) || e->meta.state == CN_TXN_DEAD ||
         rq->producer_epoch != e->meta.producer_epoch ||
-        (!rq->produce_v12 && e->meta.client_tv != 2)) {
+        (!rq->produce_v12 && e->meta.client_tv != 2))
+        return NULL;
+    if (e->meta.state != CN_TXN_ONGOING)
+        return e;
+    for (size_t i = 0; i < rq->ntps; i++)
+        if (!cn_txn_meta_has_partition(&e->meta, rq->tps[i].topic,
+                                       rq->tps[i].partition))
+            return e;
+    return NULL;
+}
+
+bool cn_txn_produce_adds(const struct cn_txn_coord *c,
+                         const struct cn_txn_request *rq)
+{
+    return produce_entry(c, rq) != NULL;
+}
+
+void cn_tc_produce_add(struct txn_ctx *x, const struct cn_txn_request *rq,
+                       bool resumed, bool late)
+{
+    struct txn_entry *e = produce_entry(x->c, rq);
+    if (!e) {
         produce_not_added(x, rq, resumed, KAFKA_NONE);
         return;
-    }
-    if (e->meta.state == CN_TXN_ONGOING) {
-        size_t missing = 0;
-        for (size_t i = 0; i < rq->ntps; i++)
-            if (!cn_txn_meta_has_partition(&e->meta, rq->tps[i].topic,
-                                           rq->tps[i].partition))
-                missing++;
-        if (!missing) {
-            produce_not_added(x, rq, resumed, KAFKA_NONE);
-            return;
-        }
     }
     if (cn_tc_entry_waits(e)) {
         /* Waited long enough: the produce goes on unadded, and the

@@ -105,6 +105,7 @@ static struct fk {
     int64_t timer; /* the last step's timer_mono_ms */
     /* the last step's scalar results */
     bool taken, op_taken;
+    bool adds; /* cn_txn_produce_adds before the last PRODUCE_ADD */
     int16_t result;
     size_t resumed;
     /* producer ids */
@@ -463,8 +464,13 @@ static inline int fk_send(const struct cn_txn_request *r, const char *spec)
         ev.u.request.ntps = fk_tps(spec, tps);
         ev.u.request.tps = tps;
     }
+    if (r->kind == CN_TXN_REQ_PRODUCE_ADD)
+        F.adds = cn_txn_produce_adds(F.c, &ev.u.request);
     fk_step(&ev);
     q->taken = F.taken;
+    /* The handler skips the step when the query says no. */
+    if (r->kind == CN_TXN_REQ_PRODUCE_ADD && F.taken)
+        CHECK(F.adds);
     if (r->kind == CN_TXN_REQ_PRODUCE_ADD && !F.taken)
         CHECK_EQ(q->answers, 0);
     memset(idbuf, 'X', sizeof idbuf - 1);
