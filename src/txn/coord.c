@@ -58,6 +58,10 @@ struct cn_txn_action *cn_tc_push(struct txn_ctx *x,
                                  enum cn_txn_action_kind kind)
 {
     struct cn_txn_actions *a = x->acts;
+    if (a->fail_push) {
+        x->rc = CN_ENOMEM;
+        return NULL;
+    }
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 8;
         struct cn_txn_action *v = realloc(a->v, cap * sizeof *v);
@@ -74,16 +78,54 @@ struct cn_txn_action *cn_tc_push(struct txn_ctx *x,
     return act;
 }
 
+bool cn_tc_take_produce(struct txn_ctx *x)
+{
+    struct cn_txn_coord *c = x->c;
+    size_t need = c->produce_taken + c->nowed + 1;
+    if (need > c->owed_cap) {
+        size_t cap = c->owed_cap ? c->owed_cap * 2 : 8;
+        struct cn_txn_answer *v = realloc(c->owed, cap * sizeof *v);
+        if (!v)
+            return false;
+        c->owed = v;
+        c->owed_cap = cap;
+    }
+    c->produce_taken++;
+    x->acts->taken = true;
+    return true;
+}
+
 void cn_tc_answer_to(struct txn_ctx *x, const struct cn_txn_answer *a,
                      int16_t err, int64_t pid, int16_t epoch)
 {
+    struct cn_txn_coord *c = x->c;
+    struct cn_txn_answer an = *a;
+    an.error = err;
+    an.producer_id = err ? -1 : pid;
+    an.producer_epoch = err ? -1 : epoch;
+    bool produce = a->kind == CN_TXN_REQ_PRODUCE_ADD && c->produce_taken;
+    if (produce)
+        c->produce_taken--;
     struct cn_txn_action *act = cn_tc_push(x, CN_TXA_ANSWER);
-    if (!act)
-        return;
-    act->u.answer = *a;
-    act->u.answer.error = err;
-    act->u.answer.producer_id = err ? -1 : pid;
-    act->u.answer.producer_epoch = err ? -1 : epoch;
+    if (act)
+        act->u.answer = an;
+    else if (produce)
+        c->owed[c->nowed++] = an; /* room reserved at the take */
+}
+
+/* The owed answers first, in order, as far as they can be recorded. */
+static void pay_owed(struct txn_ctx *x)
+{
+    struct cn_txn_coord *c = x->c;
+    size_t i = 0;
+    for (; i < c->nowed; i++) {
+        struct cn_txn_action *act = cn_tc_push(x, CN_TXA_ANSWER);
+        if (!act)
+            break;
+        act->u.answer = c->owed[i];
+    }
+    memmove(c->owed, c->owed + i, (c->nowed - i) * sizeof *c->owed);
+    c->nowed -= i;
 }
 
 static struct cn_txn_answer answer_of(const struct cn_txn_request *rq)
@@ -319,6 +361,7 @@ void cn_txn_free(struct cn_txn_coord *c)
     free(c->part_ids);
     free(c->part_state);
     free(c->coordinator_epoch);
+    free(c->owed);
     free(c);
 }
 
@@ -809,6 +852,8 @@ int cn_txn_step(struct cn_txn_coord *c, const struct cn_txn_event *ev,
                 struct cn_txn_actions *acts)
 {
     struct txn_ctx x = {c, &ev->now, acts, 0};
+    if (c->nowed)
+        pay_owed(&x);
     switch (ev->kind) {
     case CN_TXE_REQUEST:
         if (c->stopping && ev->u.request.kind == CN_TXN_REQ_PRODUCE_ADD)
@@ -844,7 +889,7 @@ int cn_txn_step(struct cn_txn_coord *c, const struct cn_txn_event *ev,
             unpark(&x, NULL, UNPARK_ALL);
         break;
     }
-    acts->timer_mono_ms = next_timer(c);
+    acts->timer_mono_ms = c->nowed ? ev->now.mono_ms + 1 : next_timer(c);
     return x.rc;
 }
 

@@ -250,6 +250,8 @@ struct cn_txn_actions {
                                whole transaction itself; false: the caller
                                writes the marker to the partition */
     size_t resumed;        /* LEADER: decided transactions being finished */
+    bool fail_push;        /* tests: recording an action fails as when out
+                               of memory (the machine takes no fail points) */
 };
 
 void cn_txn_actions_init(struct cn_txn_actions *a);

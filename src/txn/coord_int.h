@@ -82,6 +82,13 @@ struct cn_txn_coord {
      * maybe early after a retrying entry went), so a step looks at the
      * table only when one may be due; INT64_MAX: none */
     int64_t retry_due_mono_ms;
+    /* Answers to taken PRODUCE_ADDs that could not be recorded (out of
+     * memory; the produce waits for its answer): they go out first at
+     * the next step, which the timer asks for.  Room for each is reserved
+     * when the request is taken, so owing one cannot fail. */
+    struct cn_txn_answer *owed;
+    size_t nowed, owed_cap;
+    size_t produce_taken; /* PRODUCE_ADDs taken, not answered yet */
     uint64_t commits, aborts, timed_out_aborts, fenced;
     struct cn_hist commit_ms, abort_ms;
 };
@@ -116,6 +123,10 @@ void cn_tc_answer(struct txn_ctx *x, const struct cn_txn_request *rq,
                   int16_t err, int64_t pid, int16_t epoch);
 void cn_tc_answer_to(struct txn_ctx *x, const struct cn_txn_answer *a,
                      int16_t err, int64_t pid, int16_t epoch);
+/* A new PRODUCE_ADD is taken (its answer comes now or later): true, or
+ * false when its answer could not be promised (out of memory; the
+ * produce goes on unadded). */
+bool cn_tc_take_produce(struct txn_ctx *x);
 /* Parks rq on e (BUSY) or on the producer-id seam (e NULL: PIDS).  False
  * when it cannot (stopping; the caller answers). */
 bool cn_tc_park(struct txn_ctx *x, const struct cn_txn_request *rq,

@@ -161,10 +161,10 @@ void cn_tc_produce_add(struct txn_ctx *x, const struct cn_txn_request *rq,
             produce_not_added(x, rq, resumed, KAFKA_CONCURRENT_TRANSACTIONS);
             return;
         }
-        if (cn_tc_park(x, rq, e, PARK_BUSY))
-            x->acts->taken = true;
-        else
-            produce_not_added(x, rq, resumed, KAFKA_CONCURRENT_TRANSACTIONS);
+        if (!resumed && !cn_tc_take_produce(x))
+            return; /* not taken: goes on unadded */
+        if (!cn_tc_park(x, rq, e, PARK_BUSY))
+            cn_tc_answer(x, rq, KAFKA_CONCURRENT_TRANSACTIONS, -1, -1);
         return;
     }
     struct cn_txn_meta next;
@@ -180,7 +180,10 @@ void cn_tc_produce_add(struct txn_ctx *x, const struct cn_txn_request *rq,
         return;
     }
     next.client_tv = 2;
-    x->acts->taken = true;
+    if (!resumed && !cn_tc_take_produce(x)) {
+        cn_txn_meta_fini(&next);
+        return; /* not taken: goes on unadded */
+    }
     cn_tc_write(x, e, &next, THEN_ANSWER, rq, CN_TXN_WRITE_CHANGE);
 }
 

@@ -827,6 +827,30 @@ UNIT_TEST(test_produce_add_write_failed)
     fk_fini();
 }
 
+/* A taken add whose answer cannot be recorded (out of memory) is owed,
+ * not lost: the timer asks for a step at once and the answer goes out
+ * first, once (the produce would wait for it forever). */
+UNIT_TEST(test_produce_add_answer_owed)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    int t = fk_produce_add(p.pid, p.epoch, "t:0", true);
+    CHECK(F.taken);
+    F.nomem = true;
+    fk_durable(KAFKA_NONE);
+    CHECK_EQ(fk_err(t), -1);
+    CHECK_EQ(F.timer, F.now.mono_ms + 1);
+    fk_advance(1); /* still failing: owed again */
+    CHECK_EQ(fk_err(t), -1);
+    F.nomem = false;
+    fk_advance(1);
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    CHECK(F.timer > F.now.mono_ms + 1);
+    fk_advance(10); /* answered once (the harness counts) */
+    CHECK(fk_find(ID) && fk_find(ID)->npartitions == 1);
+    fk_fini();
+}
+
 /* ---- 8. TV2: the bump in EndTxn and its overflow --------------------- */
 
 /* A TV2 Ongoing transaction of id at (pid, epoch) on t:0, replayed. */
@@ -1298,7 +1322,7 @@ UNIT_MAIN(test_transition_table, test_records_pass_transition_ok,
           test_add_parts_unknown_not_attempted, test_produce_add_v12_taken,
           test_produce_add_not_taken, test_produce_add_tv2_client_any_version,
           test_produce_add_parked_then_added, test_produce_add_late_concurrent,
-          test_produce_add_write_failed, test_tv2_end_bumps_once,
+          test_produce_add_write_failed, test_produce_add_answer_owed, test_tv2_end_bumps_once,
           test_tv2_overflow, test_tv2_end_retry,
           test_end_v5_without_tv2_no_bump, test_fence_tv2_single_bump,
           test_fence_tv2_near_last_epoch_rotates_on_retry,

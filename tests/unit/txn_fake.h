@@ -106,6 +106,7 @@ static struct fk {
     /* the last step's scalar results */
     bool taken, op_taken;
     bool adds; /* cn_txn_produce_adds before the last PRODUCE_ADD */
+    bool nomem; /* no action can be recorded: steps fail CN_ENOMEM */
     int16_t result;
     size_t resumed;
     /* producer ids */
@@ -377,8 +378,9 @@ static inline void fk_record_answer(const struct cn_txn_action *a)
 static inline void fk_step(const struct cn_txn_event *ev)
 {
     cn_txn_actions_reset(&F.acts);
+    F.acts.fail_push = F.nomem;
     int rc = cn_txn_step(F.c, ev, &F.acts);
-    CHECK_EQ(rc, 0);
+    CHECK_EQ(rc, F.nomem ? CN_ENOMEM : 0);
     F.steps++;
     CHECK(F.acts.n <= F.acts.cap);
     for (size_t i = 0; i < F.acts.n; i++) {
