@@ -484,13 +484,15 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
         return;
     }
     /* No group (null or empty): no partition, and the coordinator answers
-     * INVALID_GROUP_ID once the producer passed its check. */
+     * INVALID_GROUP_ID once the producer passed its check; a group whose
+     * partition is missing: a partition without a topic, and
+     * COORDINATOR_NOT_AVAILABLE after that check. */
     bool no_group = cn_bytes_is_null(rq.group_id) || rq.group_id.len == 0;
     struct cn_partition *p = no_group
                                  ? NULL
                                  : cn_group_coord_partition(b, rq.group_id);
     struct cn_txn_tp *tp = cn_arena_calloc(&req->arena, 1, sizeof *tp);
-    if ((!no_group && !p) || !tp) {
+    if (!tp) {
         answer_add_offsets(req, h, KAFKA_COORDINATOR_NOT_AVAILABLE);
         return;
     }
@@ -506,7 +508,7 @@ void cn_h_add_offsets_to_txn(struct cn_broker *b, struct cn_req *req,
                                            h->api_version, id, rq.producer_id,
                                            rq.producer_epoch);
     tr.tps = tp;
-    tr.ntps = p ? 1 : 0;
+    tr.ntps = no_group ? 0 : 1;
     cn_txn_exec_request(b, &tr);
 }
 

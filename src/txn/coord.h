@@ -104,7 +104,8 @@ enum cn_txn_req_kind {
     CN_TXN_REQ_ADD_BATCHED, /* one transaction of AddPartitionsToTxn v4-5
                                that is not VerifyOnly */
     CN_TXN_REQ_ADD_OFFSETS, /* AddOffsetsToTxn; tps[0] is the group's
-                               __consumer_offsets partition */
+                               __consumer_offsets partition (topic NULL:
+                               it is missing; none: no group) */
     CN_TXN_REQ_END,         /* EndTxn */
     CN_TXN_REQ_PRODUCE_ADD, /* TV2 implicit add: Produce, TxnOffsetCommit v5 */
 };

@@ -195,8 +195,13 @@ void cn_tc_add_offsets(struct txn_ctx *x, const struct cn_txn_request *rq,
     struct txn_entry *e = NULL;
     if (!producer_ok(x, rq, late, &e))
         return;
+    /* After the producer check, as Kafka (its partitionFor needs no
+     * partition; Cairn cannot add one that is missing: retriable). */
     if (rq->ntps == 0 || !rq->tps[0].topic) {
-        cn_tc_answer(x, rq, KAFKA_INVALID_GROUP_ID, -1, -1);
+        cn_tc_answer(x, rq,
+                     rq->ntps ? KAFKA_COORDINATOR_NOT_AVAILABLE
+                              : KAFKA_INVALID_GROUP_ID,
+                     -1, -1);
         return;
     }
     const char *topic = rq->tps[0].topic;

@@ -656,6 +656,31 @@ UNIT_TEST(test_batched_add_v5_sets_tv2)
     fk_fini();
 }
 
+/* A group whose __consumer_offsets partition is missing (the handler
+ * passes a partition without a topic): the producer's own errors first,
+ * as Kafka checks id, producer id, epoch before anything else
+ * (TransactionCoordinator.handleAddPartitionsToTransaction), then
+ * COORDINATOR_NOT_AVAILABLE, which the client retries. */
+UNIT_TEST(test_add_offsets_group_partition_missing)
+{
+    fk_init();
+    struct fk_producer p = fk_new_producer(ID);
+    struct cn_txn_tp tp = {.topic = NULL, .partition = 3};
+    struct cn_txn_request r =
+        fk_rq(CN_TXN_REQ_ADD_OFFSETS, ID, p.pid, (int16_t)(p.epoch - 1));
+    r.tps = &tp;
+    r.ntps = 1;
+    CHECK_EQ(fk_err(fk_send(&r, NULL)), KAFKA_PRODUCER_FENCED);
+    r.producer_epoch = p.epoch;
+    r.producer_id = p.pid + 1;
+    CHECK_EQ(fk_err(fk_send(&r, NULL)), KAFKA_INVALID_PRODUCER_ID_MAPPING);
+    r.producer_id = p.pid;
+    CHECK_EQ(fk_err(fk_send(&r, NULL)), KAFKA_COORDINATOR_NOT_AVAILABLE);
+    CHECK_EQ(fk_nnew_appends(), 0);
+    CHECK(fk_find(ID) && fk_find(ID)->state == CN_TXN_EMPTY);
+    fk_fini();
+}
+
 /* A batched add naming an unknown partition adds nothing:
  * OPERATION_NOT_ATTEMPTED, after the producer check (txn_verify.c:
  * 114-117, 157-160). */
@@ -1328,7 +1353,8 @@ UNIT_MAIN(test_transition_table, test_records_pass_transition_ok,
           test_fence_tv2_near_last_epoch_rotates_on_retry,
           test_fence_at_last_usable_epoch, test_timeout_at_last_usable_epoch,
           test_operator_abort_single_bump, test_operator_abort_not_ours,
-          test_add_offsets_no_group, test_init_pid_resets_instance,
+          test_add_offsets_no_group,
+          test_add_offsets_group_partition_missing, test_init_pid_resets_instance,
           test_tv2_bare_abort_completes_without_markers, test_stats,
           test_empty_id, test_tv2_epoch_never_wraps,
           test_tv2_overflow_retry_repeated, test_add_known_partition_no_record,

@@ -476,7 +476,7 @@ static inline int fk_send(const struct cn_txn_request *r, const char *spec)
     if (r->kind == CN_TXN_REQ_PRODUCE_ADD && !F.taken)
         CHECK_EQ(q->answers, 0);
     memset(idbuf, 'X', sizeof idbuf - 1);
-    for (size_t i = 0; i < ev.u.request.ntps; i++)
+    for (size_t i = 0; spec && i < ev.u.request.ntps; i++)
         memset(tps[i].topic, 'Y', strlen(tps[i].topic));
     return (int)F.nreq;
 }
