@@ -17,6 +17,7 @@
 #include "node/istore.h"
 #include "node/markers.h"
 #include "proto/kerr.h"
+#include "txn/txn_state.h"
 #include "unit.h"
 
 /* ---- the fake owner ---------------------------------------------------- */
@@ -262,10 +263,40 @@ UNIT_TEST(test_open_without_create)
     /* Nothing to replay before the first write makes the topic. */
     CHECK_EQ(cn_istore_replay(x.s, 0, NULL), 0);
     CHECK_EQ(x.o.nev, 0);
-    CHECK_EQ(cn_istore_part_of(x.s, (const uint8_t *)"id", 2) >= 0, 1);
+    CHECK_EQ(cn_istore_part_of(x.s, (const uint8_t *)"id", 2), 3);
     put(&x, 3, -1, (const char *[]){"k=v"}, 1);
     CHECK(part_of(&x, 3) != NULL);
     CHECK(part_of(&x, 4) == NULL);
+    fx_end(&x);
+}
+
+/* An id's partition is Kafka's Utils.abs(id.hashCode()) % n, Java's
+ * String.hashCode over UTF-16 units; the hash values are Java's
+ * ("polygenelubricants" hashes to Integer.MIN_VALUE, whose abs is 0). */
+UNIT_TEST(test_part_of_matches_kafka)
+{
+    static const struct {
+        const char *id;
+        int32_t java_hash, part; /* part of 50 */
+    } v[] = {
+        {"id", 3355, 5},
+        {"hello", 99162322, 22},
+        {"polygenelubricants", INT32_MIN, 0},
+        {"my-transactional-id", -959806496, 46},
+        {"transactional-id-42", -1774587604, 4},
+        {"\xc3\xa9", 233, 33},             /* U+00E9 */
+        {"\xf0\x9f\x98\x80", 1772899, 49}, /* U+1F600, a surrogate pair */
+    };
+    struct fixture x;
+    x.dir = unit_tmpdir("istore");
+    fx_open(&x, true, 10000, "__transaction_state", 50, false);
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        size_t n = strlen(v[i].id);
+        CHECK_EQ(cn_txn_java_hash((const uint8_t *)v[i].id, n),
+                 v[i].java_hash);
+        CHECK_EQ(cn_istore_part_of(x.s, (const uint8_t *)v[i].id, n),
+                 v[i].part);
+    }
     fx_end(&x);
 }
 
@@ -607,7 +638,7 @@ UNIT_TEST(test_group_marker_synced_without_group_commit)
 }
 
 UNIT_MAIN(test_write_then_replay_in_order, test_open_without_create,
-          test_replay_txn_records_and_markers,
+          test_part_of_matches_kafka, test_replay_txn_records_and_markers,
           test_group_commit_off_still_synced, test_compact_by_checkpoint,
           test_compact_nothing_live_drops_the_log, test_compact_gates,
           test_compact_gate_in_same_round, test_compact_ends_with_its_round,
