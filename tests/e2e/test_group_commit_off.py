@@ -115,3 +115,29 @@ def test_transactions_and_offsets_without_group_commit(broker_factory):
         cons.close()
         plain.close()
         cli.close()
+
+
+def test_plain_commit_answered_only_once_synced(broker_factory):
+    """The plain commit above survives a kill -9, but so would one answered
+    before its fdatasync (the page cache outlives the process).  Here no
+    fdatasync succeeds (fail point log.fsync=error): the commit must not be
+    answered NONE, and its offset must not show."""
+    broker = broker_factory(**OFF)
+    broker.stop()
+    broker.failpoints = "log.fsync=error"
+    broker.start()
+    broker.create_topic("off-sync", 1)
+    cli = kw.ReadClient(broker.port, timeout=T)
+    try:
+        deadline = time.monotonic() + T
+        while True:
+            c = cli.find_coordinator("g-sync", kw.COORDINATOR_GROUP, 3)[0]
+            if c["error"] == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert c["error"] == 0, c
+        got = cli.offset_commit("g-sync", {("off-sync", 0): 7})
+        assert got.get(("off-sync", 0)) not in (None, 0), got
+        assert offset(cli, "g-sync", "off-sync", 0)[1] in (None, -1)
+    finally:
+        cli.close()
