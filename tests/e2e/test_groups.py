@@ -354,6 +354,12 @@ def test_failed_group_creation_is_undone(broker_factory):
         assert d["error"] == kw.MEMBER_ID_REQUIRED, d
         d = cli.join_group(group, member_id=d["member_id"], topics=[topic])
         assert d["error"] == kw.UNKNOWN_MEMBER_ID, d
+        # Gone, not kept empty: ListGroups (v0) does not name it.
+        r = kw.Reader(cli.call(lambda corr: kw.request(16, 0, corr, b"")))
+        r.i32()
+        assert r.i16() == 0
+        names = [(r.string(), r.string())[0] for _ in range(r.i32())]
+        assert group not in names, names
     finally:
         cli.close()
 
