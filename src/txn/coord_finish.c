@@ -117,7 +117,7 @@ void cn_tc_marker_result(struct txn_ctx *x, const char *id, uint64_t seq,
 void cn_tc_retry_markers(struct txn_ctx *x)
 {
     struct cn_txn_coord *c = x->c;
-    int64_t due = INT64_MAX; /* the earliest retry left */
+    int64_t due = INT64_MAX;          /* the earliest retry left */
     c->retry_due_mono_ms = INT64_MAX; /* sends below may add retries */
     for (size_t i = 0; i < c->buckets; i++)
         for (struct txn_entry *e = c->table[i]; e; e = e->next) {

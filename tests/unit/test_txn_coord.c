@@ -666,8 +666,8 @@ UNIT_TEST(test_add_offsets_group_partition_missing)
     fk_init();
     struct fk_producer p = fk_new_producer(ID);
     struct cn_txn_tp tp = {.topic = NULL, .partition = 3};
-    struct cn_txn_request r =
-        fk_rq(CN_TXN_REQ_ADD_OFFSETS, ID, p.pid, (int16_t)(p.epoch - 1));
+    struct cn_txn_request r = fk_rq(CN_TXN_REQ_ADD_OFFSETS, ID, p.pid,
+                                    (int16_t)(p.epoch - 1));
     r.tps = &tp;
     r.ntps = 1;
     CHECK_EQ(fk_err(fk_send(&r, NULL)), KAFKA_PRODUCER_FENCED);
@@ -1347,14 +1347,14 @@ UNIT_MAIN(test_transition_table, test_records_pass_transition_ok,
           test_add_parts_unknown_not_attempted, test_produce_add_v12_taken,
           test_produce_add_not_taken, test_produce_add_tv2_client_any_version,
           test_produce_add_parked_then_added, test_produce_add_late_concurrent,
-          test_produce_add_write_failed, test_produce_add_answer_owed, test_tv2_end_bumps_once,
-          test_tv2_overflow, test_tv2_end_retry,
+          test_produce_add_write_failed, test_produce_add_answer_owed,
+          test_tv2_end_bumps_once, test_tv2_overflow, test_tv2_end_retry,
           test_end_v5_without_tv2_no_bump, test_fence_tv2_single_bump,
           test_fence_tv2_near_last_epoch_rotates_on_retry,
           test_fence_at_last_usable_epoch, test_timeout_at_last_usable_epoch,
           test_operator_abort_single_bump, test_operator_abort_not_ours,
-          test_add_offsets_no_group,
-          test_add_offsets_group_partition_missing, test_init_pid_resets_instance,
+          test_add_offsets_no_group, test_add_offsets_group_partition_missing,
+          test_init_pid_resets_instance,
           test_tv2_bare_abort_completes_without_markers, test_stats,
           test_empty_id, test_tv2_epoch_never_wraps,
           test_tv2_overflow_retry_repeated, test_add_known_partition_no_record,

@@ -105,7 +105,7 @@ static struct fk {
     int64_t timer; /* the last step's timer_mono_ms */
     /* the last step's scalar results */
     bool taken, op_taken;
-    bool adds; /* cn_txn_produce_adds before the last PRODUCE_ADD */
+    bool adds;  /* cn_txn_produce_adds before the last PRODUCE_ADD */
     bool nomem; /* no action can be recorded: steps fail CN_ENOMEM */
     int16_t result;
     size_t resumed;
