@@ -212,9 +212,8 @@ static void do_append(struct cn_txn_exec *x, int32_t part, const char *id,
     /* Shutting down: nothing more is written; a decided transaction is
      * finished by the next start's recovery. */
     size_t idlen = strlen(id);
-    struct exec_write *w = x->b->stopping
-                               ? NULL
-                               : calloc(1, sizeof *w + idlen + 1);
+    struct exec_write *w = x->b->stopping ? NULL
+                                          : calloc(1, sizeof *w + idlen + 1);
     if (!w) {
         written_failed(x, id, seq, part);
         return;
@@ -408,11 +407,9 @@ static int checkpoint_one(void *arg, const struct cn_txn_meta *m)
     cn_wr_reset(&ck->value);
     int rc = cn_txn_log_encode(m, &ck->key, &ck->value, &tombstone);
     if (!rc && !tombstone) {
-        cn_batch_builder_add(ck->bb, ck->now_ms,
-                             cn_bytes_of(ck->key.buf, (int32_t)ck->key.len),
-                             cn_bytes_of(ck->value.buf,
-                                         (int32_t)ck->value.len),
-                             NULL, 0);
+        cn_batch_builder_add(
+            ck->bb, ck->now_ms, cn_bytes_of(ck->key.buf, (int32_t)ck->key.len),
+            cn_bytes_of(ck->value.buf, (int32_t)ck->value.len), NULL, 0);
         ck->live++;
     }
     return rc;
