@@ -435,10 +435,11 @@ int cn_broker_port(const struct cn_broker *b)
 static void on_stop_poll(uv_timer_t *t)
 {
     struct cn_broker *b = t->data;
-    /* Wait for the sync round and cleaner passes in flight: their
-     * workers use the logs; and for a producer-id write, whose waiting
-     * requests run again when it ends. */
-    if (b->sync_running || b->clean_running || b->pids.writing)
+    /* Wait for the sync round, cleaner passes and roll snapshots in
+     * flight: their workers use the logs; and for a producer-id write,
+     * whose waiting requests run again when it ends. */
+    if (b->sync_running || b->clean_running || b->pids.writing ||
+        b->part_work_running)
         return;
     uv_timer_stop(t);
     uv_close((uv_handle_t *)t, NULL);

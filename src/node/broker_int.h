@@ -129,6 +129,8 @@ struct cn_broker {
 
     struct cn_cleaner *cleaner; /* cleaner.h; NULL when off */
     int clean_running;          /* cleaner passes begun, not ended */
+    int part_work_running;      /* partitions' disk work on workers (roll
+                                 * snapshots), queued, not done */
 
     struct cn_fetch_wait *fetch_waits;
     /* Partitions of deleted topics whose logs a sync round may still be
@@ -216,8 +218,12 @@ int cn_broker_dynconf_load(struct cn_broker *b, char *err, size_t err_len);
 void cn_topic_apply_config(struct cn_topic *t);
 int cn_topics_load(struct cn_broker *b, char *err, size_t err_len);
 void cn_topics_close_all(struct cn_broker *b);
-/* Deletes the logs of deleted topics once no sync round uses them. */
+/* Deletes the logs of deleted topics once no sync round, cleaner pass or
+ * partition work (a roll snapshot's write) uses them. */
 void cn_topics_reap(struct cn_broker *b);
+/* cn_part_env's queue: runs a partition's disk work on a libuv worker,
+ * counted in part_work_running until its done has run. */
+int cn_part_work_queue(void *ctx, struct cn_part_work *w);
 /* Calls fn for every topic (order unspecified). */
 void cn_topics_foreach(struct cn_broker *b,
                        void (*fn)(struct cn_topic *t, void *arg), void *arg);

@@ -424,8 +424,9 @@ int16_t cn_topic_delete(struct cn_broker *b, struct cn_topic *t)
                 *pp = p->sync_next;
         }
         /* The topic is freed now; the partition's log may outlive it until
-         * the sync round or cleaner pass using it ends. */
+         * the sync round, cleaner pass or snapshot write using it ends. */
         cn_cleaner_forget(b, p);
+        cn_partition_snap_release(p);
         p->topic = NULL;
         p->sync_next = b->doomed;
         b->doomed = p;
@@ -439,7 +440,7 @@ int16_t cn_topic_delete(struct cn_broker *b, struct cn_topic *t)
 
 void cn_topics_reap(struct cn_broker *b)
 {
-    if (b->sync_running || b->clean_running)
+    if (b->sync_running || b->clean_running || b->part_work_running)
         return;
     while (b->doomed) {
         struct cn_partition *p = b->doomed;
@@ -449,6 +450,48 @@ void cn_topics_reap(struct cn_broker *b)
             cn_pstate_free(p->pstate);
         free(p);
     }
+}
+
+struct part_work {
+    uv_work_t work;
+    struct cn_broker *b;
+    struct cn_part_work *w;
+};
+
+static void part_work_run(uv_work_t *uw)
+{
+    struct part_work *pw = uw->data;
+    pw->w->run(pw->w);
+}
+
+static void part_work_done(uv_work_t *uw, int status)
+{
+    struct part_work *pw = uw->data;
+    struct cn_broker *b = pw->b;
+    (void)status; /* never cancelled: nothing calls uv_cancel */
+    pw->w->done(pw->w);
+    free(pw);
+    b->part_work_running--;
+    /* A deleted topic's directory waits for the writes into it. */
+    cn_topics_reap(b);
+}
+
+int cn_part_work_queue(void *ctx, struct cn_part_work *w)
+{
+    struct cn_broker *b = ctx;
+    struct part_work *pw = calloc(1, sizeof *pw);
+    if (!pw)
+        return CN_ENOMEM;
+    pw->work.data = pw;
+    pw->b = b;
+    pw->w = w;
+    int rc = uv_queue_work(b->loop, &pw->work, part_work_run, part_work_done);
+    if (rc) {
+        free(pw);
+        return rc;
+    }
+    b->part_work_running++;
+    return 0;
 }
 
 int16_t cn_topic_add_partitions(struct cn_broker *b, struct cn_topic *t,

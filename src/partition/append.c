@@ -119,7 +119,7 @@ static int append_one(struct cn_partition *p, const struct cn_part_env *env,
         a->base_offset = base;
     /* Roll first: a snapshot taken at the new segment's base must not
      * include the batch that starts it. */
-    cn_partition_check_roll(p);
+    cn_partition_check_roll(p, env);
     struct cn_batch_hdr hdr;
     if (cn_batch_hdr_parse(batch, len, &hdr) != 0)
         return 0;

@@ -15,7 +15,7 @@
  * reaches the broker's group commit and disk-failure policy only through
  * struct cn_part_env.  The topic a partition belongs to is opaque here.
  *
- * Runs on: loop.
+ * Runs on: loop (a roll snapshot's write runs on a worker, env->queue).
  */
 #ifndef CN_PARTITION_H
 #define CN_PARTITION_H
@@ -30,6 +30,7 @@
 #include "proto/batch.h"
 
 struct cn_topic;
+struct cn_part_snap;
 
 struct cn_partition {
     struct cn_topic *topic;    /* owner (the broker's) */
@@ -44,6 +45,10 @@ struct cn_partition {
     int clean_last_error;      /* of its last pass, 0 when it swapped */
     bool in_sync_list;         /* queued for the next sync round */
     struct cn_partition *sync_next;
+    /* Roll snapshots (producers.c): the one a worker writes now, and the
+     * newest taken since, written when that one ends. */
+    struct cn_part_snap *snap_running;
+    struct cn_part_snap *snap_pending;
 };
 
 /* The last stable offset: the first offset of the oldest open transaction,
@@ -74,6 +79,15 @@ enum cn_part_origin {
      * at the leader's offsets, with no check but continuity. */
 };
 
+/* Disk work the partition hands to the layer above to run off the loop:
+ * run on a worker thread, then done back on the loop.  The layer above
+ * keeps what it needs to wait for it (a partition's directory is not
+ * deleted, nor the process stopped, while work of it runs). */
+struct cn_part_work {
+    void (*run)(struct cn_part_work *w);
+    void (*done)(struct cn_part_work *w);
+};
+
 /* What the layer above provides; ctx is passed back to each. */
 struct cn_part_env {
     void *ctx;
@@ -85,6 +99,10 @@ struct cn_part_env {
     /* A write failed in a way that takes the log directory offline;
      * what names the write for the log. */
     void (*dir_failed)(void *ctx, const char *what, int err);
+    /* Runs w on a worker and later w->done on the loop; returns 0, or an
+     * error when it cannot (w is then run here, on the loop).  NULL: all
+     * such work runs here. */
+    int (*queue)(void *ctx, struct cn_part_work *w);
 };
 
 /*
@@ -153,9 +171,23 @@ int cn_partition_scan(struct cn_partition *p, int64_t from,
 /* Records an appended batch (data or marker) in the producer table. */
 int cn_partition_record_batch(struct cn_partition *p, const uint8_t *batch,
                               size_t len, const struct cn_batch_hdr *hdr);
-/* Call after each append and before recording the batch: snapshots the
- * table when the append rolled a new segment. */
-void cn_partition_check_roll(struct cn_partition *p);
+/* Call after each append and before recording the batch: when the append
+ * rolled a new segment, takes the table as it is now and has env->queue
+ * write it (and prune older snapshots) on a worker.  One write per
+ * partition at a time, in roll order: a roll during a write leaves its
+ * snapshot pending, replacing any older pending one (the newest covers
+ * more of the log). */
+void cn_partition_check_roll(struct cn_partition *p,
+                             const struct cn_part_env *env);
+/* Lets go of p's roll snapshots: the pending one is dropped and the one
+ * being written finishes without touching p again.  Call before p is
+ * freed or its topic deleted; the caller still waits for that write
+ * before it deletes p's directory. */
+void cn_partition_snap_release(struct cn_partition *p);
+/* Writes the clean-shutdown snapshot (on this thread) and frees the
+ * table.  Skips the snapshot when a roll's write is still running (the
+ * layer above waits for those first): two writes of one directory at
+ * once could tear each other's file. */
 void cn_partition_producers_close(struct cn_partition *p);
 void cn_partition_after_retention(struct cn_partition *p);
 /* Reads a control batch's marker: type (CN_CONTROL_*) and coordinator

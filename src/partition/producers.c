@@ -1,8 +1,8 @@
 /*
  * producers.c - each partition's producer state, kept in step with its
  * log: loaded at open (newest snapshot, then the log after it), updated on
- * every append, snapshotted at segment roll and clean shutdown, expired on
- * a timer.
+ * every append, snapshotted at segment roll (written on a worker) and
+ * clean shutdown, expired on a timer.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -152,35 +152,150 @@ int cn_partition_producers_load(struct cn_partition *p, const char *name)
     return 0;
 }
 
-static void snapshot(struct cn_partition *p, int64_t offset)
+/* One roll snapshot: taken on the loop (the table changes with the next
+ * append), written on a worker.  It owns copies of all it needs, so the
+ * worker never reads the partition, whose table the loop keeps using. */
+struct cn_part_snap {
+    struct cn_part_work work; /* first: the worker's handle is a snap */
+    struct cn_partition *p;   /* NULL once p let go of it */
+    int (*queue)(void *ctx, struct cn_part_work *w);
+    void *ctx;
+    char *dir;
+    int64_t offset;      /* the new segment's base */
+    int64_t oldest_base; /* prune below (read at the roll: a later
+                          * retention only makes this conservative) */
+    struct cn_wr image;
+    int rc; /* the write's, for done */
+};
+
+static void snap_free(struct cn_part_snap *s)
 {
-    const char *dir = cn_log_dir(p->log);
-    int rc = cn_pstate_snapshot_write(p->pstate, dir, offset);
-    if (rc) {
-        CN_WARN("cannot write producer snapshot in %s: %s", dir,
-                cn_strerror(rc));
+    if (!s)
         return;
-    }
-    cn_pstate_snapshot_prune(dir, cn_log_oldest_base(p->log), SNAPSHOTS_KEPT);
+    cn_wr_fini(&s->image);
+    free(s->dir);
+    free(s);
 }
 
-void cn_partition_check_roll(struct cn_partition *p)
+static void snap_run(struct cn_part_work *w)
+{
+    struct cn_part_snap *s = (struct cn_part_snap *)w;
+    s->rc = cn_pstate_snapshot_store(s->dir, s->offset, s->image.buf,
+                                     s->image.len);
+    /* Only after the new one is durable: pruning first could leave a
+     * crash with no snapshot the log still reaches. */
+    if (!s->rc)
+        cn_pstate_snapshot_prune(s->dir, s->oldest_base, SNAPSHOTS_KEPT);
+}
+
+static void snap_start(struct cn_part_snap *s);
+
+static void snap_done(struct cn_part_work *w)
+{
+    struct cn_part_snap *s = (struct cn_part_snap *)w;
+    /* A failed write (a worker's open meeting EMFILE, a full disk) leaves
+     * the older snapshots: a restart replays more of the log, and the
+     * next roll tries again. */
+    if (s->rc)
+        CN_WARN("cannot write producer snapshot %020" PRId64 " in %s: %s",
+                s->offset, s->dir, cn_strerror(s->rc));
+    struct cn_partition *p = s->p;
+    snap_free(s);
+    if (!p)
+        return;
+    p->snap_running = NULL;
+    struct cn_part_snap *next = p->snap_pending;
+    p->snap_pending = NULL;
+    if (next)
+        snap_start(next);
+}
+
+static void snap_start(struct cn_part_snap *s)
+{
+    s->p->snap_running = s;
+    if (!s->queue || s->queue(s->ctx, &s->work) != 0) {
+        snap_run(&s->work);
+        snap_done(&s->work);
+    }
+}
+
+static void snapshot_at_roll(struct cn_partition *p,
+                             const struct cn_part_env *env, int64_t offset)
+{
+    const char *dir = cn_log_dir(p->log);
+    struct cn_part_snap *s = calloc(1, sizeof *s);
+    int rc = s ? 0 : CN_ENOMEM;
+    if (s && !(s->dir = strdup(dir)))
+        rc = CN_ENOMEM;
+    if (!rc)
+        rc = cn_pstate_snapshot_encode(p->pstate, &s->image);
+    if (rc) {
+        /* As a failed write: the older snapshots stay. */
+        CN_WARN("cannot take producer snapshot in %s: %s", dir,
+                cn_strerror(rc));
+        if (s)
+            free(s->dir);
+        free(s);
+        return;
+    }
+    s->work = (struct cn_part_work){snap_run, snap_done};
+    s->p = p;
+    s->queue = env->queue;
+    s->ctx = env->ctx;
+    s->offset = offset;
+    s->oldest_base = cn_log_oldest_base(p->log);
+    if (p->snap_running) {
+        /* Behind the write in flight; a newer roll's table covers all an
+         * older pending one does. */
+        snap_free(p->snap_pending);
+        p->snap_pending = s;
+        return;
+    }
+    snap_start(s);
+}
+
+void cn_partition_check_roll(struct cn_partition *p,
+                             const struct cn_part_env *env)
 {
     int64_t base = cn_log_active_base(p->log);
     if (base != p->active_base) {
         /* A new segment began at `base`: the table now describes exactly
          * the log below it. */
         p->active_base = base;
-        snapshot(p, base);
+        snapshot_at_roll(p, env, base);
     }
+}
+
+void cn_partition_snap_release(struct cn_partition *p)
+{
+    snap_free(p->snap_pending);
+    p->snap_pending = NULL;
+    if (p->snap_running)
+        p->snap_running->p = NULL;
+    p->snap_running = NULL;
 }
 
 void cn_partition_producers_close(struct cn_partition *p)
 {
+    bool writing = p->snap_running != NULL;
+    cn_partition_snap_release(p);
     if (!p->pstate)
         return;
-    if (!cn_log_is_offline(p->log))
-        snapshot(p, cn_log_end_offset(p->log));
+    const char *dir = cn_log_dir(p->log);
+    if (writing)
+        CN_WARN("producer snapshot in %s still being written at close: "
+                "none written at shutdown (a restart replays from it)",
+                dir);
+    else if (!cn_log_is_offline(p->log)) {
+        int rc = cn_pstate_snapshot_write(p->pstate, dir,
+                                          cn_log_end_offset(p->log));
+        if (rc)
+            CN_WARN("cannot write producer snapshot in %s: %s", dir,
+                    cn_strerror(rc));
+        else
+            cn_pstate_snapshot_prune(dir, cn_log_oldest_base(p->log),
+                                     SNAPSHOTS_KEPT);
+    }
     cn_pstate_free(p->pstate);
     p->pstate = NULL;
 }

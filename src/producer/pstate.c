@@ -609,42 +609,61 @@ static int list_snaps(const char *dir, bool clean_tmp, int64_t **out,
     return 0;
 }
 
+int cn_pstate_snapshot_encode(const struct cn_pstate *ps, struct cn_wr *w)
+{
+    if (ps->count > INT32_MAX)
+        return CN_EINVAL;
+    cn_wr_init(w, SNAP_HDR_BYTES +
+                      ps->count * (SNAP_ENTRY_BYTES + 2 * SNAP_BATCH_BYTES));
+    cn_wr_raw(w, SNAP_MAGIC, 4);
+    cn_wr_i16(w, SNAP_VERSION);
+    size_t crc_slot = cn_wr_reserve(w, 4);
+    cn_wr_i32(w, (int32_t)ps->count);
+    for (size_t i = 0; i < ps->count; i++) {
+        const struct pentry *e = &ps->entries[i];
+        cn_wr_i64(w, e->producer_id);
+        cn_wr_i16(w, e->epoch);
+        cn_wr_i32(w, e->coordinator_epoch);
+        cn_wr_i64(w, e->txn_first_offset);
+        cn_wr_i64(w, e->last_timestamp);
+        cn_wr_i8(w, (int8_t)e->nbatches);
+        for (int j = 0; j < e->nbatches; j++) {
+            const struct pbatch *b = batch_at(e, j);
+            cn_wr_i32(w, b->last_seq);
+            cn_wr_i32(w, b->offset_delta);
+            cn_wr_i64(w, b->last_offset);
+        }
+    }
+    if (!w->err)
+        cn_wr_patch_u32(w, crc_slot,
+                        cn_crc32c(0, w->buf + SNAP_CRC_FROM,
+                                  w->len - SNAP_CRC_FROM));
+    int err = w->err;
+    if (err)
+        cn_wr_fini(w);
+    return err;
+}
+
+int cn_pstate_snapshot_store(const char *dir, int64_t offset,
+                             const uint8_t *buf, size_t len)
+{
+    if (offset < 0)
+        return CN_EINVAL;
+    char name[64];
+    snprintf(name, sizeof name, "%020lld" SNAP_SUFFIX, (long long)offset);
+    return cn_file_write_atomic(dir, name, buf, len);
+}
+
 int cn_pstate_snapshot_write(const struct cn_pstate *ps, const char *dir,
                              int64_t offset)
 {
-    if (offset < 0 || ps->count > INT32_MAX)
+    if (offset < 0)
         return CN_EINVAL;
     struct cn_wr w;
-    cn_wr_init(&w, SNAP_HDR_BYTES +
-                       ps->count * (SNAP_ENTRY_BYTES + 2 * SNAP_BATCH_BYTES));
-    cn_wr_raw(&w, SNAP_MAGIC, 4);
-    cn_wr_i16(&w, SNAP_VERSION);
-    size_t crc_slot = cn_wr_reserve(&w, 4);
-    cn_wr_i32(&w, (int32_t)ps->count);
-    for (size_t i = 0; i < ps->count; i++) {
-        const struct pentry *e = &ps->entries[i];
-        cn_wr_i64(&w, e->producer_id);
-        cn_wr_i16(&w, e->epoch);
-        cn_wr_i32(&w, e->coordinator_epoch);
-        cn_wr_i64(&w, e->txn_first_offset);
-        cn_wr_i64(&w, e->last_timestamp);
-        cn_wr_i8(&w, (int8_t)e->nbatches);
-        for (int j = 0; j < e->nbatches; j++) {
-            const struct pbatch *b = batch_at(e, j);
-            cn_wr_i32(&w, b->last_seq);
-            cn_wr_i32(&w, b->offset_delta);
-            cn_wr_i64(&w, b->last_offset);
-        }
-    }
-    int err = w.err;
-    if (!err) {
-        cn_wr_patch_u32(&w, crc_slot,
-                        cn_crc32c(0, w.buf + SNAP_CRC_FROM,
-                                  w.len - SNAP_CRC_FROM));
-        char name[64];
-        snprintf(name, sizeof name, "%020lld" SNAP_SUFFIX, (long long)offset);
-        err = cn_file_write_atomic(dir, name, w.buf, w.len);
-    }
+    int err = cn_pstate_snapshot_encode(ps, &w);
+    if (err)
+        return err;
+    err = cn_pstate_snapshot_store(dir, offset, w.buf, w.len);
     cn_wr_fini(&w);
     return err;
 }

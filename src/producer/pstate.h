@@ -128,11 +128,20 @@ size_t cn_pstate_memory(const struct cn_pstate *ps);
  * after every batch below `offset`.  Written to a temporary file, synced,
  * renamed, and the directory synced, so a crash leaves either no file or a
  * whole one; a CRC32C over the contents catches the rest.  Returns 0 or a
- * negative error.  Runs on: loop (a few small writes and one fsync; called
- * at segment roll and clean shutdown).
+ * negative error.  Runs on: either thread (one fsync; clean shutdown calls
+ * it on the loop, a segment roll splits it in two below).
  */
 int cn_pstate_snapshot_write(const struct cn_pstate *ps, const char *dir,
                              int64_t offset);
+/* The two halves of cn_pstate_snapshot_write, so the table can be taken
+ * where it lives and the file written elsewhere.  encode: initialises w
+ * and fills it with the file's image (on error w is released).  Runs on:
+ * the table's thread (loop). */
+int cn_pstate_snapshot_encode(const struct cn_pstate *ps, struct cn_wr *w);
+/* store: writes an encoded image as dir's snapshot at offset.  Touches no
+ * table, only the directory.  Runs on: any thread (a worker at roll). */
+int cn_pstate_snapshot_store(const char *dir, int64_t offset,
+                             const uint8_t *buf, size_t len);
 /*
  * Start-up: deletes snapshots above max_offset (the log was truncated
  * below them), then loads the newest remaining snapshot that is intact,
@@ -145,7 +154,9 @@ int cn_pstate_snapshot_load(struct cn_pstate *ps, const char *dir,
                             int64_t max_offset, int64_t *offset_out);
 /* Deletes snapshots whose offset is below min_offset (the log no longer
  * reaches back there), then the oldest ones until at most keep_newest
- * remain. */
+ * remain.  Runs on: any thread; two at once in one directory (the loop
+ * after retention, a worker after a roll) are safe: a file already gone is
+ * skipped. */
 int cn_pstate_snapshot_prune(const char *dir, int64_t min_offset,
                              int keep_newest);
 

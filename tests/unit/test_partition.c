@@ -11,6 +11,7 @@
 
 #include "base/err.h"
 #include "base/wr.h"
+#include "log/file.h"
 #include "log/log.h"
 #include "partition/partition.h"
 #include "proto/batch.h"
@@ -80,7 +81,7 @@ static void fx_open(struct fixture *x, int64_t segment_bytes)
     CHECK_EQ(cn_log_open(x->dir, &cfg, &x->p.log), 0);
     CHECK_EQ(cn_partition_producers_load(&x->p, "t-0"), 0);
     x->env = (struct cn_part_env){&x->f, fake_appended, fake_disk_full,
-                                  fake_dir_failed};
+                                  fake_dir_failed, NULL};
     cn_wr_init(&x->w, 256);
 }
 
@@ -354,8 +355,215 @@ UNIT_TEST(roll_snapshots_and_caller_syncs)
     fx_close(&x);
 }
 
+/* ---- roll snapshots on a worker ----------------------------------------- */
+
+/* The worker, faked: queued work waits until the test runs it, so no test
+ * depends on thread timing.  It also counts how many of one partition's
+ * writes were in flight at once. */
+struct fake_queue {
+    struct cn_part_work *work[8];
+    int n;
+    int queued;
+    int max_in_flight;
+    int refuse; /* queue answers this error instead */
+};
+
+static int fake_queue(void *ctx, struct cn_part_work *w)
+{
+    struct fake_queue *q = ctx;
+    if (q->refuse)
+        return q->refuse;
+    CHECK(q->n < 8);
+    q->work[q->n++] = w;
+    q->queued++;
+    if (q->n > q->max_in_flight)
+        q->max_in_flight = q->n;
+    return 0;
+}
+
+/* Runs the oldest queued work as a worker and then the loop would. */
+static void fake_complete(struct fake_queue *q)
+{
+    CHECK(q->n > 0);
+    struct cn_part_work *w = q->work[0];
+    memmove(q->work, q->work + 1, (size_t)(q->n - 1) * sizeof *q->work);
+    q->n--;
+    w->run(w);
+    w->done(w);
+}
+
+static void fx_open_queued(struct fixture *x, struct fake_queue *q)
+{
+    fx_open(x, 200);
+    memset(q, 0, sizeof *q);
+    x->env.ctx = q;
+    x->env.queue = fake_queue;
+}
+
+/* Appends client batches of one producer until the log rolls again;
+ * returns the new segment's base. */
+static int64_t append_until_roll(struct fixture *x, int32_t *seq)
+{
+    struct cn_part_append a;
+    int64_t before = cn_log_active_base(x->p.log);
+    for (int i = 0; i < 50 && cn_log_active_base(x->p.log) == before; i++) {
+        data_batch(x, 41, 0, (*seq)++, false);
+        req_init(x, CN_PART_COORDINATOR, &a);
+        a.caller_syncs = true;
+        CHECK_EQ(cn_part_append(&x->p, &x->env, &a), 0);
+    }
+    int64_t base = cn_log_active_base(x->p.log);
+    CHECK(base != before);
+    return base;
+}
+
+static bool snap_exists(const struct fixture *x, int64_t offset)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%020lld.snapshot", x->dir,
+             (long long)offset);
+    return access(path, F_OK) == 0;
+}
+
+UNIT_TEST(roll_snapshot_written_later_on_worker)
+{
+    struct fixture x;
+    struct fake_queue q;
+    fx_open_queued(&x, &q);
+    int32_t seq = 0;
+    int64_t base = append_until_roll(&x, &seq);
+    /* Taken at the roll, written only when the worker runs. */
+    CHECK_EQ(q.n, 1);
+    CHECK(!snap_exists(&x, base));
+    /* Appends after the roll do not change what it wrote. */
+    struct cn_part_append a;
+    data_batch(&x, 41, 0, seq++, false);
+    req_init(&x, CN_PART_COORDINATOR, &a);
+    a.caller_syncs = true;
+    CHECK_EQ(cn_part_append(&x.p, &x.env, &a), 0);
+    fake_complete(&q);
+    CHECK(snap_exists(&x, base));
+    CHECK(x.p.snap_running == NULL);
+    struct cn_pstate *ps = cn_pstate_new();
+    int64_t loaded = -1;
+    CHECK_EQ(cn_pstate_snapshot_load(ps, x.dir, base, &loaded), 0);
+    CHECK_EQ(loaded, base);
+    struct cn_pentry_info pe;
+    CHECK(cn_pstate_get(ps, 41, &pe));
+    CHECK_EQ(pe.last_offset, base - 1); /* nothing from the roll on */
+    cn_pstate_free(ps);
+    /* A queue that cannot take the work: written at once, on the loop. */
+    q.refuse = CN_ENOMEM;
+    int64_t base2 = append_until_roll(&x, &seq);
+    CHECK(snap_exists(&x, base2));
+    CHECK_EQ(q.n, 0);
+    fx_close(&x);
+}
+
+UNIT_TEST(roll_snapshots_in_order_newest_pending_wins)
+{
+    struct fixture x;
+    struct fake_queue q;
+    fx_open_queued(&x, &q);
+    int32_t seq = 0;
+    int64_t b1 = append_until_roll(&x, &seq);
+    int64_t b2 = append_until_roll(&x, &seq);
+    int64_t b3 = append_until_roll(&x, &seq);
+    /* One write at a time: the later rolls wait, the newest replacing the
+     * one before it. */
+    CHECK_EQ(q.max_in_flight, 1);
+    CHECK_EQ(q.queued, 1);
+    CHECK(x.p.snap_pending != NULL);
+    fake_complete(&q);
+    CHECK(snap_exists(&x, b1));
+    /* The first one's end started the newest pending one. */
+    CHECK_EQ(q.n, 1);
+    CHECK_EQ(q.queued, 2);
+    CHECK(x.p.snap_pending == NULL);
+    fake_complete(&q);
+    CHECK(snap_exists(&x, b3));
+    CHECK(!snap_exists(&x, b2));
+    CHECK(snap_exists(&x, b1)); /* two kept */
+    CHECK_EQ(q.max_in_flight, 1);
+    CHECK_EQ(q.n, 0);
+    fx_close(&x);
+}
+
+UNIT_TEST(close_with_roll_snapshot_in_flight)
+{
+    struct fixture x;
+    struct fake_queue q;
+    fx_open_queued(&x, &q);
+    int32_t seq = 0;
+    int64_t b1 = append_until_roll(&x, &seq);
+    int64_t b2 = append_until_roll(&x, &seq);
+    CHECK(x.p.snap_pending != NULL);
+    int64_t end = cn_log_end_offset(x.p.log);
+    cn_partition_producers_close(&x.p);
+    /* No second writer of the directory while the first runs. */
+    CHECK(!snap_exists(&x, end));
+    CHECK(x.p.snap_running == NULL && x.p.snap_pending == NULL);
+    /* What the worker's end finds in the partition must stay untouched:
+     * the partition is freed by then. */
+    struct cn_part_snap *poison = (struct cn_part_snap *)&q;
+    x.p.snap_running = poison;
+    fake_complete(&q);
+    CHECK(snap_exists(&x, b1));
+    CHECK(x.p.snap_running == poison);
+    CHECK_EQ(q.n, 0); /* the dropped pending one never starts */
+    CHECK(!snap_exists(&x, b2));
+    x.p.snap_running = NULL;
+    fx_close(&x);
+}
+
+/* The file layer, failing the open of a snapshot's temporary file. */
+static int fail_snap_open;
+
+static int snap_failing_open(const char *path, int flags, mode_t mode)
+{
+    size_t n = strlen(path);
+    if (fail_snap_open && n > 13 && !strcmp(path + n - 13, ".snapshot.tmp"))
+        return fail_snap_open;
+    return cn_file_ops_real.open(path, flags, mode);
+}
+
+UNIT_TEST(roll_snapshot_write_failure_keeps_older)
+{
+    static struct cn_file_ops ops;
+    ops = cn_file_ops_real;
+    ops.open = snap_failing_open;
+    cn_file_ops = &ops;
+    struct fixture x;
+    struct fake_queue q;
+    fx_open_queued(&x, &q);
+    int32_t seq = 0;
+    int64_t b1 = append_until_roll(&x, &seq);
+    fake_complete(&q);
+    CHECK(snap_exists(&x, b1));
+    /* A worker's open meeting EMFILE: logged, the older one stays, and
+     * the next roll writes again. */
+    fail_snap_open = -EMFILE;
+    int64_t b2 = append_until_roll(&x, &seq);
+    fake_complete(&q);
+    CHECK(!snap_exists(&x, b2));
+    CHECK(snap_exists(&x, b1));
+    CHECK(x.p.snap_running == NULL);
+    fail_snap_open = 0;
+    int64_t b3 = append_until_roll(&x, &seq);
+    fake_complete(&q);
+    CHECK(snap_exists(&x, b3));
+    CHECK(snap_exists(&x, b1));
+    CHECK_EQ(x.f.dir_failed, 0);
+    fx_close(&x);
+    cn_file_ops = &cn_file_ops_real;
+}
+
 UNIT_MAIN(client_idempotent_append_and_duplicate,
           client_producer_state_refusals, client_transactional_verify_and_lso,
           coordinator_markers_move_lso_and_txnindex,
           operator_marker_fenced_by_epoch, prepare_runs_after_producer_checks,
-          roll_snapshots_and_caller_syncs)
+          roll_snapshots_and_caller_syncs,
+          roll_snapshot_written_later_on_worker,
+          roll_snapshots_in_order_newest_pending_wins,
+          close_with_roll_snapshot_in_flight,
+          roll_snapshot_write_failure_keeps_older)
