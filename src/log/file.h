@@ -6,9 +6,10 @@
  * [SQLite os_unix.c].  Every entry returns 0 (or a byte count) on success
  * and -errno on failure, never -1 with errno, so callers need no errno.
  *
- * Runs on: loop, except fdatasync, open and close, which the broker also
- * calls from a worker (see cn_log_sync_run); the table itself must not be
- * swapped while a sync is running.
+ * Runs on: loop and workers: a sync round's fdatasync, open and close
+ * (cn_log_sync_run), a roll snapshot's whole write (open, pwrite,
+ * fdatasync, rename, unlink, directory fsync); the table itself must not
+ * be swapped while a worker uses it.
  */
 #ifndef CN_LOG_FILE_H
 #define CN_LOG_FILE_H

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/failpoint.h"
 #include "base/rd.h"
 #include "base/say.h"
 #include "partition/partition.h"
@@ -180,8 +181,12 @@ static void snap_free(struct cn_part_snap *s)
 static void snap_run(struct cn_part_work *w)
 {
     struct cn_part_snap *s = (struct cn_part_snap *)w;
-    s->rc = cn_pstate_snapshot_store(s->dir, s->offset, s->image.buf,
-                                     s->image.len);
+    /* The fail point stands for a crash or failure between a roll and
+     * its snapshot. */
+    s->rc = CN_FAILPOINT("pstate.snapshot");
+    if (!s->rc)
+        s->rc = cn_pstate_snapshot_store(s->dir, s->offset, s->image.buf,
+                                         s->image.len);
     /* Only after the new one is durable: pruning first could leave a
      * crash with no snapshot the log still reaches. */
     if (!s->rc)

@@ -282,6 +282,57 @@ def test_torn_tail_is_one_warn(broker_factory):
                      warns[0]), warns[0]
 
 
+def test_crash_before_roll_snapshot_replays_older(broker_factory):
+    """The broker dies as a worker starts a roll's producer snapshot: the
+    restart loads the snapshot before it, replays the log after it, and
+    the producer's retries and next sequences carry on."""
+    b = start_topic(broker_factory)
+    b.stop()
+    b.failpoints = "pstate.snapshot=crash/3"
+    b.start()
+    c = TxnClient(b.port)
+    err, pid, epoch = c.init_producer_id()
+    assert err == 0
+    acked = 0
+    try:
+        for i in range(BATCHES):
+            batch = record_batch([value(acked + k) for k in range(PER_BATCH)],
+                                 producer_id=pid, producer_epoch=epoch,
+                                 base_sequence=acked,
+                                 base_timestamp=batch_ts(acked))
+            assert c.produce(TOPIC, 0, batch) == (0, acked)
+            acked += PER_BATCH
+    except (ConnectionError, OSError):
+        pass
+    c.close()
+    b.proc.wait(timeout=10 * SLOW)
+    assert 0 < acked < END, acked
+    # The two rolls before it wrote theirs; the third never did.
+    snaps = sorted(int(p.name[:20]) for p in part_dir(b).glob("*.snapshot"))
+    bases = segment_bases(b)
+    assert len(snaps) == 2 and snaps[-1] in bases, (snaps, bases)
+    b.failpoints = None
+    b.unexpected_exit = None
+    b.start()
+    log = since_last_start(b)
+    assert "snapshot at offset %d," % snaps[-1] in log, log
+    c = TxnClient(b.port)
+    last = acked - PER_BATCH
+    retry = record_batch([value(last + k) for k in range(PER_BATCH)],
+                         producer_id=pid, producer_epoch=epoch,
+                         base_sequence=last, base_timestamp=batch_ts(last))
+    assert c.produce(TOPIC, 0, retry) == (0, last)
+    # The unanswered batch: a duplicate if it reached the disk, else new;
+    # at offset `acked` either way.
+    for first in (acked, acked + PER_BATCH):
+        batch = record_batch([value(first + k) for k in range(PER_BATCH)],
+                             producer_id=pid, producer_epoch=epoch,
+                             base_sequence=first,
+                             base_timestamp=batch_ts(first))
+        assert c.produce(TOPIC, 0, batch) == (0, first)
+    c.close()
+
+
 def verify_logs(b):
     res = subprocess.run([str(CAIRN_BIN), "--verify-logs", "--set",
                           "log.dirs=%s" % b.data_dir],
