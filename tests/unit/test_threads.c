@@ -7,7 +7,9 @@
  * records; and a cleaning pass's worker steps (cn_log_clean_run, then
  * cn_log_clean_swap after the loop's commit, then cn_log_clean_free after
  * its end) on a worker thread handing the job back through a uv_async (as
- * cleaner.c) while the loop appends.  The plain
+ * cleaner.c) while the loop appends; and a partition's roll snapshots
+ * written on the thread pool (as the node's cn_part_work_queue) while the
+ * loop appends through cn_part_append and prunes after retention.  The plain
  * and ASan builds run it too; it checks the outcome (everything synced,
  * the compacted log's contents).
  */
@@ -23,6 +25,7 @@
 #include "log/file.h"
 #include "log/log.h"
 #include "log/log_clean.h"
+#include "partition/partition.h"
 #include "proto/batch.h"
 #include "unit.h"
 
@@ -323,5 +326,141 @@ UNIT_TEST(test_reclaim_only_on_the_loop)
     cn_log_set_fd_budget(0);
 }
 
+/* ---- roll snapshots on the thread pool ---------------------------------- */
+
+struct snap_fx {
+    struct fx f;
+    struct cn_partition p;
+    struct cn_part_env env;
+    int queued, running;
+};
+
+struct snap_work {
+    uv_work_t work;
+    struct snap_fx *s;
+    struct cn_part_work *w;
+};
+
+static void snap_work_run(uv_work_t *uw)
+{
+    struct snap_work *sw = uw->data;
+    sw->w->run(sw->w);
+}
+
+static void snap_work_done(uv_work_t *uw, int status)
+{
+    struct snap_work *sw = uw->data;
+    CHECK_EQ(status, 0);
+    /* Its end may start the partition's next one. */
+    sw->s->running--;
+    sw->w->done(sw->w);
+    free(sw);
+}
+
+static int snap_queue(void *ctx, struct cn_part_work *w)
+{
+    struct snap_fx *s = ctx;
+    struct snap_work *sw = calloc(1, sizeof *sw);
+    CHECK(sw != NULL);
+    sw->work.data = sw;
+    sw->s = s;
+    sw->w = w;
+    s->queued++;
+    s->running++;
+    CHECK(s->running <= 1); /* one write per partition at a time */
+    return uv_queue_work(&s->f.loop, &sw->work, snap_work_run,
+                         snap_work_done);
+}
+
+static void snap_noop(void *ctx, struct cn_partition *p)
+{
+    (void)ctx;
+    (void)p;
+}
+
+static void snap_noop_full(void *ctx, const struct cn_partition *p, bool full)
+{
+    (void)ctx;
+    (void)p;
+    (void)full;
+}
+
+static void snap_dir_failed(void *ctx, const char *what, int err)
+{
+    (void)ctx;
+    CHECK(!what || err == 0);
+}
+
+static void snap_step(uv_idle_t *h)
+{
+    struct snap_fx *s = h->data;
+    struct fx *f = &s->f;
+    if (f->appended < APPENDS) {
+        /* Idempotent batches of a few producers, so the table the
+         * snapshots carry is not empty. */
+        struct cn_batch_params pm = CN_BATCH_PARAMS_INIT;
+        pm.producer_id = 1 + f->appended % 4;
+        pm.producer_epoch = 0;
+        pm.base_sequence = f->appended / 4;
+        struct cn_batch_builder b;
+        cn_batch_builder_init(&b, &pm);
+        cn_batch_builder_add(&b, fake_now, cn_bytes_str("k"),
+                             cn_bytes_str("value"), NULL, 0);
+        struct cn_wr w;
+        cn_wr_init(&w, 128);
+        CHECK_EQ(cn_batch_builder_finish(&b, &w), 0);
+        cn_batch_builder_fini(&b);
+        struct cn_part_append a;
+        memset(&a, 0, sizeof a);
+        a.origin = CN_PART_CLIENT;
+        a.batches = w.buf;
+        a.len = w.len;
+        a.what = "a test write";
+        a.append_time = -1;
+        a.caller_syncs = true;
+        CHECK_EQ(cn_part_append(&s->p, &s->env, &a), 0);
+        cn_wr_fini(&w);
+        f->appended++;
+        /* Retention's prune on the loop beside the workers' own. */
+        if (f->appended % 50 == 0) {
+            CHECK_EQ(cn_log_delete_records(f->log, f->appended - 30), 0);
+            cn_partition_after_retention(&s->p);
+        }
+    }
+    if (f->appended == APPENDS && !s->running)
+        uv_idle_stop(h);
+}
+
+/* A partition's roll snapshots are written on the thread pool while the
+ * loop appends; at the end the newest roll's snapshot is on disk and
+ * loads. */
+UNIT_TEST(test_roll_snapshots_beside_appends)
+{
+    struct snap_fx s;
+    memset(&s, 0, sizeof s);
+    fx_open(&s.f, 512);
+    s.p.log = s.f.log;
+    CHECK_EQ(cn_partition_producers_load(&s.p, "t-0"), 0);
+    s.env = (struct cn_part_env){&s, snap_noop, snap_noop_full,
+                                 snap_dir_failed, snap_queue};
+    uv_idle_init(&s.f.loop, &s.f.idle);
+    s.f.idle.data = &s;
+    uv_idle_start(&s.f.idle, snap_step);
+    uv_run(&s.f.loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&s.f.idle, NULL);
+    uv_run(&s.f.loop, UV_RUN_DEFAULT);
+    CHECK(s.queued > 1);
+    CHECK(s.p.snap_running == NULL && s.p.snap_pending == NULL);
+    int64_t newest = cn_log_active_base(s.f.log);
+    struct cn_pstate *ps = cn_pstate_new();
+    int64_t loaded = -1;
+    CHECK_EQ(cn_pstate_snapshot_load(ps, s.f.dir, newest, &loaded), 0);
+    CHECK_EQ(loaded, newest);
+    CHECK_EQ(cn_pstate_count(ps), 4);
+    cn_pstate_free(ps);
+    cn_partition_producers_close(&s.p);
+    fx_fini(&s.f);
+}
+
 UNIT_MAIN(test_sync_rounds_beside_appends, test_clean_beside_appends,
-          test_reclaim_only_on_the_loop)
+          test_reclaim_only_on_the_loop, test_roll_snapshots_beside_appends)
