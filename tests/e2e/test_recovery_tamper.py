@@ -51,6 +51,14 @@ def start_topic(broker_factory, **sets):
     return b
 
 
+def idem_batch(pid, epoch, first):
+    """The batch of PER_BATCH records starting at offset and sequence
+    first."""
+    return record_batch([value(first + k) for k in range(PER_BATCH)],
+                        producer_id=pid, producer_epoch=epoch,
+                        base_sequence=first, base_timestamp=batch_ts(first))
+
+
 def fill(b):
     """BATCHES idempotent batches of PER_BATCH records; offset o holds
     value(o), its batch starts at batch_ts.  Returns (producer id,
@@ -60,11 +68,7 @@ def fill(b):
     assert err == 0
     for i in range(BATCHES):
         first = i * PER_BATCH
-        batch = record_batch([value(first + k) for k in range(PER_BATCH)],
-                             producer_id=pid, producer_epoch=epoch,
-                             base_sequence=first,
-                             base_timestamp=batch_ts(first))
-        err, base = c.produce(TOPIC, 0, batch)
+        err, base = c.produce(TOPIC, 0, idem_batch(pid, epoch, first))
         assert (err, base) == (0, first)
     c.close()
     return pid, epoch
@@ -245,10 +249,7 @@ def test_corrupt_producer_snapshot_falls_back(broker_factory):
     # retry of the last batch is a duplicate, the next sequence appends.
     c = TxnClient(b.port)
     last = END - PER_BATCH
-    retry = record_batch([value(last + k) for k in range(PER_BATCH)],
-                         producer_id=pid, producer_epoch=epoch,
-                         base_sequence=last, base_timestamp=batch_ts(last))
-    assert c.produce(TOPIC, 0, retry) == (0, last)
+    assert c.produce(TOPIC, 0, idem_batch(pid, epoch, last)) == (0, last)
     c.close()
     assert produce_one(b, pid, epoch, END) == (0, END)
     log = since_last_start(b)
@@ -296,10 +297,7 @@ def test_crash_before_roll_snapshot_replays_older(broker_factory):
     acked = 0
     try:
         for i in range(BATCHES):
-            batch = record_batch([value(acked + k) for k in range(PER_BATCH)],
-                                 producer_id=pid, producer_epoch=epoch,
-                                 base_sequence=acked,
-                                 base_timestamp=batch_ts(acked))
+            batch = idem_batch(pid, epoch, acked)
             assert c.produce(TOPIC, 0, batch) == (0, acked)
             acked += PER_BATCH
     except (ConnectionError, OSError):
@@ -318,17 +316,11 @@ def test_crash_before_roll_snapshot_replays_older(broker_factory):
     assert "snapshot at offset %d," % snaps[-1] in log, log
     c = TxnClient(b.port)
     last = acked - PER_BATCH
-    retry = record_batch([value(last + k) for k in range(PER_BATCH)],
-                         producer_id=pid, producer_epoch=epoch,
-                         base_sequence=last, base_timestamp=batch_ts(last))
-    assert c.produce(TOPIC, 0, retry) == (0, last)
+    assert c.produce(TOPIC, 0, idem_batch(pid, epoch, last)) == (0, last)
     # The unanswered batch: a duplicate if it reached the disk, else new;
     # at offset `acked` either way.
     for first in (acked, acked + PER_BATCH):
-        batch = record_batch([value(first + k) for k in range(PER_BATCH)],
-                             producer_id=pid, producer_epoch=epoch,
-                             base_sequence=first,
-                             base_timestamp=batch_ts(first))
+        batch = idem_batch(pid, epoch, first)
         assert c.produce(TOPIC, 0, batch) == (0, first)
     c.close()
 
