@@ -404,11 +404,11 @@ out_topics:
     cn_txn_exec_stop(b);
     /* Their timers live inside them, and the producer-id write's callback
      * uses b, as do the sync rounds the coordinators' start-up writes
-     * began (their workers use the logs, their waiters the coordinators):
-     * the loop runs until the closes, that write and those rounds are
-     * done, so nothing is freed under libuv (or a listener that did
-     * start). */
-    while (b->pids.writing || b->sync_running)
+     * began (their workers use the logs, their waiters the coordinators),
+     * and a roll snapshot's end its partition: the loop runs until the
+     * closes, that write and those rounds are done, so nothing is freed
+     * under libuv (or a listener that did start). */
+    while (b->pids.writing || b->sync_running || b->part_work_running)
         uv_run(loop, UV_RUN_ONCE);
     uv_run(loop, UV_RUN_NOWAIT);
     cn_group_coord_free(b);
