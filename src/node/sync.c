@@ -277,8 +277,8 @@ static void env_dir_failed(void *ctx, const char *what, int err)
 
 struct cn_part_env cn_sync_part_env(struct cn_broker *b)
 {
-    return (struct cn_part_env){b, env_appended, env_disk_full,
-                                env_dir_failed, cn_part_work_queue};
+    return (struct cn_part_env){b, env_appended, env_disk_full, env_dir_failed,
+                                cn_part_work_queue};
 }
 
 /* Appends a coordinator's batch; the caller decides how it is synced. */

@@ -368,8 +368,7 @@ static int snap_queue(void *ctx, struct cn_part_work *w)
     s->queued++;
     s->running++;
     CHECK(s->running <= 1); /* one write per partition at a time */
-    return uv_queue_work(&s->f.loop, &sw->work, snap_work_run,
-                         snap_work_done);
+    return uv_queue_work(&s->f.loop, &sw->work, snap_work_run, snap_work_done);
 }
 
 static void snap_noop(void *ctx, struct cn_partition *p)
