@@ -12,12 +12,13 @@
 #define FAILPOINT_MAX 32
 #define FAILPOINT_NAME_MAX 64
 
-enum fp_action { FP_OFF, FP_CRASH, FP_ERROR };
+enum fp_action { FP_OFF, FP_CRASH, FP_ERROR, FP_DELAY };
 
 struct failpoint {
     char name[FAILPOINT_NAME_MAX]; /* e.g. "log.mid_append" */
     enum fp_action action;
     unsigned every;                /* fires on every Nth hit; 1: each */
+    unsigned delay_ms;             /* FP_DELAY: how long a hit sleeps */
     _Atomic unsigned hits;         /* hits since armed (workers hit too) */
 };
 
@@ -52,7 +53,7 @@ int cn_failpoint_set(const char *name, const char *action)
     if (!name[0] || strlen(name) >= FAILPOINT_NAME_MAX)
         return CN_EINVAL;
     enum fp_action a;
-    unsigned every = 1;
+    unsigned every = 1, delay_ms = 0;
     char word[16];
     const char *slash = action ? strchr(action, '/') : NULL;
     if (slash) {
@@ -74,13 +75,20 @@ int cn_failpoint_set(const char *name, const char *action)
         a = FP_CRASH;
     else if (strcmp(action, "error") == 0)
         a = FP_ERROR;
-    else
+    else if (strcmp(action, "delay") == 0 && slash) {
+        /* "delay/MS": holds the thread that hits it (a worker in a
+         * round), so a test can act while that work is in flight. */
+        a = FP_DELAY;
+        delay_ms = every;
+        every = 1;
+    } else
         return CN_EINVAL;
     struct failpoint *fp = find(name, a != FP_OFF);
     if (!fp)
         return a == FP_OFF ? 0 : CN_ENOMEM;
     fp->action = a;
     fp->every = every;
+    fp->delay_ms = delay_ms;
     fp->hits = 0;
     recompute_armed();
     return 0;
@@ -107,7 +115,7 @@ int cn_failpoints_init(void)
         if (cn_failpoint_set(tok, action) != 0) {
             fprintf(stderr,
                     "cairn: CAIRN_FAILPOINTS: bad entry '%s' (want "
-                    "name=crash|error[/N])\n",
+                    "name=crash|error[/N]|delay/MS)\n",
                     tok);
             err = CN_EINVAL;
             break;
@@ -124,6 +132,10 @@ int cn_failpoint_hit(const char *name)
         return 0;
     if (fp->every > 1 && ++fp->hits % fp->every != 0)
         return 0;
+    if (fp->action == FP_DELAY) {
+        usleep((useconds_t)fp->delay_ms * 1000);
+        return 0;
+    }
     if (fp->action == FP_CRASH) {
         fprintf(stderr, "cairn: fail point %s: crashing\n", name);
         kill(getpid(), SIGKILL);

@@ -6,6 +6,8 @@
  * so nothing is flushed, as with kill -9); an "error" point makes
  * CN_FAILPOINT() return CN_EFAILPOINT so the caller takes its error path.
  * "name=error/N" (or crash/N) fires on every Nth hit only.
+ * "name=delay/MS" sleeps MS milliseconds (up to 1000000) on the thread
+ * that hits it and goes on: holds a worker's job in flight for a test.
  * Unarmed points cost one load and a predictable branch.
  */
 #ifndef CN_BASE_FAILPOINT_H

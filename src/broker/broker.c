@@ -454,6 +454,7 @@ void cn_broker_stop(struct cn_broker *b)
     b->stopping = true;
     cn_metrics_stop(b);
     cn_fetch_cancel_all(b);
+    cn_create_topics_cancel_all(b);
     cn_hanging_stop(((struct cn_broker_priv *)b)->hanging);
     ((struct cn_broker_priv *)b)->hanging = NULL;
     cn_cleaner_stop(((struct cn_broker_priv *)b)->cleaner);

@@ -135,9 +135,104 @@ create_one(struct cn_broker *b, struct cn_req *req,
     return KAFKA_NONE;
 }
 
+/* A CreateTopics naming a deleted topic whose logs are not reaped yet (a
+ * sync round, cleaner pass or snapshot write still uses them): it waits for
+ * the reap or its timeout_ms, then runs again from the start. */
+struct create_wait {
+    struct cn_reap_waiter w; /* first: container_of by cast */
+    uv_timer_t timer;
+    struct cn_broker *b;
+    struct cn_req *req;
+    struct cn_req_header h;
+    struct cn_rd body; /* undecoded, to run again */
+    bool expired;      /* those still doomed answer REQUEST_TIMED_OUT */
+};
+
+static void on_create_wait_closed(uv_handle_t *hd)
+{
+    struct create_wait *cw = hd->data;
+    if (cw->req->no_response) {
+        cn_req_done(cw->req);
+        return;
+    }
+    struct cn_rd body = cw->body;
+    cn_h_create_topics(cw->b, cw->req, &cw->h, &body);
+}
+
+/* The timer handle lives in the request: it runs again once it closed. */
+static void create_wait_finish(struct create_wait *cw)
+{
+    cn_reap_wait_cancel(cw->b, &cw->w);
+    uv_timer_stop(&cw->timer);
+    uv_close((uv_handle_t *)&cw->timer, on_create_wait_closed);
+}
+
+static void on_create_reaped(struct cn_broker *b, struct cn_reap_waiter *w)
+{
+    (void)b;
+    create_wait_finish((struct create_wait *)w);
+}
+
+static void on_create_wait_timeout(uv_timer_t *t)
+{
+    struct create_wait *cw = t->data;
+    cw->expired = true;
+    create_wait_finish(cw);
+}
+
+/* Parks req if it would create a topic over a deleted one's logs; false
+ * when it goes on now (also when it ran out of time: then those topics
+ * answer REQUEST_TIMED_OUT). */
+static bool create_must_wait(struct cn_broker *b, struct cn_req *req,
+                             const struct cn_req_header *h,
+                             const struct cn_rd *body,
+                             const struct cn_create_topics_request *rq)
+{
+    if (rq->validate_only || req->handler_state)
+        return false;
+    bool doomed = false;
+    for (int32_t i = 0; i < rq->topics_len && !doomed; i++)
+        doomed = cn_topic_doomed(b, rq->topics[i].name);
+    if (!doomed)
+        return false;
+    struct create_wait *cw = cn_arena_calloc(&req->arena, 1, sizeof *cw);
+    if (!cw)
+        return false; /* cn_topic_create refuses them, retriable */
+    req->handler_state = cw;
+    cw->b = b;
+    cw->req = req;
+    cw->h = *h;
+    cw->body = *body;
+    if (rq->timeout_ms <= 0 || b->stopping) {
+        cw->expired = true;
+        return false;
+    }
+    cw->w.wake = on_create_reaped;
+    cn_reap_wait(b, &cw->w);
+    cn_req_park(req);
+    uv_timer_init(b->loop, &cw->timer);
+    cw->timer.data = cw;
+    uv_timer_start(&cw->timer, on_create_wait_timeout,
+                   (uint64_t)rq->timeout_ms, 0);
+    return true;
+}
+
+void cn_create_topics_cancel_all(struct cn_broker *b)
+{
+    for (struct cn_reap_waiter *w = b->reap_waiters, *next; w; w = next) {
+        next = w->next;
+        if (w->wake != on_create_reaped)
+            continue;
+        struct create_wait *cw = (struct create_wait *)w;
+        cw->req->no_response = true;
+        create_wait_finish(cw);
+    }
+}
+
 void cn_h_create_topics(struct cn_broker *b, struct cn_req *req,
                         const struct cn_req_header *h, struct cn_rd *body)
 {
+    struct cn_rd body0 = *body;
     struct cn_create_topics_request rq;
     int err = cn_create_topics_request_decode(body, &req->arena,
                                               h->api_version, &rq);
@@ -145,6 +240,9 @@ void cn_h_create_topics(struct cn_broker *b, struct cn_req *req,
         cn_req_bad(req, h, err);
         return;
     }
+    if (create_must_wait(b, req, h, &body0, &rq))
+        return;
+    const struct create_wait *cw = req->handler_state;
     struct cn_create_topics_response rs;
     cn_create_topics_response_init(&rs);
     int32_t n = rq.topics_len > 0 ? rq.topics_len : 0;
@@ -180,6 +278,13 @@ void cn_h_create_topics(struct cn_broker *b, struct cn_req *req,
                              rq.topics[i].name)) {
             rt->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
             snprintf(msg, sizeof msg, "Authorization failed.");
+        } else if (cw && cw->expired && cn_topic_doomed(b, rt->name)) {
+            /* As Kafka's controller when the create does not finish in
+             * time. */
+            rt->error_code = KAFKA_REQUEST_TIMED_OUT;
+            snprintf(msg, sizeof msg,
+                     "The deleted topic's logs were not removed within "
+                     "timeout_ms; try again.");
         } else {
             rt->error_code = create_one(b, req, &rq.topics[i],
                                         rq.validate_only, rt, msg);

@@ -45,6 +45,9 @@ void cn_fetch_cancel_all(struct cn_broker *b);
 /* Ends req's long poll at once, answering nothing, if it is a parked
  * fetch (its connection has closed); otherwise does nothing. */
 void cn_fetch_abandon(struct cn_broker *b, struct cn_req *req);
+/* Ends the CreateTopics requests waiting for a deleted topic's logs to be
+ * removed (h_topics.c), answering nothing: the broker stops. */
+void cn_create_topics_cancel_all(struct cn_broker *b);
 
 void cn_h_api_versions(struct cn_broker *b, struct cn_req *req,
                        const struct cn_req_header *h, struct cn_rd *body);

@@ -57,6 +57,13 @@ struct cn_sync_waiter {
     struct cn_sync_waiter *next;
 };
 
+/* A request that creates a topic whose name a deleted topic's logs still
+ * hold: woken (removed from the list first) once they are deleted. */
+struct cn_reap_waiter {
+    void (*wake)(struct cn_broker *b, struct cn_reap_waiter *w);
+    struct cn_reap_waiter *prev, *next;
+};
+
 /* Fetch requests parked until data arrives or max wait passes. */
 struct cn_fetch_wait {
     struct cn_req *req;
@@ -136,6 +143,8 @@ struct cn_broker {
     /* Partitions of deleted topics whose logs a sync round may still be
      * using; freed when no round runs. */
     struct cn_partition *doomed;
+    /* Requests waiting for doomed to be reaped (topics.c). */
+    struct cn_reap_waiter *reap_waiters;
 
     struct cn_pidalloc pids;        /* producer ids, idempotent or not */
     struct pid_wait *pid_waits;     /* requests waiting for them (pids.c) */
@@ -221,6 +230,12 @@ void cn_topics_close_all(struct cn_broker *b);
 /* Deletes the logs of deleted topics once no sync round, cleaner pass or
  * partition work (a roll snapshot's write) uses them. */
 void cn_topics_reap(struct cn_broker *b);
+/* Whether a deleted topic of this name still has logs waiting for the
+ * reap: their directories are the ones a new topic of the name would use,
+ * so it must not be created before (cn_topic_create refuses). */
+bool cn_topic_doomed(const struct cn_broker *b, struct cn_bytes name);
+void cn_reap_wait(struct cn_broker *b, struct cn_reap_waiter *w);
+void cn_reap_wait_cancel(struct cn_broker *b, struct cn_reap_waiter *w);
 /* cn_part_env's queue: runs a partition's disk work on a libuv worker,
  * counted in part_work_running until its done has run. */
 int cn_part_work_queue(void *ctx, struct cn_part_work *w);

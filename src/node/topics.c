@@ -359,6 +359,15 @@ int16_t cn_topic_create(struct cn_broker *b, struct cn_bytes name,
         snprintf(msg, msg_len, "Number of partitions must be 1..100000.");
         return KAFKA_INVALID_PARTITIONS;
     }
+    if (cn_topic_doomed(b, name)) {
+        /* Its directories still hold the deleted topic's segments, and the
+         * reap would delete them under the new topic.  Retriable: the
+         * caller (CreateTopics) waits for the reap, a client retries. */
+        snprintf(msg, msg_len,
+                 "Topic '%.*s' is still being deleted; try again.", name.len,
+                 (const char *)name.ptr);
+        return KAFKA_LEADER_NOT_AVAILABLE;
+    }
     char cname[CN_TOPIC_NAME_MAX + 1];
     memcpy(cname, name.ptr, (size_t)name.len);
     cname[name.len] = '\0';
@@ -450,6 +459,54 @@ void cn_topics_reap(struct cn_broker *b)
             cn_pstate_free(p->pstate);
         free(p);
     }
+    /* Taken whole first: a woken request may delete a topic and wait
+     * again. */
+    struct cn_reap_waiter *w = b->reap_waiters;
+    b->reap_waiters = NULL;
+    while (w) {
+        struct cn_reap_waiter *next = w->next;
+        w->prev = w->next = NULL;
+        w->wake(b, w);
+        w = next;
+    }
+}
+
+bool cn_topic_doomed(const struct cn_broker *b, struct cn_bytes name)
+{
+    size_t dlen = strlen(b->data_dir);
+    for (const struct cn_partition *p = b->doomed; p; p = p->sync_next) {
+        /* The directory is <data>/<name>-<index> (partition_open). */
+        const char *dir = cn_log_dir(p->log);
+        const char *s = dir + dlen + 1;
+        if (strncmp(dir, b->data_dir, dlen) != 0 || dir[dlen] != '/' ||
+            strncmp(s, (const char *)name.ptr, (size_t)name.len) != 0 ||
+            s[name.len] != '-')
+            continue;
+        s += name.len + 1;
+        if (*s && strspn(s, "0123456789") == strlen(s))
+            return true;
+    }
+    return false;
+}
+
+void cn_reap_wait(struct cn_broker *b, struct cn_reap_waiter *w)
+{
+    w->prev = NULL;
+    w->next = b->reap_waiters;
+    if (w->next)
+        w->next->prev = w;
+    b->reap_waiters = w;
+}
+
+void cn_reap_wait_cancel(struct cn_broker *b, struct cn_reap_waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else if (b->reap_waiters == w)
+        b->reap_waiters = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    w->prev = w->next = NULL;
 }
 
 struct part_work {

@@ -136,6 +136,20 @@ UNIT_TEST(failpoint_every_nth_hit)
     CHECK_EQ(CN_FAILPOINT("unit.sometimes"), 0);
 }
 
+UNIT_TEST(failpoint_delay_sleeps_and_goes_on)
+{
+    CHECK_EQ(cn_failpoint_set("unit.slow", "delay/30"), 0);
+    int64_t t0 = cn_clock_mono_us();
+    CHECK_EQ(CN_FAILPOINT("unit.slow"), 0);
+    /* At least: a sleep is never shorter. */
+    CHECK(cn_clock_mono_us() - t0 >= 30 * 1000);
+    CHECK_EQ(cn_failpoint_set("unit.slow", "delay"), CN_EINVAL);
+    CHECK_EQ(cn_failpoint_set("unit.slow", "delay/0"), CN_EINVAL);
+    CHECK_EQ(cn_failpoint_set("unit.slow", "delay/x"), CN_EINVAL);
+    CHECK_EQ(cn_failpoint_set("unit.slow", NULL), 0);
+    CHECK_EQ(CN_FAILPOINT("unit.slow"), 0);
+}
+
 /* The fake clock stands still until advanced; the real one comes back. */
 UNIT_TEST(fake_clock_set_and_advanced)
 {
@@ -177,5 +191,5 @@ UNIT_TEST(fnv1a_known_values)
 UNIT_MAIN(varint_round_trip, varint_known_bytes, reader_stops_at_first_error,
           overlong_uvarint_rejected, huge_array_count_rejected,
           strings_null_and_compact, tags_skipped, arena_zeroed_and_aligned,
-          failpoint_every_nth_hit, fake_clock_set_and_advanced,
+          failpoint_every_nth_hit, failpoint_delay_sleeps_and_goes_on, fake_clock_set_and_advanced,
           fake_rand_repeatable, fnv1a_known_values)
