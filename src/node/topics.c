@@ -473,6 +473,8 @@ void cn_topics_reap(struct cn_broker *b)
 
 bool cn_topic_doomed(const struct cn_broker *b, struct cn_bytes name)
 {
+    if (name.len <= 0 || !b->doomed)
+        return false;
     size_t dlen = strlen(b->data_dir);
     for (const struct cn_partition *p = b->doomed; p; p = p->sync_next) {
         /* The directory is <data>/<name>-<index> (partition_open). */

@@ -191,5 +191,6 @@ UNIT_TEST(fnv1a_known_values)
 UNIT_MAIN(varint_round_trip, varint_known_bytes, reader_stops_at_first_error,
           overlong_uvarint_rejected, huge_array_count_rejected,
           strings_null_and_compact, tags_skipped, arena_zeroed_and_aligned,
-          failpoint_every_nth_hit, failpoint_delay_sleeps_and_goes_on, fake_clock_set_and_advanced,
-          fake_rand_repeatable, fnv1a_known_values)
+          failpoint_every_nth_hit, failpoint_delay_sleeps_and_goes_on,
+          fake_clock_set_and_advanced, fake_rand_repeatable,
+          fnv1a_known_values)
