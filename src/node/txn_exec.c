@@ -38,6 +38,7 @@ struct exec_q {
     struct cn_txn_event ev;
     int32_t part;          /* WRITTEN: the append's partition */
     struct cn_arena arena; /* the event's strings and partitions */
+    void *mem;             /* freed with it: itself, or the write it is in */
     struct exec_q *next;
 };
 
@@ -71,6 +72,10 @@ struct exec_write {
     struct cn_broker *b;
     int32_t part;
     uint64_t seq;
+    /* Its WRITTEN waits here while a step is in progress: queueing it
+     * cannot fail, as a lost one would let a checkpoint replace the
+     * durable record with older state (checkpoint()). */
+    struct exec_q q;
     char id[];
 };
 
@@ -151,12 +156,28 @@ static int q_copy(struct exec_q *q, const struct cn_txn_event *ev)
     return nomem ? CN_ENOMEM : 0;
 }
 
+static void q_link(struct cn_txn_exec *x, struct exec_q *q)
+{
+    q->next = NULL;
+    *x->tail = q;
+    x->tail = &q->next;
+}
+
+static void q_free(struct exec_q *q)
+{
+    cn_arena_fini(&q->arena);
+    free(q->mem);
+}
+
 static void enqueue(struct cn_txn_exec *x, const struct cn_txn_event *ev,
                     int32_t part)
 {
-    struct exec_q *q = calloc(1, sizeof *q);
+    /* The fail point stands for running out of memory here. */
+    struct exec_q *q = CN_FAILPOINT("txn.enqueue") ? NULL
+                                                   : calloc(1, sizeof *q);
     if (q) {
         cn_arena_init(&q->arena);
+        q->mem = q;
         q->part = part;
         if (q_copy(q, ev) != 0) {
             cn_arena_fini(&q->arena);
@@ -171,8 +192,7 @@ static void enqueue(struct cn_txn_exec *x, const struct cn_txn_event *ev,
                  (int)ev->kind);
         return;
     }
-    *x->tail = q;
-    x->tail = &q->next;
+    q_link(x, q);
 }
 
 /* ---- carrying out actions ---------------------------------------------- */
@@ -190,11 +210,24 @@ static void feed_written(struct cn_txn_exec *x, const char *id, uint64_t seq,
 static void write_done(struct cn_istore_wait *iw, int err)
 {
     struct exec_write *w = (struct exec_write *)iw;
+    struct cn_txn_exec *x = w->b->txn;
     /* A failed sync took the log directory offline: the record is not
      * known to be durable. */
-    if (w->b->txn)
-        feed_written(w->b->txn, w->id, w->seq, w->part,
-                     err ? KAFKA_COORDINATOR_NOT_AVAILABLE : KAFKA_NONE);
+    int16_t kerr = err ? KAFKA_COORDINATOR_NOT_AVAILABLE : KAFKA_NONE;
+    if (x && x->draining) {
+        struct exec_q *q = &w->q;
+        cn_arena_init(&q->arena);
+        q->mem = w;
+        q->part = w->part;
+        q->ev = (struct cn_txn_event){.kind = CN_TXE_WRITTEN};
+        q->ev.u.written.id = w->id;
+        q->ev.u.written.seq = w->seq;
+        q->ev.u.written.err = kerr;
+        q_link(x, q);
+        return;
+    }
+    if (x)
+        feed_written(x, w->id, w->seq, w->part, kerr);
     free(w);
 }
 
@@ -517,8 +550,7 @@ static void exec_feed(struct cn_txn_exec *x, const struct cn_txn_event *ev,
             if (!x->head)
                 x->tail = &x->head;
             step_one(x, &q->ev, q->part, NULL);
-            cn_arena_fini(&q->arena);
-            free(q);
+            q_free(q);
         }
     } while (compact_next(x));
     x->draining = false;
@@ -754,8 +786,7 @@ void cn_txn_exec_free(struct cn_broker *b)
     while (x->head) {
         struct exec_q *q = x->head;
         x->head = q->next;
-        cn_arena_fini(&q->arena);
-        free(q);
+        q_free(q);
     }
     cn_txn_free(x->coord);
     cn_txn_actions_fini(&x->acts);
