@@ -20,6 +20,7 @@ struct cn_istore {
     void *ctx;
     size_t *inflight;   /* per partition: writes not yet durable */
     struct ckpt **ckpt; /* per partition: the checkpoint in flight, or NULL */
+    struct cn_istore_wait *pending; /* writes not yet durable */
 };
 
 /* A checkpoint between append and durable: the partition's only one. */
@@ -81,6 +82,8 @@ void cn_istore_free(struct cn_istore *s)
     for (int32_t i = 0; s->ckpt && i < s->nparts; i++)
         if (s->ckpt[i])
             s->ckpt[i]->store = NULL;
+    for (struct cn_istore_wait *w = s->pending; w; w = w->next)
+        w->store = NULL;
     free(s->name);
     free(s->inflight);
     free(s->ckpt);
@@ -174,13 +177,32 @@ int cn_istore_replay(struct cn_istore *s, int32_t part,
 
 /* ---- writes ------------------------------------------------------------- */
 
+static void pending_link(struct cn_istore *s, struct cn_istore_wait *w)
+{
+    w->next = s->pending;
+    if (s->pending)
+        s->pending->pprev = &w->next;
+    w->pprev = &s->pending;
+    s->pending = w;
+}
+
+static void pending_unlink(struct cn_istore_wait *w)
+{
+    if (w->next)
+        w->next->pprev = w->pprev;
+    *w->pprev = w->next;
+}
+
 static void write_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
 {
     struct cn_istore_wait *w = (struct cn_istore_wait *)sw;
     /* Not in flight any more before done applies it, so that done's own
      * compaction may run; a write of the same round whose waiter has not
      * run yet still holds the partition. */
-    w->store->inflight[w->part]--;
+    if (w->store) {
+        w->store->inflight[w->part]--;
+        pending_unlink(w);
+    }
     /* A sync round that failed takes the log directory offline. */
     w->done(w, b->log_dir_offline ? CN_EOFFLINE : 0);
 }
@@ -215,12 +237,15 @@ int cn_istore_write(struct cn_istore *s, int32_t part,
         w->store = s;
         w->part = part;
         s->inflight[part]++;
+        pending_link(s, w);
         /* Synced before it is acted on whatever the flush policy for data
          * says; done may run before this returns. */
         rc = cn_sync_append_internal(s->b, p, batch.buf, batch.len,
                                      &w->waiter);
-        if (rc)
+        if (rc) {
             s->inflight[part]--;
+            pending_unlink(w);
+        }
     }
     cn_wr_fini(&batch);
     if (rc)

@@ -60,10 +60,12 @@ struct cn_istore_ops {
  * done can cast back) and keep it alive until done runs. */
 struct cn_istore_wait {
     struct cn_sync_waiter waiter; /* private to istore */
-    struct cn_istore *store;      /* private */
+    struct cn_istore *store;      /* private; NULL once it is freed */
     int32_t part;                 /* private */
+    struct cn_istore_wait *next, **pprev; /* private: the store's pending */
     /* The batch is durable (err 0), or the sync failed and took the log
-     * directory offline (CN_EOFFLINE).  May free w and write again. */
+     * directory offline (CN_EOFFLINE).  May free w and write again.  Runs
+     * even when the store was freed first. */
     void (*done)(struct cn_istore_wait *w, int err);
 };
 
@@ -127,8 +129,8 @@ void cn_istore_sync(struct cn_istore *s, int32_t part);
  * transaction; writes only if that frees at least
  * cairn.internal.compact.slack.records.  The old records go when the
  * checkpoint's sync round ends (with nothing live: at once).  Call once a
- * write is applied.  The store may be freed with a checkpoint in flight:
- * the round then ends it without the store. */
+ * write is applied.  The store may be freed with a checkpoint or writes in
+ * flight: the round then ends them without the store. */
 void cn_istore_maybe_compact(struct cn_istore *s, int32_t part);
 
 #endif
