@@ -189,6 +189,8 @@ void cn_partition_snap_release(struct cn_partition *p);
  * layer above waits for those first): two writes of one directory at
  * once could tear each other's file. */
 void cn_partition_producers_close(struct cn_partition *p);
+/* Prunes the producer snapshots retention left below the log; not while a
+ * roll snapshot is being written (that write prunes after it lands). */
 void cn_partition_after_retention(struct cn_partition *p);
 /* Reads a control batch's marker: type (CN_CONTROL_*) and coordinator
  * epoch.  Returns 0 or CN_ECORRUPT. */

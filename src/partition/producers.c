@@ -307,6 +307,11 @@ void cn_partition_producers_close(struct cn_partition *p)
 
 void cn_partition_after_retention(struct cn_partition *p)
 {
+    /* A roll snapshot not yet written may be the only one at or above the
+     * new oldest base: pruning now could leave a crash none.  The worker
+     * prunes after its rename, and the next pass here. */
+    if (p->snap_running || p->snap_pending)
+        return;
     cn_pstate_snapshot_prune(cn_log_dir(p->log), cn_log_oldest_base(p->log),
                              SNAPSHOTS_KEPT);
 }

@@ -558,6 +558,33 @@ UNIT_TEST(roll_snapshot_write_failure_keeps_older)
     cn_file_ops = &cn_file_ops_real;
 }
 
+UNIT_TEST(retention_keeps_a_snapshot_while_a_roll_one_is_written)
+{
+    struct fixture x;
+    struct fake_queue q;
+    fx_open_queued(&x, &q);
+    int32_t seq = 0;
+    int64_t b1 = append_until_roll(&x, &seq);
+    fake_complete(&q);
+    CHECK(snap_exists(&x, b1));
+    int64_t b2 = append_until_roll(&x, &seq);
+    CHECK(!snap_exists(&x, b2));
+    /* Retention removes every segment below b2 while b2's snapshot is
+     * still on the worker: b1's must stay until b2's exists, or a crash
+     * loads none and replays only from b2, forgetting producer 41. */
+    CHECK_EQ(cn_log_delete_records(x.p.log, b2), 0);
+    CHECK_EQ(cn_log_oldest_base(x.p.log), b2);
+    cn_partition_after_retention(&x.p);
+    CHECK(snap_exists(&x, b1));
+    fake_complete(&q);
+    CHECK(snap_exists(&x, b2));
+    /* With none in flight the next pass prunes as before. */
+    cn_partition_after_retention(&x.p);
+    CHECK(!snap_exists(&x, b1));
+    CHECK(snap_exists(&x, b2));
+    fx_close(&x);
+}
+
 UNIT_MAIN(client_idempotent_append_and_duplicate,
           client_producer_state_refusals, client_transactional_verify_and_lso,
           coordinator_markers_move_lso_and_txnindex,
@@ -566,4 +593,5 @@ UNIT_MAIN(client_idempotent_append_and_duplicate,
           roll_snapshot_written_later_on_worker,
           roll_snapshots_in_order_newest_pending_wins,
           close_with_roll_snapshot_in_flight,
-          roll_snapshot_write_failure_keeps_older)
+          roll_snapshot_write_failure_keeps_older,
+          retention_keeps_a_snapshot_while_a_roll_one_is_written)
