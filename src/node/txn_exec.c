@@ -760,6 +760,12 @@ int cn_txn_exec_start(struct cn_broker *b)
     return 0;
 }
 
+static void pay_owed(void *ctx, const struct cn_txn_answer *a)
+{
+    struct cn_broker *b = ctx;
+    b->txn_answer(b, a);
+}
+
 void cn_txn_exec_stop(struct cn_broker *b)
 {
     struct cn_txn_exec *x = b->txn;
@@ -768,6 +774,9 @@ void cn_txn_exec_stop(struct cn_broker *b)
     /* Waiting requests are answered now rather than dropped. */
     struct cn_txn_event ev = {.kind = CN_TXE_STOP};
     exec_feed(x, &ev, -1, NULL);
+    /* Answers still owed (out of memory) would never be paid: no step
+     * comes after this one. */
+    cn_txn_pay_owed(x->coord, pay_owed, b);
     uv_timer_stop(x->timer);
     uv_close((uv_handle_t *)x->timer, on_timer_closed);
     x->timer = NULL;

@@ -26,6 +26,10 @@
 #include "proto/kerr.h"
 #include "txn/coord_int.h"
 
+/* The step asked for while answers stay owed. */
+#define OWED_RETRY_MIN_MS 10
+#define OWED_RETRY_MAX_MS 1000
+
 /* ---- actions ------------------------------------------------------------ */
 
 void cn_txn_actions_init(struct cn_txn_actions *a)
@@ -111,6 +115,15 @@ void cn_tc_answer_to(struct txn_ctx *x, const struct cn_txn_answer *a,
         act->u.answer = an;
     else if (produce)
         c->owed[c->nowed++] = an; /* room reserved at the take */
+}
+
+void cn_txn_pay_owed(struct cn_txn_coord *c,
+                     void (*pay)(void *ctx, const struct cn_txn_answer *a),
+                     void *ctx)
+{
+    for (size_t i = 0; i < c->nowed; i++)
+        pay(ctx, &c->owed[i]);
+    c->nowed = 0;
 }
 
 /* The owed answers first, in order, as far as they can be recorded. */
@@ -889,7 +902,20 @@ int cn_txn_step(struct cn_txn_coord *c, const struct cn_txn_event *ev,
             unpark(&x, NULL, UNPARK_ALL);
         break;
     }
-    acts->timer_mono_ms = c->nowed ? ev->now.mono_ms + 1 : next_timer(c);
+    int64_t t = next_timer(c);
+    if (c->nowed) {
+        /* Out of memory may last: 10 ms, doubling to 1 s, not a busy
+         * loop. */
+        c->owed_retry_ms = c->owed_retry_ms
+                               ? (c->owed_retry_ms >= OWED_RETRY_MAX_MS / 2
+                                      ? OWED_RETRY_MAX_MS
+                                      : c->owed_retry_ms * 2)
+                               : OWED_RETRY_MIN_MS;
+        if (ev->now.mono_ms + c->owed_retry_ms < t)
+            t = ev->now.mono_ms + c->owed_retry_ms;
+    } else
+        c->owed_retry_ms = 0;
+    acts->timer_mono_ms = t;
     return x.rc;
 }
 

@@ -264,6 +264,12 @@ void cn_txn_actions_fini(struct cn_txn_actions *a);
 int cn_txn_new(const struct cn_txn_config *cfg, const struct cn_txn_pids *pids,
                struct cn_txn_coord **out);
 void cn_txn_free(struct cn_txn_coord *c);
+/* Hands every PRODUCE_ADD answer still owed (a step could not record it:
+ * out of memory) to pay, in order, and forgets them: at stop, when no
+ * step will pay them, so that no produce waits forever. */
+void cn_txn_pay_owed(struct cn_txn_coord *c,
+                     void (*pay)(void *ctx, const struct cn_txn_answer *a),
+                     void *ctx);
 /* Takes a changed configuration (dynamic configs); nparts is kept. */
 void cn_txn_set_config(struct cn_txn_coord *c,
                        const struct cn_txn_config *cfg);

@@ -852,10 +852,9 @@ UNIT_TEST(test_produce_add_write_failed)
     fk_fini();
 }
 
-/* A taken add whose answer cannot be recorded (out of memory) is owed,
- * not lost: the timer asks for a step at once and the answer goes out
- * first, once (the produce would wait for it forever). */
-UNIT_TEST(test_produce_add_answer_owed)
+/* A fresh machine owing the answer to a taken add, out of memory on;
+ * returns the request. */
+static int owe_an_add(void)
 {
     fk_init();
     struct fk_producer p = fk_new_producer(ID);
@@ -864,15 +863,51 @@ UNIT_TEST(test_produce_add_answer_owed)
     F.nomem = true;
     fk_durable(KAFKA_NONE);
     CHECK_EQ(fk_err(t), -1);
-    CHECK_EQ(F.timer, F.now.mono_ms + 1);
-    fk_advance(1); /* still failing: owed again */
+    return t;
+}
+
+/* A taken add whose answer cannot be recorded (out of memory) is owed,
+ * not lost: the timer asks for a step 10 ms on and the answer goes out
+ * first, once (the produce would wait for it forever). */
+UNIT_TEST(test_produce_add_answer_owed)
+{
+    int t = owe_an_add();
+    CHECK_EQ(F.timer, F.now.mono_ms + 10);
+    fk_advance(10); /* still failing: owed again, asked for later */
     CHECK_EQ(fk_err(t), -1);
+    CHECK_EQ(F.timer, F.now.mono_ms + 20);
     F.nomem = false;
-    fk_advance(1);
+    fk_advance(20);
     CHECK_EQ(fk_err(t), KAFKA_NONE);
     CHECK(F.timer > F.now.mono_ms + 1);
     fk_advance(10); /* answered once (the harness counts) */
     CHECK(fk_find(ID) && fk_find(ID)->npartitions == 1);
+    fk_fini();
+}
+
+static void pay_to_fake(void *ctx, const struct cn_txn_answer *a)
+{
+    (void)ctx;
+    struct cn_txn_action act = {.kind = CN_TXA_ANSWER};
+    act.u.answer = *a;
+    fk_record_answer(&act);
+}
+
+/* Out of memory that lasts: the retry backs off to 1 s, and an answer
+ * still owed at stop is handed over once (no later step pays it). */
+UNIT_TEST(test_produce_add_answer_owed_at_stop)
+{
+    int t = owe_an_add();
+    int steps = F.steps;
+    fk_advance(10000);
+    CHECK(F.steps - steps < 20);
+    CHECK_EQ(F.timer, F.now.mono_ms + 1000);
+    fk_stop();
+    CHECK_EQ(fk_err(t), -1);
+    cn_txn_pay_owed(F.c, pay_to_fake, NULL);
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    cn_txn_pay_owed(F.c, pay_to_fake, NULL); /* once (the harness counts) */
+    F.nomem = false;
     fk_fini();
 }
 
@@ -1348,7 +1383,8 @@ UNIT_MAIN(test_transition_table, test_records_pass_transition_ok,
           test_produce_add_not_taken, test_produce_add_tv2_client_any_version,
           test_produce_add_parked_then_added, test_produce_add_late_concurrent,
           test_produce_add_write_failed, test_produce_add_answer_owed,
-          test_tv2_end_bumps_once, test_tv2_overflow, test_tv2_end_retry,
+          test_produce_add_answer_owed_at_stop, test_tv2_end_bumps_once,
+          test_tv2_overflow, test_tv2_end_retry,
           test_end_v5_without_tv2_no_bump, test_fence_tv2_single_bump,
           test_fence_tv2_near_last_epoch_rotates_on_retry,
           test_fence_at_last_usable_epoch, test_timeout_at_last_usable_epoch,
