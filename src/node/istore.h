@@ -59,9 +59,9 @@ struct cn_istore_ops {
 /* One write in flight; embed it in the caller's struct (first member, so
  * done can cast back) and keep it alive until done runs. */
 struct cn_istore_wait {
-    struct cn_sync_waiter waiter; /* private to istore */
-    struct cn_istore *store;      /* private; NULL once it is freed */
-    int32_t part;                 /* private */
+    struct cn_sync_waiter waiter;         /* private to istore */
+    struct cn_istore *store;              /* private; NULL once it is freed */
+    int32_t part;                         /* private */
     struct cn_istore_wait *next, **pprev; /* private: the store's pending */
     /* The batch is durable (err 0), or the sync failed and took the log
      * directory offline (CN_EOFFLINE).  May free w and write again.  Runs

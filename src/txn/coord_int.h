@@ -89,7 +89,7 @@ struct cn_txn_coord {
     struct cn_txn_answer *owed;
     size_t nowed, owed_cap;
     int64_t owed_retry_ms; /* the step asked for while they stay owed */
-    size_t produce_taken; /* PRODUCE_ADDs taken, not answered yet */
+    size_t produce_taken;  /* PRODUCE_ADDs taken, not answered yet */
     uint64_t commits, aborts, timed_out_aborts, fenced;
     struct cn_hist commit_ms, abort_ms;
 };
