@@ -197,13 +197,20 @@ static void enqueue(struct cn_txn_exec *x, const struct cn_txn_event *ev,
 
 /* ---- carrying out actions ---------------------------------------------- */
 
-static void feed_written(struct cn_txn_exec *x, const char *id, uint64_t seq,
-                         int32_t part, int16_t err)
+static struct cn_txn_event written_event(const char *id, uint64_t seq,
+                                         int16_t err)
 {
     struct cn_txn_event ev = {.kind = CN_TXE_WRITTEN};
     ev.u.written.id = id;
     ev.u.written.seq = seq;
     ev.u.written.err = err;
+    return ev;
+}
+
+static void feed_written(struct cn_txn_exec *x, const char *id, uint64_t seq,
+                         int32_t part, int16_t err)
+{
+    struct cn_txn_event ev = written_event(id, seq, err);
     exec_feed(x, &ev, part, NULL);
 }
 
@@ -219,10 +226,7 @@ static void write_done(struct cn_istore_wait *iw, int err)
         cn_arena_init(&q->arena);
         q->mem = w;
         q->part = w->part;
-        q->ev = (struct cn_txn_event){.kind = CN_TXE_WRITTEN};
-        q->ev.u.written.id = w->id;
-        q->ev.u.written.seq = w->seq;
-        q->ev.u.written.err = kerr;
+        q->ev = written_event(w->id, w->seq, kerr);
         q_link(x, q);
         return;
     }
