@@ -47,13 +47,37 @@ if [ "${1:-build}" = java ] || [ "${1:-build}" = test ]; then
     command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
     command -v mvn >/dev/null 2>&1 || missing+=(maven)
 fi
-[ ${#missing[@]} -eq 0 ] && exit 0
+# libraft (the metadata quorum, src/meta): 0.22.1 or newer, which has the
+# fixes for the log-truncation and snapshot bugs Jepsen found after 0.15.0.
+# Debian 12 has it only in bookworm-backports; main's 0.15.0 is pinned higher,
+# so a plain install would pick the old one: it needs -t.
+raft_ok() {
+    local v
+    v=$(dpkg-query -W -f='${Version}' libraft-dev 2>/dev/null) &&
+        dpkg --compare-versions "$v" ge 0.22.1
+}
+need_raft=0
+[ "${1:-build}" != java ] && ! raft_ok && need_raft=1
 
-echo "deps: installing ${missing[*]}"
+[ ${#missing[@]} -eq 0 ] && [ $need_raft -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}$([ $need_raft -eq 1 ] && echo ' libraft-dev (bookworm-backports)')"
 if [ "$(id -u)" -ne 0 ]; then
-    echo "deps: not root; install these packages first: ${missing[*]}" >&2
+    echo "deps: not root; install these packages first: ${missing[*]}$([ $need_raft -eq 1 ] && echo ' libraft-dev>=0.22.1 (bookworm-backports)')" >&2
     exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+if [ $need_raft -eq 1 ]; then
+    backports=/etc/apt/sources.list.d/cairn-bookworm-backports.sources
+    if [ ! -f "$backports" ] && ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d; then
+        printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' \
+            'Suites: bookworm-backports' 'Components: main' \
+            'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' >"$backports"
+    fi
+fi
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+[ ${#missing[@]} -eq 0 ] || apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ $need_raft -eq 1 ]; then
+    apt-get install -y -qq --no-install-recommends -t bookworm-backports libraft-dev
+    raft_ok || { echo "deps: libraft-dev >= 0.22.1 could not be installed" >&2; exit 1; }
+fi

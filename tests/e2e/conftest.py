@@ -10,6 +10,7 @@ Environment:
 """
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -46,12 +47,45 @@ def tool(name):
     return str(path)
 
 
+def _unassigned_port_range():
+    """Ports the kernel never picks for bind(0) or an outgoing connection.
+
+    A port from bind(0) is closed again before the broker binds it, so the
+    kernel could hand the same number to the next bind(0) or to a client's
+    connection meanwhile (CI saw two listeners given one port).  Ports
+    outside the ephemeral range are taken only by explicit binds.
+    """
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    if low - 1 - 10000 >= 4000:
+        return 10000, low - 1
+    return high + 1, 65535
+
+
+_PORT_RANGE = _unassigned_port_range()
+_handed_out = set()
+_port_rng = random.Random(os.getpid() ^ time.monotonic_ns())
+
+
 def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A loopback port nobody listens on, never the same one twice."""
+    for _ in range(10000):
+        port = _port_rng.randint(*_PORT_RANGE)
+        if port in _handed_out:
+            continue
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        _handed_out.add(port)
+        return port
+    raise RuntimeError("no free port in %d-%d" % _PORT_RANGE)
 
 
 def port_open(port):

@@ -24,10 +24,18 @@ MSG_ADAPTERS(add_offsets_to_txn_request)
 MSG_ADAPTERS(add_offsets_to_txn_response)
 MSG_ADAPTERS(add_partitions_to_txn_request)
 MSG_ADAPTERS(add_partitions_to_txn_response)
+MSG_ADAPTERS(allocate_producer_ids_request)
+MSG_ADAPTERS(allocate_producer_ids_response)
 MSG_ADAPTERS(alter_configs_request)
 MSG_ADAPTERS(alter_configs_response)
 MSG_ADAPTERS(api_versions_request)
 MSG_ADAPTERS(api_versions_response)
+MSG_ADAPTERS(broker_heartbeat_request)
+MSG_ADAPTERS(broker_heartbeat_response)
+MSG_ADAPTERS(broker_registration_change_record)
+MSG_ADAPTERS(broker_registration_request)
+MSG_ADAPTERS(broker_registration_response)
+MSG_ADAPTERS(config_record)
 MSG_ADAPTERS(consumer_group_describe_request)
 MSG_ADAPTERS(consumer_group_describe_response)
 MSG_ADAPTERS(consumer_group_heartbeat_request)
@@ -59,10 +67,14 @@ MSG_ADAPTERS(describe_groups_request)
 MSG_ADAPTERS(describe_groups_response)
 MSG_ADAPTERS(describe_producers_request)
 MSG_ADAPTERS(describe_producers_response)
+MSG_ADAPTERS(describe_quorum_request)
+MSG_ADAPTERS(describe_quorum_response)
 MSG_ADAPTERS(describe_transactions_request)
 MSG_ADAPTERS(describe_transactions_response)
 MSG_ADAPTERS(end_txn_request)
 MSG_ADAPTERS(end_txn_response)
+MSG_ADAPTERS(feature_level_record)
+MSG_ADAPTERS(fence_broker_record)
 MSG_ADAPTERS(fetch_request)
 MSG_ADAPTERS(fetch_response)
 MSG_ADAPTERS(find_coordinator_request)
@@ -88,6 +100,7 @@ MSG_ADAPTERS(list_transactions_request)
 MSG_ADAPTERS(list_transactions_response)
 MSG_ADAPTERS(metadata_request)
 MSG_ADAPTERS(metadata_response)
+MSG_ADAPTERS(no_op_record)
 MSG_ADAPTERS(offset_commit_key)
 MSG_ADAPTERS(offset_commit_request)
 MSG_ADAPTERS(offset_commit_response)
@@ -98,19 +111,29 @@ MSG_ADAPTERS(offset_fetch_request)
 MSG_ADAPTERS(offset_fetch_response)
 MSG_ADAPTERS(offset_for_leader_epoch_request)
 MSG_ADAPTERS(offset_for_leader_epoch_response)
+MSG_ADAPTERS(partition_change_record)
+MSG_ADAPTERS(partition_record)
 MSG_ADAPTERS(produce_request)
 MSG_ADAPTERS(produce_response)
+MSG_ADAPTERS(producer_ids_record)
 MSG_ADAPTERS(producer_snapshot)
+MSG_ADAPTERS(register_broker_record)
+MSG_ADAPTERS(remove_topic_record)
 MSG_ADAPTERS(sasl_authenticate_request)
 MSG_ADAPTERS(sasl_authenticate_response)
 MSG_ADAPTERS(sasl_handshake_request)
 MSG_ADAPTERS(sasl_handshake_response)
 MSG_ADAPTERS(sync_group_request)
 MSG_ADAPTERS(sync_group_response)
+MSG_ADAPTERS(topic_record)
 MSG_ADAPTERS(transaction_log_key)
 MSG_ADAPTERS(transaction_log_value)
 MSG_ADAPTERS(txn_offset_commit_request)
 MSG_ADAPTERS(txn_offset_commit_response)
+MSG_ADAPTERS(unfence_broker_record)
+MSG_ADAPTERS(unregister_broker_record)
+MSG_ADAPTERS(unregister_broker_request)
+MSG_ADAPTERS(unregister_broker_response)
 MSG_ADAPTERS(write_txn_markers_request)
 MSG_ADAPTERS(write_txn_markers_response)
 
@@ -135,6 +158,16 @@ const struct cn_msg_info cn_msg_infos[CN_MSG_COUNT] = {
      init_add_partitions_to_txn_response,
      decode_add_partitions_to_txn_response,
      encode_add_partitions_to_txn_response},
+    {"AllocateProducerIdsRequest", 67, 0, 0, 0,
+     sizeof(struct cn_allocate_producer_ids_request),
+     init_allocate_producer_ids_request,
+     decode_allocate_producer_ids_request,
+     encode_allocate_producer_ids_request},
+    {"AllocateProducerIdsResponse", 67, 0, 0, 0,
+     sizeof(struct cn_allocate_producer_ids_response),
+     init_allocate_producer_ids_response,
+     decode_allocate_producer_ids_response,
+     encode_allocate_producer_ids_response},
     {"AlterConfigsRequest", 33, 0, 2, 2,
      sizeof(struct cn_alter_configs_request),
      init_alter_configs_request,
@@ -155,6 +188,36 @@ const struct cn_msg_info cn_msg_infos[CN_MSG_COUNT] = {
      init_api_versions_response,
      decode_api_versions_response,
      encode_api_versions_response},
+    {"BrokerHeartbeatRequest", 63, 0, 1, 0,
+     sizeof(struct cn_broker_heartbeat_request),
+     init_broker_heartbeat_request,
+     decode_broker_heartbeat_request,
+     encode_broker_heartbeat_request},
+    {"BrokerHeartbeatResponse", 63, 0, 1, 0,
+     sizeof(struct cn_broker_heartbeat_response),
+     init_broker_heartbeat_response,
+     decode_broker_heartbeat_response,
+     encode_broker_heartbeat_response},
+    {"BrokerRegistrationChangeRecord", 17, 0, 2, 0,
+     sizeof(struct cn_broker_registration_change_record),
+     init_broker_registration_change_record,
+     decode_broker_registration_change_record,
+     encode_broker_registration_change_record},
+    {"BrokerRegistrationRequest", 62, 0, 4, 0,
+     sizeof(struct cn_broker_registration_request),
+     init_broker_registration_request,
+     decode_broker_registration_request,
+     encode_broker_registration_request},
+    {"BrokerRegistrationResponse", 62, 0, 4, 0,
+     sizeof(struct cn_broker_registration_response),
+     init_broker_registration_response,
+     decode_broker_registration_response,
+     encode_broker_registration_response},
+    {"ConfigRecord", 4, 0, 0, 0,
+     sizeof(struct cn_config_record),
+     init_config_record,
+     decode_config_record,
+     encode_config_record},
     {"ConsumerGroupDescribeRequest", 69, 0, 0, 0,
      sizeof(struct cn_consumer_group_describe_request),
      init_consumer_group_describe_request,
@@ -310,6 +373,16 @@ const struct cn_msg_info cn_msg_infos[CN_MSG_COUNT] = {
      init_describe_producers_response,
      decode_describe_producers_response,
      encode_describe_producers_response},
+    {"DescribeQuorumRequest", 55, 0, 2, 0,
+     sizeof(struct cn_describe_quorum_request),
+     init_describe_quorum_request,
+     decode_describe_quorum_request,
+     encode_describe_quorum_request},
+    {"DescribeQuorumResponse", 55, 0, 2, 0,
+     sizeof(struct cn_describe_quorum_response),
+     init_describe_quorum_response,
+     decode_describe_quorum_response,
+     encode_describe_quorum_response},
     {"DescribeTransactionsRequest", 65, 0, 0, 0,
      sizeof(struct cn_describe_transactions_request),
      init_describe_transactions_request,
@@ -330,6 +403,16 @@ const struct cn_msg_info cn_msg_infos[CN_MSG_COUNT] = {
      init_end_txn_response,
      decode_end_txn_response,
      encode_end_txn_response},
+    {"FeatureLevelRecord", 12, 0, 0, 0,
+     sizeof(struct cn_feature_level_record),
+     init_feature_level_record,
+     decode_feature_level_record,
+     encode_feature_level_record},
+    {"FenceBrokerRecord", 7, 0, 0, 0,
+     sizeof(struct cn_fence_broker_record),
+     init_fence_broker_record,
+     decode_fence_broker_record,
+     encode_fence_broker_record},
     {"FetchRequest", 1, 0, 17, 12,
      sizeof(struct cn_fetch_request),
      init_fetch_request,
@@ -455,6 +538,11 @@ const struct cn_msg_info cn_msg_infos[CN_MSG_COUNT] = {
      init_metadata_response,
      decode_metadata_response,
      encode_metadata_response},
+    {"NoOpRecord", 20, 0, 0, 0,
+     sizeof(struct cn_no_op_record),
+     init_no_op_record,
+     decode_no_op_record,
+     encode_no_op_record},
     {"OffsetCommitKey", -1, 0, 1, -1,
      sizeof(struct cn_offset_commit_key),
      init_offset_commit_key,
@@ -505,6 +593,16 @@ const struct cn_msg_info cn_msg_infos[CN_MSG_COUNT] = {
      init_offset_for_leader_epoch_response,
      decode_offset_for_leader_epoch_response,
      encode_offset_for_leader_epoch_response},
+    {"PartitionChangeRecord", 5, 0, 2, 0,
+     sizeof(struct cn_partition_change_record),
+     init_partition_change_record,
+     decode_partition_change_record,
+     encode_partition_change_record},
+    {"PartitionRecord", 3, 0, 2, 0,
+     sizeof(struct cn_partition_record),
+     init_partition_record,
+     decode_partition_record,
+     encode_partition_record},
     {"ProduceRequest", 0, 0, 11, 9,
      sizeof(struct cn_produce_request),
      init_produce_request,
@@ -515,11 +613,26 @@ const struct cn_msg_info cn_msg_infos[CN_MSG_COUNT] = {
      init_produce_response,
      decode_produce_response,
      encode_produce_response},
+    {"ProducerIdsRecord", 15, 0, 0, 0,
+     sizeof(struct cn_producer_ids_record),
+     init_producer_ids_record,
+     decode_producer_ids_record,
+     encode_producer_ids_record},
     {"ProducerSnapshot", -1, 1, 1, -1,
      sizeof(struct cn_producer_snapshot),
      init_producer_snapshot,
      decode_producer_snapshot,
      encode_producer_snapshot},
+    {"RegisterBrokerRecord", 0, 0, 3, 0,
+     sizeof(struct cn_register_broker_record),
+     init_register_broker_record,
+     decode_register_broker_record,
+     encode_register_broker_record},
+    {"RemoveTopicRecord", 9, 0, 0, 0,
+     sizeof(struct cn_remove_topic_record),
+     init_remove_topic_record,
+     decode_remove_topic_record,
+     encode_remove_topic_record},
     {"SaslAuthenticateRequest", 36, 0, 2, 2,
      sizeof(struct cn_sasl_authenticate_request),
      init_sasl_authenticate_request,
@@ -550,6 +663,11 @@ const struct cn_msg_info cn_msg_infos[CN_MSG_COUNT] = {
      init_sync_group_response,
      decode_sync_group_response,
      encode_sync_group_response},
+    {"TopicRecord", 2, 0, 0, 0,
+     sizeof(struct cn_topic_record),
+     init_topic_record,
+     decode_topic_record,
+     encode_topic_record},
     {"TransactionLogKey", -1, 0, 0, -1,
      sizeof(struct cn_transaction_log_key),
      init_transaction_log_key,
@@ -570,6 +688,26 @@ const struct cn_msg_info cn_msg_infos[CN_MSG_COUNT] = {
      init_txn_offset_commit_response,
      decode_txn_offset_commit_response,
      encode_txn_offset_commit_response},
+    {"UnfenceBrokerRecord", 8, 0, 0, 0,
+     sizeof(struct cn_unfence_broker_record),
+     init_unfence_broker_record,
+     decode_unfence_broker_record,
+     encode_unfence_broker_record},
+    {"UnregisterBrokerRecord", 1, 0, 0, 0,
+     sizeof(struct cn_unregister_broker_record),
+     init_unregister_broker_record,
+     decode_unregister_broker_record,
+     encode_unregister_broker_record},
+    {"UnregisterBrokerRequest", 64, 0, 0, 0,
+     sizeof(struct cn_unregister_broker_request),
+     init_unregister_broker_request,
+     decode_unregister_broker_request,
+     encode_unregister_broker_request},
+    {"UnregisterBrokerResponse", 64, 0, 0, 0,
+     sizeof(struct cn_unregister_broker_response),
+     init_unregister_broker_response,
+     decode_unregister_broker_response,
+     encode_unregister_broker_response},
     {"WriteTxnMarkersRequest", 27, 0, 1, 1,
      sizeof(struct cn_write_txn_markers_request),
      init_write_txn_markers_request,
@@ -863,6 +1001,14 @@ const struct cn_api_info cn_api_infos[CN_API_COUNT] = {
      init_offset_delete_response,
      decode_offset_delete_response,
      encode_offset_delete_response},
+    {CN_API_DESCRIBE_QUORUM, "DescribeQuorum", 0, 2, 0, false,
+     sizeof(struct cn_describe_quorum_request), sizeof(struct cn_describe_quorum_response),
+     init_describe_quorum_request,
+     decode_describe_quorum_request,
+     encode_describe_quorum_request,
+     init_describe_quorum_response,
+     decode_describe_quorum_response,
+     encode_describe_quorum_response},
     {CN_API_DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0, false,
      sizeof(struct cn_describe_cluster_request), sizeof(struct cn_describe_cluster_response),
      init_describe_cluster_request,
@@ -879,6 +1025,30 @@ const struct cn_api_info cn_api_infos[CN_API_COUNT] = {
      init_describe_producers_response,
      decode_describe_producers_response,
      encode_describe_producers_response},
+    {CN_API_BROKER_REGISTRATION, "BrokerRegistration", 0, 4, 0, false,
+     sizeof(struct cn_broker_registration_request), sizeof(struct cn_broker_registration_response),
+     init_broker_registration_request,
+     decode_broker_registration_request,
+     encode_broker_registration_request,
+     init_broker_registration_response,
+     decode_broker_registration_response,
+     encode_broker_registration_response},
+    {CN_API_BROKER_HEARTBEAT, "BrokerHeartbeat", 0, 1, 0, false,
+     sizeof(struct cn_broker_heartbeat_request), sizeof(struct cn_broker_heartbeat_response),
+     init_broker_heartbeat_request,
+     decode_broker_heartbeat_request,
+     encode_broker_heartbeat_request,
+     init_broker_heartbeat_response,
+     decode_broker_heartbeat_response,
+     encode_broker_heartbeat_response},
+    {CN_API_UNREGISTER_BROKER, "UnregisterBroker", 0, 0, 0, false,
+     sizeof(struct cn_unregister_broker_request), sizeof(struct cn_unregister_broker_response),
+     init_unregister_broker_request,
+     decode_unregister_broker_request,
+     encode_unregister_broker_request,
+     init_unregister_broker_response,
+     decode_unregister_broker_response,
+     encode_unregister_broker_response},
     {CN_API_DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0, 0, false,
      sizeof(struct cn_describe_transactions_request), sizeof(struct cn_describe_transactions_response),
      init_describe_transactions_request,
@@ -895,6 +1065,14 @@ const struct cn_api_info cn_api_infos[CN_API_COUNT] = {
      init_list_transactions_response,
      decode_list_transactions_response,
      encode_list_transactions_response},
+    {CN_API_ALLOCATE_PRODUCER_IDS, "AllocateProducerIds", 0, 0, 0, false,
+     sizeof(struct cn_allocate_producer_ids_request), sizeof(struct cn_allocate_producer_ids_response),
+     init_allocate_producer_ids_request,
+     decode_allocate_producer_ids_request,
+     encode_allocate_producer_ids_request,
+     init_allocate_producer_ids_response,
+     decode_allocate_producer_ids_response,
+     encode_allocate_producer_ids_response},
     {CN_API_CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1, 0, true,
      sizeof(struct cn_consumer_group_heartbeat_request), sizeof(struct cn_consumer_group_heartbeat_response),
      init_consumer_group_heartbeat_request,
@@ -917,8 +1095,8 @@ const struct cn_api_info cn_api_infos[CN_API_COUNT] = {
 static const int8_t api_index[CN_API_KEY_MAX + 1] = {
     0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
     17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, -1, -1, 30, 31, -1, -1,
-    -1, -1, 32, -1, 33, -1, -1, 34, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-    -1, 35, 36, -1, -1, -1, 37, 38, -1, 39, 40,
+    -1, -1, 32, -1, 33, -1, -1, 34, -1, -1, -1, -1, -1, -1, -1, 35, -1, -1, -1,
+    -1, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45,
 };
 
 const struct cn_api_info *cn_api_info_get(int16_t api_key)
@@ -990,8 +1168,12 @@ static const struct {
     {44, 0, 1},
     {60, 0, 1},
     {61, 0, 0},
+    {62, 0, 4},
+    {63, 0, 1},
+    {64, 0, 0},
     {65, 0, 0},
     {66, 0, 1},
+    {67, 0, 0},
     {68, 0, 1},
     {69, 0, 0},
 };

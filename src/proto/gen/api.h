@@ -51,8 +51,8 @@ struct cn_api_info {
     cn_msg_encode_fn encode_response; /* see cn_msg_info */
 };
 
-#define CN_MSG_COUNT 93
-#define CN_API_COUNT 41
+#define CN_MSG_COUNT 116
+#define CN_API_COUNT 46
 #define CN_API_KEY_MAX 69
 
 /* Every API key: each request schema's apiKey, and the APIs whose codecs
@@ -97,10 +97,15 @@ enum cn_api_key {
     CN_API_ALTER_CLIENT_QUOTAS = 49, /* hand-written */
     CN_API_DESCRIBE_USER_SCRAM_CREDENTIALS = 50, /* hand-written */
     CN_API_ALTER_USER_SCRAM_CREDENTIALS = 51, /* hand-written */
+    CN_API_DESCRIBE_QUORUM = 55,
     CN_API_DESCRIBE_CLUSTER = 60,
     CN_API_DESCRIBE_PRODUCERS = 61,
+    CN_API_BROKER_REGISTRATION = 62,
+    CN_API_BROKER_HEARTBEAT = 63,
+    CN_API_UNREGISTER_BROKER = 64,
     CN_API_DESCRIBE_TRANSACTIONS = 65,
     CN_API_LIST_TRANSACTIONS = 66,
+    CN_API_ALLOCATE_PRODUCER_IDS = 67,
     CN_API_CONSUMER_GROUP_HEARTBEAT = 68,
     CN_API_CONSUMER_GROUP_DESCRIBE = 69,
 };

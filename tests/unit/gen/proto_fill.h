@@ -17,10 +17,18 @@ FILL_ADAPTER(add_offsets_to_txn_request, add_offsets_to_txn_request)
 FILL_ADAPTER(add_offsets_to_txn_response, add_offsets_to_txn_response)
 FILL_ADAPTER(add_partitions_to_txn_request, add_partitions_to_txn_request)
 FILL_ADAPTER(add_partitions_to_txn_response, add_partitions_to_txn_response)
+FILL_ADAPTER(allocate_producer_ids_request, allocate_producer_ids_request)
+FILL_ADAPTER(allocate_producer_ids_response, allocate_producer_ids_response)
 FILL_ADAPTER(alter_configs_request, alter_configs_request)
 FILL_ADAPTER(alter_configs_response, alter_configs_response)
 FILL_ADAPTER(api_versions_request, api_versions_request)
 FILL_ADAPTER(api_versions_response, api_versions_response)
+FILL_ADAPTER(broker_heartbeat_request, broker_heartbeat_request)
+FILL_ADAPTER(broker_heartbeat_response, broker_heartbeat_response)
+FILL_ADAPTER(broker_registration_change_record, broker_registration_change_record)
+FILL_ADAPTER(broker_registration_request, broker_registration_request)
+FILL_ADAPTER(broker_registration_response, broker_registration_response)
+FILL_ADAPTER(config_record, config_record)
 FILL_ADAPTER(consumer_group_describe_request, consumer_group_describe_request)
 FILL_ADAPTER(consumer_group_describe_response, consumer_group_describe_response)
 FILL_ADAPTER(consumer_group_heartbeat_request, consumer_group_heartbeat_request)
@@ -52,10 +60,14 @@ FILL_ADAPTER(describe_groups_request, describe_groups_request)
 FILL_ADAPTER(describe_groups_response, describe_groups_response)
 FILL_ADAPTER(describe_producers_request, describe_producers_request)
 FILL_ADAPTER(describe_producers_response, describe_producers_response)
+FILL_ADAPTER(describe_quorum_request, describe_quorum_request)
+FILL_ADAPTER(describe_quorum_response, describe_quorum_response)
 FILL_ADAPTER(describe_transactions_request, describe_transactions_request)
 FILL_ADAPTER(describe_transactions_response, describe_transactions_response)
 FILL_ADAPTER(end_txn_request, end_txn_request)
 FILL_ADAPTER(end_txn_response, end_txn_response)
+FILL_ADAPTER(feature_level_record, feature_level_record)
+FILL_ADAPTER(fence_broker_record, fence_broker_record)
 FILL_ADAPTER(fetch_request, fetch_request)
 FILL_ADAPTER(fetch_response, fetch_response)
 FILL_ADAPTER(find_coordinator_request, find_coordinator_request)
@@ -81,6 +93,7 @@ FILL_ADAPTER(list_transactions_request, list_transactions_request)
 FILL_ADAPTER(list_transactions_response, list_transactions_response)
 FILL_ADAPTER(metadata_request, metadata_request)
 FILL_ADAPTER(metadata_response, metadata_response)
+FILL_ADAPTER(no_op_record, no_op_record)
 FILL_ADAPTER(offset_commit_key, offset_commit_key)
 FILL_ADAPTER(offset_commit_request, offset_commit_request)
 FILL_ADAPTER(offset_commit_response, offset_commit_response)
@@ -91,19 +104,29 @@ FILL_ADAPTER(offset_fetch_request, offset_fetch_request)
 FILL_ADAPTER(offset_fetch_response, offset_fetch_response)
 FILL_ADAPTER(offset_for_leader_epoch_request, offset_for_leader_epoch_request)
 FILL_ADAPTER(offset_for_leader_epoch_response, offset_for_leader_epoch_response)
+FILL_ADAPTER(partition_change_record, partition_change_record)
+FILL_ADAPTER(partition_record, partition_record)
 FILL_ADAPTER(produce_request, produce_request)
 FILL_ADAPTER(produce_response, produce_response)
+FILL_ADAPTER(producer_ids_record, producer_ids_record)
 FILL_ADAPTER(producer_snapshot, producer_snapshot)
+FILL_ADAPTER(register_broker_record, register_broker_record)
+FILL_ADAPTER(remove_topic_record, remove_topic_record)
 FILL_ADAPTER(sasl_authenticate_request, sasl_authenticate_request)
 FILL_ADAPTER(sasl_authenticate_response, sasl_authenticate_response)
 FILL_ADAPTER(sasl_handshake_request, sasl_handshake_request)
 FILL_ADAPTER(sasl_handshake_response, sasl_handshake_response)
 FILL_ADAPTER(sync_group_request, sync_group_request)
 FILL_ADAPTER(sync_group_response, sync_group_response)
+FILL_ADAPTER(topic_record, topic_record)
 FILL_ADAPTER(transaction_log_key, transaction_log_key)
 FILL_ADAPTER(transaction_log_value, transaction_log_value)
 FILL_ADAPTER(txn_offset_commit_request, txn_offset_commit_request)
 FILL_ADAPTER(txn_offset_commit_response, txn_offset_commit_response)
+FILL_ADAPTER(unfence_broker_record, unfence_broker_record)
+FILL_ADAPTER(unregister_broker_record, unregister_broker_record)
+FILL_ADAPTER(unregister_broker_request, unregister_broker_request)
+FILL_ADAPTER(unregister_broker_response, unregister_broker_response)
 FILL_ADAPTER(write_txn_markers_request, write_txn_markers_request)
 FILL_ADAPTER(write_txn_markers_response, write_txn_markers_response)
 
@@ -113,10 +136,18 @@ static void (*const proto_fillers[])(struct fill_rng *, struct cn_arena *,
     fillv_add_offsets_to_txn_response,
     fillv_add_partitions_to_txn_request,
     fillv_add_partitions_to_txn_response,
+    fillv_allocate_producer_ids_request,
+    fillv_allocate_producer_ids_response,
     fillv_alter_configs_request,
     fillv_alter_configs_response,
     fillv_api_versions_request,
     fillv_api_versions_response,
+    fillv_broker_heartbeat_request,
+    fillv_broker_heartbeat_response,
+    fillv_broker_registration_change_record,
+    fillv_broker_registration_request,
+    fillv_broker_registration_response,
+    fillv_config_record,
     fillv_consumer_group_describe_request,
     fillv_consumer_group_describe_response,
     fillv_consumer_group_heartbeat_request,
@@ -148,10 +179,14 @@ static void (*const proto_fillers[])(struct fill_rng *, struct cn_arena *,
     fillv_describe_groups_response,
     fillv_describe_producers_request,
     fillv_describe_producers_response,
+    fillv_describe_quorum_request,
+    fillv_describe_quorum_response,
     fillv_describe_transactions_request,
     fillv_describe_transactions_response,
     fillv_end_txn_request,
     fillv_end_txn_response,
+    fillv_feature_level_record,
+    fillv_fence_broker_record,
     fillv_fetch_request,
     fillv_fetch_response,
     fillv_find_coordinator_request,
@@ -177,6 +212,7 @@ static void (*const proto_fillers[])(struct fill_rng *, struct cn_arena *,
     fillv_list_transactions_response,
     fillv_metadata_request,
     fillv_metadata_response,
+    fillv_no_op_record,
     fillv_offset_commit_key,
     fillv_offset_commit_request,
     fillv_offset_commit_response,
@@ -187,19 +223,29 @@ static void (*const proto_fillers[])(struct fill_rng *, struct cn_arena *,
     fillv_offset_fetch_response,
     fillv_offset_for_leader_epoch_request,
     fillv_offset_for_leader_epoch_response,
+    fillv_partition_change_record,
+    fillv_partition_record,
     fillv_produce_request,
     fillv_produce_response,
+    fillv_producer_ids_record,
     fillv_producer_snapshot,
+    fillv_register_broker_record,
+    fillv_remove_topic_record,
     fillv_sasl_authenticate_request,
     fillv_sasl_authenticate_response,
     fillv_sasl_handshake_request,
     fillv_sasl_handshake_response,
     fillv_sync_group_request,
     fillv_sync_group_response,
+    fillv_topic_record,
     fillv_transaction_log_key,
     fillv_transaction_log_value,
     fillv_txn_offset_commit_request,
     fillv_txn_offset_commit_response,
+    fillv_unfence_broker_record,
+    fillv_unregister_broker_record,
+    fillv_unregister_broker_request,
+    fillv_unregister_broker_response,
     fillv_write_txn_markers_request,
     fillv_write_txn_markers_response,
 };

@@ -144,6 +144,30 @@ static void fill_add_partitions_to_txn_response_add_partitions_to_txn_response
     }
 }
 
+static void fill_allocate_producer_ids_request_allocate_producer_ids_request
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_allocate_producer_ids_request *m)
+{
+    (void)version;
+    (void)a;
+    cn_allocate_producer_ids_request_init(m);
+    m->broker_id = (int32_t)fill_next(r);
+    m->broker_epoch = (int64_t)fill_next(r);
+}
+
+static void fill_allocate_producer_ids_response_allocate_producer_ids_response
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_allocate_producer_ids_response *m)
+{
+    (void)version;
+    (void)a;
+    cn_allocate_producer_ids_response_init(m);
+    m->throttle_time_ms = (int32_t)fill_next(r);
+    m->error_code = (int16_t)fill_next(r);
+    m->producer_id_start = (int64_t)fill_next(r);
+    m->producer_id_len = (int32_t)fill_next(r);
+}
+
 static void fill_alter_configs_request_alterable_config
     (struct fill_rng *r, struct cn_arena *a, int16_t version,
      struct cn_alter_configs_request_alterable_config *m)
@@ -284,6 +308,138 @@ static void fill_api_versions_response_api_versions_response
         fill_api_versions_response_finalized_feature_key(r, a, version, &m->finalized_features[i]);
     }
     m->zk_migration_ready = (fill_next(r) & 1) != 0;
+}
+
+static void fill_broker_heartbeat_request_broker_heartbeat_request
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_broker_heartbeat_request *m)
+{
+    int32_t n;
+    (void)version;
+    cn_broker_heartbeat_request_init(m);
+    m->broker_id = (int32_t)fill_next(r);
+    m->broker_epoch = (int64_t)fill_next(r);
+    m->current_metadata_offset = (int64_t)fill_next(r);
+    m->want_fence = (fill_next(r) & 1) != 0;
+    m->want_shut_down = (fill_next(r) & 1) != 0;
+    n = fill_count(r, false);
+    m->offline_log_dirs_len = n;
+    m->offline_log_dirs = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->offline_log_dirs) : NULL;
+    for (int32_t i = 0; i < n; i++) {
+        fill_uuid(r, &m->offline_log_dirs[i]);
+    }
+}
+
+static void fill_broker_heartbeat_response_broker_heartbeat_response
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_broker_heartbeat_response *m)
+{
+    (void)version;
+    (void)a;
+    cn_broker_heartbeat_response_init(m);
+    m->throttle_time_ms = (int32_t)fill_next(r);
+    m->error_code = (int16_t)fill_next(r);
+    m->is_caught_up = (fill_next(r) & 1) != 0;
+    m->is_fenced = (fill_next(r) & 1) != 0;
+    m->should_shut_down = (fill_next(r) & 1) != 0;
+}
+
+static void fill_broker_registration_change_record_broker_registration_change_record
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_broker_registration_change_record *m)
+{
+    int32_t n;
+    (void)version;
+    cn_broker_registration_change_record_init(m);
+    m->broker_id = (int32_t)fill_next(r);
+    m->broker_epoch = (int64_t)fill_next(r);
+    m->fenced = (int8_t)fill_next(r);
+    m->in_controlled_shutdown = (int8_t)fill_next(r);
+    n = fill_count(r, false);
+    m->log_dirs_len = n;
+    m->log_dirs = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->log_dirs) : NULL;
+    for (int32_t i = 0; i < n; i++) {
+        fill_uuid(r, &m->log_dirs[i]);
+    }
+}
+
+static void fill_broker_registration_request_listener
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_broker_registration_request_listener *m)
+{
+    (void)version;
+    cn_broker_registration_request_listener_init(m);
+    m->name = fill_bytes(r, a, false);
+    m->host = fill_bytes(r, a, false);
+    m->port = (uint16_t)fill_next(r);
+    m->security_protocol = (int16_t)fill_next(r);
+}
+
+static void fill_broker_registration_request_feature
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_broker_registration_request_feature *m)
+{
+    (void)version;
+    cn_broker_registration_request_feature_init(m);
+    m->name = fill_bytes(r, a, false);
+    m->min_supported_version = (int16_t)fill_next(r);
+    m->max_supported_version = (int16_t)fill_next(r);
+}
+
+static void fill_broker_registration_request_broker_registration_request
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_broker_registration_request *m)
+{
+    int32_t n;
+    cn_broker_registration_request_init(m);
+    m->broker_id = (int32_t)fill_next(r);
+    m->cluster_id = fill_bytes(r, a, false);
+    fill_uuid(r, &m->incarnation_id);
+    n = fill_count(r, false);
+    m->listeners_len = n;
+    m->listeners = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->listeners) : NULL;
+    for (int32_t i = 0; i < n; i++) {
+        fill_broker_registration_request_listener(r, a, version, &m->listeners[i]);
+    }
+    n = fill_count(r, false);
+    m->features_len = n;
+    m->features = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->features) : NULL;
+    for (int32_t i = 0; i < n; i++) {
+        fill_broker_registration_request_feature(r, a, version, &m->features[i]);
+    }
+    m->rack = fill_bytes(r, a, true);
+    m->is_migrating_zk_broker = (fill_next(r) & 1) != 0;
+    n = fill_count(r, false);
+    m->log_dirs_len = n;
+    m->log_dirs = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->log_dirs) : NULL;
+    for (int32_t i = 0; i < n; i++) {
+        fill_uuid(r, &m->log_dirs[i]);
+    }
+    m->previous_broker_epoch = (int64_t)fill_next(r);
+}
+
+static void fill_broker_registration_response_broker_registration_response
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_broker_registration_response *m)
+{
+    (void)version;
+    (void)a;
+    cn_broker_registration_response_init(m);
+    m->throttle_time_ms = (int32_t)fill_next(r);
+    m->error_code = (int16_t)fill_next(r);
+    m->broker_epoch = (int64_t)fill_next(r);
+}
+
+static void fill_config_record_config_record
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_config_record *m)
+{
+    (void)version;
+    cn_config_record_init(m);
+    m->resource_type = (int8_t)fill_next(r);
+    m->resource_name = fill_bytes(r, a, false);
+    m->name = fill_bytes(r, a, false);
+    m->value = fill_bytes(r, a, true);
 }
 
 static void fill_consumer_group_describe_request_consumer_group_describe_request
@@ -1201,165 +1357,4 @@ static void fill_describe_configs_request_describe_configs_request
     }
     m->include_synonyms = (fill_next(r) & 1) != 0;
     m->include_documentation = (fill_next(r) & 1) != 0;
-}
-
-static void fill_describe_configs_response_describe_configs_synonym
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_configs_response_describe_configs_synonym *m)
-{
-    (void)version;
-    cn_describe_configs_response_describe_configs_synonym_init(m);
-    m->name = fill_bytes(r, a, false);
-    m->value = fill_bytes(r, a, true);
-    m->source = (int8_t)fill_next(r);
-}
-
-static void fill_describe_configs_response_describe_configs_resource_result
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_configs_response_describe_configs_resource_result *m)
-{
-    int32_t n;
-    cn_describe_configs_response_describe_configs_resource_result_init(m);
-    m->name = fill_bytes(r, a, false);
-    m->value = fill_bytes(r, a, true);
-    m->read_only = (fill_next(r) & 1) != 0;
-    m->is_default = (fill_next(r) & 1) != 0;
-    m->config_source = (int8_t)fill_next(r);
-    m->is_sensitive = (fill_next(r) & 1) != 0;
-    n = fill_count(r, false);
-    m->synonyms_len = n;
-    m->synonyms = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->synonyms) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        fill_describe_configs_response_describe_configs_synonym(r, a, version, &m->synonyms[i]);
-    }
-    m->config_type = (int8_t)fill_next(r);
-    m->documentation = fill_bytes(r, a, true);
-}
-
-static void fill_describe_configs_response_describe_configs_result
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_configs_response_describe_configs_result *m)
-{
-    int32_t n;
-    cn_describe_configs_response_describe_configs_result_init(m);
-    m->error_code = (int16_t)fill_next(r);
-    m->error_message = fill_bytes(r, a, true);
-    m->resource_type = (int8_t)fill_next(r);
-    m->resource_name = fill_bytes(r, a, false);
-    n = fill_count(r, false);
-    m->configs_len = n;
-    m->configs = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->configs) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        fill_describe_configs_response_describe_configs_resource_result(r, a, version, &m->configs[i]);
-    }
-}
-
-static void fill_describe_configs_response_describe_configs_response
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_configs_response *m)
-{
-    int32_t n;
-    cn_describe_configs_response_init(m);
-    m->throttle_time_ms = (int32_t)fill_next(r);
-    n = fill_count(r, false);
-    m->results_len = n;
-    m->results = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->results) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        fill_describe_configs_response_describe_configs_result(r, a, version, &m->results[i]);
-    }
-}
-
-static void fill_describe_groups_request_describe_groups_request
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_groups_request *m)
-{
-    int32_t n;
-    (void)version;
-    cn_describe_groups_request_init(m);
-    n = fill_count(r, false);
-    m->groups_len = n;
-    m->groups = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->groups) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        m->groups[i] = fill_bytes(r, a, false);
-    }
-    m->include_authorized_operations = (fill_next(r) & 1) != 0;
-}
-
-static void fill_describe_groups_response_described_group_member
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_groups_response_described_group_member *m)
-{
-    (void)version;
-    cn_describe_groups_response_described_group_member_init(m);
-    m->member_id = fill_bytes(r, a, false);
-    m->group_instance_id = fill_bytes(r, a, true);
-    m->client_id = fill_bytes(r, a, false);
-    m->client_host = fill_bytes(r, a, false);
-    m->member_metadata = fill_bytes(r, a, false);
-    m->member_assignment = fill_bytes(r, a, false);
-}
-
-static void fill_describe_groups_response_described_group
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_groups_response_described_group *m)
-{
-    int32_t n;
-    cn_describe_groups_response_described_group_init(m);
-    m->error_code = (int16_t)fill_next(r);
-    m->group_id = fill_bytes(r, a, false);
-    m->group_state = fill_bytes(r, a, false);
-    m->protocol_type = fill_bytes(r, a, false);
-    m->protocol_data = fill_bytes(r, a, false);
-    n = fill_count(r, false);
-    m->members_len = n;
-    m->members = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->members) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        fill_describe_groups_response_described_group_member(r, a, version, &m->members[i]);
-    }
-    m->authorized_operations = (int32_t)fill_next(r);
-}
-
-static void fill_describe_groups_response_describe_groups_response
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_groups_response *m)
-{
-    int32_t n;
-    cn_describe_groups_response_init(m);
-    m->throttle_time_ms = (int32_t)fill_next(r);
-    n = fill_count(r, false);
-    m->groups_len = n;
-    m->groups = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->groups) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        fill_describe_groups_response_described_group(r, a, version, &m->groups[i]);
-    }
-}
-
-static void fill_describe_producers_request_topic_request
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_producers_request_topic_request *m)
-{
-    int32_t n;
-    (void)version;
-    cn_describe_producers_request_topic_request_init(m);
-    m->name = fill_bytes(r, a, false);
-    n = fill_count(r, false);
-    m->partition_indexes_len = n;
-    m->partition_indexes = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->partition_indexes) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        m->partition_indexes[i] = (int32_t)fill_next(r);
-    }
-}
-
-static void fill_describe_producers_request_describe_producers_request
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_producers_request *m)
-{
-    int32_t n;
-    cn_describe_producers_request_init(m);
-    n = fill_count(r, false);
-    m->topics_len = n;
-    m->topics = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->topics) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        fill_describe_producers_request_topic_request(r, a, version, &m->topics[i]);
-    }
 }
