@@ -126,6 +126,15 @@ int16_t cn_image_feature(const struct cn_image *img, const char *name);
 /* The first producer id of the next block the controller hands out. */
 int64_t cn_image_next_producer_id(const struct cn_image *img);
 
+/* A config of topic t (ConfigRecord, resource type 2), or NULL. */
+const char *cn_image_topic_config(const struct cn_image_topic *t,
+                                  const char *name);
+
+/* A config of broker `resource` ("0", "1", ...; "" for the cluster-wide
+ * default) from ConfigRecords of resource type 4, or NULL. */
+const char *cn_image_broker_config(const struct cn_image *img,
+                                   const char *resource, const char *name);
+
 /*
  * Appends the snapshot of img to wr: a u32 entry count (big-endian), then
  * each entry as a u32 length and the entry (records.h).  Errors land in
