@@ -115,6 +115,7 @@ run_fuzz fuzz_clean_ckpt clean_ckpt
 run_fuzz fuzz_quotas quotas
 run_fuzz fuzz_sasl_client sasl_client
 run_fuzz fuzz_prom prom
+run_fuzz fuzz_meta_entry meta_entry
 
 stage "end-to-end with real clients (release build)"
 run_e2e build release
