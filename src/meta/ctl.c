@@ -448,7 +448,9 @@ static bool decide_register(struct cn_ctl *c, const struct cn_image *img,
     cn_register_broker_record_init(rb);
     rb->broker_id = rq->broker_id;
     rb->incarnation_id = rq->incarnation;
-    rb->broker_epoch = -1; /* the record's offset, known at apply */
+    /* The entry's offset, which only the executor knows: it writes it
+     * over the -1 when it proposes (KIP-631: the epoch is the offset). */
+    rb->broker_epoch = -1;
     rb->end_points = cn_arena_calloc(r.a, rq->neps + 1,
                                      sizeof *rb->end_points);
     if (!rb->end_points)
@@ -1113,8 +1115,8 @@ static void pump(struct cn_ctl *c, const struct cn_image *img, int64_t now_ms,
     }
 }
 
-static void resolve(struct cn_ctl *c, const struct cn_ctl_event *ev,
-                    struct cn_ctl_actions *acts)
+static void resolve(struct cn_ctl *c, const struct cn_image *img,
+                    const struct cn_ctl_event *ev, struct cn_ctl_actions *acts)
 {
     struct flight *f = &c->flight;
     if (!f->active || ev->u.proposed.seq != f->seq)
@@ -1124,8 +1126,13 @@ static void resolve(struct cn_ctl *c, const struct cn_ctl_event *ev,
         struct cn_ctl_answer *ans = push_answer(acts, &f->req->ev, err);
         if (ans && !err) {
             ans->u = f->done.u;
-            if (f->req->ev.kind == CN_CTE_REGISTER)
-                ans->u.broker_epoch = ev->u.proposed.offset;
+            if (f->req->ev.kind == CN_CTE_REGISTER) {
+                /* The epoch is what the applied record says (the
+                 * executor wrote the entry's offset into it). */
+                const struct cn_image_broker *b =
+                    cn_image_broker_find(img, f->req->ev.u.reg.broker_id);
+                ans->u.broker_epoch = b ? b->epoch : ev->u.proposed.offset;
+            }
         }
         if (!err && f->req->ev.kind == CN_CTE_REGISTER && f->standby_addr)
             push_standby(acts, f->req->ev.u.reg.broker_id, f->standby_addr);
@@ -1171,7 +1178,7 @@ void cn_ctl_step(struct cn_ctl *c, const struct cn_image *img, int64_t now_ms,
         }
         break;
     }
-    case CN_CTE_PROPOSED: resolve(c, ev, acts); break;
+    case CN_CTE_PROPOSED: resolve(c, img, ev, acts); break;
     case CN_CTE_COMMITTED:
     case CN_CTE_TICK: break;
     default: {
