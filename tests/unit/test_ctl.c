@@ -363,6 +363,34 @@ UNIT_TEST(silent_broker_fenced_after_the_session_not_before)
     rig_fini(&r);
 }
 
+UNIT_TEST(queued_heartbeat_keeps_the_session)
+{
+    struct rig r;
+    int64_t ep[4];
+    rig_init(&r, 1);
+    rig_cluster(&r, 2, ep);
+    int64_t t0 = r.now;
+    r.hold = true;
+    rig_create(&r, "t", 1, 1); /* in flight for a long time */
+    r.now = t0 + SESSION_MS - 10;
+    rig_heartbeat(&r, 1, ep[1], r.offset);
+    rig_heartbeat(&r, 2, ep[2], r.offset);
+    CHECK_EQ(cn_ctl_queued(r.ctl), 2);
+    /* Past the deadline of their previous heartbeats, the proposal fails;
+     * the queued heartbeats counted from their arrival: no fence. */
+    r.now = t0 + SESSION_MS + 100;
+    int proposals = r.nproposals, answers = r.nans;
+    struct cn_ctl_event ev = {.kind = CN_CTE_PROPOSED};
+    ev.u.proposed.seq = r.held_seq;
+    ev.u.proposed.error = KAFKA_REQUEST_TIMED_OUT;
+    rig_step(&r, &ev);
+    CHECK_EQ(r.nproposals, proposals);
+    CHECK_EQ(r.nans, answers + 3);
+    CHECK(!cn_image_broker_find(r.img, 1)->fenced);
+    CHECK(!cn_image_broker_find(r.img, 2)->fenced);
+    rig_fini(&r);
+}
+
 UNIT_TEST(last_isr_member_kept_and_leads_again_when_unfenced)
 {
     struct rig r;
@@ -626,6 +654,12 @@ UNIT_TEST(fixture_registration_fencing_and_topics)
     CHECK(leads[1] == 2 && leads[2] == 2 && leads[3] == 2);
     /* Broker 2 goes silent after one more heartbeat: fenced after the
      * session, not before. */
+    int32_t le[6], pe[6], ld[6];
+    for (int32_t p = 0; t && p < 6; p++) {
+        le[p] = t->parts[p].leader_epoch;
+        pe[p] = t->parts[p].part_epoch;
+        ld[p] = t->parts[p].leader;
+    }
     int64_t t2 = mfix_now(&x);
     mfix_heartbeat(&x, 2, ep[2]);
     while (mfix_now(&x) < t2 + SESSION_MS - 500) {
@@ -649,6 +683,10 @@ UNIT_TEST(fixture_registration_fencing_and_topics)
         int32_t want = t->parts[p].replicas[0] != 2 ? t->parts[p].replicas[0]
                                                     : t->parts[p].replicas[1];
         CHECK_EQ(t->parts[p].leader, want);
+        /* Every partition lost 2 from its ISR: a new partition epoch; a
+         * new leader epoch only where 2 led. */
+        CHECK_EQ(t->parts[p].part_epoch, pe[p] + 1);
+        CHECK_EQ(t->parts[p].leader_epoch, le[p] + (ld[p] == 2));
     }
     CHECK(mfix_image_same(&x));
     mfix_fini(&x);
@@ -800,6 +838,7 @@ UNIT_MAIN(first_leader_bootstraps_the_cluster_id_and_features,
           registration_epoch_is_the_record_offset_and_starts_fenced,
           registration_and_heartbeat_errors,
           silent_broker_fenced_after_the_session_not_before,
+          queued_heartbeat_keeps_the_session,
           last_isr_member_kept_and_leads_again_when_unfenced,
           assignment_is_kafkas_round_robin, create_topic_rules,
           manual_assignment_rules, delete_topic_and_create_partitions,
