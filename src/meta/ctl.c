@@ -7,6 +7,7 @@
  * as in Kafka: a new leader gives every broker a fresh session).
  */
 #include "meta/ctl.h"
+#include "meta/ctl_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,47 +18,9 @@
 #include "meta/elect.h"
 #include "proto/kerr.h"
 
-#define TOPIC_RESOURCE 2 /* ConfigResource.Type.TOPIC */
-
-struct qreq {
-    struct cn_ctl_event ev; /* points into arena */
-    struct cn_arena arena;
-    struct qreq *next;
-};
-
-struct session {
-    int32_t id;
-    int64_t last_ms; /* the last valid heartbeat, or leadership start */
-};
-
-enum flight_kind { FLIGHT_BOOT, FLIGHT_FENCE, FLIGHT_REQ };
-
-struct flight {
-    bool active;
-    uint64_t seq;
-    enum flight_kind kind;
-    struct qreq *req;          /* FLIGHT_REQ: answered at the outcome */
-    struct cn_ctl_answer done; /* the answer if it applies */
-    char *standby_addr;        /* REGISTER: heap, the broker's address */
-};
-
-struct cn_ctl {
-    struct cn_ctl_config cfg;
-    char *cluster_id; /* heap copy of cfg.cluster_id, "" for random */
-    uint64_t rng;
-    bool leader;
-    int64_t term;
-    struct qreq *qhead, *qtail;
-    size_t nqueued;
-    struct flight flight;
-    uint64_t next_seq;
-    struct session *sessions;
-    size_t nsessions, sessions_cap;
-};
-
 /* ---- small helpers ---------------------------------------------------- */
 
-static uint64_t next_rand(struct cn_ctl *c)
+uint64_t ctl_rand(struct cn_ctl *c)
 {
     /* splitmix64: a seeded sequence, so a test can replay a run. */
     uint64_t z = (c->rng += 0x9e3779b97f4a7c15ULL);
@@ -77,7 +40,7 @@ static struct cn_bytes dup_bytes(struct cn_arena *a, struct cn_bytes b)
     return cn_bytes_of(p, b.len);
 }
 
-static bool has_id(const int32_t *ids, int32_t n, int32_t id)
+bool ctl_has_id(const int32_t *ids, int32_t n, int32_t id)
 {
     for (int32_t i = 0; i < n; i++)
         if (ids[i] == id)
@@ -113,9 +76,9 @@ void cn_ctl_actions_fini(struct cn_ctl_actions *a)
     memset(a, 0, sizeof *a);
 }
 
-static struct cn_ctl_answer *push_answer(struct cn_ctl_actions *a,
-                                         const struct cn_ctl_event *ev,
-                                         int16_t error)
+struct cn_ctl_answer *ctl_push_answer(struct cn_ctl_actions *a,
+                                      const struct cn_ctl_event *ev,
+                                      int16_t error)
 {
     if (a->nanswers == a->answers_cap) {
         size_t cap = a->answers_cap ? 2 * a->answers_cap : 8;
@@ -133,16 +96,10 @@ static struct cn_ctl_answer *push_answer(struct cn_ctl_actions *a,
     return ans;
 }
 
-static void answer_error(struct cn_ctl_actions *a,
-                         const struct cn_ctl_event *ev, int16_t error,
-                         const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void answer_error(struct cn_ctl_actions *a,
-                         const struct cn_ctl_event *ev, int16_t error,
-                         const char *fmt, ...)
+void ctl_answer_error(struct cn_ctl_actions *a, const struct cn_ctl_event *ev,
+                      int16_t error, const char *fmt, ...)
 {
-    struct cn_ctl_answer *ans = push_answer(a, ev, error);
+    struct cn_ctl_answer *ans = ctl_push_answer(a, ev, error);
     if (!ans || !fmt)
         return;
     char buf[256];
@@ -203,9 +160,9 @@ static bool session_expired(struct cn_ctl *c, int32_t id, int64_t now_ms)
 
 /* The brokers that may lead: registered, unfenced, not shutting down,
  * ascending; `except` (or -1) left out, `plus` (or -1) put in. */
-static struct cn_elect_usable usable(const struct cn_image *img,
-                                     struct cn_arena *a, int32_t except,
-                                     int32_t plus)
+struct cn_elect_usable ctl_usable(const struct cn_image *img,
+                                  struct cn_arena *a, int32_t except,
+                                  int32_t plus)
 {
     size_t nb = cn_image_broker_count(img);
     int32_t *ids = cn_arena_calloc(a, nb + 1, sizeof *ids);
@@ -227,15 +184,7 @@ static struct cn_elect_part elect_part(const struct cn_image_part *p)
 
 /* ---- proposals -------------------------------------------------------- */
 
-/* Records for one entry, growing in the actions' arena. */
-struct recs {
-    struct cn_arena *a;
-    struct cn_mrec *v;
-    size_t n, cap;
-    bool oom;
-};
-
-static struct cn_mrec *rec_add(struct recs *r, int16_t type)
+struct cn_mrec *ctl_rec_add(struct recs *r, int16_t type)
 {
     if (r->n == r->cap) {
         size_t cap = r->cap ? 2 * r->cap : 8;
@@ -256,8 +205,8 @@ static struct cn_mrec *rec_add(struct recs *r, int16_t type)
     return m;
 }
 
-static void propose(struct cn_ctl *c, struct cn_ctl_actions *acts,
-                    struct recs *r, enum flight_kind kind, struct qreq *req)
+void ctl_propose(struct cn_ctl *c, struct cn_ctl_actions *acts, struct recs *r,
+                 enum flight_kind kind, struct qreq *req)
 {
     acts->propose = true;
     acts->seq = ++c->next_seq;
@@ -269,7 +218,7 @@ static void propose(struct cn_ctl *c, struct cn_ctl_actions *acts,
     c->flight.req = req;
 }
 
-static int32_t *copy_ids(struct cn_arena *a, const int32_t *ids, int32_t n)
+int32_t *ctl_copy_ids(struct cn_arena *a, const int32_t *ids, int32_t n)
 {
     int32_t *v = cn_arena_calloc(a, (size_t)(n > 0 ? n : 1), sizeof *v);
     if (v && n > 0)
@@ -290,7 +239,7 @@ static void fence_changes(const struct cn_image *img, int32_t id,
         for (int32_t p = 0; p < t->nparts; p++) {
             const struct cn_image_part *ip = &t->parts[p];
             struct cn_elect_part ep = elect_part(ip);
-            if (!has_id(ip->isr, ip->nisr, id) && ip->leader != id)
+            if (!ctl_has_id(ip->isr, ip->nisr, id) && ip->leader != id)
                 continue;
             int32_t *isr = cn_arena_calloc(r->a, (size_t)ip->nisr + 1,
                                            sizeof *isr);
@@ -301,7 +250,7 @@ static void fence_changes(const struct cn_image *img, int32_t id,
             }
             if (!cn_elect_on_fence(&ep, id, u, isr, &nisr, &leader))
                 continue;
-            struct cn_mrec *m = rec_add(r, CN_MREC_PARTITION_CHANGE);
+            struct cn_mrec *m = ctl_rec_add(r, CN_MREC_PARTITION_CHANGE);
             if (!m)
                 return;
             struct cn_partition_change_record *pc = &m->u.partition_change;
@@ -328,10 +277,10 @@ static void unfence_changes(const struct cn_image *img, int32_t id,
             const struct cn_image_part *ip = &t->parts[p];
             struct cn_elect_part ep = elect_part(ip);
             int32_t leader;
-            if (!has_id(ip->isr, ip->nisr, id) ||
+            if (!ctl_has_id(ip->isr, ip->nisr, id) ||
                 !cn_elect_on_unfence(&ep, u, &leader))
                 continue;
-            struct cn_mrec *m = rec_add(r, CN_MREC_PARTITION_CHANGE);
+            struct cn_mrec *m = ctl_rec_add(r, CN_MREC_PARTITION_CHANGE);
             if (!m)
                 return;
             cn_partition_change_record_init(&m->u.partition_change);
@@ -353,28 +302,28 @@ static bool propose_bootstrap(struct cn_ctl *c, struct cn_ctl_actions *acts)
         static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq"
                                   "rstuvwxyz0123456789-_";
         for (int i = 0; i < 22; i++)
-            id[i] = b64[next_rand(c) % 64];
+            id[i] = b64[ctl_rand(c) % 64];
         id[22] = '\0';
     }
-    struct cn_mrec *m = rec_add(&r, CN_MREC_CLUSTER_ID);
+    struct cn_mrec *m = ctl_rec_add(&r, CN_MREC_CLUSTER_ID);
     if (!m)
         return false;
     m->u.cluster_id.id = dup_bytes(r.a, cn_bytes_str(id));
-    m = rec_add(&r, CN_MREC_FEATURE_LEVEL);
+    m = ctl_rec_add(&r, CN_MREC_FEATURE_LEVEL);
     if (!m)
         return false;
     cn_feature_level_record_init(&m->u.feature_level);
     m->u.feature_level.name = cn_bytes_str("metadata.version");
     m->u.feature_level.feature_level = c->cfg.metadata_version;
     if (c->cfg.transaction_version > 0) {
-        m = rec_add(&r, CN_MREC_FEATURE_LEVEL);
+        m = ctl_rec_add(&r, CN_MREC_FEATURE_LEVEL);
         if (!m)
             return false;
         cn_feature_level_record_init(&m->u.feature_level);
         m->u.feature_level.name = cn_bytes_str("transaction.version");
         m->u.feature_level.feature_level = c->cfg.transaction_version;
     }
-    propose(c, acts, &r, FLIGHT_BOOT, NULL);
+    ctl_propose(c, acts, &r, FLIGHT_BOOT, NULL);
     return true;
 }
 
@@ -388,17 +337,17 @@ static bool propose_fence(struct cn_ctl *c, const struct cn_image *img,
         if (b->fenced || !session_expired(c, b->id, now_ms))
             continue;
         struct recs r = {.a = &acts->arena};
-        struct cn_elect_usable u = usable(img, r.a, b->id, -1);
+        struct cn_elect_usable u = ctl_usable(img, r.a, b->id, -1);
         /* Partition changes first, as Kafka writes them: the fence record
          * closes the entry. */
         fence_changes(img, b->id, &u, &r);
-        struct cn_mrec *m = rec_add(&r, CN_MREC_FENCE_BROKER);
+        struct cn_mrec *m = ctl_rec_add(&r, CN_MREC_FENCE_BROKER);
         if (!m || r.oom || !u.ids)
             return false;
         cn_fence_broker_record_init(&m->u.fence_broker);
         m->u.fence_broker.id = b->id;
         m->u.fence_broker.epoch = b->epoch;
-        propose(c, acts, &r, FLIGHT_FENCE, NULL);
+        ctl_propose(c, acts, &r, FLIGHT_FENCE, NULL);
         return true;
     }
     return false;
@@ -417,31 +366,33 @@ static bool decide_register(struct cn_ctl *c, const struct cn_image *img,
     const struct cn_ctl_register *rq = &ev->u.reg;
     const char *cid = cn_image_cluster_id(img);
     if (!cn_bytes_eq_str(rq->cluster_id, cid)) {
-        answer_error(acts, ev, KAFKA_INCONSISTENT_CLUSTER_ID,
-                     "Expected cluster ID %s, but got cluster ID %.*s.", cid,
-                     rq->cluster_id.len > 0 ? (int)rq->cluster_id.len : 0,
-                     rq->cluster_id.len > 0 ? (const char *)rq->cluster_id.ptr
-                                            : "");
+        ctl_answer_error(acts, ev, KAFKA_INCONSISTENT_CLUSTER_ID,
+                         "Expected cluster ID %s, but got cluster ID %.*s.",
+                         cid,
+                         rq->cluster_id.len > 0 ? (int)rq->cluster_id.len : 0,
+                         rq->cluster_id.len > 0
+                             ? (const char *)rq->cluster_id.ptr
+                             : "");
         return false;
     }
     const struct cn_image_broker *old = cn_image_broker_find(img,
                                                              rq->broker_id);
     if (old && !old->fenced && !session_expired(c, old->id, now_ms) &&
         memcmp(old->incarnation.b, rq->incarnation.b, 16) != 0) {
-        answer_error(acts, ev, KAFKA_DUPLICATE_BROKER_REGISTRATION,
-                     "Another broker is registered with that broker id.");
+        ctl_answer_error(acts, ev, KAFKA_DUPLICATE_BROKER_REGISTRATION,
+                         "Another broker is registered with that broker id.");
         return false;
     }
     struct recs r = {.a = &acts->arena};
     if (old && !old->fenced) {
         /* The new registration starts fenced: its old self must stop
          * leading first, in the same entry. */
-        struct cn_elect_usable u = usable(img, r.a, old->id, -1);
+        struct cn_elect_usable u = ctl_usable(img, r.a, old->id, -1);
         if (!u.ids)
             goto oom;
         fence_changes(img, old->id, &u, &r);
     }
-    struct cn_mrec *m = rec_add(&r, CN_MREC_REGISTER_BROKER);
+    struct cn_mrec *m = ctl_rec_add(&r, CN_MREC_REGISTER_BROKER);
     if (!m || r.oom)
         goto oom;
     struct cn_register_broker_record *rb = &m->u.register_broker;
@@ -464,7 +415,7 @@ static bool decide_register(struct cn_ctl *c, const struct cn_image *img,
     rb->end_points_len = (int32_t)rq->neps;
     rb->rack = rq->rack;
     rb->fenced = true;
-    propose(c, acts, &r, FLIGHT_REQ, req);
+    ctl_propose(c, acts, &r, FLIGHT_REQ, req);
     if (rq->neps > 0) {
         char addr[300];
         snprintf(addr, sizeof addr, "%.*s:%u", (int)rq->eps[0].host.len,
@@ -475,7 +426,7 @@ static bool decide_register(struct cn_ctl *c, const struct cn_image *img,
     }
     return true;
 oom:
-    answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
+    ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
     return false;
 }
 
@@ -487,14 +438,15 @@ static const struct cn_image_broker *check_epoch(const struct cn_image *img,
 {
     const struct cn_image_broker *b = cn_image_broker_find(img, id);
     if (!b) {
-        answer_error(acts, ev, KAFKA_BROKER_ID_NOT_REGISTERED,
-                     "No registration found for broker %d", id);
+        ctl_answer_error(acts, ev, KAFKA_BROKER_ID_NOT_REGISTERED,
+                         "No registration found for broker %d", id);
         return NULL;
     }
     if (b->epoch != epoch) {
-        answer_error(acts, ev, KAFKA_STALE_BROKER_EPOCH,
-                     "Expected broker epoch %lld, but got broker epoch %lld",
-                     (long long)b->epoch, (long long)epoch);
+        ctl_answer_error(
+            acts, ev, KAFKA_STALE_BROKER_EPOCH,
+            "Expected broker epoch %lld, but got broker epoch %lld",
+            (long long)b->epoch, (long long)epoch);
         return NULL;
     }
     return b;
@@ -514,10 +466,10 @@ static bool decide_heartbeat(struct cn_ctl *c, const struct cn_image *img,
     bool caught_up = hb->metadata_offset >= b->epoch;
     if (b->fenced && caught_up && !hb->want_fence) {
         struct recs r = {.a = &acts->arena};
-        struct cn_mrec *m = rec_add(&r, CN_MREC_UNFENCE_BROKER);
-        struct cn_elect_usable u = usable(img, r.a, -1, b->id);
+        struct cn_mrec *m = ctl_rec_add(&r, CN_MREC_UNFENCE_BROKER);
+        struct cn_elect_usable u = ctl_usable(img, r.a, -1, b->id);
         if (!m || !u.ids) {
-            answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
+            ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
             return false;
         }
         cn_unfence_broker_record_init(&m->u.unfence_broker);
@@ -525,383 +477,20 @@ static bool decide_heartbeat(struct cn_ctl *c, const struct cn_image *img,
         m->u.unfence_broker.epoch = b->epoch;
         unfence_changes(img, b->id, &u, &r);
         if (r.oom) {
-            answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
+            ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
             return false;
         }
-        propose(c, acts, &r, FLIGHT_REQ, req);
+        ctl_propose(c, acts, &r, FLIGHT_REQ, req);
         c->flight.done.u.hb.fenced = false;
         c->flight.done.u.hb.caught_up = true;
         return true;
     }
-    struct cn_ctl_answer *ans = push_answer(acts, ev, 0);
+    struct cn_ctl_answer *ans = ctl_push_answer(acts, ev, 0);
     if (ans) {
         ans->u.hb.fenced = b->fenced;
         ans->u.hb.caught_up = caught_up;
     }
     return false;
-}
-
-void cn_ctl_assign(const int32_t *brokers, int32_t nb, int32_t first,
-                   int32_t n, int32_t rf, int32_t start_index, int32_t shift,
-                   int32_t *out)
-{
-    for (int32_t i = 0; i < n; i++) {
-        int32_t p = first + i;
-        /* Shifting the followers every round of brokers spreads the
-         * replicas of a broker's partitions over all the others. */
-        if (p > 0 && p % nb == 0)
-            shift++;
-        int32_t lead = (p + start_index) % nb;
-        out[i * rf] = brokers[lead];
-        for (int32_t j = 0; j < rf - 1; j++) {
-            int32_t s = 1 + (shift + j) % (nb - 1);
-            out[i * rf + 1 + j] = brokers[(lead + s) % nb];
-        }
-    }
-}
-
-static bool rf_fits(const struct cn_ctl_event *ev, int32_t rf,
-                    const struct cn_image *img,
-                    const struct cn_elect_usable *u,
-                    struct cn_ctl_actions *acts)
-{
-    size_t total = cn_image_broker_count(img);
-    if (u->n == 0) {
-        answer_error(acts, ev, KAFKA_INVALID_REPLICATION_FACTOR,
-                     "Unable to replicate the partition %d time(s): All "
-                     "brokers are currently fenced.",
-                     rf);
-        return false;
-    }
-    if ((size_t)rf > u->n) {
-        /* Kafka places on unfenced brokers only; say which count fell
-         * short. */
-        answer_error(acts, ev, KAFKA_INVALID_REPLICATION_FACTOR,
-                     "Unable to replicate the partition %d time(s): The "
-                     "target replication factor of %d cannot be reached "
-                     "because only %zu broker(s) are %s.",
-                     rf, rf, (size_t)rf > total ? total : u->n,
-                     (size_t)rf > total ? "registered" : "unfenced");
-        return false;
-    }
-    return true;
-}
-
-/* Topic ids are random, never zero, never one in use. */
-static struct cn_uuid new_topic_id(struct cn_ctl *c,
-                                   const struct cn_image *img)
-{
-    struct cn_uuid id;
-    for (;;) {
-        uint64_t hi = next_rand(c), lo = next_rand(c);
-        for (int i = 0; i < 8; i++) {
-            id.b[i] = (uint8_t)(hi >> (56 - 8 * i));
-            id.b[8 + i] = (uint8_t)(lo >> (56 - 8 * i));
-        }
-        id.b[6] = (uint8_t)((id.b[6] & 0x0f) | 0x40); /* version 4 */
-        id.b[8] = (uint8_t)((id.b[8] & 0x3f) | 0x80);
-        if (!cn_image_topic_find_id(img, &id))
-            return id;
-    }
-}
-
-/* Adds a PartitionRecord; the ISR is the usable replicas. */
-static bool add_partition(struct recs *r, const struct cn_uuid *tid, int32_t p,
-                          const int32_t *replicas, int32_t n,
-                          const struct cn_elect_usable *u)
-{
-    struct cn_mrec *m = rec_add(r, CN_MREC_PARTITION);
-    int32_t *rep = copy_ids(r->a, replicas, n);
-    int32_t *isr = cn_arena_calloc(r->a, (size_t)n + 1, sizeof *isr);
-    if (!m || !rep || !isr)
-        return false;
-    int32_t nisr = 0;
-    for (int32_t i = 0; i < n; i++)
-        if (cn_elect_is_usable(u, replicas[i]))
-            isr[nisr++] = replicas[i];
-    struct cn_partition_record *pr = &m->u.partition;
-    cn_partition_record_init(pr);
-    pr->topic_id = *tid;
-    pr->partition_id = p;
-    pr->replicas = rep;
-    pr->replicas_len = n;
-    pr->isr = isr;
-    pr->isr_len = nisr;
-    struct cn_elect_part ep = {rep, n, isr, nisr, -1};
-    pr->leader = cn_elect_leader(&ep, u);
-    pr->leader_epoch = 0;
-    pr->partition_epoch = 0;
-    return true;
-}
-
-static bool check_manual(const struct cn_ctl_event *ev,
-                         const struct cn_image *img,
-                         const struct cn_elect_usable *u,
-                         struct cn_ctl_actions *acts)
-{
-    const struct cn_ctl_create_topic *ct = &ev->u.create;
-    if (ct->nparts != -1 || ct->rf != -1) {
-        answer_error(acts, ev, KAFKA_INVALID_REQUEST,
-                     "A manual partition assignment was specified, but "
-                     "%s was not set to -1.",
-                     ct->nparts != -1 ? "numPartitions" : "replicationFactor");
-        return false;
-    }
-    for (int32_t p = 0; p < ct->nassign; p++) {
-        const struct cn_ctl_replicas *a = &ct->assign[p];
-        if (a->n <= 0) {
-            answer_error(acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
-                         "The manual partition assignment includes an empty "
-                         "replica list.");
-            return false;
-        }
-        bool any_usable = false;
-        for (int32_t i = 0; i < a->n; i++) {
-            if (has_id(a->ids, i, a->ids[i])) {
-                answer_error(acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
-                             "The manual partition assignment includes the "
-                             "broker %d more than once.",
-                             a->ids[i]);
-                return false;
-            }
-            if (!cn_image_broker_find(img, a->ids[i])) {
-                answer_error(acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
-                             "The manual partition assignment includes broker "
-                             "%d, but no such broker is registered.",
-                             a->ids[i]);
-                return false;
-            }
-            any_usable |= cn_elect_is_usable(u, a->ids[i]);
-        }
-        if (!any_usable) {
-            answer_error(acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
-                         "All brokers specified in the manual partition "
-                         "assignment for partition %d are fenced or in "
-                         "controlled shutdown.",
-                         p);
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool check_configs(const struct cn_ctl_event *ev, int32_t rf,
-                          struct cn_ctl_actions *acts)
-{
-    const struct cn_ctl_create_topic *ct = &ev->u.create;
-    for (size_t i = 0; i < ct->nconfigs; i++) {
-        if (!cn_bytes_eq_str(ct->configs[i].name, "min.insync.replicas"))
-            continue;
-        char v[24] = "";
-        struct cn_bytes b = ct->configs[i].value;
-        if (b.len > 0 && (size_t)b.len < sizeof v)
-            memcpy(v, b.ptr, (size_t)b.len);
-        char *end;
-        long n = strtol(v, &end, 10);
-        if (!v[0] || *end || n < 1 || n > rf) {
-            answer_error(acts, ev, KAFKA_INVALID_CONFIG,
-                         "Invalid value %s for configuration "
-                         "min.insync.replicas: must be between 1 and the "
-                         "replication factor %d",
-                         v, rf);
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool decide_create_topic(struct cn_ctl *c, const struct cn_image *img,
-                                struct qreq *req, struct cn_ctl_actions *acts)
-{
-    const struct cn_ctl_event *ev = &req->ev;
-    const struct cn_ctl_create_topic *ct = &ev->u.create;
-    if (cn_image_topic_find(img, ct->name)) {
-        answer_error(acts, ev, KAFKA_TOPIC_ALREADY_EXISTS,
-                     "Topic '%.*s' already exists.", (int)ct->name.len,
-                     (const char *)ct->name.ptr);
-        return false;
-    }
-    struct recs r = {.a = &acts->arena};
-    struct cn_elect_usable u = usable(img, r.a, -1, -1);
-    if (!u.ids)
-        goto oom;
-    int32_t nparts, rf;
-    int32_t *assign = NULL;
-    if (ct->assign) {
-        if (!check_manual(ev, img, &u, acts))
-            return false;
-        nparts = ct->nassign;
-        rf = ct->assign[0].n;
-    } else {
-        nparts = ct->nparts == -1 ? c->cfg.default_partitions : ct->nparts;
-        rf = ct->rf == -1 ? c->cfg.default_rf : ct->rf;
-        if (nparts <= 0) {
-            answer_error(acts, ev, KAFKA_INVALID_PARTITIONS,
-                         "Number of partitions was set to an invalid "
-                         "non-positive value.");
-            return false;
-        }
-        if (rf <= 0) {
-            answer_error(acts, ev, KAFKA_INVALID_REPLICATION_FACTOR,
-                         "Replication factor must be larger than 0, or -1 to "
-                         "use the default value.");
-            return false;
-        }
-        if (!rf_fits(ev, rf, img, &u, acts))
-            return false;
-        assign = cn_arena_calloc(r.a, (size_t)nparts * (size_t)rf,
-                                 sizeof *assign);
-        if (!assign)
-            goto oom;
-        int32_t nb = (int32_t)u.n;
-        int32_t start = (int32_t)(next_rand(c) % (uint64_t)nb);
-        int32_t shift = (int32_t)(next_rand(c) % (uint64_t)nb);
-        cn_ctl_assign(u.ids, nb, 0, nparts, rf, start, shift, assign);
-    }
-    if (!check_configs(ev, rf, acts))
-        return false;
-    struct cn_uuid id = new_topic_id(c, img);
-    if (ct->validate_only) {
-        struct cn_ctl_answer *ans = push_answer(acts, ev, 0);
-        if (ans) {
-            ans->u.topic.nparts = nparts;
-            ans->u.topic.rf = (int16_t)rf;
-        }
-        return false;
-    }
-    struct cn_mrec *m = rec_add(&r, CN_MREC_TOPIC);
-    if (!m)
-        goto oom;
-    cn_topic_record_init(&m->u.topic);
-    m->u.topic.name = ct->name;
-    m->u.topic.topic_id = id;
-    for (size_t i = 0; i < ct->nconfigs; i++) {
-        m = rec_add(&r, CN_MREC_CONFIG);
-        if (!m)
-            goto oom;
-        cn_config_record_init(&m->u.config);
-        m->u.config.resource_type = TOPIC_RESOURCE;
-        m->u.config.resource_name = ct->name;
-        m->u.config.name = ct->configs[i].name;
-        m->u.config.value = ct->configs[i].value;
-    }
-    for (int32_t p = 0; p < nparts; p++) {
-        const int32_t *rep = ct->assign ? ct->assign[p].ids : assign + p * rf;
-        int32_t n = ct->assign ? ct->assign[p].n : rf;
-        if (!add_partition(&r, &id, p, rep, n, &u))
-            goto oom;
-    }
-    if (r.oom)
-        goto oom;
-    propose(c, acts, &r, FLIGHT_REQ, req);
-    c->flight.done.u.topic.id = id;
-    c->flight.done.u.topic.nparts = nparts;
-    c->flight.done.u.topic.rf = (int16_t)rf;
-    return true;
-oom:
-    answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
-    return false;
-}
-
-static bool decide_delete_topic(struct cn_ctl *c, const struct cn_image *img,
-                                struct qreq *req, struct cn_ctl_actions *acts)
-{
-    const struct cn_ctl_event *ev = &req->ev;
-    const struct cn_ctl_delete_topic *dt = &ev->u.del;
-    const struct cn_image_topic *t;
-    if (!cn_bytes_is_null(dt->name)) {
-        t = cn_image_topic_find(img, dt->name);
-        if (!t) {
-            answer_error(acts, ev, KAFKA_UNKNOWN_TOPIC_OR_PARTITION, NULL);
-            return false;
-        }
-    } else {
-        t = cn_image_topic_find_id(img, &dt->id);
-        if (!t) {
-            answer_error(acts, ev, KAFKA_UNKNOWN_TOPIC_ID, NULL);
-            return false;
-        }
-    }
-    struct recs r = {.a = &acts->arena};
-    struct cn_mrec *m = rec_add(&r, CN_MREC_REMOVE_TOPIC);
-    if (!m) {
-        answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
-        return false;
-    }
-    cn_remove_topic_record_init(&m->u.remove_topic);
-    m->u.remove_topic.topic_id = t->id;
-    propose(c, acts, &r, FLIGHT_REQ, req);
-    c->flight.done.u.topic.id = t->id;
-    return true;
-}
-
-static bool decide_create_partitions(struct cn_ctl *c,
-                                     const struct cn_image *img,
-                                     struct qreq *req,
-                                     struct cn_ctl_actions *acts)
-{
-    const struct cn_ctl_event *ev = &req->ev;
-    const struct cn_ctl_create_partitions *cp = &ev->u.parts;
-    const struct cn_image_topic *t = cn_image_topic_find(img, cp->name);
-    if (!t) {
-        answer_error(acts, ev, KAFKA_UNKNOWN_TOPIC_OR_PARTITION, NULL);
-        return false;
-    }
-    if (cp->count < t->nparts) {
-        answer_error(acts, ev, KAFKA_INVALID_PARTITIONS,
-                     "Topic currently has %d partitions, which is higher "
-                     "than the requested %d.",
-                     t->nparts, cp->count);
-        return false;
-    }
-    if (cp->count == t->nparts) {
-        answer_error(acts, ev, KAFKA_INVALID_PARTITIONS,
-                     "Topic already has %d partitions.", t->nparts);
-        return false;
-    }
-    struct recs r = {.a = &acts->arena};
-    struct cn_elect_usable u = usable(img, r.a, -1, -1);
-    int32_t rf = t->nparts > 0 ? t->parts[0].nreplicas : 1;
-    if (!u.ids) {
-        answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
-        return false;
-    }
-    if (!rf_fits(ev, rf, img, &u, acts))
-        return false;
-    int32_t nb = (int32_t)u.n, add = cp->count - t->nparts;
-    /* Kafka continues the existing pattern from partition 0's leader. */
-    int32_t start = -1;
-    for (int32_t i = 0; t->nparts > 0 && i < nb; i++)
-        if (u.ids[i] >= t->parts[0].replicas[0]) {
-            start = i;
-            break;
-        }
-    if (start < 0)
-        start = (int32_t)(next_rand(c) % (uint64_t)nb);
-    int32_t *assign = cn_arena_calloc(r.a, (size_t)add * (size_t)rf,
-                                      sizeof *assign);
-    if (!assign) {
-        answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
-        return false;
-    }
-    cn_ctl_assign(u.ids, nb, t->nparts, add, rf, start, start, assign);
-    if (cp->validate_only) {
-        struct cn_ctl_answer *ans = push_answer(acts, ev, 0);
-        if (ans)
-            ans->u.topic.id = t->id;
-        return false;
-    }
-    for (int32_t i = 0; i < add; i++)
-        if (!add_partition(&r, &t->id, t->nparts + i, assign + i * rf, rf,
-                           &u)) {
-            answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
-            return false;
-        }
-    propose(c, acts, &r, FLIGHT_REQ, req);
-    c->flight.done.u.topic.id = t->id;
-    c->flight.done.u.topic.nparts = cp->count;
-    c->flight.done.u.topic.rf = (int16_t)rf;
-    return true;
 }
 
 static bool decide_alloc_pids(struct cn_ctl *c, const struct cn_image *img,
@@ -916,16 +505,16 @@ static bool decide_alloc_pids(struct cn_ctl *c, const struct cn_image *img,
      * unknown may have committed and is then simply skipped. */
     int64_t start = cn_image_next_producer_id(img);
     struct recs r = {.a = &acts->arena};
-    struct cn_mrec *m = rec_add(&r, CN_MREC_PRODUCER_IDS);
+    struct cn_mrec *m = ctl_rec_add(&r, CN_MREC_PRODUCER_IDS);
     if (!m) {
-        answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
+        ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
         return false;
     }
     cn_producer_ids_record_init(&m->u.producer_ids);
     m->u.producer_ids.broker_id = ap->broker_id;
     m->u.producer_ids.broker_epoch = ap->broker_epoch;
     m->u.producer_ids.next_producer_id = start + c->cfg.pid_block;
-    propose(c, acts, &r, FLIGHT_REQ, req);
+    ctl_propose(c, acts, &r, FLIGHT_REQ, req);
     c->flight.done.u.pids.start = start;
     c->flight.done.u.pids.len = c->cfg.pid_block;
     return true;
@@ -938,10 +527,12 @@ static bool decide(struct cn_ctl *c, const struct cn_image *img,
     switch (req->ev.kind) {
     case CN_CTE_REGISTER: return decide_register(c, img, now_ms, req, acts);
     case CN_CTE_HEARTBEAT: return decide_heartbeat(c, img, req, acts);
-    case CN_CTE_CREATE_TOPIC: return decide_create_topic(c, img, req, acts);
-    case CN_CTE_DELETE_TOPIC: return decide_delete_topic(c, img, req, acts);
+    case CN_CTE_CREATE_TOPIC:
+        return ctl_decide_create_topic(c, img, req, acts);
+    case CN_CTE_DELETE_TOPIC:
+        return ctl_decide_delete_topic(c, img, req, acts);
     case CN_CTE_CREATE_PARTITIONS:
-        return decide_create_partitions(c, img, req, acts);
+        return ctl_decide_create_partitions(c, img, req, acts);
     case CN_CTE_ALLOC_PIDS: return decide_alloc_pids(c, img, req, acts);
     default: return false;
     }
@@ -993,7 +584,8 @@ static struct qreq *qreq_copy(const struct cn_ctl_event *ev)
             ok = as != NULL;
             for (int32_t i = 0; ok && i < t->nassign; i++) {
                 as[i].n = ev->u.create.assign[i].n;
-                as[i].ids = copy_ids(a, ev->u.create.assign[i].ids, as[i].n);
+                as[i].ids = ctl_copy_ids(a, ev->u.create.assign[i].ids,
+                                         as[i].n);
                 ok = as[i].ids != NULL;
             }
             t->assign = as;
@@ -1123,7 +715,7 @@ static void resolve(struct cn_ctl *c, const struct cn_image *img,
         return;
     int16_t err = ev->u.proposed.error;
     if (f->req) {
-        struct cn_ctl_answer *ans = push_answer(acts, &f->req->ev, err);
+        struct cn_ctl_answer *ans = ctl_push_answer(acts, &f->req->ev, err);
         if (ans && !err) {
             ans->u = f->done.u;
             if (f->req->ev.kind == CN_CTE_REGISTER) {
@@ -1173,7 +765,7 @@ void cn_ctl_step(struct cn_ctl *c, const struct cn_image *img, int64_t now_ms,
         c->nsessions = 0;
         struct qreq *q;
         while ((q = dequeue(c))) {
-            answer_error(acts, &q->ev, KAFKA_NOT_CONTROLLER, NULL);
+            ctl_answer_error(acts, &q->ev, KAFKA_NOT_CONTROLLER, NULL);
             qreq_free(q);
         }
         break;
@@ -1183,7 +775,7 @@ void cn_ctl_step(struct cn_ctl *c, const struct cn_image *img, int64_t now_ms,
     case CN_CTE_TICK: break;
     default: {
         if (!c->leader) {
-            answer_error(acts, ev, KAFKA_NOT_CONTROLLER, NULL);
+            ctl_answer_error(acts, ev, KAFKA_NOT_CONTROLLER, NULL);
             break;
         }
         if (ev->kind == CN_CTE_HEARTBEAT) {
@@ -1199,7 +791,7 @@ void cn_ctl_step(struct cn_ctl *c, const struct cn_image *img, int64_t now_ms,
         }
         struct qreq *q = qreq_copy(ev);
         if (!q) {
-            answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
+            ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
             break;
         }
         enqueue(c, q);

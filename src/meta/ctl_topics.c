@@ -1,0 +1,381 @@
+/*
+ * ctl_topics.c - the controller's topic decisions: CreateTopics,
+ * DeleteTopics, CreatePartitions and Kafka's replica assignment (see
+ * ctl.h for the rules every decision keeps).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta/ctl.h"
+#include "meta/ctl_int.h"
+#include "meta/elect.h"
+#include "proto/kerr.h"
+
+#define TOPIC_RESOURCE 2 /* ConfigResource.Type.TOPIC */
+
+void cn_ctl_assign(const int32_t *brokers, int32_t nb, int32_t first,
+                   int32_t n, int32_t rf, int32_t start_index, int32_t shift,
+                   int32_t *out)
+{
+    for (int32_t i = 0; i < n; i++) {
+        int32_t p = first + i;
+        /* Shifting the followers every round of brokers spreads the
+         * replicas of a broker's partitions over all the others. */
+        if (p > 0 && p % nb == 0)
+            shift++;
+        int32_t lead = (p + start_index) % nb;
+        out[i * rf] = brokers[lead];
+        for (int32_t j = 0; j < rf - 1; j++) {
+            int32_t s = 1 + (shift + j) % (nb - 1);
+            out[i * rf + 1 + j] = brokers[(lead + s) % nb];
+        }
+    }
+}
+
+static bool rf_fits(const struct cn_ctl_event *ev, int32_t rf,
+                    const struct cn_image *img,
+                    const struct cn_elect_usable *u,
+                    struct cn_ctl_actions *acts)
+{
+    size_t total = cn_image_broker_count(img);
+    if (u->n == 0) {
+        ctl_answer_error(acts, ev, KAFKA_INVALID_REPLICATION_FACTOR,
+                         "Unable to replicate the partition %d time(s): All "
+                         "brokers are currently fenced.",
+                         rf);
+        return false;
+    }
+    if ((size_t)rf > u->n) {
+        /* Kafka places on unfenced brokers only; say which count fell
+         * short. */
+        ctl_answer_error(acts, ev, KAFKA_INVALID_REPLICATION_FACTOR,
+                         "Unable to replicate the partition %d time(s): The "
+                         "target replication factor of %d cannot be reached "
+                         "because only %zu broker(s) are %s.",
+                         rf, rf, (size_t)rf > total ? total : u->n,
+                         (size_t)rf > total ? "registered" : "unfenced");
+        return false;
+    }
+    return true;
+}
+
+/* Topic ids are random, never zero, never one in use. */
+static struct cn_uuid new_topic_id(struct cn_ctl *c,
+                                   const struct cn_image *img)
+{
+    struct cn_uuid id;
+    for (;;) {
+        uint64_t hi = ctl_rand(c), lo = ctl_rand(c);
+        for (int i = 0; i < 8; i++) {
+            id.b[i] = (uint8_t)(hi >> (56 - 8 * i));
+            id.b[8 + i] = (uint8_t)(lo >> (56 - 8 * i));
+        }
+        id.b[6] = (uint8_t)((id.b[6] & 0x0f) | 0x40); /* version 4 */
+        id.b[8] = (uint8_t)((id.b[8] & 0x3f) | 0x80);
+        if (!cn_image_topic_find_id(img, &id))
+            return id;
+    }
+}
+
+/* Adds a PartitionRecord; the ISR is the usable replicas. */
+static bool add_partition(struct recs *r, const struct cn_uuid *tid, int32_t p,
+                          const int32_t *replicas, int32_t n,
+                          const struct cn_elect_usable *u)
+{
+    struct cn_mrec *m = ctl_rec_add(r, CN_MREC_PARTITION);
+    int32_t *rep = ctl_copy_ids(r->a, replicas, n);
+    int32_t *isr = cn_arena_calloc(r->a, (size_t)n + 1, sizeof *isr);
+    if (!m || !rep || !isr)
+        return false;
+    int32_t nisr = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (cn_elect_is_usable(u, replicas[i]))
+            isr[nisr++] = replicas[i];
+    struct cn_partition_record *pr = &m->u.partition;
+    cn_partition_record_init(pr);
+    pr->topic_id = *tid;
+    pr->partition_id = p;
+    pr->replicas = rep;
+    pr->replicas_len = n;
+    pr->isr = isr;
+    pr->isr_len = nisr;
+    struct cn_elect_part ep = {rep, n, isr, nisr, -1};
+    pr->leader = cn_elect_leader(&ep, u);
+    pr->leader_epoch = 0;
+    pr->partition_epoch = 0;
+    return true;
+}
+
+static bool check_manual(const struct cn_ctl_event *ev,
+                         const struct cn_image *img,
+                         const struct cn_elect_usable *u,
+                         struct cn_ctl_actions *acts)
+{
+    const struct cn_ctl_create_topic *ct = &ev->u.create;
+    if (ct->nparts != -1 || ct->rf != -1) {
+        ctl_answer_error(acts, ev, KAFKA_INVALID_REQUEST,
+                         "A manual partition assignment was specified, but "
+                         "%s was not set to -1.",
+                         ct->nparts != -1 ? "numPartitions"
+                                          : "replicationFactor");
+        return false;
+    }
+    for (int32_t p = 0; p < ct->nassign; p++) {
+        const struct cn_ctl_replicas *a = &ct->assign[p];
+        if (a->n <= 0) {
+            ctl_answer_error(
+                acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
+                "The manual partition assignment includes an empty "
+                "replica list.");
+            return false;
+        }
+        bool any_usable = false;
+        for (int32_t i = 0; i < a->n; i++) {
+            if (ctl_has_id(a->ids, i, a->ids[i])) {
+                ctl_answer_error(
+                    acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
+                    "The manual partition assignment includes the "
+                    "broker %d more than once.",
+                    a->ids[i]);
+                return false;
+            }
+            if (!cn_image_broker_find(img, a->ids[i])) {
+                ctl_answer_error(
+                    acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
+                    "The manual partition assignment includes broker "
+                    "%d, but no such broker is registered.",
+                    a->ids[i]);
+                return false;
+            }
+            any_usable |= cn_elect_is_usable(u, a->ids[i]);
+        }
+        if (!any_usable) {
+            ctl_answer_error(acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
+                             "All brokers specified in the manual partition "
+                             "assignment for partition %d are fenced or in "
+                             "controlled shutdown.",
+                             p);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool check_configs(const struct cn_ctl_event *ev, int32_t rf,
+                          struct cn_ctl_actions *acts)
+{
+    const struct cn_ctl_create_topic *ct = &ev->u.create;
+    for (size_t i = 0; i < ct->nconfigs; i++) {
+        if (!cn_bytes_eq_str(ct->configs[i].name, "min.insync.replicas"))
+            continue;
+        char v[24] = "";
+        struct cn_bytes b = ct->configs[i].value;
+        if (b.len > 0 && (size_t)b.len < sizeof v)
+            memcpy(v, b.ptr, (size_t)b.len);
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (!v[0] || *end || n < 1 || n > rf) {
+            ctl_answer_error(acts, ev, KAFKA_INVALID_CONFIG,
+                             "Invalid value %s for configuration "
+                             "min.insync.replicas: must be between 1 and the "
+                             "replication factor %d",
+                             v, rf);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool ctl_decide_create_topic(struct cn_ctl *c, const struct cn_image *img,
+                             struct qreq *req, struct cn_ctl_actions *acts)
+{
+    const struct cn_ctl_event *ev = &req->ev;
+    const struct cn_ctl_create_topic *ct = &ev->u.create;
+    if (cn_image_topic_find(img, ct->name)) {
+        ctl_answer_error(acts, ev, KAFKA_TOPIC_ALREADY_EXISTS,
+                         "Topic '%.*s' already exists.", (int)ct->name.len,
+                         (const char *)ct->name.ptr);
+        return false;
+    }
+    struct recs r = {.a = &acts->arena};
+    struct cn_elect_usable u = ctl_usable(img, r.a, -1, -1);
+    if (!u.ids)
+        goto oom;
+    int32_t nparts, rf;
+    int32_t *assign = NULL;
+    if (ct->assign) {
+        if (!check_manual(ev, img, &u, acts))
+            return false;
+        nparts = ct->nassign;
+        rf = ct->assign[0].n;
+    } else {
+        nparts = ct->nparts == -1 ? c->cfg.default_partitions : ct->nparts;
+        rf = ct->rf == -1 ? c->cfg.default_rf : ct->rf;
+        if (nparts <= 0) {
+            ctl_answer_error(acts, ev, KAFKA_INVALID_PARTITIONS,
+                             "Number of partitions was set to an invalid "
+                             "non-positive value.");
+            return false;
+        }
+        if (rf <= 0) {
+            ctl_answer_error(
+                acts, ev, KAFKA_INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to "
+                "use the default value.");
+            return false;
+        }
+        if (!rf_fits(ev, rf, img, &u, acts))
+            return false;
+        assign = cn_arena_calloc(r.a, (size_t)nparts * (size_t)rf,
+                                 sizeof *assign);
+        if (!assign)
+            goto oom;
+        int32_t nb = (int32_t)u.n;
+        int32_t start = (int32_t)(ctl_rand(c) % (uint64_t)nb);
+        int32_t shift = (int32_t)(ctl_rand(c) % (uint64_t)nb);
+        cn_ctl_assign(u.ids, nb, 0, nparts, rf, start, shift, assign);
+    }
+    if (!check_configs(ev, rf, acts))
+        return false;
+    struct cn_uuid id = new_topic_id(c, img);
+    if (ct->validate_only) {
+        struct cn_ctl_answer *ans = ctl_push_answer(acts, ev, 0);
+        if (ans) {
+            ans->u.topic.nparts = nparts;
+            ans->u.topic.rf = (int16_t)rf;
+        }
+        return false;
+    }
+    struct cn_mrec *m = ctl_rec_add(&r, CN_MREC_TOPIC);
+    if (!m)
+        goto oom;
+    cn_topic_record_init(&m->u.topic);
+    m->u.topic.name = ct->name;
+    m->u.topic.topic_id = id;
+    for (size_t i = 0; i < ct->nconfigs; i++) {
+        m = ctl_rec_add(&r, CN_MREC_CONFIG);
+        if (!m)
+            goto oom;
+        cn_config_record_init(&m->u.config);
+        m->u.config.resource_type = TOPIC_RESOURCE;
+        m->u.config.resource_name = ct->name;
+        m->u.config.name = ct->configs[i].name;
+        m->u.config.value = ct->configs[i].value;
+    }
+    for (int32_t p = 0; p < nparts; p++) {
+        const int32_t *rep = ct->assign ? ct->assign[p].ids : assign + p * rf;
+        int32_t n = ct->assign ? ct->assign[p].n : rf;
+        if (!add_partition(&r, &id, p, rep, n, &u))
+            goto oom;
+    }
+    if (r.oom)
+        goto oom;
+    ctl_propose(c, acts, &r, FLIGHT_REQ, req);
+    c->flight.done.u.topic.id = id;
+    c->flight.done.u.topic.nparts = nparts;
+    c->flight.done.u.topic.rf = (int16_t)rf;
+    return true;
+oom:
+    ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
+    return false;
+}
+
+bool ctl_decide_delete_topic(struct cn_ctl *c, const struct cn_image *img,
+                             struct qreq *req, struct cn_ctl_actions *acts)
+{
+    const struct cn_ctl_event *ev = &req->ev;
+    const struct cn_ctl_delete_topic *dt = &ev->u.del;
+    const struct cn_image_topic *t;
+    if (!cn_bytes_is_null(dt->name)) {
+        t = cn_image_topic_find(img, dt->name);
+        if (!t) {
+            ctl_answer_error(acts, ev, KAFKA_UNKNOWN_TOPIC_OR_PARTITION, NULL);
+            return false;
+        }
+    } else {
+        t = cn_image_topic_find_id(img, &dt->id);
+        if (!t) {
+            ctl_answer_error(acts, ev, KAFKA_UNKNOWN_TOPIC_ID, NULL);
+            return false;
+        }
+    }
+    struct recs r = {.a = &acts->arena};
+    struct cn_mrec *m = ctl_rec_add(&r, CN_MREC_REMOVE_TOPIC);
+    if (!m) {
+        ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
+        return false;
+    }
+    cn_remove_topic_record_init(&m->u.remove_topic);
+    m->u.remove_topic.topic_id = t->id;
+    ctl_propose(c, acts, &r, FLIGHT_REQ, req);
+    c->flight.done.u.topic.id = t->id;
+    return true;
+}
+
+bool ctl_decide_create_partitions(struct cn_ctl *c, const struct cn_image *img,
+                                  struct qreq *req,
+                                  struct cn_ctl_actions *acts)
+{
+    const struct cn_ctl_event *ev = &req->ev;
+    const struct cn_ctl_create_partitions *cp = &ev->u.parts;
+    const struct cn_image_topic *t = cn_image_topic_find(img, cp->name);
+    if (!t) {
+        ctl_answer_error(acts, ev, KAFKA_UNKNOWN_TOPIC_OR_PARTITION, NULL);
+        return false;
+    }
+    if (cp->count < t->nparts) {
+        ctl_answer_error(acts, ev, KAFKA_INVALID_PARTITIONS,
+                         "Topic currently has %d partitions, which is higher "
+                         "than the requested %d.",
+                         t->nparts, cp->count);
+        return false;
+    }
+    if (cp->count == t->nparts) {
+        ctl_answer_error(acts, ev, KAFKA_INVALID_PARTITIONS,
+                         "Topic already has %d partitions.", t->nparts);
+        return false;
+    }
+    struct recs r = {.a = &acts->arena};
+    struct cn_elect_usable u = ctl_usable(img, r.a, -1, -1);
+    int32_t rf = t->nparts > 0 ? t->parts[0].nreplicas : 1;
+    if (!u.ids) {
+        ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
+        return false;
+    }
+    if (!rf_fits(ev, rf, img, &u, acts))
+        return false;
+    int32_t nb = (int32_t)u.n, add = cp->count - t->nparts;
+    /* Kafka continues the existing pattern from partition 0's leader. */
+    int32_t start = -1;
+    for (int32_t i = 0; t->nparts > 0 && i < nb; i++)
+        if (u.ids[i] >= t->parts[0].replicas[0]) {
+            start = i;
+            break;
+        }
+    if (start < 0)
+        start = (int32_t)(ctl_rand(c) % (uint64_t)nb);
+    int32_t *assign = cn_arena_calloc(r.a, (size_t)add * (size_t)rf,
+                                      sizeof *assign);
+    if (!assign) {
+        ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
+        return false;
+    }
+    cn_ctl_assign(u.ids, nb, t->nparts, add, rf, start, start, assign);
+    if (cp->validate_only) {
+        struct cn_ctl_answer *ans = ctl_push_answer(acts, ev, 0);
+        if (ans)
+            ans->u.topic.id = t->id;
+        return false;
+    }
+    for (int32_t i = 0; i < add; i++)
+        if (!add_partition(&r, &t->id, t->nparts + i, assign + i * rf, rf,
+                           &u)) {
+            ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
+            return false;
+        }
+    ctl_propose(c, acts, &r, FLIGHT_REQ, req);
+    c->flight.done.u.topic.id = t->id;
+    c->flight.done.u.topic.nparts = cp->count;
+    c->flight.done.u.topic.rf = (int16_t)rf;
+    return true;
+}
