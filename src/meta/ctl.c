@@ -18,6 +18,10 @@
 #include "meta/elect.h"
 #include "proto/kerr.h"
 
+/* After the machine's own proposal (bootstrap, fence) failed, the next
+ * waits this long. */
+#define RETRY_MS 100
+
 /* ---- small helpers ---------------------------------------------------- */
 
 uint64_t ctl_rand(struct cn_ctl *c)
@@ -692,11 +696,15 @@ static void pump(struct cn_ctl *c, const struct cn_image *img, int64_t now_ms,
                  struct cn_ctl_actions *acts)
 {
     while (c->leader && !c->flight.active) {
-        if (!cn_image_cluster_id(img)[0]) {
+        /* The machine's own proposals wait a little after one failed: a
+         * leader that refuses at once (a leadership transfer) must not
+         * make the executor spin. */
+        bool own = now_ms >= c->retry_ms;
+        if (own && !cn_image_cluster_id(img)[0]) {
             propose_bootstrap(c, acts);
             return;
         }
-        if (propose_fence(c, img, now_ms, acts))
+        if (own && propose_fence(c, img, now_ms, acts))
             return;
         struct qreq *q = dequeue(c);
         if (!q)
@@ -708,12 +716,15 @@ static void pump(struct cn_ctl *c, const struct cn_image *img, int64_t now_ms,
 }
 
 static void resolve(struct cn_ctl *c, const struct cn_image *img,
-                    const struct cn_ctl_event *ev, struct cn_ctl_actions *acts)
+                    int64_t now_ms, const struct cn_ctl_event *ev,
+                    struct cn_ctl_actions *acts)
 {
     struct flight *f = &c->flight;
     if (!f->active || ev->u.proposed.seq != f->seq)
         return;
     int16_t err = ev->u.proposed.error;
+    if (err && !f->req)
+        c->retry_ms = now_ms + RETRY_MS;
     if (f->req) {
         struct cn_ctl_answer *ans = ctl_push_answer(acts, &f->req->ev, err);
         if (ans && !err) {
@@ -748,6 +759,8 @@ static int64_t next_deadline(struct cn_ctl *c, const struct cn_image *img,
         if (t < 0 || d < t)
             t = d;
     }
+    if (c->leader && c->retry_ms > now_ms && (t < 0 || c->retry_ms < t))
+        t = c->retry_ms;
     return t;
 }
 
@@ -758,6 +771,7 @@ void cn_ctl_step(struct cn_ctl *c, const struct cn_image *img, int64_t now_ms,
     case CN_CTE_LEADER:
         c->leader = true;
         c->term = ev->u.term;
+        c->retry_ms = 0;
         c->nsessions = 0; /* every broker gets a fresh session */
         break;
     case CN_CTE_UNLEADER: {
@@ -770,7 +784,7 @@ void cn_ctl_step(struct cn_ctl *c, const struct cn_image *img, int64_t now_ms,
         }
         break;
     }
-    case CN_CTE_PROPOSED: resolve(c, img, ev, acts); break;
+    case CN_CTE_PROPOSED: resolve(c, img, now_ms, ev, acts); break;
     case CN_CTE_COMMITTED:
     case CN_CTE_TICK: break;
     default: {

@@ -40,6 +40,7 @@ struct cn_ctl {
     size_t nqueued;
     struct flight flight;     /* the one proposal in flight */
     uint64_t next_seq;        /* the last proposal's seq */
+    int64_t retry_ms;         /* own proposals wait until then */
     struct session *sessions; /* the leader's, by broker; heap */
     size_t nsessions, sessions_cap;
 };

@@ -424,7 +424,10 @@ void cn_mfsm_attach(struct cn_mfsm *m, struct raft *r)
 void cn_mfsm_poll(struct cn_mfsm *m, int64_t now_ms)
 {
     fix_restored(m);
-    for (;;) {
+    /* Events queued while these run (a refused proposal's outcome) are
+     * run too, but a bounded number of times: the machine backs off its
+     * own proposals, and a request is consumed by each refusal. */
+    for (int n = 0; n < 4096; n++) {
         watch_leadership(m, now_ms);
         if (m->evq_head == m->evq_len)
             break;
@@ -438,7 +441,8 @@ void cn_mfsm_poll(struct cn_mfsm *m, int64_t now_ms)
         }
         step(m, now_ms, &ev);
     }
-    m->evq_head = m->evq_len = 0;
+    if (m->evq_head == m->evq_len)
+        m->evq_head = m->evq_len = 0;
     struct cn_ctl_event tick = {.kind = CN_CTE_TICK};
     step(m, now_ms, &tick);
 }

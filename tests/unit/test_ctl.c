@@ -53,6 +53,7 @@ struct rig {
     char msg[64][256];
     int nans;
     int nstandby;
+    int64_t timer; /* the last step's timer_mono_ms */
 };
 
 static void rig_step(struct rig *r, const struct cn_ctl_event *ev);
@@ -68,6 +69,7 @@ static void rig_collect(struct rig *r)
         r->nans++;
     }
     r->nstandby += (int)a->nstandbys;
+    r->timer = a->timer_mono_ms;
     if (!a->propose) {
         cn_ctl_actions_reset(a);
         return;
@@ -241,6 +243,28 @@ UNIT_TEST(first_leader_bootstraps_the_cluster_id_and_features)
     rig_step(&r, &un);
     rig_lead(&r);
     CHECK_EQ(r.nproposals, 1);
+    rig_fini(&r);
+}
+
+UNIT_TEST(own_proposal_retried_after_a_pause)
+{
+    struct rig r;
+    rig_init(&r, 1);
+    r.hold = true;
+    rig_lead(&r);
+    CHECK_EQ(r.nproposals, 1);
+    /* Refused at once (a leader handing over): not proposed again at
+     * once, which would spin the executor, but after 100 ms. */
+    struct cn_ctl_event ev = {.kind = CN_CTE_PROPOSED};
+    ev.u.proposed.seq = r.held_seq;
+    ev.u.proposed.error = KAFKA_NOT_CONTROLLER;
+    rig_step(&r, &ev);
+    CHECK_EQ(r.nproposals, 1);
+    CHECK_EQ(r.timer, r.now + 100);
+    rig_tick(&r, r.now + 99);
+    CHECK_EQ(r.nproposals, 1);
+    rig_tick(&r, r.now + 1);
+    CHECK_EQ(r.nproposals, 2);
     rig_fini(&r);
 }
 
@@ -834,6 +858,7 @@ UNIT_TEST(fixture_standby_applies_everything_never_votes)
 }
 
 UNIT_MAIN(first_leader_bootstraps_the_cluster_id_and_features,
+          own_proposal_retried_after_a_pause,
           one_proposal_in_flight_the_rest_queued,
           registration_epoch_is_the_record_offset_and_starts_fenced,
           registration_and_heartbeat_errors,
