@@ -363,8 +363,11 @@ bool ctl_decide_create_partitions(struct cn_ctl *c, const struct cn_image *img,
     cn_ctl_assign(u.ids, nb, t->nparts, add, rf, start, start, assign);
     if (cp->validate_only) {
         struct cn_ctl_answer *ans = ctl_push_answer(acts, ev, 0);
-        if (ans)
+        if (ans) {
             ans->u.topic.id = t->id;
+            ans->u.topic.nparts = cp->count;
+            ans->u.topic.rf = (int16_t)rf;
+        }
         return false;
     }
     for (int32_t i = 0; i < add; i++)

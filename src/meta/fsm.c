@@ -209,7 +209,8 @@ static void propose(struct cn_mfsm *m, struct cn_ctl_actions *a)
         queue_event(m, &ev);
         return;
     }
-    memcpy(buf.base, wr.buf, wr.len); /* records.c pads to 8 bytes */
+    assert(wr.len % 8 == 0); /* records.c pads (canonical/raft#189) */
+    memcpy(buf.base, wr.buf, wr.len);
     cn_wr_fini(&wr);
     p->m = m;
     p->seq = a->seq;

@@ -47,7 +47,8 @@ struct cn_mfsm_hooks {
     /* An answer to a request fed with cn_mfsm_feed; the answer and what
      * it points to live during the call only. */
     void (*answer)(void *ctx, const struct cn_ctl_answer *ans);
-    /* Optional: an entry was applied to the image at `offset`. */
+    /* Optional: an entry was applied to the image at `offset`.  Runs
+     * inside raft's apply: read the image, call no raft function. */
     void (*applied)(void *ctx, int64_t offset);
     /* Optional: raft queued an event; call cn_mfsm_poll soon (not from
      * inside this hook). */
