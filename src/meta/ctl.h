@@ -201,6 +201,13 @@ struct cn_ctl_standby {
     const char *address; /* "host:port" of its first endpoint */
 };
 
+/*
+ * A proposed RegisterBrokerRecord has broker_epoch -1: the epoch is the
+ * offset of its entry (KIP-631), which only the executor knows when it
+ * appends (on libraft: raft_last_index + 1 at raft_apply), so the executor
+ * writes it in before encoding.  The REGISTER answer carries the epoch the
+ * applied record has.
+ */
 struct cn_ctl_actions {
     struct cn_arena arena; /* what the actions point to */
     bool propose;          /* recs[0..nrecs) as ONE entry */
