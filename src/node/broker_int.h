@@ -38,6 +38,8 @@ struct cn_txn_answer;
 struct cn_join_result;
 struct cn_sync_result;
 struct cn_cleaner;
+struct cn_quorum;
+struct cn_lifecycle;
 
 struct cn_topic {
     char *name;                       /* owned, NUL-terminated */
@@ -95,6 +97,11 @@ struct cn_broker {
     int adv_ports[CN_LISTENERS_MAX];
     int nservers;
     int32_t node_id;
+    /* Cluster mode (process.roles set): this node's part in the metadata
+     * quorum (quorum.h) and its registration with the controller
+     * (lifecycle.c).  NULL on a single node. */
+    struct cn_quorum *quorum;
+    struct cn_lifecycle *lifecycle;
     bool stopping;
     bool log_dir_offline;        /* a write or sync failed: see below */
     bool log_dir_full;           /* the last append found no space */
