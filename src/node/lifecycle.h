@@ -1,0 +1,100 @@
+/*
+ * lifecycle.h - this broker's registration and heartbeats with the active
+ * controller (Kafka's BrokerLifecycleManager), in cluster mode only.
+ *
+ * A broker registers (BrokerRegistration: node id, cluster id, a random
+ * incarnation per process start, its broker listeners, supported
+ * features, rack) and gets an epoch; then it heartbeats every
+ * broker.heartbeat.interval.ms with the metadata offset it has applied.
+ * The controller unfences it once that offset reaches its registration,
+ * and fences it when heartbeats stop for broker.session.timeout.ms.
+ *
+ * The decisions (what to send next, when, after which answer) are a small
+ * machine, struct cn_lc, with the clock as an argument so a unit test
+ * drives it without sockets (tests/unit/test_lifecycle.c).  lifecycle.c
+ * carries them out: in-process through cn_quorum_submit when this node's
+ * controller leads, else over a cn_peer to the leader's CONTROLLER
+ * listener (its host:port from controller.quorum.voters).
+ *
+ * Runs on: loop.
+ */
+#ifndef CN_NODE_LIFECYCLE_H
+#define CN_NODE_LIFECYCLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct cn_broker;
+
+/* ---- the machine ------------------------------------------------------ */
+
+enum cn_lc_state {
+    CN_LC_UNREGISTERED, /* register next */
+    CN_LC_REGISTERED,   /* heartbeat next */
+};
+
+enum cn_lc_action {
+    CN_LCA_NONE,      /* nothing to send before next_ms */
+    CN_LCA_REGISTER,  /* send BrokerRegistration to `controller` */
+    CN_LCA_HEARTBEAT, /* send BrokerHeartbeat with `epoch` */
+};
+
+/* An answer that never reached the controller, or came back from one that
+ * no longer leads: find the controller again after a backoff. */
+#define CN_LC_ERR_TRANSPORT (-1)
+
+struct cn_lc {
+    enum cn_lc_state state;
+    bool in_flight;  /* a request awaits its answer */
+    int64_t next_ms; /* do not send before this (monotonic ms) */
+    int64_t epoch;   /* broker epoch, -1 until registered */
+    bool fenced;     /* as the last heartbeat answer said */
+    bool caught_up;
+    int64_t interval_ms; /* broker.heartbeat.interval.ms */
+    int64_t backoff_first_ms, backoff_max_ms, backoff_ms;
+    uint64_t registrations; /* successful, for logs and tests */
+};
+
+void cn_lc_init(struct cn_lc *lc, int64_t interval_ms,
+                int64_t backoff_first_ms, int64_t backoff_max_ms);
+
+/*
+ * What to send now, given whether a controller is known (leader_known):
+ * CN_LCA_NONE while one is in flight, before next_ms, or with no
+ * controller (then next_ms moves a backoff ahead).  Any other answer marks
+ * a request in flight; the caller must report its outcome with
+ * cn_lc_registered or cn_lc_heartbeat.
+ */
+enum cn_lc_action cn_lc_poll(struct cn_lc *lc, int64_t now_ms,
+                             bool leader_known);
+
+/* The registration's outcome: err 0 (epoch set), a Kafka code, or
+ * CN_LC_ERR_TRANSPORT. */
+void cn_lc_registered(struct cn_lc *lc, int64_t now_ms, int err,
+                      int64_t epoch);
+
+/* The heartbeat's outcome: err 0 (fenced, caught_up as answered), a Kafka
+ * code, or CN_LC_ERR_TRANSPORT. */
+void cn_lc_heartbeat(struct cn_lc *lc, int64_t now_ms, int err, bool fenced,
+                     bool caught_up);
+
+/* ---- the broker's side ------------------------------------------------ */
+
+/*
+ * Starts registering b with the active controller (b->quorum must be
+ * running); b->lifecycle is set.  Returns 0, or CN_EINVAL / CN_ENOMEM with
+ * a message logged (controller.quorum.voters unreadable).
+ */
+int cn_lifecycle_start(struct cn_broker *b);
+
+/* Stops: pending peer calls are cancelled, an in-process request still
+ * with the quorum is orphaned (freed when its answer comes), and the rest
+ * is freed once the timer has closed.  b->lifecycle is NULL after. */
+void cn_lifecycle_stop(struct cn_broker *b);
+
+/* The broker epoch, -1 until registered; whether the controller last said
+ * this broker is fenced. */
+int64_t cn_lifecycle_epoch(const struct cn_broker *b);
+bool cn_lifecycle_fenced(const struct cn_broker *b);
+
+#endif
