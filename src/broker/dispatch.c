@@ -64,7 +64,8 @@ const struct cn_handler cn_handlers[] = {
     {CN_API_SASL_AUTHENTICATE, 0, 2, 0, cn_h_sasl_authenticate},
     {CN_API_CREATE_PARTITIONS, 0, 3, 0, cn_h_create_partitions},
     {CN_API_DELETE_GROUPS, 0, 2, 0, cn_h_delete_groups},
-    {CN_API_INCREMENTAL_ALTER_CONFIGS, 0, 1, 0, cn_h_incremental_alter_configs},
+    {CN_API_INCREMENTAL_ALTER_CONFIGS, 0, 1, 0,
+     cn_h_incremental_alter_configs},
     {CN_API_OFFSET_DELETE, 0, 0, 0, cn_h_offset_delete},
     /* Hand-written codecs (src/proto/quotas.c, scram_msgs.c). */
     {CN_API_DESCRIBE_CLIENT_QUOTAS, 0, 1, 0, cn_h_describe_client_quotas},
@@ -77,6 +78,12 @@ const struct cn_handler cn_handlers[] = {
     {CN_API_DESCRIBE_PRODUCERS, 0, 0, 0, cn_h_describe_producers},
     {CN_API_DESCRIBE_TRANSACTIONS, 0, 0, 0, cn_h_describe_transactions},
     {CN_API_LIST_TRANSACTIONS, 0, 1, 0, cn_h_list_transactions},
+    /* Kafka 4.x offers DescribeQuorum on broker listeners too (forwarded
+     * to the controller there; answered from this node's view here). */
+    {CN_API_DESCRIBE_QUORUM, 0, 2, 0, cn_h_describe_quorum},
+    {CN_API_BROKER_REGISTRATION, 0, 4, 0, cn_h_broker_registration},
+    {CN_API_BROKER_HEARTBEAT, 0, 1, 0, cn_h_broker_heartbeat},
+    {CN_API_ALLOCATE_PRODUCER_IDS, 0, 0, 0, cn_h_allocate_producer_ids},
 };
 const size_t cn_handler_count = sizeof cn_handlers / sizeof cn_handlers[0];
 
@@ -132,6 +139,7 @@ static bool authz_checked(int16_t key)
         CN_API_DESCRIBE_PRODUCERS,
         CN_API_DESCRIBE_TRANSACTIONS,
         CN_API_LIST_TRANSACTIONS,
+        CN_API_DESCRIBE_QUORUM,
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (keys[i] == key)
@@ -139,11 +147,25 @@ static bool authz_checked(int16_t key)
     return false;
 }
 
-static const struct cn_handler *handler_find(int16_t key)
+/* Whether this broker serves row h: the controller's APIs only in
+ * cluster mode.  A single node's listeners do not offer them, as a Kafka
+ * broker listener does not (it closes the connection for them). */
+static bool handler_on(const struct cn_broker *b, const struct cn_handler *h)
+{
+    switch (h->api_key) {
+    case CN_API_BROKER_REGISTRATION:
+    case CN_API_BROKER_HEARTBEAT:
+    case CN_API_ALLOCATE_PRODUCER_IDS: return b->quorum != NULL;
+    default: return true;
+    }
+}
+
+static const struct cn_handler *handler_find(const struct cn_broker *b,
+                                             int16_t key)
 {
     for (size_t i = 0; i < cn_handler_count; i++)
         if (cn_handlers[i].api_key == key)
-            return &cn_handlers[i];
+            return handler_on(b, &cn_handlers[i]) ? &cn_handlers[i] : NULL;
     return NULL;
 }
 
@@ -167,10 +189,10 @@ static int features_fill(struct cn_broker *b, struct cn_req *req,
 {
     if (version < 3)
         return 0;
-    resp->supported_features = cn_arena_calloc(
-        &req->arena, 1, sizeof *resp->supported_features);
-    resp->finalized_features = cn_arena_calloc(
-        &req->arena, 1, sizeof *resp->finalized_features);
+    resp->supported_features =
+        cn_arena_calloc(&req->arena, 1, sizeof *resp->supported_features);
+    resp->finalized_features =
+        cn_arena_calloc(&req->arena, 1, sizeof *resp->finalized_features);
     if (!resp->supported_features || !resp->finalized_features)
         return CN_ENOMEM;
     struct cn_api_versions_response_supported_feature_key *sf =
@@ -198,8 +220,8 @@ static int features_fill(struct cn_broker *b, struct cn_req *req,
 }
 
 static void api_versions_answer(struct cn_broker *b, struct cn_req *req,
-                                const struct cn_req_header *h,
-                                int16_t version, int16_t error)
+                                const struct cn_req_header *h, int16_t version,
+                                int16_t error)
 {
     struct cn_api_versions_response resp;
     cn_api_versions_response_init(&resp);
@@ -211,16 +233,21 @@ static void api_versions_answer(struct cn_broker *b, struct cn_req *req,
         return;
     }
     if (error) {
-        const struct cn_handler *av = handler_find(CN_API_API_VERSIONS);
+        const struct cn_handler *av = handler_find(b, CN_API_API_VERSIONS);
         resp.api_keys[0].api_key = CN_API_API_VERSIONS;
         resp.api_keys[0].min_version = av->min_version;
         resp.api_keys[0].max_version = av->max_version;
     } else {
+        size_t k = 0;
         for (size_t i = 0; i < n; i++) {
-            resp.api_keys[i].api_key = cn_handlers[i].api_key;
-            resp.api_keys[i].min_version = cn_handlers[i].min_version;
-            resp.api_keys[i].max_version = cn_handlers[i].max_version;
+            if (!handler_on(b, &cn_handlers[i]))
+                continue;
+            resp.api_keys[k].api_key = cn_handlers[i].api_key;
+            resp.api_keys[k].min_version = cn_handlers[i].min_version;
+            resp.api_keys[k].max_version = cn_handlers[i].max_version;
+            k++;
         }
+        n = k;
     }
     resp.api_keys_len = (int32_t)n;
     resp.throttle_time_ms = cn_quota_request_answer(b, req, h);
@@ -238,8 +265,8 @@ void cn_h_api_versions(struct cn_broker *b, struct cn_req *req,
                        const struct cn_req_header *h, struct cn_rd *body)
 {
     struct cn_api_versions_request rq;
-    int err = cn_api_versions_request_decode(body, &req->arena,
-                                             h->api_version, &rq);
+    int err = cn_api_versions_request_decode(body, &req->arena, h->api_version,
+                                             &rq);
     if (err) {
         /* Kafka answers INVALID_REQUEST for a v3+ body it cannot read. */
         api_versions_answer(b, req, h, 0, KAFKA_INVALID_REQUEST);
@@ -268,7 +295,7 @@ void cn_dispatch(struct cn_req *req, void *opaque)
     }
     req->api_key = h.api_key; /* for the metrics done hook */
     req->api_version = h.api_version;
-    const struct cn_handler *hd = handler_find(h.api_key);
+    const struct cn_handler *hd = handler_find(b, h.api_key);
     if (h.api_key == CN_API_API_VERSIONS &&
         (!hd || h.api_version < hd->min_version ||
          h.api_version > hd->max_version)) {

@@ -106,6 +106,17 @@ void cn_h_incremental_alter_configs(struct cn_broker *b, struct cn_req *req,
                                     struct cn_rd *body);
 void cn_h_describe_cluster(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body);
+/* The controller's APIs (h_controller.c). */
+void cn_h_broker_registration(struct cn_broker *b, struct cn_req *req,
+                              const struct cn_req_header *h,
+                              struct cn_rd *body);
+void cn_h_broker_heartbeat(struct cn_broker *b, struct cn_req *req,
+                           const struct cn_req_header *h, struct cn_rd *body);
+void cn_h_allocate_producer_ids(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h,
+                                struct cn_rd *body);
+void cn_h_describe_quorum(struct cn_broker *b, struct cn_req *req,
+                          const struct cn_req_header *h, struct cn_rd *body);
 
 void cn_h_init_producer_id(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body);

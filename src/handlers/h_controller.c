@@ -1,0 +1,417 @@
+/*
+ * h_controller.c - the controller's APIs: BrokerRegistration,
+ * BrokerHeartbeat, AllocateProducerIds (cluster mode only; dispatch.c
+ * neither serves nor advertises them on a single node, as a Kafka broker
+ * listener does not), and DescribeQuorum (every mode: a single node is a
+ * quorum of itself).
+ *
+ * A request for the controller is decoded, parked, and handed to this
+ * node's quorum with a waiter that lives in the request's arena; the
+ * quorum answers through the waiter exactly once (NOT_CONTROLLER when this
+ * node does not lead), and only then is the response written.  The
+ * request stays allocated until then even if its connection closes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/say.h"
+#include "node/authz.h"
+#include "handlers/handlers.h"
+#include "node/quorum.h"
+#include "proto/gen/msgs.h"
+#include "proto/kerr.h"
+
+#define METADATA_TOPIC "__cluster_metadata"
+
+/* What a parked request keeps for its answer (req->handler_state). */
+struct ctl_call {
+    struct cn_quorum_waiter w; /* first: done casts back */
+    struct cn_req *req;
+    struct cn_req_header h;
+};
+
+static void ctl_done(struct cn_quorum_waiter *w, const struct cn_ctl_answer *a)
+{
+    struct ctl_call *c = (struct ctl_call *)w;
+    struct cn_req *req = c->req;
+    const struct cn_req_header *h = &c->h;
+    cn_resp_begin(req, h);
+    switch (h->api_key) {
+    case CN_API_BROKER_REGISTRATION: {
+        struct cn_broker_registration_response rs;
+        cn_broker_registration_response_init(&rs);
+        rs.error_code = a->error;
+        rs.broker_epoch = a->error ? -1 : a->u.broker_epoch;
+        cn_broker_registration_response_encode(&req->resp, h->api_version,
+                                               &rs);
+        break;
+    }
+    case CN_API_BROKER_HEARTBEAT: {
+        struct cn_broker_heartbeat_response rs;
+        cn_broker_heartbeat_response_init(&rs);
+        rs.error_code = a->error;
+        rs.is_fenced = a->error ? true : a->u.hb.fenced;
+        rs.is_caught_up = a->error ? false : a->u.hb.caught_up;
+        rs.should_shut_down = false;
+        cn_broker_heartbeat_response_encode(&req->resp, h->api_version, &rs);
+        break;
+    }
+    default: {
+        struct cn_allocate_producer_ids_response rs;
+        cn_allocate_producer_ids_response_init(&rs);
+        rs.error_code = a->error;
+        rs.producer_id_start = a->error ? -1 : a->u.pids.start;
+        rs.producer_id_len = a->error ? 0 : a->u.pids.len;
+        cn_allocate_producer_ids_response_encode(&req->resp, h->api_version,
+                                                 &rs);
+        break;
+    }
+    }
+    cn_req_done(req);
+}
+
+static struct ctl_call *call_new(struct cn_req *req,
+                                 const struct cn_req_header *h)
+{
+    struct ctl_call *c = cn_arena_calloc(&req->arena, 1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->w.done = ctl_done;
+    c->req = req;
+    c->h = *h;
+    req->handler_state = c;
+    return c;
+}
+
+/* Answers at once with err, through the same encoder. */
+static void answer_error(struct ctl_call *c, int16_t err)
+{
+    struct cn_ctl_answer a;
+    memset(&a, 0, sizeof a);
+    a.error = err;
+    ctl_done(&c->w, &a);
+}
+
+static void submit(struct cn_broker *b, struct cn_req *req, struct ctl_call *c,
+                   struct cn_ctl_event *ev)
+{
+    ev->token = NULL; /* the quorum's */
+    cn_req_park(req);
+    cn_quorum_submit(b->quorum, ev, &c->w);
+}
+
+void cn_h_broker_registration(struct cn_broker *b, struct cn_req *req,
+                              const struct cn_req_header *h,
+                              struct cn_rd *body)
+{
+    struct cn_broker_registration_request rq;
+    int err = cn_broker_registration_request_decode(body, &req->arena,
+                                                    h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct ctl_call *c = call_new(req, h);
+    if (!c) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    if (!b->quorum) {
+        answer_error(c, KAFKA_NOT_CONTROLLER);
+        return;
+    }
+    /* A broker that cannot read the cluster's metadata.version must not
+     * join it (Kafka: UNSUPPORTED_VERSION). */
+    int16_t mv = cn_image_feature(cn_quorum_image(b->quorum),
+                                  "metadata.version");
+    for (int32_t i = 0; mv > 0 && i < rq.features_len; i++) {
+        const struct cn_broker_registration_request_feature *f =
+            &rq.features[i];
+        if (cn_bytes_eq_str(f->name, "metadata.version") &&
+            (mv < f->min_supported_version || mv > f->max_supported_version)) {
+            CN_WARN("cluster: broker %d supports metadata.version %d-%d, "
+                    "the cluster is at %d: refused",
+                    rq.broker_id, f->min_supported_version,
+                    f->max_supported_version, mv);
+            answer_error(c, KAFKA_UNSUPPORTED_VERSION);
+            return;
+        }
+    }
+    int32_t n = rq.listeners_len > 0 ? rq.listeners_len : 0;
+    struct cn_ctl_endpoint *eps = cn_arena_calloc(&req->arena, (size_t)n + 1,
+                                                  sizeof *eps);
+    if (!eps) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        eps[i].name = rq.listeners[i].name;
+        eps[i].host = rq.listeners[i].host;
+        eps[i].port = rq.listeners[i].port;
+        eps[i].security_protocol = rq.listeners[i].security_protocol;
+    }
+    struct cn_ctl_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = CN_CTE_REGISTER;
+    ev.u.reg.broker_id = rq.broker_id;
+    ev.u.reg.cluster_id = rq.cluster_id;
+    ev.u.reg.incarnation = rq.incarnation_id;
+    ev.u.reg.eps = eps;
+    ev.u.reg.neps = (size_t)n;
+    ev.u.reg.rack = rq.rack;
+    submit(b, req, c, &ev);
+}
+
+void cn_h_broker_heartbeat(struct cn_broker *b, struct cn_req *req,
+                           const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_broker_heartbeat_request rq;
+    int err = cn_broker_heartbeat_request_decode(body, &req->arena,
+                                                 h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct ctl_call *c = call_new(req, h);
+    if (!c) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    if (!b->quorum) {
+        answer_error(c, KAFKA_NOT_CONTROLLER);
+        return;
+    }
+    struct cn_ctl_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = CN_CTE_HEARTBEAT;
+    ev.u.hb.broker_id = rq.broker_id;
+    ev.u.hb.broker_epoch = rq.broker_epoch;
+    ev.u.hb.metadata_offset = rq.current_metadata_offset;
+    ev.u.hb.want_fence = rq.want_fence;
+    submit(b, req, c, &ev);
+}
+
+void cn_h_allocate_producer_ids(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h,
+                                struct cn_rd *body)
+{
+    struct cn_allocate_producer_ids_request rq;
+    int err = cn_allocate_producer_ids_request_decode(body, &req->arena,
+                                                      h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    struct ctl_call *c = call_new(req, h);
+    if (!c) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    if (!b->quorum) {
+        answer_error(c, KAFKA_NOT_CONTROLLER);
+        return;
+    }
+    struct cn_ctl_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = CN_CTE_ALLOC_PIDS;
+    ev.u.pids.broker_id = rq.broker_id;
+    ev.u.pids.broker_epoch = rq.broker_epoch;
+    submit(b, req, c, &ev);
+}
+
+/* ---- DescribeQuorum ----------------------------------------------------- */
+
+/* The quorum as this node knows it; a single node is the sole voter of a
+ * quorum that has always had it as leader. */
+static void quorum_state(struct cn_broker *b, struct cn_quorum_state *st)
+{
+    if (b->quorum) {
+        cn_quorum_describe(b->quorum, st);
+        return;
+    }
+    memset(st, 0, sizeof *st);
+    st->leader_id = b->node_id;
+    st->term = 1;
+    st->high_watermark = 0;
+    st->replicas[0].id = b->node_id;
+    st->replicas[0].log_end_offset = 0;
+    st->replicas[0].last_contact_ms = -1;
+    st->replicas[0].voter = true;
+    st->nreplicas = 1;
+}
+
+static int fill_replicas(
+    struct cn_req *req, const struct cn_quorum_state *st, bool voters,
+    struct cn_describe_quorum_response_replica_state **out, int32_t *n)
+{
+    *out = cn_arena_calloc(&req->arena, st->nreplicas + 1, sizeof **out);
+    if (!*out)
+        return CN_ENOMEM;
+    int32_t k = 0;
+    for (size_t i = 0; i < st->nreplicas; i++) {
+        const struct cn_quorum_replica *r = &st->replicas[i];
+        if (r->voter != voters)
+            continue;
+        struct cn_describe_quorum_response_replica_state *s = &(*out)[k++];
+        cn_describe_quorum_response_replica_state_init(s);
+        s->replica_id = r->id;
+        s->log_end_offset = r->log_end_offset;
+        s->last_fetch_timestamp = r->last_contact_ms;
+        s->last_caught_up_timestamp = r->last_contact_ms;
+    }
+    *n = k;
+    return 0;
+}
+
+/* v2 names each voter's controller endpoint (its voter entry). */
+static int fill_nodes(struct cn_broker *b, struct cn_req *req,
+                      const struct cn_quorum_state *st,
+                      struct cn_describe_quorum_response *rs)
+{
+    const char *voters = NULL;
+    cn_config_get(b->cfg, "controller.quorum.voters", &voters, NULL);
+    const char *lname = NULL;
+    cn_config_get(b->cfg, "controller.listener.names", &lname, NULL);
+    char name[CN_LISTENER_NAME_MAX] = "CONTROLLER";
+    if (lname && *lname) {
+        size_t l = strcspn(lname, ", ");
+        if (l > 0 && l < sizeof name) {
+            memcpy(name, lname, l);
+            name[l] = '\0';
+        }
+    }
+    rs->nodes = cn_arena_calloc(&req->arena, st->nreplicas + 1,
+                                sizeof *rs->nodes);
+    if (!rs->nodes)
+        return CN_ENOMEM;
+    int32_t k = 0;
+    for (size_t i = 0; i < st->nreplicas; i++) {
+        if (!st->replicas[i].voter)
+            continue;
+        int32_t id = st->replicas[i].id;
+        struct cn_describe_quorum_response_node *nd = &rs->nodes[k];
+        cn_describe_quorum_response_node_init(nd);
+        nd->node_id = id;
+        nd->listeners = cn_arena_calloc(&req->arena, 1, sizeof *nd->listeners);
+        if (!nd->listeners)
+            return CN_ENOMEM;
+        cn_describe_quorum_response_listener_init(nd->listeners);
+        nd->listeners_len = 0;
+        if (!b->quorum) {
+            const char *host;
+            int port;
+            cn_broker_advertised(b, req, &host, &port);
+            nd->listeners[0].name = cn_bytes_str(b->cfg->nlisteners > 0
+                                                     ? b->cfg->listener[0].name
+                                                     : "PLAINTEXT");
+            nd->listeners[0].host = cn_bytes_str(host);
+            nd->listeners[0].port = (uint16_t)port;
+            nd->listeners_len = 1;
+        } else if (voters) {
+            /* "id@host:port,...": find id's entry. */
+            for (const char *p = voters; *p;) {
+                while (*p == ' ' || *p == ',')
+                    p++;
+                size_t len = strcspn(p, ",");
+                char e[300];
+                if (len > 0 && len < sizeof e) {
+                    memcpy(e, p, len);
+                    e[len] = '\0';
+                    char *at = strchr(e, '@');
+                    char *colon = strrchr(e, ':');
+                    if (at && colon && colon > at) {
+                        *at = *colon = '\0';
+                        if (atoi(e) == id) {
+                            nd->listeners[0].name = cn_req_str(req, name);
+                            nd->listeners[0].host = cn_req_str(req, at + 1);
+                            nd->listeners[0].port = (uint16_t)atoi(colon + 1);
+                            nd->listeners_len = 1;
+                            break;
+                        }
+                    }
+                }
+                p += len;
+            }
+        }
+        k++;
+    }
+    rs->nodes_len = k;
+    return 0;
+}
+
+void cn_h_describe_quorum(struct cn_broker *b, struct cn_req *req,
+                          const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_describe_quorum_request rq;
+    int err = cn_describe_quorum_request_decode(body, &req->arena,
+                                                h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_CLUSTER,
+                  cn_bytes_str(CN_ACL_CLUSTER_NAME))) {
+        struct cn_describe_quorum_response rs;
+        cn_describe_quorum_response_init(&rs);
+        rs.error_code = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+        rs.topics_len = 0;
+        rs.nodes_len = 0;
+        cn_resp_begin(req, h);
+        cn_describe_quorum_response_encode(&req->resp, h->api_version, &rs);
+        cn_req_done(req);
+        return;
+    }
+    struct cn_quorum_state st;
+    quorum_state(b, &st);
+    struct cn_describe_quorum_response rs;
+    cn_describe_quorum_response_init(&rs);
+    int32_t nt = rq.topics_len > 0 ? rq.topics_len : 0;
+    rs.topics = cn_arena_calloc(&req->arena, (size_t)nt + 1,
+                                sizeof *rs.topics);
+    if (!rs.topics)
+        goto nomem;
+    rs.topics_len = nt;
+    for (int32_t i = 0; i < nt; i++) {
+        const struct cn_describe_quorum_request_topic_data *qt = &rq.topics[i];
+        struct cn_describe_quorum_response_topic_data *t = &rs.topics[i];
+        cn_describe_quorum_response_topic_data_init(t);
+        t->topic_name = qt->topic_name;
+        int32_t np = qt->partitions_len > 0 ? qt->partitions_len : 0;
+        t->partitions = cn_arena_calloc(&req->arena, (size_t)np + 1,
+                                        sizeof *t->partitions);
+        if (!t->partitions)
+            goto nomem;
+        t->partitions_len = np;
+        bool ours = cn_bytes_eq_str(qt->topic_name, METADATA_TOPIC);
+        for (int32_t j = 0; j < np; j++) {
+            struct cn_describe_quorum_response_partition_data *p =
+                &t->partitions[j];
+            cn_describe_quorum_response_partition_data_init(p);
+            p->partition_index = qt->partitions[j].partition_index;
+            if (!ours || p->partition_index != 0) {
+                p->error_code = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+                p->leader_id = -1;
+                p->current_voters_len = 0;
+                p->observers_len = 0;
+                continue;
+            }
+            p->leader_id = st.leader_id;
+            p->leader_epoch = (int32_t)st.term;
+            p->high_watermark = st.high_watermark;
+            if (fill_replicas(req, &st, true, &p->current_voters,
+                              &p->current_voters_len) ||
+                fill_replicas(req, &st, false, &p->observers,
+                              &p->observers_len))
+                goto nomem;
+        }
+    }
+    rs.nodes_len = 0;
+    if (h->api_version >= 2 && fill_nodes(b, req, &st, &rs))
+        goto nomem;
+    cn_resp_begin(req, h);
+    cn_describe_quorum_response_encode(&req->resp, h->api_version, &rs);
+    cn_req_done(req);
+    return;
+nomem:
+    cn_req_bad(req, h, CN_ENOMEM);
+}
