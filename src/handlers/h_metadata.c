@@ -1,16 +1,99 @@
 /*
- * h_metadata.c - Metadata and DescribeCluster: one broker, every partition
- * led by it, replication factor 1.  Metadata may auto-create topics
+ * h_metadata.c - Metadata and DescribeCluster.  On a single node: one
+ * broker, every partition led by it, replication factor 1.  In cluster
+ * mode the brokers and the controller come from the image (the unfenced
+ * brokers, each with its endpoint for the listener the request came in
+ * on, as Kafka answers); topics and partitions are still this node's own
+ * until they are placed across brokers.  Metadata may auto-create topics
  * (auto.create.topics.enable and the request's allow flag, v4+).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "node/authz.h"
 #include "base/say.h"
 #include "handlers/handlers.h"
+#include "node/quorum.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
+
+/* One broker as a client should see it. */
+struct seen_broker {
+    int32_t id;
+    const char *host;
+    int32_t port;
+    const char *rack; /* NULL: none */
+};
+
+/*
+ * The brokers to list: in cluster mode the image's unfenced brokers that
+ * have an endpoint named like the listener req came in on (a broker
+ * without one cannot be reached by this client, and Kafka leaves it out);
+ * on a single node this node.  *out is in req's arena.
+ */
+static int seen_brokers(struct cn_broker *b, struct cn_req *req,
+                        struct seen_broker **out, size_t *n)
+{
+    *n = 0;
+    if (!b->quorum) {
+        *out = cn_arena_calloc(&req->arena, 1, sizeof **out);
+        if (!*out)
+            return CN_ENOMEM;
+        const char *adv;
+        int port;
+        cn_broker_advertised(b, req, &adv, &port);
+        (*out)[0] = (struct seen_broker){b->node_id, adv, port, NULL};
+        *n = 1;
+        return 0;
+    }
+    const struct cn_image *img = cn_quorum_image(b->quorum);
+    size_t nb = cn_image_broker_count(img);
+    *out = cn_arena_calloc(&req->arena, nb + 1, sizeof **out);
+    if (!*out)
+        return CN_ENOMEM;
+    int li = cn_req_listener(req);
+    const char *lname = li >= 0 && li < b->cfg->nlisteners
+                            ? b->cfg->listener[li].name
+                            : NULL;
+    for (size_t i = 0; i < nb; i++) {
+        const struct cn_image_broker *ib = cn_image_broker_at(img, i);
+        if (ib->fenced)
+            continue;
+        const struct cn_image_endpoint *ep = NULL;
+        for (size_t j = 0; j < ib->neps && !ep; j++)
+            if (!lname || strcasecmp(ib->eps[j].name, lname) == 0)
+                ep = &ib->eps[j];
+        if (!ep)
+            continue;
+        (*out)[(*n)++] = (struct seen_broker){ib->id, ep->host, ep->port,
+                                              ib->rack};
+    }
+    return 0;
+}
+
+static const char *seen_cluster_id(const struct cn_broker *b)
+{
+    if (b->quorum) {
+        const char *id = cn_image_cluster_id(cn_quorum_image(b->quorum));
+        if (id[0])
+            return id;
+    }
+    return b->cluster_id;
+}
+
+/* The active controller; -1 while none is known (Kafka's MetadataResponse
+ * says -1 then too). */
+static int32_t seen_controller(const struct cn_broker *b)
+{
+    return b->quorum ? cn_quorum_leader(b->quorum) : b->node_id;
+}
+
+static struct cn_bytes opt_str(const char *s)
+{
+    return s ? cn_bytes_str(s) : CN_BYTES_NULL;
+}
 
 /* Kafka's "not requested" value for authorized-operation bitfields. */
 #define AUTHORIZED_OPS_OMITTED INT32_MIN
@@ -104,17 +187,23 @@ void cn_h_metadata(struct cn_broker *b, struct cn_req *req,
     }
     struct cn_metadata_response rs;
     cn_metadata_response_init(&rs);
-    rs.brokers = cn_arena_alloc(&req->arena, sizeof *rs.brokers);
+    struct seen_broker *sb;
+    size_t nsb;
+    if (seen_brokers(b, req, &sb, &nsb))
+        goto nomem;
+    rs.brokers = cn_arena_calloc(&req->arena, nsb + 1, sizeof *rs.brokers);
     if (!rs.brokers)
         goto nomem;
-    cn_metadata_response_metadata_response_broker_init(rs.brokers);
-    rs.brokers[0].node_id = b->node_id;
-    const char *adv;
-    cn_broker_advertised(b, req, &adv, &rs.brokers[0].port);
-    rs.brokers[0].host = cn_bytes_str(adv);
-    rs.brokers_len = 1;
-    rs.cluster_id = cn_bytes_str(b->cluster_id);
-    rs.controller_id = b->node_id;
+    for (size_t i = 0; i < nsb; i++) {
+        cn_metadata_response_metadata_response_broker_init(&rs.brokers[i]);
+        rs.brokers[i].node_id = sb[i].id;
+        rs.brokers[i].host = cn_bytes_str(sb[i].host);
+        rs.brokers[i].port = sb[i].port;
+        rs.brokers[i].rack = opt_str(sb[i].rack);
+    }
+    rs.brokers_len = (int32_t)nsb;
+    rs.cluster_id = cn_bytes_str(seen_cluster_id(b));
+    rs.controller_id = seen_controller(b);
     rs.cluster_authorized_operations = AUTHORIZED_OPS_OMITTED;
 
     /* v0 has no null: an empty list means all topics there. */
@@ -218,6 +307,49 @@ nomem:
     cn_req_bad(req, h, CN_ENOMEM);
 }
 
+/* KIP-919 endpoint type 2: the voters at their controller endpoints, from
+ * controller.quorum.voters ("id@host:port,..."). */
+static int fill_controllers(struct cn_broker *b, struct cn_req *req,
+                            struct cn_describe_cluster_response *rs)
+{
+    const char *voters = NULL;
+    cn_config_get(b->cfg, "controller.quorum.voters", &voters, NULL);
+    if (!voters)
+        voters = "";
+    size_t cap = 1;
+    for (const char *p = voters; *p; p++)
+        cap += *p == ',';
+    rs->brokers = cn_arena_calloc(&req->arena, cap, sizeof *rs->brokers);
+    if (!rs->brokers)
+        return CN_ENOMEM;
+    int32_t k = 0;
+    for (const char *p = voters; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t len = strcspn(p, ",");
+        char e[300];
+        if (len > 0 && len < sizeof e) {
+            memcpy(e, p, len);
+            e[len] = '\0';
+            char *at = strchr(e, '@');
+            char *colon = strrchr(e, ':');
+            if (at && colon && colon > at && (size_t)k < cap) {
+                *at = *colon = '\0';
+                struct cn_describe_cluster_response_describe_cluster_broker
+                    *d = &rs->brokers[k++];
+                cn_describe_cluster_response_describe_cluster_broker_init(d);
+                d->broker_id = atoi(e);
+                d->host = cn_req_str(req, at + 1);
+                d->port = atoi(colon + 1);
+                d->rack = CN_BYTES_NULL;
+            }
+        }
+        p += len;
+    }
+    rs->brokers_len = k;
+    return 0;
+}
+
 void cn_h_describe_cluster(struct cn_broker *b, struct cn_req *req,
                            const struct cn_req_header *h, struct cn_rd *body)
 {
@@ -230,8 +362,8 @@ void cn_h_describe_cluster(struct cn_broker *b, struct cn_req *req,
     }
     struct cn_describe_cluster_response rs;
     cn_describe_cluster_response_init(&rs);
-    rs.cluster_id = cn_bytes_str(b->cluster_id);
-    rs.controller_id = b->node_id;
+    rs.cluster_id = cn_bytes_str(seen_cluster_id(b));
+    rs.controller_id = seen_controller(b);
     rs.cluster_authorized_operations = AUTHORIZED_OPS_OMITTED;
     rs.endpoint_type = rq.endpoint_type;
     /* Endpoint type 1 is brokers, 2 controllers (KIP-919); this single node
@@ -239,18 +371,29 @@ void cn_h_describe_cluster(struct cn_broker *b, struct cn_req *req,
     if (rq.endpoint_type != 1 && rq.endpoint_type != 2) {
         rs.error_code = KAFKA_UNSUPPORTED_ENDPOINT_TYPE;
         rs.brokers_len = 0;
-    } else {
-        rs.brokers = cn_arena_alloc(&req->arena, sizeof *rs.brokers);
-        if (!rs.brokers) {
+    } else if (b->quorum && rq.endpoint_type == 2) {
+        if (fill_controllers(b, req, &rs)) {
             cn_req_bad(req, h, CN_ENOMEM);
             return;
         }
-        cn_describe_cluster_response_describe_cluster_broker_init(rs.brokers);
-        rs.brokers[0].broker_id = b->node_id;
-        const char *adv;
-        cn_broker_advertised(b, req, &adv, &rs.brokers[0].port);
-        rs.brokers[0].host = cn_bytes_str(adv);
-        rs.brokers_len = 1;
+    } else {
+        struct seen_broker *sb;
+        size_t nsb;
+        if (seen_brokers(b, req, &sb, &nsb) ||
+            !(rs.brokers = cn_arena_calloc(&req->arena, nsb + 1,
+                                           sizeof *rs.brokers))) {
+            cn_req_bad(req, h, CN_ENOMEM);
+            return;
+        }
+        for (size_t i = 0; i < nsb; i++) {
+            cn_describe_cluster_response_describe_cluster_broker_init(
+                &rs.brokers[i]);
+            rs.brokers[i].broker_id = sb[i].id;
+            rs.brokers[i].host = cn_bytes_str(sb[i].host);
+            rs.brokers[i].port = sb[i].port;
+            rs.brokers[i].rack = opt_str(sb[i].rack);
+        }
+        rs.brokers_len = (int32_t)nsb;
     }
     cn_resp_begin(req, h);
     cn_describe_cluster_response_encode(&req->resp, h->api_version, &rs);
