@@ -150,4 +150,11 @@ void cn_image_encode(const struct cn_image *img, struct cn_wr *wr);
 int cn_image_decode(const uint8_t *buf, size_t len, int64_t offset,
                     struct cn_image **out);
 
+/*
+ * A deep copy of img in *out (set only on success), for a caller that
+ * wants to apply entries it has not committed yet.  O(image): it goes
+ * through the snapshot.  Returns 0 or CN_ENOMEM.
+ */
+int cn_image_copy(const struct cn_image *img, struct cn_image **out);
+
 #endif

@@ -252,3 +252,18 @@ int cn_image_decode(const uint8_t *buf, size_t len, int64_t offset,
     *out = img;
     return 0;
 }
+
+int cn_image_copy(const struct cn_image *img, struct cn_image **out)
+{
+    struct cn_wr wr;
+    int err;
+
+    cn_wr_init(&wr, 4096);
+    cn_image_encode(img, &wr);
+    err = wr.err;
+    /* The image's own snapshot always decodes; only memory can fail. */
+    if (!err)
+        err = cn_image_decode(wr.buf, wr.len, img->offset, out);
+    cn_wr_fini(&wr);
+    return err;
+}

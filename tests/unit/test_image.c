@@ -488,6 +488,29 @@ UNIT_TEST(entry_corrupt)
     cn_corrupt_unhush();
 }
 
+/* The writer refuses what no node could read back. */
+UNIT_TEST(entry_encode_refuses)
+{
+    struct cn_mrec r = mrec(CN_MREC_TOPIC);
+    struct cn_wr wr;
+
+    cn_wr_init(&wr, 64);
+    cn_meta_entry_encode(&wr, &r, 0);
+    CHECK_EQ(wr.err, CN_EINVAL);
+    cn_wr_reset(&wr);
+    r.version = 1;
+    cn_meta_entry_encode(&wr, &r, 1);
+    CHECK_EQ(wr.err, CN_EINVAL);
+    cn_wr_reset(&wr);
+    r.type = 6;
+    r.version = 0;
+    cn_meta_entry_encode(&wr, &r, 1);
+    CHECK_EQ(wr.err, CN_EINVAL);
+    cn_wr_fini(&wr);
+    CHECK_EQ(cn_mrec_version(6), -1);
+    CHECK(strcmp(cn_mrec_name(6), "unknown") == 0);
+}
+
 /* ---- apply, record by record ------------------------------------------- */
 
 UNIT_TEST(apply_brokers)
@@ -893,6 +916,21 @@ UNIT_TEST(snapshot_roundtrip_byte_identical)
     cn_image_free(img);
 }
 
+/* A copy is the same image, and goes its own way. */
+UNIT_TEST(image_copy)
+{
+    struct cn_image *img = rich_image(), *copy = NULL;
+
+    CHECK_EQ(cn_image_copy(img, &copy), 0);
+    if (!copy)
+        return;
+    CHECK(same_image(img, copy));
+    CHECK_EQ(APPLY(copy, 9, remove_topic(1)), 0);
+    CHECK(find(img, "a") != NULL && find(copy, "a") == NULL);
+    cn_image_free(copy);
+    cn_image_free(img);
+}
+
 /* The same image built in another order encodes to the same bytes. */
 UNIT_TEST(snapshot_deterministic)
 {
@@ -1051,9 +1089,9 @@ UNIT_TEST(seeds_write)
 }
 
 UNIT_MAIN(entry_roundtrip_every_type, entry_roundtrip_each_type_alone,
-          entry_corrupt, apply_brokers, apply_topics,
+          entry_corrupt, entry_encode_refuses, apply_brokers, apply_topics,
           apply_partition_change_epochs, apply_configs,
           apply_features_pids_cluster_noop, apply_idempotent_by_offset,
-          apply_entry_atomic, snapshot_roundtrip_byte_identical,
+          apply_entry_atomic, snapshot_roundtrip_byte_identical, image_copy,
           snapshot_deterministic, snapshot_empty_and_corrupt, large_image,
           seeds_write)
