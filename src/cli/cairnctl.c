@@ -71,6 +71,9 @@ static const char usage_text[] =
     "    SCRAM credential (M: SCRAM-SHA-512, the default, or SCRAM-SHA-256);\n"
     "    salted here, the password is read from stdin without --password\n"
     "  users delete --user NAME [--mechanism M]\n"
+    "  cluster describe\n"
+    "    brokers, the controller and the metadata quorum (leader, epoch,\n"
+    "    high watermark, each voter's log end offset and lag)\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --bootstrap-server HOST:PORT  broker to talk to (default "
@@ -398,6 +401,7 @@ struct command {
 
 static const struct command commands[] = {
     {"topics", "list", 0, 0, cmd_topics_list},
+    {"cluster", "describe", 0, 0, cmd_cluster_describe},
     {"topics", "describe", OPT_TOPIC | OPT_METRICS_URL, 0,
      cmd_topics_describe},
     {"topics", "create", OPT_TOPIC | OPT_PARTITIONS | OPT_RF | OPT_CONFIG,

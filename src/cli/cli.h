@@ -223,6 +223,8 @@ int cmd_groups_describe(struct ctx *x);
 int cmd_groups_reset_offsets(struct ctx *x);
 int cmd_groups_delete(struct ctx *x);
 int cmd_topics_list(struct ctx *x);
+/* cmd_cluster.c */
+int cmd_cluster_describe(struct ctx *x);
 int cmd_topics_describe(struct ctx *x);
 int cmd_topics_create(struct ctx *x);
 int cmd_topics_delete(struct ctx *x);
