@@ -3,6 +3,8 @@
 #   make          build build/cairn and build/cairnctl (release, -O2 -g)
 #   make run      install missing packages, build, start a broker on
 #                 127.0.0.1:9092 with its data in ./data
+#   make cluster  build, start three brokers (one metadata quorum) on
+#                 127.0.0.1:9092-9094 with their data in ./data/node-N
 #   make test     install what tests need, build (plain, ASan+UBSan,
 #                 ThreadSanitizer unit tests, libFuzzer builds, the Java
 #                 and Go test programs, the Python client venv), run
@@ -18,7 +20,7 @@ MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 
-.PHONY: all build build-asan build-tsan build-fuzz build-java build-go build-py deps test-deps run test soak bench gen check-gen lint format-check format clean
+.PHONY: all build build-asan build-tsan build-fuzz build-java build-go build-py deps test-deps run cluster test soak bench gen check-gen lint format-check format clean
 
 all: build
 
@@ -83,6 +85,9 @@ build/venv/requirements.installed: tests/py/requirements.txt tools/py-build.sh
 
 run: build
 	./build/cairn
+
+cluster: build
+	@tools/cluster.sh
 
 test: test-deps build build-asan build-tsan build-fuzz build-java build-go build-py
 	@tests/run_all.sh
