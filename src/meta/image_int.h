@@ -2,9 +2,10 @@
  * image_int.h - the image's private layout, shared by image.c (apply and
  * look-ups) and image_snap.c (snapshots).
  *
- * Atomic entries: every change an entry makes first pushes an undo record
- * that owns what the change replaced (a broker, a partition, a config
- * value, an unlinked topic).  A failed record rolls the undo log back in
+ * Atomic entries: every change an entry makes leaves an undo record (its
+ * slot reserved before the change, so recording cannot fail) that owns
+ * what the change replaced (a broker, a partition, a config value, an
+ * unlinked topic).  A failed record rolls the undo log back in
  * reverse order, so each undo step sees the image exactly as its change
  * left it; success frees what the undo records own.  Arrays never shrink,
  * so a rollback re-inserts without allocating and cannot fail.  The cost of
