@@ -377,3 +377,169 @@ def fails(res, rc, *needles):
         res.returncode, rc, res.stdout, res.stderr)
     for n in needles:
         assert n in res.stderr, "%r not in stderr: %s" % (n, res.stderr)
+
+
+# ---- cluster mode: three brokers of one metadata quorum ----
+
+def describe_cluster(port, timeout=2.0):
+    """DescribeCluster v0 asked of the broker on port, raw on the wire:
+    (controller_id, {broker_id: (host, port)}, cluster_id).  Raises OSError
+    or ValueError when the broker does not answer."""
+    import struct
+    import kafka_wire as kw
+    body = b"\x00" + kw.uvarint(0)  # no authorized operations; no tags
+    sock = kw.connect("127.0.0.1", port, timeout)
+    try:
+        sock.sendall(kw.request(60, 0, 1, body, flexible=True))
+        resp = kw.recv_frame(sock)
+    finally:
+        sock.close()
+    if resp is None:
+        raise ConnectionError("broker on %d closed the connection" % port)
+    r = kw.Reader(resp)
+    if r.i32() != 1:
+        raise ValueError("correlation id mismatch")
+    r.skip_tags()
+    r.i32()  # throttle
+    err = r.i16()
+    r.compact_string()  # error message
+    cluster_id = r.compact_string()
+    controller = r.i32()
+    brokers = {}
+    for _ in range(r.uvarint() - 1):
+        bid = r.i32()
+        host = r.compact_string()
+        bport = r.i32()
+        r.compact_string()  # rack
+        r.skip_tags()
+        brokers[bid] = (host, bport)
+    if err:
+        raise ValueError("DescribeCluster error %d" % err)
+    del struct
+    return controller, brokers, cluster_id
+
+
+def wait_until(what, pred, timeout):
+    """Polls pred (a callable returning a true value when done; exceptions
+    count as not yet) until timeout; returns its value or fails naming what
+    and the last value or error seen."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            v = pred()
+            if v:
+                return v
+            last = v
+        except (OSError, ValueError) as e:
+            last = e
+        if time.monotonic() > deadline:
+            pytest.fail("%s: not within %.1fs (last: %r)"
+                        % (what, timeout, last))
+        time.sleep(0.1)
+
+
+class Cluster:
+    """Three (n) brokers, each a voter of one metadata quorum, on free
+    ports: node i+1 is nodes[i], its clients' port nodes[i].port, its
+    CONTROLLER listener controller_ports[i].  Fast timings so fencing and
+    failover fit in a test: session 3 s, heartbeat 0.5 s, election 0.5 s."""
+
+    SESSION_MS = 3000
+    HEARTBEAT_MS = 500
+    ELECTION_MS = 500
+
+    def __init__(self, workdir, n=3, sets=None):
+        self.nodes = []
+        self.controller_ports = [free_port() for _ in range(n)]
+        voters = ",".join("%d@127.0.0.1:%d" % (i + 1, p)
+                          for i, p in enumerate(self.controller_ports))
+        for i in range(n):
+            b = Broker(Path(workdir) / ("node-%d" % (i + 1)))
+            b.node_id = i + 1
+            b.sets.update({
+                "node.id": str(i + 1),
+                "process.roles": "broker,controller",
+                "listeners": "PLAINTEXT://127.0.0.1:%d,CONTROLLER://"
+                             "127.0.0.1:%d" % (b.port,
+                                               self.controller_ports[i]),
+                "listener.security.protocol.map":
+                    "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "controller.listener.names": "CONTROLLER",
+                "controller.quorum.voters": voters,
+                "broker.session.timeout.ms": str(self.SESSION_MS),
+                "broker.heartbeat.interval.ms": str(self.HEARTBEAT_MS),
+                "controller.quorum.election.timeout.ms":
+                    str(self.ELECTION_MS),
+            })
+            b.sets.update(sets or {})
+            self.nodes.append(b)
+
+    @property
+    def bootstrap(self):
+        return ",".join(b.bootstrap for b in self.nodes)
+
+    def node(self, node_id):
+        return self.nodes[node_id - 1]
+
+    def start(self):
+        for b in self.nodes:
+            b.start()
+
+    def live(self):
+        return [b for b in self.nodes if b.alive()]
+
+    def describe(self, node_id):
+        return describe_cluster(self.node(node_id).port)
+
+    def wait_registered(self, ids, timeout):
+        """Every live node lists exactly ids (unfenced) and names the same
+        live controller; returns that controller's id."""
+        want = sorted(ids)
+
+        def agreed():
+            seen = set()
+            for b in self.live():
+                ctl, brokers, _ = describe_cluster(b.port)
+                if sorted(brokers) != want or ctl < 0:
+                    return None
+                seen.add(ctl)
+            if len(seen) != 1:
+                return None
+            ctl = seen.pop()
+            return ctl if self.node(ctl).alive() else None
+        return wait_until("brokers %s registered and unfenced everywhere"
+                          % want, agreed, timeout)
+
+    def kill9(self, node_id):
+        """SIGKILL one node; its exit is expected (not reported at
+        teardown)."""
+        b = self.node(node_id)
+        b.kill9()
+        b.proc = None
+
+
+@pytest.fixture
+def cluster_factory(tmp_path):
+    """Make clusters; every broker process is killed by pid at teardown,
+    and a broker that died on its own fails the test."""
+    made = []
+
+    def make(n=3, **sets):
+        c = Cluster(tmp_path / ("c%d" % len(made)), n, sets)
+        made.append(c)
+        c.start()
+        return c
+
+    yield make
+    problems = []
+    for c in made:
+        for b in c.nodes:
+            b._check_alive()
+            if b.unexpected_exit is not None:
+                rc, tail = b.unexpected_exit
+                problems.append("node %d died unexpectedly (exit %s):\n%s"
+                                % (b.node_id, rc, tail))
+            b.kill9()
+    if problems:
+        pytest.fail("\n".join(problems))

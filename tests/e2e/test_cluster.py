@@ -1,0 +1,177 @@
+"""Cluster mode (issue #13, the metadata quorum): three brokers that are
+also the three voters register with the active controller, heartbeat, are
+fenced when they go silent and come back when restarted; the controller
+fails over when its node dies; and configurations the quorum cannot work
+with fail start-up naming the key.
+
+Every process is killed by pid at teardown (cluster_factory); every wait is
+a bounded poll (wait_until).  Topics are not yet placed across brokers, so
+nothing here produces or consumes.
+"""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import (CAIRN_BIN, SANITIZED, SLOW, BUILD_DIR, free_port,
+                      needs_cairn, run, wait_until)
+
+pytestmark = needs_cairn
+
+# Election (0.5 s) plus registration and unfencing, on a busy 2-core
+# machine; sanitizer builds are several times slower.
+REGISTER_S = 20 * SLOW
+
+
+def test_three_register_and_agree(cluster_factory):
+    c = cluster_factory()
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    # Every broker gives the same cluster id and lists the others at their
+    # client listeners (the ones this request came in on).
+    ids = set()
+    for b in c.nodes:
+        got_ctl, brokers, cid = c.describe(b.node_id)
+        assert got_ctl == ctl
+        ids.add(cid)
+        for n in c.nodes:
+            assert brokers[n.node_id] == ("127.0.0.1", n.port), brokers
+    assert len(ids) == 1 and ids.pop()
+
+
+def test_cairnctl_cluster_describe(cluster_factory):
+    c = cluster_factory()
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    cairnctl = str(BUILD_DIR / "cairnctl")
+    # Asked of a node that is not the controller: the quorum still comes
+    # from the controller, which knows every voter's log end offset.
+    other = next(b for b in c.nodes if b.node_id != ctl)
+
+    def described():
+        res = run([cairnctl, "--bootstrap-server", other.bootstrap, "--json",
+                   "cluster", "describe"], timeout=30 * SLOW)
+        if res.returncode != 0:
+            return None
+        d = json.loads(res.stdout)
+        q = d["quorum"]
+        if not q or len(q["voters"]) != 3:
+            return None
+        if any(v["log_end_offset"] < 0 for v in q["voters"]):
+            return None
+        return d
+    d = wait_until("cairnctl cluster describe with 3 voters", described,
+                   REGISTER_S)
+    assert d["controller_id"] == ctl
+    assert sorted(b["id"] for b in d["brokers"]) == [1, 2, 3]
+    assert d["quorum"]["leader_id"] == ctl
+    assert d["quorum"]["high_watermark"] > 0
+    assert sorted(v["id"] for v in d["quorum"]["voters"]) == [1, 2, 3]
+    res = run([cairnctl, "--bootstrap-server", other.bootstrap, "cluster",
+               "describe"], timeout=30 * SLOW)
+    assert res.returncode == 0, res.stderr
+    assert "Controller:  %d" % ctl in res.stdout, res.stdout
+    assert "High watermark:" in res.stdout, res.stdout
+
+
+@pytest.mark.skipif(SANITIZED, reason="client view: release build only")
+def test_confluent_admin_sees_three(cluster_factory):
+    c = cluster_factory()
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    script = (
+        "import sys\n"
+        "from confluent_kafka.admin import AdminClient\n"
+        "a = AdminClient({'bootstrap.servers': sys.argv[1]})\n"
+        "d = a.describe_cluster(request_timeout=10).result(timeout=20)\n"
+        "print(d.controller.id, ' '.join(str(n.id) for n in "
+        "sorted(d.nodes, key=lambda n: n.id)))\n")
+    res = run(["/usr/bin/python3", "-c", script, c.bootstrap], timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == [str(ctl), "1", "2", "3"], res.stdout
+
+
+def test_controller_failover(cluster_factory):
+    c = cluster_factory()
+    old = c.wait_registered([1, 2, 3], REGISTER_S)
+    t0 = time.monotonic()
+    c.kill9(old)
+    survivors = [n for n in (1, 2, 3) if n != old]
+
+    def new_controller():
+        seen = set()
+        for n in survivors:
+            ctl, _, _ = c.describe(n)
+            seen.add(ctl)
+        return seen.pop() if len(seen) == 1 and seen != {old} and \
+            seen != {-1} else None
+    new = wait_until("a new controller after killing %d" % old,
+                     new_controller, 15 * SLOW)
+    print("new controller %d named %.2fs after kill -9 of %d"
+          % (new, time.monotonic() - t0, old))
+    assert new in survivors
+    # The dead node is fenced by the new controller once its session ends.
+    c.wait_registered(survivors,
+                      (c.SESSION_MS / 1000 + 2 * c.ELECTION_MS / 1000 + 10)
+                      * SLOW)
+
+
+def test_broker_fenced_then_back(cluster_factory):
+    c = cluster_factory()
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    victim = next(n for n in (3, 2, 1) if n != ctl)
+    t0 = time.monotonic()
+    c.kill9(victim)
+    rest = [n for n in (1, 2, 3) if n != victim]
+    c.wait_registered(rest, (c.SESSION_MS / 1000 + 10) * SLOW)
+    gone = time.monotonic() - t0
+    print("node %d fenced %.2fs after kill -9 (session %d ms)"
+          % (victim, gone, c.SESSION_MS))
+    # Not before its session ran out (less the heartbeat it may have had
+    # just sent).
+    assert gone >= (c.SESSION_MS - c.HEARTBEAT_MS) / 1000 - 0.5, gone
+    c.node(victim).start()
+    c.wait_registered([1, 2, 3], REGISTER_S)
+
+
+def _start_fails(tmp_path, sets):
+    port = free_port()
+    argv = [str(CAIRN_BIN),
+            "--set", "listeners=PLAINTEXT://127.0.0.1:%d,"
+                     "CONTROLLER://127.0.0.1:%d" % (port, free_port()),
+            "--set", "listener.security.protocol.map="
+                     "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "--set", "controller.listener.names=CONTROLLER",
+            "--set", "http.listener=",
+            "--set", "log.dirs=%s" % (tmp_path / "data")]
+    for k, v in sets.items():
+        argv += ["--set", "%s=%s" % (k, v)]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=str(tmp_path))
+    try:
+        _, err = proc.communicate(timeout=10 * SLOW)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate(timeout=10)
+        pytest.fail("broker started with %s:\n%s" % (sets, err[-2000:]))
+    assert proc.returncode not in (0, None), (proc.returncode, err)
+    return err
+
+
+@pytest.mark.parametrize("sets,key", [
+    ({"node.id": "4", "process.roles": "broker,controller",
+      "controller.quorum.voters": "1@127.0.0.1:1,2@127.0.0.1:2,"
+                                  "3@127.0.0.1:3"},
+     "controller.quorum.voters"),
+    ({"node.id": "1", "process.roles": "controller",
+      "controller.quorum.voters": "1@127.0.0.1:1"},
+     "process.roles"),
+], ids=["voters-without-this-node", "controller-only"])
+def test_config_errors_name_the_key(tmp_path, sets, key):
+    err = _start_fails(tmp_path, sets)
+    assert key in err, err
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__]))
