@@ -134,6 +134,41 @@ def test_broker_fenced_then_back(cluster_factory):
     c.wait_registered([1, 2, 3], REGISTER_S)
 
 
+def test_controller_apis_only_in_cluster_mode(broker):
+    """A single node's listener offers DescribeQuorum (as a Kafka 4 broker
+    listener does) but not the controller's own APIs, and closes the
+    connection for them as Kafka does."""
+    import kafka_wire as kw
+    c = kw.TxnClient(broker.port)
+    try:
+        apis = c.api_versions()
+    finally:
+        c.close()
+    assert apis[55] == (0, 2), apis
+    for key in (62, 63, 67):
+        assert key not in apis, apis
+    sock = kw.connect("127.0.0.1", broker.port)
+    try:
+        # BrokerHeartbeat v0: id, epoch, offset, want_fence, want_shutdown.
+        body = (b"\x00\x00\x00\x01" + b"\x00" * 16 + b"\x00\x00"
+                + kw.uvarint(0))
+        sock.sendall(kw.request(63, 0, 1, body, flexible=True))
+        assert kw.wait_closed(sock, 5), "connection not closed"
+    finally:
+        sock.close()
+
+
+def test_controller_apis_advertised_in_cluster_mode(cluster_factory):
+    import kafka_wire as kw
+    c = cluster_factory()
+    cl = kw.TxnClient(c.nodes[0].port)
+    try:
+        apis = cl.api_versions()
+    finally:
+        cl.close()
+    assert apis[62] == (0, 4) and apis[63] == (0, 1) and apis[67] == (0, 0)
+
+
 def _start_fails(tmp_path, sets):
     port = free_port()
     argv = [str(CAIRN_BIN),
