@@ -481,18 +481,125 @@ static int first_entry(const char *s, char *out, size_t len)
     return 0;
 }
 
+/* True when the comma list `list` holds `word` (case-insensitive). */
+static bool list_has(const char *list, const char *word)
+{
+    size_t wl = strlen(word);
+    for (const char *p = list; p && *p;) {
+        while (*p == ',' || isspace((unsigned char)*p))
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && isspace((unsigned char)t[-1]))
+            t--;
+        if ((size_t)(t - p) == wl && !strncasecmp(p, word, wl))
+            return true;
+        p = e;
+    }
+    return false;
+}
+
+/* Parses controller.quorum.voters ("id@host:port,..."); why says what is
+ * wrong. */
+static int parse_voters(const char *text, struct cn_cfg_voter *out, int max,
+                        int *n, char *why, size_t why_len)
+{
+    *n = 0;
+    for (const char *p = text; p && *p;) {
+        while (*p == ',' || isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            break;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && isspace((unsigned char)t[-1]))
+            t--;
+        char ent[CN_CONFIG_HOST_MAX + 32];
+        if ((size_t)(t - p) >= sizeof ent) {
+            snprintf(why, why_len, "an entry is too long");
+            return CN_EINVAL;
+        }
+        memcpy(ent, p, (size_t)(t - p));
+        ent[t - p] = '\0';
+        p = e;
+        if (*n == max) {
+            snprintf(why, why_len, "more than %d voters", max);
+            return CN_EINVAL;
+        }
+        char *at = strchr(ent, '@');
+        char *colon = strrchr(ent, ':');
+        if (!at || !colon || colon < at) {
+            snprintf(why, why_len, "\"%.200s\" is not id@host:port", ent);
+            return CN_EINVAL;
+        }
+        *at = '\0';
+        *colon = '\0';
+        char *end;
+        errno = 0;
+        long id = strtol(ent, &end, 10);
+        if (!ent[0] || *end || errno || id < 1 || id > INT32_MAX) {
+            snprintf(why, why_len,
+                     "voter id \"%.32s\" is not a number >= 1 (raft ids must "
+                     "be positive)",
+                     ent);
+            return CN_EINVAL;
+        }
+        long port = strtol(colon + 1, &end, 10);
+        if (!colon[1] || *end || port < 1 || port > 65535) {
+            snprintf(why, why_len, "voter %ld: port \"%.16s\" is not 1..65535",
+                     id, colon + 1);
+            return CN_EINVAL;
+        }
+        char *host = at + 1;
+        size_t hl = strlen(host);
+        if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+            host[hl - 1] = '\0';
+            host++;
+        }
+        if (!host[0]) {
+            snprintf(why, why_len, "voter %ld has no host", id);
+            return CN_EINVAL;
+        }
+        for (int i = 0; i < *n; i++)
+            if (out[i].id == (int32_t)id) {
+                snprintf(why, why_len, "voter id %ld appears twice", id);
+                return CN_EINVAL;
+            }
+        out[*n].id = (int32_t)id;
+        snprintf(out[*n].host, sizeof out[*n].host, "%s", host);
+        out[*n].port = (int)port;
+        (*n)++;
+    }
+    return 0;
+}
+
 /* Recomputes every field that depends on more than one key. */
 void cfg_recompute(struct cn_config *cfg)
 {
+    const char *roles = cur(cfg, "process.roles");
+    cfg->cluster_mode = roles && roles[0];
+    cfg->controller_role = cfg->cluster_mode && list_has(roles, "controller");
     cfg->listeners = cur(cfg, "listeners");
     cfg_parse_listener_list(cfg->listeners, false, cfg->listen_host,
                         sizeof cfg->listen_host, &cfg->listen_port, NULL, 0);
     cfg->advertised_listeners = cur(cfg, "advertised.listeners");
-    if (cn_config_resolve_listeners(
+    const char *cnames = cur(cfg, "controller.listener.names");
+    if (cn_config_resolve_listeners_ex(
             cfg->listeners, cur(cfg, "listener.security.protocol.map"),
-            cfg->advertised_listeners, cur(cfg, "controller.listener.names"),
+            cfg->advertised_listeners, cnames, cfg->controller_role,
             cfg->listener, CN_LISTENERS_MAX, &cfg->nlisteners, NULL, 0))
         cfg->nlisteners = 0;
+    cfg->controller_listener = -1;
+    if (cfg->controller_role && cnames)
+        for (int i = 0; i < cfg->nlisteners; i++)
+            if (list_has(cnames, cfg->listener[i].name)) {
+                cfg->controller_listener = i;
+                break;
+            }
     if (!cfg->advertised_listeners)
         cfg->advertised_listeners = cfg->listeners;
     cfg_parse_listener_list(cfg->advertised_listeners, false, cfg->advertised_host,
@@ -515,6 +622,25 @@ void cfg_recompute(struct cn_config *cfg)
         cfg->node_id = (int32_t)cur_int(cfg, "broker.id", 1);
     else
         cfg->node_id = (int32_t)cur_int(cfg, "node.id", 1);
+
+    char why[256];
+    if (parse_voters(cur(cfg, "controller.quorum.voters"), cfg->voters,
+                     CN_VOTERS_MAX, &cfg->nvoters, why, sizeof why))
+        cfg->nvoters = 0;
+    cfg->broker_heartbeat_interval_ms =
+        cur_int(cfg, "broker.heartbeat.interval.ms", 2000);
+    cfg->broker_session_timeout_ms =
+        cur_int(cfg, "broker.session.timeout.ms", 9000);
+    cfg->controller_quorum_election_timeout_ms =
+        cur_int(cfg, "controller.quorum.election.timeout.ms", 1000);
+    const char *mld = cur(cfg, "metadata.log.dir");
+    if (mld && mld[0])
+        snprintf(cfg->metadata_log_dir, sizeof cfg->metadata_log_dir, "%s",
+                 mld);
+    else if (snprintf(cfg->metadata_log_dir, sizeof cfg->metadata_log_dir,
+                      "%s/__cluster_metadata-0", cfg->data_dir) >=
+             (int)sizeof cfg->metadata_log_dir)
+        cfg->metadata_log_dir[0] = '\0';
 
     /* Kafka's precedence: .ms, then .minutes, then .hours. */
     if (cur(cfg, "log.roll.ms"))
@@ -867,9 +993,123 @@ static int check_listeners(const struct cn_config *cfg, char *err,
     return CN_EINVAL;
 }
 
+/* Cluster mode's keys (docs/cluster-plan.md §5); nothing to check on a
+ * single node, whose behaviour must not change. */
+static int check_cluster(const struct cn_config *cfg, char *err,
+                         size_t err_len)
+{
+    const char *roles = cur(cfg, "process.roles");
+    if (!roles || !roles[0])
+        return 0;
+    if (!list_has(roles, "broker")) {
+        cfg_seterr(err, err_len,
+                   "invalid value \"%s\" for process.roles: Cairn runs "
+                   "controllers inside brokers; use broker,controller",
+                   roles);
+        return CN_EINVAL;
+    }
+    if (cfg->node_id < 1) {
+        cfg_seterr(err, err_len,
+                   "invalid value \"%d\" for node.id: must be >= 1 in "
+                   "cluster mode (raft ids are positive)",
+                   cfg->node_id);
+        return CN_EINVAL;
+    }
+    struct cn_cfg_voter v[CN_VOTERS_MAX];
+    int nv;
+    char why[256];
+    const char *vt = cur(cfg, "controller.quorum.voters");
+    if (parse_voters(vt, v, CN_VOTERS_MAX, &nv, why, sizeof why)) {
+        cfg_seterr(err, err_len,
+                   "invalid value \"%s\" for controller.quorum.voters: %s",
+                   vt, why);
+        return CN_EINVAL;
+    }
+    if (nv == 0) {
+        cfg_seterr(err, err_len,
+                   "controller.quorum.voters: must list the voters "
+                   "(id@host:port,...) when process.roles is set");
+        return CN_EINVAL;
+    }
+    const struct cn_cfg_voter *self = NULL;
+    for (int i = 0; i < nv; i++)
+        if (v[i].id == cfg->node_id)
+            self = &v[i];
+    if (cfg->controller_role && !self) {
+        cfg_seterr(err, err_len,
+                   "controller.quorum.voters: does not include this node's "
+                   "id %d (process.roles=%s)",
+                   cfg->node_id, roles);
+        return CN_EINVAL;
+    }
+    if (!cfg->controller_role && self) {
+        cfg_seterr(err, err_len,
+                   "controller.quorum.voters: includes this node's id %d, "
+                   "but process.roles=broker does not vote; use "
+                   "broker,controller",
+                   cfg->node_id);
+        return CN_EINVAL;
+    }
+    if (cfg->broker_session_timeout_ms <= cfg->broker_heartbeat_interval_ms) {
+        cfg_seterr(err, err_len,
+                   "invalid value \"%lld\" for broker.session.timeout.ms: "
+                   "must be greater than broker.heartbeat.interval.ms "
+                   "(%lld)",
+                   (long long)cfg->broker_session_timeout_ms,
+                   (long long)cfg->broker_heartbeat_interval_ms);
+        return CN_EINVAL;
+    }
+    if (!cfg->metadata_log_dir[0]) {
+        cfg_seterr(err, err_len,
+                   "metadata.log.dir: no directory (log.dirs is empty or the "
+                   "path is too long)");
+        return CN_EINVAL;
+    }
+    int brokers = 0;
+    for (int i = 0; i < cfg->nlisteners; i++)
+        if (i != cfg->controller_listener)
+            brokers++;
+    if (brokers == 0) {
+        cfg_seterr(err, err_len,
+                   "invalid listeners \"%s\": a cluster node needs a "
+                   "broker listener besides the controller listener",
+                   cfg->listeners);
+        return CN_EINVAL;
+    }
+    if (!cfg->controller_role)
+        return 0;
+    const char *cn = cur(cfg, "controller.listener.names");
+    if (!cn || !cn[0]) {
+        cfg_seterr(err, err_len,
+                   "controller.listener.names: must name the CONTROLLER "
+                   "listener when process.roles has controller");
+        return CN_EINVAL;
+    }
+    if (cfg->controller_listener < 0) {
+        cfg_seterr(err, err_len,
+                   "invalid value \"%s\" for controller.listener.names: no "
+                   "listener of that name in listeners (%s)",
+                   cn, cfg->listeners);
+        return CN_EINVAL;
+    }
+    const struct cn_listener *cl = &cfg->listener[cfg->controller_listener];
+    if (cl->port != self->port) {
+        cfg_seterr(err, err_len,
+                   "controller.listener.names: listener %s has port %d, but "
+                   "this node's entry in controller.quorum.voters (%d@%s:%d) "
+                   "has port %d",
+                   cl->name, cl->port, self->id, self->host, self->port,
+                   self->port);
+        return CN_EINVAL;
+    }
+    return 0;
+}
+
 int cn_config_check(const struct cn_config *cfg, char *err, size_t err_len)
 {
     if (check_listeners(cfg, err, err_len))
+        return CN_EINVAL;
+    if (check_cluster(cfg, err, err_len))
         return CN_EINVAL;
     /* Kafka's KafkaConfig.validateValues: the retention that wins by
      * precedence must be -1 or at least 1 ms; 0 would delete every

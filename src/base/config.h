@@ -159,9 +159,18 @@ struct cn_listener_key {
     char value[CN_CONFIG_PATH_MAX];
 };
 
+/* One entry of controller.quorum.voters, "id@host:port". */
+#define CN_VOTERS_MAX 16
+struct cn_cfg_voter {
+    int32_t id;
+    char host[CN_CONFIG_HOST_MAX];
+    int port;
+};
+
 struct cn_config {
     /* Listeners.  Every entry of `listeners` is bound except those named
-     * in controller.listener.names (Cairn has no controller).
+     * in controller.listener.names, which are bound only on a node whose
+     * process.roles has controller (cluster mode).
      * listen_host/port are the first PLAINTEXT one, else the first. */
     const char *listeners;          /* text as configured */
     char listen_host[CN_CONFIG_HOST_MAX]; /* "" = all interfaces */
@@ -181,6 +190,19 @@ struct cn_config {
     const char *log_dirs;           /* effective: log.dirs, else log.dir */
     char data_dir[CN_CONFIG_PATH_MAX]; /* first entry of log_dirs */
     int32_t node_id;                /* node.id (broker.id alias) */
+
+    /* Cluster mode (process.roles set); single node when false. */
+    bool cluster_mode;
+    bool controller_role;           /* process.roles has controller */
+    struct cn_cfg_voter voters[CN_VOTERS_MAX]; /* controller.quorum.voters */
+    int nvoters;
+    int controller_listener;        /* index in listener[] of this node's
+                                       CONTROLLER listener, -1 none */
+    int64_t broker_heartbeat_interval_ms;
+    int64_t broker_session_timeout_ms;
+    int64_t controller_quorum_election_timeout_ms;
+    char metadata_log_dir[CN_CONFIG_PATH_MAX]; /* effective: the key, else
+                                       <first log dir>/__cluster_metadata-0 */
 
     /* Topics and log defaults. */
     int32_t num_partitions;
@@ -497,6 +519,14 @@ int cn_config_resolve_listeners(const char *listeners, const char *map,
                                 const char *controller_names,
                                 struct cn_listener *out, int max, int *n,
                                 char *err, size_t err_len);
+/* The same; with bind_controller (a cluster voter) the controller
+ * listeners are bound too (PLAINTEXT when the map does not name them). */
+int cn_config_resolve_listeners_ex(const char *listeners, const char *map,
+                                   const char *advertised,
+                                   const char *controller_names,
+                                   bool bind_controller,
+                                   struct cn_listener *out, int max, int *n,
+                                   char *err, size_t err_len);
 /* The value of an ssl.* key for one listener: listener.name.<name>.<key>
  * if set, else the key's own value (NULL when unset). */
 const char *cn_config_listener_value(const struct cn_config *cfg,

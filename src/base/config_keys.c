@@ -89,8 +89,13 @@ static const struct cn_config_key broker_keys[] = {
       "Create a missing topic when a client asks for it in Metadata"),
     BX("auto.leader.rebalance.enable", CN_CFG_BOOL, "true", 0, 0, NULL,
        "Informational (single node)"),
+    BX("broker.heartbeat.interval.ms", CN_CFG_INT64, "2000", 1, I64_MAX,
+       NULL, "Cluster mode: how often a broker heartbeats the controller"),
     BX("broker.id", CN_CFG_INT32, NULL, 0, I32_MAX, NULL,
        "Alias of node.id; must match node.id when both are set"),
+    BX("broker.session.timeout.ms", CN_CFG_INT64, "9000", 1, I64_MAX, NULL,
+       "Cluster mode: a broker silent this long is fenced; must exceed "
+       "broker.heartbeat.interval.ms"),
     B("cairn.connection.max.inflight.requests", CN_CFG_INT32, "100", 1,
       I32_MAX, NULL, cairn_connection_max_inflight_requests,
       "Cairn: requests one connection may have read and not yet answered "
@@ -153,11 +158,14 @@ static const struct cn_config_key broker_keys[] = {
        "re-authenticate before, or its next request closes the "
        "connection; 0: sessions never expire"),
     BX("controller.listener.names", CN_CFG_STRING, NULL, 0, 0, NULL,
-       "Informational (KRaft; Cairn has no controller listener)"),
+       "Cluster mode: the listener (CONTROLLER) a voter serves the quorum "
+       "and the controller APIs on; its port is this node's voter port"),
     BX("controller.quorum.bootstrap.servers", CN_CFG_LIST, "", 0, 0, NULL,
        "Informational (KRaft)"),
+    BX("controller.quorum.election.timeout.ms", CN_CFG_INT64, "1000", 100,
+       I64_MAX, NULL, "Cluster mode: raft's election timeout"),
     BX("controller.quorum.voters", CN_CFG_LIST, "", 0, 0, NULL,
-       "Informational (KRaft)"),
+       "Cluster mode: the voters, id@host:port,... (ids unique, >= 1)"),
     B("default.replication.factor", CN_CFG_INT32, "1", 1, I32_MAX, NULL,
       default_replication_factor,
       "Replication factor for auto-created topics (only 1 is possible)"),
@@ -283,7 +291,8 @@ static const struct cn_config_key broker_keys[] = {
     B("message.max.bytes", CN_CFG_INT32, "1048588", 0, I32_MAX, NULL,
       message_max_bytes, "Largest record batch accepted; bytes"),
     BX("metadata.log.dir", CN_CFG_STRING, NULL, 0, 0, NULL,
-       "Informational (KRaft)"),
+       "Cluster mode: the metadata quorum's raft directory; default "
+       "<first log.dirs entry>/__cluster_metadata-0"),
     B("min.insync.replicas", CN_CFG_INT32, "1", 1, I32_MAX, NULL,
       min_insync_replicas, "Minimum ISR size for acks=all"),
     BX("node.id", CN_CFG_INT32, "1", 0, I32_MAX, NULL,
@@ -308,7 +317,8 @@ static const struct cn_config_key broker_keys[] = {
       NULL, offsets_topic_replication_factor,
       "Cairn default 1 (Kafka: 3); only 1 is possible"),
     BX("process.roles", CN_CFG_ENUM_LIST, NULL, 0, 0, roles_enums,
-       "Informational (KRaft): broker,controller"),
+       "Unset: a single node.  broker: a cluster member that does not "
+       "vote; broker,controller: a voter of controller.quorum.voters"),
     B("producer.id.expiration.check.interval.ms", CN_CFG_INT32, "600000", 1,
       I32_MAX, NULL, producer_id_expiration_check_interval_ms,
       "How often idle producer ids are expired"),

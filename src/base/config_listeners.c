@@ -316,6 +316,18 @@ int cn_config_resolve_listeners(const char *listeners, const char *map,
                                 struct cn_listener *out, int max, int *n,
                                 char *err, size_t err_len)
 {
+    return cn_config_resolve_listeners_ex(listeners, map, advertised,
+                                          controller_names, false, out, max,
+                                          n, err, err_len);
+}
+
+int cn_config_resolve_listeners_ex(const char *listeners, const char *map,
+                                   const char *advertised,
+                                   const char *controller_names,
+                                   bool bind_controller,
+                                   struct cn_listener *out, int max, int *n,
+                                   char *err, size_t err_len)
+{
     char why[WHY_MAX];
     int rc = CN_EINVAL;
     struct list_ctx *lc = malloc(2 * sizeof *lc);
@@ -337,8 +349,12 @@ int cn_config_resolve_listeners(const char *listeners, const char *map,
         struct cn_listener *l = &lc->l[i];
         /* Not bound, so their protocol does not matter here (Kafka maps
          * an unmapped controller listener to PLAINTEXT). */
-        if (controller_names && in_list(controller_names, l->name))
+        if (controller_names && in_list(controller_names, l->name)) {
+            if (bind_controller &&
+                map_lookup(map, l->name, &l->proto, why, sizeof why))
+                l->proto = CN_SEC_PLAINTEXT;
             continue;
+        }
         if (map_lookup(map, l->name, &l->proto, why, sizeof why)) {
             cfg_seterr(err, err_len,
                        "invalid listener.security.protocol.map \"%s\": %s%s",
@@ -364,7 +380,8 @@ int cn_config_resolve_listeners(const char *listeners, const char *map,
         }
     int k = 0;
     for (int i = 0; i < lc->n; i++) {
-        if (controller_names && in_list(controller_names, lc->l[i].name))
+        if (!bind_controller && controller_names &&
+            in_list(controller_names, lc->l[i].name))
             continue;
         if (k == max) {
             cfg_seterr(err, err_len, "invalid listeners: more than %d", max);

@@ -32,6 +32,7 @@
 #include "node/group_coord.h"
 #include "broker/metrics.h"
 #include "node/hanging.h"
+#include "node/quorum.h"
 #include "node/txn_exec.h"
 #include "proto/gen/api.h"
 #include "proto/kerr.h"
@@ -43,6 +44,8 @@ struct cn_broker_priv {
     struct cn_cleaner *cleaner; /* log cleaner; NULL when off */
     uv_timer_t trim_timer;      /* gives malloc's idle memory back */
     size_t free_after_trim;     /* heap bytes free after the last trim */
+    bool fatal;                 /* stopping because the quorum cannot go
+                                   on: exit non-zero */
 };
 
 /* Free heap memory kept for reuse before the rest goes back to the OS. */
@@ -66,7 +69,12 @@ static int mkdirs(const char *path)
     return 0;
 }
 
-/* Reads or writes <data>/meta.properties: cluster.id and node.id. */
+static int meta_properties_write(struct cn_broker *b, char *err,
+                                 size_t err_len);
+
+/* Reads or writes <data>/meta.properties: cluster.id and node.id.  In
+ * cluster mode a new directory takes the quorum's cluster id when its
+ * ClusterId record is applied (on_quorum_applied), never a new one. */
 static int meta_properties(struct cn_broker *b, char *err, size_t err_len)
 {
     char path[4200];
@@ -93,6 +101,8 @@ static int meta_properties(struct cn_broker *b, char *err, size_t err_len)
         if (b->cluster_id[0])
             return 0;
     }
+    if (b->cfg->cluster_mode)
+        return 0;
     /* A new directory gets a random cluster id: 16 bytes, base64url
      * without padding (22 characters), the form Kafka uses. */
     static const char b64[] =
@@ -114,6 +124,15 @@ static int meta_properties(struct cn_broker *b, char *err, size_t err_len)
     if (bits)
         b->cluster_id[n++] = b64[(acc << (6 - bits)) & 63];
     b->cluster_id[n] = '\0';
+    return meta_properties_write(b, err, err_len);
+}
+
+static int meta_properties_write(struct cn_broker *b, char *err,
+                                 size_t err_len)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/meta.properties", b->data_dir);
+    FILE *f;
     char tmp[4300];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     f = fopen(tmp, "w");
@@ -223,6 +242,113 @@ static void on_signal(uv_signal_t *s, int signum)
     struct cn_broker *b = s->data;
     CN_INFO("received signal %d: shutting down", signum);
     cn_broker_stop(b);
+}
+
+/* ---- cluster mode: the metadata quorum ---- */
+
+static void quorum_closed_flag(void *arg)
+{
+    *(bool *)arg = true;
+}
+
+/* A new data directory learns its cluster id from the quorum: written
+ * into meta.properties once, when the ClusterId record is applied. */
+static void quorum_learn_cluster_id(struct cn_broker *b)
+{
+    if (b->cluster_id[0] || !b->quorum)
+        return;
+    const char *cid = cn_image_cluster_id(cn_quorum_image(b->quorum));
+    if (!cid[0] || strlen(cid) >= sizeof b->cluster_id)
+        return;
+    memcpy(b->cluster_id, cid, strlen(cid) + 1);
+    char err[512];
+    if (meta_properties_write(b, err, sizeof err) != 0) {
+        /* Kept in memory: the next start learns it again. */
+        CN_ERROR("%s", err);
+        return;
+    }
+    CN_INFO("joined cluster %s: written to %s/meta.properties", cid,
+            b->data_dir);
+}
+
+static void on_quorum_applied(void *ctx, int64_t offset)
+{
+    (void)offset;
+    quorum_learn_cluster_id(ctx);
+}
+
+static void on_quorum_fatal(void *ctx, const char *why)
+{
+    struct cn_broker *b = ctx;
+    struct cn_broker_priv *bp = (struct cn_broker_priv *)b;
+    if (!strncmp(why, "belongs to cluster", 18))
+        CN_ERROR("log.dirs: %s %s; stopping", b->data_dir, why);
+    else
+        CN_ERROR("metadata quorum: %s; stopping", why);
+    bp->fatal = true;
+    cn_broker_stop(b);
+}
+
+static int quorum_start(struct cn_broker *b, char *err, size_t err_len)
+{
+    const struct cn_config *cfg = b->cfg;
+    struct cn_quorum_voter voters[CN_VOTERS_MAX];
+    const struct cn_quorum_voter *self = NULL;
+    for (int i = 0; i < cfg->nvoters; i++) {
+        voters[i].id = cfg->voters[i].id;
+        snprintf(voters[i].host, sizeof voters[i].host, "%s",
+                 cfg->voters[i].host);
+        voters[i].port = cfg->voters[i].port;
+        if (voters[i].id == b->node_id)
+            self = &voters[i];
+    }
+    uint64_t seed = 0;
+    cn_rand_bytes((uint8_t *)&seed, sizeof seed);
+    struct cn_quorum_config qc = {
+        .node_id = b->node_id,
+        .voter = cfg->controller_role,
+        .voters = voters,
+        .nvoters = (size_t)cfg->nvoters,
+        /* A standby is reached on its first broker listener. */
+        .self_host = self ? self->host : b->adv_hosts[0],
+        .self_port = self ? self->port : b->adv_ports[0],
+        .dir = cfg->metadata_log_dir,
+        .cluster_id = b->cluster_id,
+        .election_timeout_ms = cfg->controller_quorum_election_timeout_ms,
+        .heartbeat_timeout_ms = cfg->controller_quorum_election_timeout_ms / 10,
+        .ctl =
+            {
+                .cluster_id = b->cluster_id,
+                .metadata_version = 21,
+                .transaction_version =
+                    (int16_t)cfg->cairn_transaction_version,
+                .session_timeout_ms = cfg->broker_session_timeout_ms,
+                .default_partitions = cfg->num_partitions,
+                .default_rf = (int16_t)cfg->default_replication_factor,
+                .pid_block = 1000,
+                .seed = seed,
+            },
+    };
+    struct cn_quorum_hooks hooks = {
+        .applied = on_quorum_applied,
+        .fatal = on_quorum_fatal,
+        .ctx = b,
+    };
+    struct cn_quorum *q = NULL;
+    int rc = cn_quorum_start(b->loop, &qc, &hooks, &q, err, err_len);
+    if (rc) {
+        if (q) {
+            bool closed = false;
+            cn_quorum_stop(q, quorum_closed_flag, &closed);
+            while (!closed)
+                uv_run(b->loop, UV_RUN_ONCE);
+            cn_quorum_free(q);
+        }
+        return rc;
+    }
+    b->quorum = q;
+    quorum_learn_cluster_id(b);
+    return 0;
 }
 
 int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
@@ -360,6 +486,11 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     /* The first listener's, for what has no request to go by. */
     snprintf(b->adv_host, sizeof b->adv_host, "%s", b->adv_hosts[0]);
     b->adv_port = b->adv_ports[0];
+    /* Raft's peers reach it on the listeners, so they come first. */
+    if (cfg->cluster_mode && quorum_start(b, err, err_len) != 0) {
+        cn_broker_unlisten(b);
+        goto out_topics;
+    }
     cn_metrics_start_http(b);
 
     uv_timer_init(loop, &b->retention_timer);
@@ -461,6 +592,10 @@ void cn_broker_stop(struct cn_broker *b)
     ((struct cn_broker_priv *)b)->cleaner = NULL;
     cn_txn_exec_stop(b);
     cn_group_coord_stop(b);
+    /* Before the loop ends: raft's handles and its disk work must close;
+     * cn_broker_free frees it once uv_run has returned. */
+    if (b->quorum)
+        cn_quorum_stop(b->quorum, NULL, NULL);
     cn_broker_unlisten(b);
     uv_timer_stop(&b->retention_timer);
     uv_timer_stop(&b->flush_timer);
@@ -491,9 +626,16 @@ void cn_broker_free(struct cn_broker *b)
     cn_authz_close(b);
     cn_metrics_free(b);
     cn_broker_listeners_free(b);
+    if (b->quorum)
+        cn_quorum_free(b->quorum);
+    b->quorum = NULL;
     if (bp->lock_fd >= 0)
         close(bp->lock_fd);
+    bool fatal = bp->fatal;
     cn_config_fini(b->cfg);
     free(b->cfg);
     free(bp);
+    /* main() knows only a clean stop; the quorum's reason was logged. */
+    if (fatal)
+        exit(2);
 }

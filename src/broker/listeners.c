@@ -2,12 +2,14 @@
  * listeners.c - one server per entry of `listeners`, TLS contexts for the
  * SSL ones, and the advertised address per listener.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/say.h"
 #include "broker/wiring.h"
 #include "node/broker_int.h"
+#include "node/quorum.h"
 #include "sec/tls.h"
 
 /* ssl.principal.mapping.rules over the certificate's subject. */
@@ -54,6 +56,35 @@ static int tls_context(struct cn_broker *b, const struct cn_listener *l,
     return 0;
 }
 
+/* Raft's connections share a Kafka port (docs/cluster-plan.md §0.4). */
+static bool raft_first_bytes(const uint8_t *bytes, size_t n, void *opaque)
+{
+    (void)opaque;
+    return cn_quorum_is_handshake(bytes, n);
+}
+
+static int raft_take(uv_stream_t *s, const uint8_t *bytes, size_t n,
+                     void *opaque)
+{
+    struct cn_broker *b = opaque;
+    /* Before the quorum starts, or after it stopped: the peer retries. */
+    if (!b->quorum || b->stopping)
+        return -ENOTCONN;
+    return cn_quorum_accept(b->quorum, s, bytes, n);
+}
+
+/* The listener raft's peers reach this node on: a voter's CONTROLLER
+ * listener, a standby's first broker listener; -1 on a single node. */
+static int raft_listener(const struct cn_broker *b)
+{
+    const struct cn_config *cfg = b->cfg;
+    if (!cfg->cluster_mode)
+        return -1;
+    if (cfg->controller_role)
+        return cfg->controller_listener;
+    return 0;
+}
+
 int cn_broker_listen(struct cn_broker *b, const struct cn_server_config *tmpl,
                      char *err, size_t err_len)
 {
@@ -82,6 +113,18 @@ int cn_broker_listen(struct cn_broker *b, const struct cn_server_config *tmpl,
          * gate is in dispatch); SASL_SSL's principal is the SASL one. */
         sc.sasl = l->proto == CN_SEC_SASL_PLAINTEXT ||
                   l->proto == CN_SEC_SASL_SSL;
+        if (i == raft_listener(b)) {
+            if (l->proto != CN_SEC_PLAINTEXT) {
+                snprintf(err, err_len,
+                         "listeners: %s carries the metadata quorum's raft "
+                         "traffic and must be PLAINTEXT (TLS for it is not "
+                         "supported yet)",
+                         l->name);
+                goto fail;
+            }
+            sc.first_bytes = raft_first_bytes;
+            sc.take_conn = raft_take;
+        }
         if (l->proto == CN_SEC_SSL || l->proto == CN_SEC_SASL_SSL) {
             if (tls_context(b, l, &b->tls_ctx[i], err, err_len))
                 goto fail;

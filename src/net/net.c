@@ -28,11 +28,14 @@
 #include "net.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -135,6 +138,10 @@ struct cn_conn {
     int64_t session_expiry_ms;   /* monotonic; 0: none */
     void *auth_state;            /* the broker's SASL exchange, or NULL */
     void (*auth_free)(void *);   /* frees auth_state */
+    bool sniffing;               /* reading the first bytes for
+                                    cfg.first_bytes */
+    uint8_t sniff[8];
+    size_t sniff_have;
 };
 
 /* One uv_write: a plaintext response (bufs built on the fly), or TLS
@@ -883,6 +890,14 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     struct cn_conn *c = h->data;
+    /* Exactly the first bytes: what follows may belong to another
+     * protocol's reader. */
+    if (c->sniffing) {
+        c->direct = false;
+        *buf = uv_buf_init((char *)c->sniff + c->sniff_have,
+                           (unsigned)(sizeof c->sniff - c->sniff_have));
+        return;
+    }
     if (!c->ssl && c->frame &&
         c->frame_len - c->frame_have >= DIRECT_READ_MIN) {
         c->direct = true;
@@ -1130,6 +1145,46 @@ static void tls_pump(struct cn_conn *c)
     tls_flush_out(c);
 }
 
+static void taken_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* Gives the connection's socket to cfg.take_conn: a duplicate descriptor
+ * in a handle of its own, because the connection's handle lives inside
+ * struct cn_conn and closes with it. */
+static void conn_hand_over(struct cn_conn *c)
+{
+    struct cn_server *srv = c->srv;
+    uint8_t first[sizeof c->sniff];
+    memcpy(first, c->sniff, sizeof first);
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = false;
+    uv_os_fd_t fd;
+    int nfd = -1;
+    if (uv_fileno((const uv_handle_t *)&c->tcp, &fd) == 0)
+        nfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    conn_close(c);
+    if (nfd < 0) {
+        CN_WARN("cannot hand over a connection: %s", strerror(errno));
+        return;
+    }
+    uv_tcp_t *t = malloc(sizeof *t);
+    if (!t) {
+        close(nfd);
+        return;
+    }
+    uv_tcp_init(srv->loop, t);
+    if (uv_tcp_open(t, nfd) != 0) {
+        close(nfd);
+        uv_close((uv_handle_t *)t, taken_closed);
+        return;
+    }
+    if (srv->cfg.take_conn(
+            (uv_stream_t *)t, first, sizeof first, srv->opaque) != 0)
+        uv_close((uv_handle_t *)t, taken_closed);
+}
+
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct cn_conn *c = s->data;
@@ -1143,6 +1198,20 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0 || c->close_pending)
         return;
     c->last_active_ms = cn_clock_mono_ms();
+    if (c->sniffing) {
+        c->sniff_have += (size_t)nread;
+        if (c->sniff_have < sizeof c->sniff)
+            return;
+        c->sniffing = false;
+        if (c->srv->cfg.first_bytes(c->sniff, sizeof c->sniff,
+                                    c->srv->opaque)) {
+            conn_hand_over(c);
+            return;
+        }
+        memcpy(c->rbuf, c->sniff, sizeof c->sniff);
+        consume(c, c->rbuf, sizeof c->sniff);
+        return;
+    }
     if (c->ssl) {
         if (BIO_write(c->rbio, c->rbuf, (int)nread) != (int)nread) {
             conn_close(c);
@@ -1283,6 +1352,7 @@ static void on_connection(uv_stream_t *ls, int status)
         srv->conns->prev = c;
     srv->conns = c;
     srv->conn_count++;
+    c->sniffing = srv->cfg.first_bytes && srv->cfg.take_conn && !c->ssl;
     c->reading = true;
     uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
 }

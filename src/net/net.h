@@ -132,6 +132,18 @@ struct cn_server_config {
                                  until then frames are limited to
                                  SASL_MAX_RECEIVE_BYTES; the broker gates
                                  the APIs */
+    /* NULL: every connection speaks Kafka.  Else (plaintext servers
+     * only) a new connection's first 8 bytes are offered to first_bytes
+     * before they are read as a frame; when it returns true the
+     * connection stops being the net layer's (no longer counted, never
+     * read again) and take_conn gets a new heap (malloc) uv_tcp_t on the
+     * same socket, not reading, with the 8 bytes.  take_conn returning
+     * 0 means it owns the handle (closes it and frees it with free());
+     * nonzero: the net layer closes it.  Another protocol (the metadata
+     * quorum's raft) can so share a Kafka port. */
+    bool (*first_bytes)(const uint8_t *bytes, size_t n, void *opaque);
+    int (*take_conn)(uv_stream_t *stream, const uint8_t *bytes, size_t n,
+                     void *opaque);
 };
 
 /* Kafka's sasl.server.max.receive.size default: the largest frame an

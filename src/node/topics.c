@@ -682,6 +682,10 @@ static void remove_orphans(struct cn_broker *b)
         const char *dash = strrchr(e->d_name, '-');
         if (e->d_name[0] == '.' || !dash || dash == e->d_name || !dash[1])
             continue;
+        /* The metadata quorum's raft directory (metadata.log.dir's
+         * default) looks like a partition of a topic that never exists. */
+        if (!strncmp(e->d_name, "__cluster_metadata-", 19))
+            continue;
         char *end;
         long idx = strtol(dash + 1, &end, 10);
         if (*end || idx < 0)
