@@ -27,13 +27,13 @@ struct fixture {
     struct cn_server *srv;
     struct cn_req *held[MAX_HELD]; /* requests not yet finished */
     int nheld;
-    int handled;            /* requests the handler was given */
-    int from[MAX_HELD];     /* client port of each, in order */
-    size_t answer_bytes;    /* >0: answer at once with this many bytes */
-    bool park;              /* cn_req_park every held request */
-    int abandoned;          /* abandon_cb calls */
-    bool set_raw;           /* turn bare SASL tokens on at each request */
-    int raw_seen;           /* requests read as bare tokens */
+    int handled;         /* requests the handler was given */
+    int from[MAX_HELD];  /* client port of each, in order */
+    size_t answer_bytes; /* >0: answer at once with this many bytes */
+    bool park;           /* cn_req_park every held request */
+    int abandoned;       /* abandon_cb calls */
+    bool set_raw;        /* turn bare SASL tokens on at each request */
+    int raw_seen;        /* requests read as bare tokens */
 };
 
 static void on_request(struct cn_req *req, void *opaque)
@@ -127,8 +127,8 @@ static int client_connect(struct fixture *f, int rcvbuf, int *port)
     if (rcvbuf > 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)cn_server_port(
-                                f->srv))};
+                            .sin_port = htons(
+                                (uint16_t)cn_server_port(f->srv))};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     CHECK_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     struct sockaddr_in me;
@@ -160,8 +160,8 @@ static void send_frames(int fd, uint32_t first, int n)
  * checks they come back in sequence order. */
 struct reader {
     uint8_t hdr[8];
-    size_t have;    /* bytes of the current response's size + seq */
-    size_t left;    /* body bytes of it still to skip */
+    size_t have; /* bytes of the current response's size + seq */
+    size_t left; /* body bytes of it still to skip */
     int count;
     uint32_t next_seq;
     bool in_order;
@@ -247,8 +247,8 @@ UNIT_TEST(unread_responses_mute_the_connection)
 {
     static struct fixture f;
     size_t limit = 2u << 20;
-    fixture_start(&f, (struct cn_server_config){
-                          .max_inflight = 1000, .max_conn_bytes = limit});
+    fixture_start(&f, (struct cn_server_config){.max_inflight = 1000,
+                                                .max_conn_bytes = limit});
     f.answer_bytes = 1u << 20;
     int port;
     int fd = client_connect(&f, 32 << 10, &port);
@@ -587,12 +587,128 @@ UNIT_TEST(idle_close_follows_the_fake_clock)
     cn_clock_real();
 }
 
+/* ---- first bytes: another protocol on a Kafka port ---- */
+
+/* What the hook took: the stream and the bytes read after the hand-over. */
+struct taken {
+    uv_stream_t *stream;
+    uint8_t first[8];
+    size_t nfirst;
+    char rest[64];
+    size_t nrest;
+    bool eof;
+    uv_write_t wr;
+};
+static struct taken taken;
+
+static bool magic_first(const uint8_t *bytes, size_t n, void *opaque)
+{
+    (void)opaque;
+    return n >= 8 && memcmp(bytes, "CNRAFT01", 8) == 0;
+}
+
+static void taken_alloc(uv_handle_t *h, size_t sz, uv_buf_t *buf)
+{
+    (void)h;
+    (void)sz;
+    *buf = uv_buf_init(taken.rest + taken.nrest,
+                       (unsigned)(sizeof taken.rest - taken.nrest));
+}
+
+static void taken_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    if (nread < 0) {
+        taken.eof = true;
+        uv_read_stop(s);
+        return;
+    }
+    taken.nrest += (size_t)nread;
+}
+
+static int take_it(uv_stream_t *stream, const uint8_t *bytes, size_t n,
+                   void *opaque)
+{
+    (void)opaque;
+    taken.stream = stream;
+    memcpy(taken.first, bytes, n < 8 ? n : 8);
+    taken.nfirst = n;
+    return uv_read_start(stream, taken_alloc, taken_read);
+}
+
+static void taken_free(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void taken_written(uv_write_t *w, int status)
+{
+    (void)w;
+    (void)status;
+}
+
+/* A connection whose first 8 bytes the hook takes leaves the net layer
+ * (uncounted, never framed) and its socket goes on under the taker, with
+ * no byte after the 8 consumed; a Kafka connection on the same server is
+ * framed as before. */
+UNIT_TEST(first_bytes_hand_over)
+{
+    static struct fixture f;
+    memset(&taken, 0, sizeof taken);
+    fixture_start(&f, (struct cn_server_config){.first_bytes = magic_first,
+                                                .take_conn = take_it});
+    int port;
+    int fd = client_connect(&f, 0, &port);
+    CHECK_EQ(send(fd, "CNRAFT01", 8, 0), 8);
+    CHECK_EQ(send(fd, "hello", 5, 0), 5);
+    for (int i = 0; i < 5000 && taken.nrest < 5; i++)
+        turns(&f, 1);
+    CHECK(taken.stream != NULL);
+    CHECK_EQ(taken.nfirst, 8);
+    CHECK(!memcmp(taken.first, "CNRAFT01", 8));
+    CHECK_EQ(taken.nrest, 5);
+    CHECK(!memcmp(taken.rest, "hello", 5));
+    CHECK_EQ(cn_server_conn_count(f.srv), 0);
+    CHECK_EQ(f.handled, 0);
+    /* The taker writes on it; the client reads it. */
+    if (taken.stream) {
+        uv_buf_t b = uv_buf_init("pong", 4);
+        CHECK_EQ(uv_write(&taken.wr, taken.stream, &b, 1, taken_written), 0);
+    }
+    char in[8];
+    ssize_t got = -1;
+    for (int i = 0; i < 5000 && got <= 0; i++) {
+        turns(&f, 1);
+        got = recv(fd, in, sizeof in, 0);
+    }
+    CHECK_EQ(got, 4);
+    CHECK(got == 4 && !memcmp(in, "pong", 4));
+
+    /* Kafka beside it: a frame of 8 bytes (size 8, then 8 bytes). */
+    int kport;
+    int kfd = client_connect(&f, 0, &kport);
+    send_frames(kfd, 0, 1);
+    for (int i = 0; i < 5000 && f.handled < 1; i++)
+        turns(&f, 1);
+    CHECK_EQ(f.handled, 1);
+    CHECK_EQ(cn_server_conn_count(f.srv), 1);
+
+    close(fd);
+    for (int i = 0; i < 5000 && !taken.eof; i++)
+        turns(&f, 1);
+    CHECK(taken.eof);
+    if (taken.stream)
+        uv_close((uv_handle_t *)taken.stream, taken_free);
+    close(kfd);
+    fixture_stop(&f);
+}
+
 UNIT_MAIN(inflight_limit_counts_until_written,
           unread_responses_mute_the_connection,
           one_answer_larger_than_the_limit_still_goes,
           budget_is_shared_in_turn, budget_shared_by_servers,
-          request_bytes_budget,
-          parked_requests_leave_the_budget,
+          request_bytes_budget, parked_requests_leave_the_budget,
           closed_connection_abandons_waits, muted_connection_closed_by_peer,
           stop_with_pending_writes, close_after_response_sends_then_closes,
-          raw_tokens_take_small_frames, idle_close_follows_the_fake_clock)
+          raw_tokens_take_small_frames, idle_close_follows_the_fake_clock,
+          first_bytes_hand_over)
