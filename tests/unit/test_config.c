@@ -1159,6 +1159,121 @@ UNIT_TEST(dynamic_serialize_round_trip)
     cn_config_fini(&b);
 }
 
+/* Runs cn_config_from_args on "cairn --set a --set b ..." (NULL-ended);
+ * returns its result, the config left in *cfg (fini by the caller). */
+static int cluster_args(struct cn_config *cfg, const char *const *sets)
+{
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = "cairn";
+    for (int i = 0; sets[i] && argc < 62; i++) {
+        argv[argc++] = "--set";
+        argv[argc++] = (char *)sets[i];
+    }
+    CHECK_EQ(cn_config_init(cfg), 0);
+    return cn_config_from_args(cfg, argc, argv, err, sizeof err);
+}
+
+#define VOTERS3 "controller.quorum.voters=1@127.0.0.1:19091,2@127.0.0.1:19092,3@h3:19093"
+
+UNIT_TEST(cluster_mode_keys)
+{
+    struct cn_config cfg;
+    /* Unset: a single node, nothing of the cluster checked or bound. */
+    CHECK_EQ(cluster_args(&cfg, (const char *const[]){NULL}), 0);
+    CHECK(!cfg.cluster_mode);
+    CHECK(!cfg.controller_role);
+    CHECK_EQ(cfg.controller_listener, -1);
+    CHECK_EQ(cfg.broker_heartbeat_interval_ms, 2000);
+    CHECK_EQ(cfg.broker_session_timeout_ms, 9000);
+    CHECK_EQ(cfg.controller_quorum_election_timeout_ms, 1000);
+    cn_config_fini(&cfg);
+
+    /* A voter: its CONTROLLER listener is bound, on its voter port. */
+    CHECK_EQ(cluster_args(&cfg,
+                          (const char *const[]){
+                              "node.id=2", "process.roles=broker,controller",
+                              "listeners=PLAINTEXT://127.0.0.1:9092,"
+                              "CONTROLLER://127.0.0.1:19092",
+                              "controller.listener.names=CONTROLLER",
+                              VOTERS3, "log.dirs=/tmp/x", NULL}),
+             0);
+    CHECK(cfg.cluster_mode && cfg.controller_role);
+    CHECK_EQ(cfg.nlisteners, 2);
+    CHECK_EQ(cfg.controller_listener, 1);
+    CHECK_EQ(cfg.listener[1].proto, CN_SEC_PLAINTEXT);
+    CHECK_EQ(cfg.nvoters, 3);
+    CHECK_EQ(cfg.voters[2].id, 3);
+    CHECK(!strcmp(cfg.voters[2].host, "h3"));
+    CHECK_EQ(cfg.voters[2].port, 19093);
+    CHECK(!strcmp(cfg.metadata_log_dir, "/tmp/x/__cluster_metadata-0"));
+    cn_config_fini(&cfg);
+
+    /* A standby (broker only) binds no controller listener. */
+    CHECK_EQ(cluster_args(&cfg,
+                          (const char *const[]){
+                              "node.id=4", "process.roles=broker",
+                              "listeners=PLAINTEXT://127.0.0.1:9094,"
+                              "CONTROLLER://127.0.0.1:19094",
+                              "controller.listener.names=CONTROLLER",
+                              VOTERS3, "metadata.log.dir=/tmp/m", NULL}),
+             0);
+    CHECK(cfg.cluster_mode && !cfg.controller_role);
+    CHECK_EQ(cfg.nlisteners, 1);
+    CHECK(!strcmp(cfg.metadata_log_dir, "/tmp/m"));
+    cn_config_fini(&cfg);
+
+    /* Each bad value names its key and why. */
+    static const struct {
+        const char *sets[8];
+        const char *key, *why;
+    } bad[] = {
+        {{"process.roles=controller", VOTERS3, NULL},
+         "process.roles",
+         "Cairn runs controllers inside brokers; use broker,controller"},
+        {{"process.roles=broker,controller", "node.id=4", VOTERS3, NULL},
+         "controller.quorum.voters",
+         "does not include this node's id 4"},
+        {{"process.roles=broker", "node.id=1", VOTERS3, NULL},
+         "controller.quorum.voters", "includes this node's id 1"},
+        {{"process.roles=broker", "node.id=4", NULL},
+         "controller.quorum.voters", "must list the voters"},
+        {{"process.roles=broker", "node.id=4",
+          "controller.quorum.voters=1@h:1,1@h:2", NULL},
+         "controller.quorum.voters", "appears twice"},
+        {{"process.roles=broker", "node.id=4",
+          "controller.quorum.voters=0@h:1", NULL},
+         "controller.quorum.voters", ">= 1"},
+        {{"process.roles=broker", "node.id=4",
+          "controller.quorum.voters=1@h", NULL},
+         "controller.quorum.voters", "id@host:port"},
+        {{"process.roles=broker", "node.id=0", VOTERS3, NULL},
+         "node.id", ">= 1"},
+        {{"process.roles=broker", "node.id=4", VOTERS3,
+          "broker.session.timeout.ms=2000", NULL},
+         "broker.session.timeout.ms", "broker.heartbeat.interval.ms"},
+        {{"controller.quorum.election.timeout.ms=99", NULL},
+         "controller.quorum.election.timeout.ms", "100"},
+        {{"process.roles=broker,controller", "node.id=1", VOTERS3,
+          "listeners=PLAINTEXT://127.0.0.1:9092", NULL},
+         "controller.listener.names", "CONTROLLER"},
+        {{"process.roles=broker,controller", "node.id=1", VOTERS3,
+          "listeners=PLAINTEXT://127.0.0.1:9092",
+          "controller.listener.names=CONTROLLER", NULL},
+         "controller.listener.names", "no listener of that name"},
+        {{"process.roles=broker,controller", "node.id=1", VOTERS3,
+          "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://:19999",
+          "controller.listener.names=CONTROLLER", NULL},
+         "controller.listener.names", "port 19091"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        CHECK_EQ(cluster_args(&cfg, bad[i].sets), CN_EINVAL);
+        CHECK(err_has(bad[i].key, bad[i].why));
+        cn_config_fini(&cfg);
+    }
+}
+
 UNIT_MAIN(defaults_match_kafka, table_defaults_all_parse, file_parsing,
           file_error_names_file_and_line, load_file_and_missing_file,
           set_overrides_file, unknown_key_named, bad_ints, enum_values,
@@ -1169,4 +1284,4 @@ UNIT_MAIN(defaults_match_kafka, table_defaults_all_parse, file_parsing,
           topic_validation, topic_serialize_round_trip, properties_escapes,
           help_lists_keys, unworkable_values_refused,
           dynamic_layers_and_synonyms, dynamic_refusals,
-          dynamic_serialize_round_trip)
+          dynamic_serialize_round_trip, cluster_mode_keys)
