@@ -107,7 +107,10 @@ void cn_quorum_free(struct cn_quorum *q);
  * A connection a listener accepted whose first bytes are the raft magic:
  * read (n bytes of it already read, at bytes) and the stream (reading
  * stopped) now belong to the quorum.  Returns 0, or an error after which
- * the caller still owns and closes the stream.
+ * the caller still owns and closes the stream.  The stream must be a
+ * uv_tcp_t of its own from malloc (raft frees the handles it is given with
+ * raft_free, which is free), and at most the 24-byte fixed part of the
+ * handshake may have been read (net.c reads exactly 8).
  */
 int cn_quorum_accept(struct cn_quorum *q, uv_stream_t *stream,
                      const uint8_t *bytes, size_t n);
@@ -128,7 +131,9 @@ bool cn_quorum_leads(const struct cn_quorum *q);
 /*
  * Hands a controller request (ev->kind CN_CTE_REGISTER .. ALLOC_PIDS) to
  * this node's controller; ev->token is set by the quorum.  w->done runs
- * with the answer, never inside this call.
+ * with the answer, never inside this call (except after cn_quorum_stop,
+ * when it runs at once with NOT_CONTROLLER).  cn_quorum_stop answers
+ * every request still waiting with NOT_CONTROLLER.
  */
 void cn_quorum_submit(struct cn_quorum *q, const struct cn_ctl_event *ev,
                       struct cn_quorum_waiter *w);
