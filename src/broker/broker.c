@@ -246,11 +246,6 @@ static void on_signal(uv_signal_t *s, int signum)
 
 /* ---- cluster mode: the metadata quorum ---- */
 
-static void quorum_closed_flag(void *arg)
-{
-    *(bool *)arg = true;
-}
-
 /* A new data directory learns its cluster id from the quorum: written
  * into meta.properties once, when the ClusterId record is applied. */
 static void quorum_learn_cluster_id(struct cn_broker *b)
@@ -336,16 +331,8 @@ static int quorum_start(struct cn_broker *b, char *err, size_t err_len)
     };
     struct cn_quorum *q = NULL;
     int rc = cn_quorum_start(b->loop, &qc, &hooks, &q, err, err_len);
-    if (rc) {
-        if (q) {
-            bool closed = false;
-            cn_quorum_stop(q, quorum_closed_flag, &closed);
-            while (!closed)
-                uv_run(b->loop, UV_RUN_ONCE);
-            cn_quorum_free(q);
-        }
+    if (rc)
         return rc;
-    }
     b->quorum = q;
     quorum_learn_cluster_id(b);
     return 0;

@@ -765,6 +765,22 @@ static void q_free_all(struct cn_quorum *q)
     free(q);
 }
 
+static void fail_closed(void *arg)
+{
+    *(bool *)arg = true;
+}
+
+/* A start that failed after its handles exist: close them on the loop
+ * (cn_quorum_start runs before the loop does, as broker.c calls it). */
+static void fail_close(struct cn_quorum *q)
+{
+    bool closed = false;
+    cn_quorum_stop(q, fail_closed, &closed);
+    while (!closed)
+        uv_run(q->loop, UV_RUN_ONCE);
+    q_free_all(q);
+}
+
 int cn_quorum_start(uv_loop_t *loop, const struct cn_quorum_config *cfg,
                     const struct cn_quorum_hooks *hooks,
                     struct cn_quorum **out, char *err, size_t err_len)
@@ -886,9 +902,8 @@ int cn_quorum_start(uv_loop_t *loop, const struct cn_quorum_config *cfg,
         if (rc != 0) {
             snprintf(err, err_len, "metadata.log.dir: %s: bootstrap: %s",
                      q->dir, raft_errmsg(&q->raft));
-            *out = q;
             q->raft_inited = true;
-            /* The handles exist: stop closes them, the caller frees. */
+            fail_close(q);
             return -EIO;
         }
     }
@@ -897,7 +912,7 @@ int cn_quorum_start(uv_loop_t *loop, const struct cn_quorum_config *cfg,
     if (rc != 0) {
         snprintf(err, err_len, "metadata.log.dir: %s: %s", q->dir,
                  raft_errmsg(&q->raft));
-        *out = q;
+        fail_close(q);
         return -EIO;
     }
     q->raft_started = true;
