@@ -32,6 +32,7 @@
 #include "node/group_coord.h"
 #include "broker/metrics.h"
 #include "node/hanging.h"
+#include "node/lifecycle.h"
 #include "node/quorum.h"
 #include "node/txn_exec.h"
 #include "proto/gen/api.h"
@@ -478,6 +479,8 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
         cn_broker_unlisten(b);
         goto out_topics;
     }
+    if (b->quorum && cn_lifecycle_start(b) != 0)
+        CN_ERROR("out of memory: this broker will not register");
     cn_metrics_start_http(b);
 
     uv_timer_init(loop, &b->retention_timer);
@@ -581,6 +584,7 @@ void cn_broker_stop(struct cn_broker *b)
     cn_group_coord_stop(b);
     /* Before the loop ends: raft's handles and its disk work must close;
      * cn_broker_free frees it once uv_run has returned. */
+    cn_lifecycle_stop(b);
     if (b->quorum)
         cn_quorum_stop(b->quorum, NULL, NULL);
     cn_broker_unlisten(b);
