@@ -852,9 +852,8 @@ int cn_quorum_start(uv_loop_t *loop, const struct cn_quorum_config *cfg,
         q_free_all(q);
         return -EIO;
     }
-    /* Not 8 MiB x 3 preallocated per node; and not 1 MiB either:
-     * libraft 0.22.1 then fails every append with RAFT_NOSPACE [run]. */
-    raft_uv_set_segment_size(&q->io, 2 << 20);
+    /* Not 8 MiB x 3 preallocated per node. */
+    raft_uv_set_segment_size(&q->io, 1 << 20);
     raft_uv_set_connect_retry_delay(&q->io, 200);
     rc = raft_init(&q->raft, &q->io, cn_mfsm_raft_fsm(q->m),
                    (raft_id)cfg->node_id, q->self_addr);
@@ -865,6 +864,11 @@ int cn_quorum_start(uv_loop_t *loop, const struct cn_quorum_config *cfg,
         return -EIO;
     }
     q->raft.data = q;
+    /* With raft_uv's default threshold, a leader refused entries with
+     * RAFT_NOSPACE at random, every time with 1 MiB segments [run]: a
+     * majority's reported "capacity" was under it.  The metadata log is
+     * small; a full disk fails the write itself. */
+    raft_set_capacity_threshold(&q->raft, 0);
     cn_mfsm_attach(q->m, &q->raft);
     int64_t et = cfg->election_timeout_ms > 0 ? cfg->election_timeout_ms
                                               : 1000;

@@ -491,7 +491,12 @@ UNIT_TEST(test_quorum_three_nodes)
     CHECK(l2 >= 0 && l2 != l);
     if (l2 >= 0) {
         /* The new controller holds what the old one committed. */
-        CHECK(cn_image_broker_find(cn_quorum_image(c->nodes[l2].q), 7));
+        const struct cn_image *img = cn_quorum_image(c->nodes[l2].q);
+        if (!cn_image_broker_find(img, 7))
+            fprintf(stderr, "  node %d: image offset %lld, %zu brokers\n",
+                    c->nodes[l2].id, (long long)cn_image_offset(img),
+                    cn_image_broker_count(img));
+        CHECK(cn_image_broker_find(img, 7));
         struct reg_waiter r2;
         submit_register(c->nodes[l2].q, 9, &r2);
         CHECK(wait_for(&c->loop, reg_answered, &r2));
