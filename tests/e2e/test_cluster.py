@@ -79,13 +79,15 @@ def test_cairnctl_cluster_describe(cluster_factory):
 def test_confluent_admin_sees_three(cluster_factory):
     c = cluster_factory()
     ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    # Metadata, as librdkafka sees the cluster (the system's confluent_kafka
+    # predates AdminClient.describe_cluster).
     script = (
         "import sys\n"
         "from confluent_kafka.admin import AdminClient\n"
         "a = AdminClient({'bootstrap.servers': sys.argv[1]})\n"
-        "d = a.describe_cluster(request_timeout=10).result(timeout=20)\n"
-        "print(d.controller.id, ' '.join(str(n.id) for n in "
-        "sorted(d.nodes, key=lambda n: n.id)))\n")
+        "md = a.list_topics(timeout=20)\n"
+        "print(md.controller_id, ' '.join(str(i) for i in "
+        "sorted(md.brokers)))\n")
     res = run(["/usr/bin/python3", "-c", script, c.bootstrap], timeout=60)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == [str(ctl), "1", "2", "3"], res.stdout
@@ -116,6 +118,9 @@ def test_controller_failover(cluster_factory):
                       * SLOW)
 
 
+@pytest.mark.skipif(SANITIZED, reason="waits out a session timeout and "
+                    "restarts a node: release build only (failover covers "
+                    "kill -9 under the sanitizers)")
 def test_broker_fenced_then_back(cluster_factory):
     c = cluster_factory()
     ctl = c.wait_registered([1, 2, 3], REGISTER_S)
