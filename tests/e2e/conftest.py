@@ -511,6 +511,14 @@ class Cluster:
         return wait_until("brokers %s registered and unfenced everywhere"
                           % want, agreed, timeout)
 
+    def stop(self, node_id):
+        """SIGTERM one node and wait; returns its exit code (expected, not
+        reported at teardown)."""
+        b = self.node(node_id)
+        rc = b.stop()
+        b.proc = None
+        return rc
+
     def kill9(self, node_id):
         """SIGKILL one node; its exit is expected (not reported at
         teardown)."""

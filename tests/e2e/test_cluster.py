@@ -39,6 +39,11 @@ def test_three_register_and_agree(cluster_factory):
         for n in c.nodes:
             assert brokers[n.node_id] == ("127.0.0.1", n.port), brokers
     assert len(ids) == 1 and ids.pop()
+    # A clean stop with registrations and heartbeats in flight (peer calls
+    # cancelled, the quorum closed) exits 0; the controller last.
+    for b in sorted(c.nodes, key=lambda b: b.node_id == ctl):
+        tail = b.log_tail
+        assert c.stop(b.node_id) == 0, tail()
 
 
 def test_cairnctl_cluster_describe(cluster_factory):
