@@ -668,9 +668,12 @@ static void arm_timer(struct cn_quorum *q)
         uv_timer_stop(&q->timer);
         return;
     }
+    /* A deadline already past means the machine waits on something else
+     * (its fence proposal in flight): tick at a pace, never with 0, which
+     * libuv would run again in the same timer pass, starving the loop. */
     int64_t now = cn_clock_mono_ms();
-    uv_timer_start(&q->timer, on_timer, (uint64_t)(at > now ? at - now : 0),
-                   0);
+    uint64_t delay = at > now ? (uint64_t)(at - now) : 10;
+    uv_timer_start(&q->timer, on_timer, delay, 0);
 }
 
 /* Runs the machine, then everything that must happen outside it. */
