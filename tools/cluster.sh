@@ -17,6 +17,7 @@ if [ ! -x "$BIN" ]; then
 fi
 
 pids=()
+rc=0
 stop() {
     trap - INT TERM EXIT
     for p in "${pids[@]}"; do
@@ -26,6 +27,7 @@ stop() {
         wait "$p" 2>/dev/null
     done
     echo "cluster stopped"
+    exit $rc
 }
 trap stop INT TERM EXIT
 
@@ -66,3 +68,4 @@ MSG
 # Until one of them exits (or Ctrl-C).
 wait -n "${pids[@]}"
 echo "cluster.sh: a broker exited; stopping the others" >&2
+rc=1
