@@ -167,6 +167,16 @@ struct cn_lifecycle {
     size_t nvoters;
     int32_t last_leader; /* for the log line on change */
     bool was_fenced;
+    /* Discovery, for a node that knows no leader or no cluster id yet (a
+     * new process.roles=broker node is not in the raft configuration
+     * until it has registered): DescribeCluster asked of the voters in
+     * turn, as Kafka's brokers try controller.quorum.voters. */
+    struct cn_peer *disc_peer;
+    int32_t disc_id;     /* the voter disc_peer reaches */
+    size_t disc_next;    /* the voter to ask next */
+    bool discovering;    /* a DescribeCluster is in flight */
+    int32_t hint_leader; /* the controller a voter named, -1 */
+    char disc_cluster_id[64];
 };
 
 static void lc_kick(struct cn_lifecycle *lc);
@@ -318,6 +328,8 @@ static bool lc_target(struct cn_lifecycle *lc, bool *self)
 {
     struct cn_broker *b = lc->b;
     int32_t leader = cn_quorum_leader(b->quorum);
+    if (leader < 0)
+        leader = lc->hint_leader;
     if (leader != lc->last_leader) {
         if (leader >= 0)
             CN_INFO("cluster: the active controller is node %d", leader);
@@ -369,6 +381,10 @@ static void lc_answer(struct cn_lifecycle *lc, enum cn_lc_action act, int err,
                       int64_t epoch, bool fenced, bool caught_up)
 {
     int64_t now = lc_now();
+    /* A controller named by a voter that turns out not to answer as one
+     * is asked for again. */
+    if (err == CN_LC_ERR_TRANSPORT)
+        lc->hint_leader = -1;
     if (act == CN_LCA_REGISTER) {
         if (err == 0)
             CN_INFO("cluster: node %d registered with the controller, broker "
@@ -537,6 +553,81 @@ static void send_peer(struct cn_lifecycle *lc, enum cn_lc_action act,
     }
 }
 
+static void on_discovered(void *arg, int err, const void *response,
+                          struct cn_arena *arena)
+{
+    (void)arena;
+    struct cn_lifecycle *lc = arg;
+    if (lc->stopping)
+        return;
+    lc->discovering = false;
+    const struct cn_describe_cluster_response *rs = response;
+    if (!err && rs && rs->error_code == 0) {
+        if (rs->controller_id >= 0 && voter_find(lc, rs->controller_id))
+            lc->hint_leader = rs->controller_id;
+        if (rs->cluster_id.len > 0 &&
+            (size_t)rs->cluster_id.len < sizeof lc->disc_cluster_id) {
+            memcpy(lc->disc_cluster_id, rs->cluster_id.ptr,
+                   (size_t)rs->cluster_id.len);
+            lc->disc_cluster_id[rs->cluster_id.len] = '\0';
+        }
+    }
+    lc_kick(lc);
+}
+
+/* Asks the next voter (not this node) who the controller is and which
+ * cluster this is. */
+static void discover(struct cn_lifecycle *lc)
+{
+    const struct lc_voter *v = NULL;
+    for (size_t i = 0; i < lc->nvoters && !v; i++) {
+        const struct lc_voter *c = &lc->voters[lc->disc_next++ % lc->nvoters];
+        if (c->id != lc->b->node_id)
+            v = c;
+    }
+    if (!v)
+        return;
+    if (lc->disc_peer && lc->disc_id != v->id) {
+        struct cn_peer *p = lc->disc_peer;
+        lc->disc_peer = NULL;
+        cn_peer_free(p);
+    }
+    if (!lc->disc_peer) {
+        struct cn_peer_opts o = {
+            .host = v->host,
+            .port = v->port,
+            .client_id = "cairn-broker-lifecycle",
+            .backoff_ms = 50,
+            .backoff_max_ms = 1000,
+            .max_frame_bytes = 1 << 20,
+        };
+        if (cn_peer_new(lc->b->loop, &o, &lc->disc_peer) != 0) {
+            lc->disc_peer = NULL;
+            return;
+        }
+        lc->disc_id = v->id;
+    }
+    struct cn_describe_cluster_request rq;
+    cn_describe_cluster_request_init(&rq);
+    rq.endpoint_type = 1;
+    if (cn_peer_call(lc->disc_peer, CN_API_DESCRIBE_CLUSTER, 0, &rq,
+                     LC_REQUEST_TIMEOUT_MS / 2, on_discovered, lc) == 0)
+        lc->discovering = true;
+}
+
+/* The id to register with: the one this node has applied, else its
+ * meta.properties' (a mismatch must reach the controller, which refuses
+ * it), else the one a voter named. */
+static const char *lc_cluster_id(const struct cn_lifecycle *lc)
+{
+    const char *id = cn_image_cluster_id(cn_quorum_image(lc->b->quorum));
+    if (id[0])
+        return id;
+    if (lc->b->cluster_id[0])
+        return lc->b->cluster_id;
+    return lc->disc_cluster_id;
+}
+
 static void on_timer(uv_timer_t *t)
 {
     lc_kick(t->data);
@@ -551,19 +642,22 @@ static void lc_kick(struct cn_lifecycle *lc)
     int64_t now = lc_now();
     bool self = false;
     bool known = false;
-    const char *cluster_id = cn_image_cluster_id(
-        cn_quorum_image(lc->b->quorum));
-    /* Registering needs the cluster's id, which this node learns by
-     * applying the log; until then it is as if no controller were known. */
-    if (!lc->m.in_flight && now >= lc->m.next_ms &&
-        (lc->m.state == CN_LC_REGISTERED || cluster_id[0]))
+    const char *cluster_id = lc_cluster_id(lc);
+    /* Registering needs the cluster's id; until one is known it is as if
+     * no controller were. */
+    bool due = !lc->m.in_flight && now >= lc->m.next_ms;
+    if (due && (lc->m.state == CN_LC_REGISTERED || cluster_id[0]))
         known = lc_target(lc, &self);
+    if (due && !known && !lc->discovering)
+        discover(lc);
     enum cn_lc_action act = cn_lc_poll(&lc->m, now, known);
     if (act == CN_LCA_NONE) {
         if (!lc->m.in_flight) {
+            /* Never 0 ms from inside the timer's own callback: libuv
+             * 1.44 runs such a timer again in the same pass. */
             int64_t wait = lc->m.next_ms - now;
             uv_timer_start(&lc->timer, on_timer,
-                           (uint64_t)(wait > 0 ? wait : 0), 0);
+                           (uint64_t)(wait > 0 ? wait : 1), 0);
         }
         return;
     }
@@ -584,6 +678,8 @@ int cn_lifecycle_start(struct cn_broker *b)
     lc->b = b;
     lc->peer_id = -1;
     lc->last_leader = -1;
+    lc->hint_leader = -1;
+    lc->disc_id = -1;
     lc->was_fenced = true;
     int rc = parse_voters(cfg_str(b, "controller.quorum.voters"), &lc->voters,
                           &lc->nvoters);
@@ -630,6 +726,11 @@ void cn_lifecycle_stop(struct cn_broker *b)
         lc->waiter->lc = NULL;
     lc->waiter = NULL;
     peer_drop(lc);
+    if (lc->disc_peer) {
+        struct cn_peer *p = lc->disc_peer;
+        lc->disc_peer = NULL;
+        cn_peer_free(p);
+    }
     uv_timer_stop(&lc->timer);
     uv_close((uv_handle_t *)&lc->timer, on_timer_closed);
 }

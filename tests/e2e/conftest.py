@@ -475,6 +475,24 @@ class Cluster:
             b.sets.update(sets or {})
             self.nodes.append(b)
 
+    def add_broker(self):
+        """Starts one more node, process.roles=broker: a member that does
+        not vote (a raft standby once registered); returns it."""
+        n = len(self.nodes) + 1
+        first = self.nodes[0]
+        b = Broker(Path(first.data_dir).parent.parent / ("node-%d" % n))
+        b.node_id = n
+        b.sets.update({k: v for k, v in first.sets.items()
+                       if k not in ("node.id", "listeners")})
+        b.sets.update({
+            "node.id": str(n),
+            "process.roles": "broker",
+            "listeners": "PLAINTEXT://127.0.0.1:%d" % b.port,
+        })
+        self.nodes.append(b)
+        b.start()
+        return b
+
     @property
     def bootstrap(self):
         return ",".join(b.bootstrap for b in self.nodes)

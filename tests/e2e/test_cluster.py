@@ -98,6 +98,19 @@ def test_confluent_admin_sees_three(cluster_factory):
     assert res.stdout.split() == [str(ctl), "1", "2", "3"], res.stdout
 
 
+def test_broker_only_node_joins(cluster_factory):
+    """A process.roles=broker node on a new directory knows neither the
+    cluster id nor the controller: it asks the voters, registers, is added
+    to the quorum as a non-voter, catches up and is unfenced."""
+    c = cluster_factory()
+    c.wait_registered([1, 2, 3], REGISTER_S)
+    c.add_broker()
+    ctl = c.wait_registered([1, 2, 3, 4], REGISTER_S)
+    assert ctl in (1, 2, 3)
+    ids = {c.describe(n)[2] for n in (1, 2, 3, 4)}
+    assert len(ids) == 1, ids
+
+
 def test_controller_failover(cluster_factory):
     c = cluster_factory()
     old = c.wait_registered([1, 2, 3], REGISTER_S)
