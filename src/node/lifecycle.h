@@ -14,7 +14,10 @@
  * drives it without sockets (tests/unit/test_lifecycle.c).  lifecycle.c
  * carries them out: in-process through cn_quorum_submit when this node's
  * controller leads, else over a cn_peer to the leader's CONTROLLER
- * listener (its host:port from controller.quorum.voters).
+ * listener (its host:port from controller.quorum.voters).  A node that
+ * knows no controller or no cluster id yet (a new process.roles=broker
+ * node is outside the raft configuration until it has registered) asks
+ * the voters in turn with DescribeCluster.
  *
  * Runs on: loop.
  */
