@@ -14,7 +14,8 @@
 # clone that lacks that commit falls back to HEAD~1.  FORMAT_BASE=<commit>
 # overrides it (e.g. FORMAT_BASE=main before you push a branch).
 #
-# src/proto/gen is protogen's output: `make check-gen` owns its bytes.
+# src/proto/gen and tests/unit/gen are protogen's output: `make check-gen`
+# owns their bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +37,7 @@ if [ -z "$base" ]; then
     fi
 fi
 
-paths=(-- 'src' 'tests' 'bench' ':(exclude)src/proto/gen')
+paths=(-- 'src' 'tests' 'bench' ':(exclude)src/proto/gen' ':(exclude)tests/unit/gen')
 if $fix; then
     git clang-format --force --extensions c,h "$base" "${paths[@]}"
     exit 0

@@ -627,10 +627,11 @@ void cfg_recompute(struct cn_config *cfg)
     if (parse_voters(cur(cfg, "controller.quorum.voters"), cfg->voters,
                      CN_VOTERS_MAX, &cfg->nvoters, why, sizeof why))
         cfg->nvoters = 0;
-    cfg->broker_heartbeat_interval_ms =
-        cur_int(cfg, "broker.heartbeat.interval.ms", 2000);
-    cfg->broker_session_timeout_ms =
-        cur_int(cfg, "broker.session.timeout.ms", 9000);
+    cfg->broker_heartbeat_interval_ms = cur_int(cfg,
+                                                "broker.heartbeat.interval.ms",
+                                                2000);
+    cfg->broker_session_timeout_ms = cur_int(cfg, "broker.session.timeout.ms",
+                                             9000);
     cfg->controller_quorum_election_timeout_ms =
         cur_int(cfg, "controller.quorum.election.timeout.ms", 1000);
     const char *mld = cur(cfg, "metadata.log.dir");
@@ -638,8 +639,8 @@ void cfg_recompute(struct cn_config *cfg)
         snprintf(cfg->metadata_log_dir, sizeof cfg->metadata_log_dir, "%s",
                  mld);
     else if (snprintf(cfg->metadata_log_dir, sizeof cfg->metadata_log_dir,
-                      "%s/__cluster_metadata-0", cfg->data_dir) >=
-             (int)sizeof cfg->metadata_log_dir)
+                      "%s/__cluster_metadata-0",
+                      cfg->data_dir) >= (int)sizeof cfg->metadata_log_dir)
         cfg->metadata_log_dir[0] = '\0';
 
     /* Kafka's precedence: .ms, then .minutes, then .hours. */
@@ -1021,8 +1022,8 @@ static int check_cluster(const struct cn_config *cfg, char *err,
     const char *vt = cur(cfg, "controller.quorum.voters");
     if (parse_voters(vt, v, CN_VOTERS_MAX, &nv, why, sizeof why)) {
         cfg_seterr(err, err_len,
-                   "invalid value \"%s\" for controller.quorum.voters: %s",
-                   vt, why);
+                   "invalid value \"%s\" for controller.quorum.voters: %s", vt,
+                   why);
         return CN_EINVAL;
     }
     if (nv == 0) {

@@ -193,10 +193,10 @@ struct cn_config {
 
     /* Cluster mode (process.roles set); single node when false. */
     bool cluster_mode;
-    bool controller_role;           /* process.roles has controller */
+    bool controller_role; /* process.roles has controller */
     struct cn_cfg_voter voters[CN_VOTERS_MAX]; /* controller.quorum.voters */
     int nvoters;
-    int controller_listener;        /* index in listener[] of this node's
+    int controller_listener; /* index in listener[] of this node's
                                        CONTROLLER listener, -1 none */
     int64_t broker_heartbeat_interval_ms;
     int64_t broker_session_timeout_ms;

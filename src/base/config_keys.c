@@ -81,16 +81,16 @@ static const struct cn_config_key broker_keys[] = {
       "With an authorizer on, allow a request on a resource that has no "
       "ACL at all"),
     BX("authorizer.class.name", CN_CFG_STRING, "", 0, 0, NULL,
-      "Empty: no authorization (everything allowed). "
-      "org.apache.kafka.metadata.authorizer.StandardAuthorizer: Kafka's "
-      "ACL authorization, ACLs in <data>/acls"),
+       "Empty: no authorization (everything allowed). "
+       "org.apache.kafka.metadata.authorizer.StandardAuthorizer: Kafka's "
+       "ACL authorization, ACLs in <data>/acls"),
     B("auto.create.topics.enable", CN_CFG_BOOL, "true", 0, 0, NULL,
       auto_create_topics_enable,
       "Create a missing topic when a client asks for it in Metadata"),
     BX("auto.leader.rebalance.enable", CN_CFG_BOOL, "true", 0, 0, NULL,
        "Informational (single node)"),
-    BX("broker.heartbeat.interval.ms", CN_CFG_INT64, "2000", 1, I64_MAX,
-       NULL, "Cluster mode: how often a broker heartbeats the controller"),
+    BX("broker.heartbeat.interval.ms", CN_CFG_INT64, "2000", 1, I64_MAX, NULL,
+       "Cluster mode: how often a broker heartbeats the controller"),
     BX("broker.id", CN_CFG_INT32, NULL, 0, I32_MAX, NULL,
        "Alias of node.id; must match node.id when both are set"),
     BX("broker.session.timeout.ms", CN_CFG_INT64, "9000", 1, I64_MAX, NULL,
@@ -101,8 +101,8 @@ static const struct cn_config_key broker_keys[] = {
       "Cairn: requests one connection may have read and not yet answered "
       "(response written to its socket), parked ones included; past it the "
       "connection is not read until answers drain"),
-    B("cairn.connection.max.queued.bytes", CN_CFG_INT64, "8388608", 1,
-      I64_MAX, NULL, cairn_connection_max_queued_bytes,
+    B("cairn.connection.max.queued.bytes", CN_CFG_INT64, "8388608", 1, I64_MAX,
+      NULL, cairn_connection_max_queued_bytes,
       "Cairn: request bytes one connection holds plus its response bytes "
       "not yet written; past it the connection is not read (one larger "
       "request or response still goes through); bytes"),
@@ -120,11 +120,11 @@ static const struct cn_config_key broker_keys[] = {
       "Cairn: close a TLS connection whose handshake has not finished "
       "this long after it was accepted (Kafka waits for "
       "connections.max.idle.ms)"),
-    B("cairn.transaction.hanging.check.interval.ms", CN_CFG_INT32, "60000",
-      10, I32_MAX, NULL, cairn_transaction_hanging_check_interval_ms,
+    B("cairn.transaction.hanging.check.interval.ms", CN_CFG_INT32, "60000", 10,
+      I32_MAX, NULL, cairn_transaction_hanging_check_interval_ms,
       "Cairn: how often partitions are checked for hanging transactions"),
-    B("cairn.transaction.hanging.margin.ms", CN_CFG_INT64, "60000", 0,
-      I64_MAX, NULL, cairn_transaction_hanging_margin_ms,
+    B("cairn.transaction.hanging.margin.ms", CN_CFG_INT64, "60000", 0, I64_MAX,
+      NULL, cairn_transaction_hanging_margin_ms,
       "Cairn: a transaction open longer than transaction.max.timeout.ms "
       "plus this, that no coordinator holds, is hanging"),
     B("cairn.transaction.operator.commit.enable", CN_CFG_BOOL, "false", 0, 0,
@@ -151,8 +151,7 @@ static const struct cn_config_key broker_keys[] = {
       compression_zstd_level,
       "Default zstd level when compression.type=zstd: -131072..22"),
     B("connections.max.idle.ms", CN_CFG_INT64, "600000", -1, I64_MAX, NULL,
-      connections_max_idle_ms,
-      "Close connections idle this long; -1 never"),
+      connections_max_idle_ms, "Close connections idle this long; -1 never"),
     BX("connections.max.reauth.ms", CN_CFG_INT64, "0", 0, I64_MAX, NULL,
        "KIP-368: a SASL session lasts this long; the client must "
        "re-authenticate before, or its next request closes the "
@@ -170,11 +169,9 @@ static const struct cn_config_key broker_keys[] = {
       default_replication_factor,
       "Replication factor for auto-created topics (only 1 is possible)"),
     B("delete.topic.enable", CN_CFG_BOOL, "true", 0, 0, NULL,
-      delete_topic_enable,
-      "Allow DeleteTopics"),
+      delete_topic_enable, "Allow DeleteTopics"),
     B("fetch.max.bytes", CN_CFG_INT32, "57671680", 1024, I32_MAX, NULL,
-      fetch_max_bytes,
-      "Upper bound on a Fetch response's size; bytes"),
+      fetch_max_bytes, "Upper bound on a Fetch response's size; bytes"),
     B("group.initial.rebalance.delay.ms", CN_CFG_INT32, "3000", 0, I32_MAX,
       NULL, group_initial_rebalance_delay_ms,
       "Wait this long for more members before the first rebalance"),
@@ -183,8 +180,8 @@ static const struct cn_config_key broker_keys[] = {
       "Largest session timeout a consumer group member may ask for"),
     B("group.max.size", CN_CFG_INT32, "2147483647", 1, I32_MAX, NULL,
       group_max_size, "Most members one consumer group may have"),
-    B("group.min.session.timeout.ms", CN_CFG_INT32, "6000", 1, I32_MAX,
-      NULL, group_min_session_timeout_ms,
+    B("group.min.session.timeout.ms", CN_CFG_INT32, "6000", 1, I32_MAX, NULL,
+      group_min_session_timeout_ms,
       "Smallest session timeout a consumer group member may ask for"),
     BX("http.listener", CN_CFG_LISTENERS, "127.0.0.1:9464", 0, 0, NULL,
        "Cairn: host:port of the HTTP metrics/health endpoint; empty "
@@ -195,16 +192,15 @@ static const struct cn_config_key broker_keys[] = {
        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
        "SASL_SSL:SASL_SSL",
        0, 0, NULL, "Listener name to security protocol, NAME:PROTOCOL,..."),
-    BX("listeners", CN_CFG_LISTENERS, "PLAINTEXT://127.0.0.1:9092", 1, 0,
-       NULL,
+    BX("listeners", CN_CFG_LISTENERS, "PLAINTEXT://127.0.0.1:9092", 1, 0, NULL,
        "Addresses to bind, NAME://host:port,... (Cairn: loopback by "
        "default); names unique, mapped by listener.security.protocol.map; "
        "controller.listener.names are not bound"),
     B("log.cleaner.backoff.ms", CN_CFG_INT64, "15000", 0, I64_MAX, NULL,
       log_cleaner_backoff_ms,
       "How long the cleaner waits when no log needs cleaning"),
-    B("log.cleaner.dedupe.buffer.size", CN_CFG_INT64, "134217728",
-      INT64_MIN, I64_MAX, NULL, log_cleaner_dedupe_buffer_size,
+    B("log.cleaner.dedupe.buffer.size", CN_CFG_INT64, "134217728", INT64_MIN,
+      I64_MAX, NULL, log_cleaner_dedupe_buffer_size,
       "Memory for the cleaners' key maps, all threads together; bytes"),
     B("log.cleaner.delete.retention.ms", CN_CFG_INT64, "86400000", 0, I64_MAX,
       NULL, log_cleaner_delete_retention_ms,
@@ -222,12 +218,11 @@ static const struct cn_config_key broker_keys[] = {
     B("log.cleaner.min.cleanable.ratio", CN_CFG_DOUBLE, "0.5", 0, 1, NULL,
       log_cleaner_min_cleanable_ratio,
       "Dirty/total ratio that makes a log eligible for cleaning"),
-    B("log.cleaner.min.compaction.lag.ms", CN_CFG_INT64, "0", 0, I64_MAX,
-      NULL, log_cleaner_min_compaction_lag_ms,
+    B("log.cleaner.min.compaction.lag.ms", CN_CFG_INT64, "0", 0, I64_MAX, NULL,
+      log_cleaner_min_compaction_lag_ms,
       "Shortest a record stays uncompacted"),
     B("log.cleaner.threads", CN_CFG_INT32, "1", 0, I32_MAX, NULL,
-      log_cleaner_threads,
-      "Cleaner worker threads; 0 cleans nothing"),
+      log_cleaner_threads, "Cleaner worker threads; 0 cleans nothing"),
     B("log.cleanup.policy", CN_CFG_ENUM_LIST, "delete", 0, 0, cleanup_enums,
       log_cleanup_policy, "Default topic cleanup policy: delete,compact"),
     BX("log.dir", CN_CFG_STRING, "./data", 0, 0, NULL,
@@ -256,13 +251,13 @@ static const struct cn_config_key broker_keys[] = {
     B("log.message.timestamp.difference.max.ms", CN_CFG_INT64, LONG_MAX_TEXT,
       0, I64_MAX, NULL, log_message_timestamp_difference_max_ms,
       "Deprecated by the before/after keys (KIP-937)"),
-    B("log.message.timestamp.type", CN_CFG_ENUM, "CreateTime", 0, 0,
-      ts_enums, log_message_timestamp_type,
+    B("log.message.timestamp.type", CN_CFG_ENUM, "CreateTime", 0, 0, ts_enums,
+      log_message_timestamp_type,
       "Default timestamp type: CreateTime|LogAppendTime"),
     B("log.preallocate", CN_CFG_BOOL, "false", 0, 0, NULL, log_preallocate,
       "Preallocate new segment files"),
-    B("log.retention.bytes", CN_CFG_INT64, "-1", INT64_MIN, I64_MAX,
-      NULL, log_retention_bytes,
+    B("log.retention.bytes", CN_CFG_INT64, "-1", INT64_MIN, I64_MAX, NULL,
+      log_retention_bytes,
       "Delete old segments beyond this partition size; -1 unlimited"),
     B("log.retention.check.interval.ms", CN_CFG_INT64, "300000", 1, I64_MAX,
       NULL, log_retention_check_interval_ms,
@@ -322,9 +317,8 @@ static const struct cn_config_key broker_keys[] = {
     B("producer.id.expiration.check.interval.ms", CN_CFG_INT32, "600000", 1,
       I32_MAX, NULL, producer_id_expiration_check_interval_ms,
       "How often idle producer ids are expired"),
-    B("producer.id.expiration.ms", CN_CFG_INT32, "86400000", 1, I32_MAX,
-      NULL, producer_id_expiration_ms,
-      "Forget a producer id idle this long"),
+    B("producer.id.expiration.ms", CN_CFG_INT32, "86400000", 1, I32_MAX, NULL,
+      producer_id_expiration_ms, "Forget a producer id idle this long"),
     B("queued.max.request.bytes", CN_CFG_INT64, "-1", -1, I64_MAX, NULL,
       queued_max_request_bytes,
       "Bytes of requests read and not yet handled, all connections, before "
@@ -337,9 +331,10 @@ static const struct cn_config_key broker_keys[] = {
       quota_window_num, "Samples the client quota rates are measured over"),
     B("quota.window.size.seconds", CN_CFG_INT32, "1", 1, I32_MAX, NULL,
       quota_window_size_seconds, "Length of each client quota sample"),
-    BX("sasl.enabled.mechanisms", CN_CFG_LIST,
-       "SCRAM-SHA-512,SCRAM-SHA-256", 0, 0, NULL,
-       "Mechanisms SASL_PLAINTEXT and SASL_SSL listeners offer: SCRAM-SHA-512, "
+    BX("sasl.enabled.mechanisms", CN_CFG_LIST, "SCRAM-SHA-512,SCRAM-SHA-256",
+       0, 0, NULL,
+       "Mechanisms SASL_PLAINTEXT and SASL_SSL listeners offer: "
+       "SCRAM-SHA-512, "
        "SCRAM-SHA-256, PLAIN (Cairn's default is the SCRAM pair; Kafka's "
        "is GSSAPI, which Cairn does not have)"),
     BX("security.inter.broker.protocol", CN_CFG_STRING, "PLAINTEXT", 0, 0,
@@ -350,8 +345,8 @@ static const struct cn_config_key broker_keys[] = {
        INT16_MAX, NULL, "Informational"),
     BX("share.coordinator.state.topic.replication.factor", CN_CFG_INT16, "3",
        1, INT16_MAX, NULL, "Informational"),
-    B("socket.receive.buffer.bytes", CN_CFG_INT32, "102400", -1, I32_MAX,
-      NULL, socket_receive_buffer_bytes, "SO_RCVBUF; -1 OS default"),
+    B("socket.receive.buffer.bytes", CN_CFG_INT32, "102400", -1, I32_MAX, NULL,
+      socket_receive_buffer_bytes, "SO_RCVBUF; -1 OS default"),
     BR("socket.request.max.bytes", CN_CFG_INT32, "104857600",
        CN_CONFIG_MIN_REQUEST_BYTES, I32_MAX, NULL, socket_request_max_bytes,
        "Largest request accepted; bytes",
@@ -367,8 +362,8 @@ static const struct cn_config_key broker_keys[] = {
        "Client certificates on SSL listeners: none|requested|required"),
     BX("ssl.enabled.protocols", CN_CFG_LIST, "TLSv1.2,TLSv1.3", 0, 0, NULL,
        "TLS versions served: TLSv1.2 and/or TLSv1.3"),
-    BX("ssl.endpoint.identification.algorithm", CN_CFG_STRING, "https", 0,
-       0, NULL, "Informational (a client-side setting)"),
+    BX("ssl.endpoint.identification.algorithm", CN_CFG_STRING, "https", 0, 0,
+       NULL, "Informational (a client-side setting)"),
     BXS("ssl.key.password", CN_CFG_STRING, NULL,
         "Password of the encrypted private key in ssl.keystore.location"),
     BX("ssl.keystore.location", CN_CFG_STRING, NULL, 0, 0, NULL,
@@ -392,8 +387,8 @@ static const struct cn_config_key broker_keys[] = {
     BX("ssl.truststore.type", CN_CFG_ENUM, "PEM", 0, 0, store_type_enums,
        "PEM (PKCS12 truststores: Cairn reads only PEM)"),
     BX("super.users", CN_CFG_STRING, "", 0, 0, NULL,
-      "Principals allowed everything by the authorizer, ';'-separated "
-      "(User:admin;User:ops)"),
+       "Principals allowed everything by the authorizer, ';'-separated "
+       "(User:admin;User:ops)"),
     B("transaction.abort.timed.out.transaction.cleanup.interval.ms",
       CN_CFG_INT32, "10000", 1, I32_MAX, NULL,
       transaction_abort_timed_out_transaction_cleanup_interval_ms,
@@ -425,8 +420,8 @@ static const struct cn_config_key broker_keys[] = {
       unclean_leader_election_enable, "Informational (single node)"),
     BX("zookeeper.connect", CN_CFG_STRING, NULL, 0, 0, NULL,
        "Ignored (accepted so old server.properties files load)"),
-    BX("zookeeper.connection.timeout.ms", CN_CFG_INT32, NULL, 0, I32_MAX,
-       NULL, "Ignored (accepted so old server.properties files load)"),
+    BX("zookeeper.connection.timeout.ms", CN_CFG_INT32, NULL, 0, I32_MAX, NULL,
+       "Ignored (accepted so old server.properties files load)"),
 };
 
 static const char *const syn_cleanup[] = {"log.cleanup.policy", NULL};

@@ -317,8 +317,8 @@ int cn_config_resolve_listeners(const char *listeners, const char *map,
                                 char *err, size_t err_len)
 {
     return cn_config_resolve_listeners_ex(listeners, map, advertised,
-                                          controller_names, false, out, max,
-                                          n, err, err_len);
+                                          controller_names, false, out, max, n,
+                                          err, err_len);
 }
 
 int cn_config_resolve_listeners_ex(const char *listeners, const char *map,

@@ -311,13 +311,13 @@ static int quorum_start(struct cn_broker *b, char *err, size_t err_len)
         .dir = cfg->metadata_log_dir,
         .cluster_id = b->cluster_id,
         .election_timeout_ms = cfg->controller_quorum_election_timeout_ms,
-        .heartbeat_timeout_ms = cfg->controller_quorum_election_timeout_ms / 10,
+        .heartbeat_timeout_ms = cfg->controller_quorum_election_timeout_ms /
+                                10,
         .ctl =
             {
                 .cluster_id = b->cluster_id,
                 .metadata_version = 21,
-                .transaction_version =
-                    (int16_t)cfg->cairn_transaction_version,
+                .transaction_version = (int16_t)cfg->cairn_transaction_version,
                 .session_timeout_ms = cfg->broker_session_timeout_ms,
                 .default_partitions = cfg->num_partitions,
                 .default_rf = (int16_t)cfg->default_replication_factor,

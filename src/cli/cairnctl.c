@@ -426,12 +426,10 @@ static const struct command commands[] = {
          OPT_PRODUCER_EPOCH | OPT_COORD_EPOCH,
      OPT_TOPIC | OPT_PARTITION, cmd_txn_abort},
     {"groups", "list", 0, 0, cmd_groups_list},
-    {"groups", "describe", OPT_GROUP | OPT_ALL_GROUPS, 0,
-     cmd_groups_describe},
+    {"groups", "describe", OPT_GROUP | OPT_ALL_GROUPS, 0, cmd_groups_describe},
     {"groups", "reset-offsets",
-     OPT_GROUP | OPT_TOPIC | OPT_ALL_TOPICS | OPT_TO_EARLIEST |
-         OPT_TO_LATEST | OPT_TO_OFFSET | OPT_SHIFT_BY | OPT_DRY_RUN |
-         OPT_EXECUTE,
+     OPT_GROUP | OPT_TOPIC | OPT_ALL_TOPICS | OPT_TO_EARLIEST | OPT_TO_LATEST |
+         OPT_TO_OFFSET | OPT_SHIFT_BY | OPT_DRY_RUN | OPT_EXECUTE,
      OPT_GROUP, cmd_groups_reset_offsets},
     {"groups", "delete", OPT_GROUP, OPT_GROUP, cmd_groups_delete},
     {"acls", "list",

@@ -46,11 +46,11 @@ struct cn_image_endpoint {
 
 struct cn_image_broker {
     int32_t id;
-    int64_t epoch;               /* the offset of its registration record */
-    struct cn_uuid incarnation;  /* changes at every process start */
+    int64_t epoch;              /* the offset of its registration record */
+    struct cn_uuid incarnation; /* changes at every process start */
     struct cn_image_endpoint *eps;
     size_t neps;
-    char *rack;                  /* NULL when none */
+    char *rack; /* NULL when none */
     bool fenced;
     bool in_controlled_shutdown;
 };
@@ -111,8 +111,9 @@ const struct cn_image_broker *cn_image_broker_find(const struct cn_image *img,
 
 /* Topics, in no particular order but stable between applies: start with
  * prev = NULL, NULL at the end. */
-const struct cn_image_topic *cn_image_topic_next(const struct cn_image *img,
-                                                 const struct cn_image_topic *prev);
+const struct cn_image_topic *
+cn_image_topic_next(const struct cn_image *img,
+                    const struct cn_image_topic *prev);
 size_t cn_image_topic_count(const struct cn_image *img);
 const struct cn_image_topic *cn_image_topic_find(const struct cn_image *img,
                                                  struct cn_bytes name);

@@ -1180,8 +1180,8 @@ static void conn_hand_over(struct cn_conn *c)
         uv_close((uv_handle_t *)t, taken_closed);
         return;
     }
-    if (srv->cfg.take_conn(
-            (uv_stream_t *)t, first, sizeof first, srv->opaque) != 0)
+    if (srv->cfg.take_conn((uv_stream_t *)t, first, sizeof first,
+                           srv->opaque) != 0)
         uv_close((uv_handle_t *)t, taken_closed);
 }
 

@@ -54,10 +54,10 @@ struct cn_quorum_config {
      * for a standby its first broker listener's advertised address. */
     const char *self_host;
     int self_port;
-    const char *dir;        /* the raft directory (metadata.log.dir) */
-    const char *cluster_id; /* this node's meta.properties id, "" if none
+    const char *dir;              /* the raft directory (metadata.log.dir) */
+    const char *cluster_id;       /* this node's meta.properties id, "" if none
                                yet: it then takes the quorum's */
-    int64_t election_timeout_ms; /* controller.quorum.election.timeout.ms */
+    int64_t election_timeout_ms;  /* controller.quorum.election.timeout.ms */
     int64_t heartbeat_timeout_ms; /* raft's; election_timeout / 10 */
     struct cn_ctl_config ctl;     /* the controller machine's */
 };
@@ -95,8 +95,8 @@ struct cn_quorum_hooks {
  * message in err naming what is wrong.  *out is set only on success.
  */
 int cn_quorum_start(uv_loop_t *loop, const struct cn_quorum_config *cfg,
-                    const struct cn_quorum_hooks *hooks, struct cn_quorum **out,
-                    char *err, size_t err_len);
+                    const struct cn_quorum_hooks *hooks,
+                    struct cn_quorum **out, char *err, size_t err_len);
 
 /* Stops raft; done(arg) runs once every handle is closed, after which
  * cn_quorum_free may be called. */
@@ -141,19 +141,20 @@ void cn_quorum_submit(struct cn_quorum *q, const struct cn_ctl_event *ev,
 /* What DescribeQuorum reports. */
 struct cn_quorum_replica {
     int32_t id;
-    int64_t log_end_offset;   /* match index as the leader knows it, -1 */
-    int64_t last_contact_ms;  /* -1 when unknown */
+    int64_t log_end_offset;  /* match index as the leader knows it, -1 */
+    int64_t last_contact_ms; /* -1 when unknown */
     bool voter;
 };
 
 struct cn_quorum_state {
-    int32_t leader_id;   /* -1 none */
-    int64_t term;        /* Kafka's leader epoch */
+    int32_t leader_id;      /* -1 none */
+    int64_t term;           /* Kafka's leader epoch */
     int64_t high_watermark; /* raft commit index */
     struct cn_quorum_replica replicas[64];
     size_t nreplicas;
 };
 
-void cn_quorum_describe(const struct cn_quorum *q, struct cn_quorum_state *out);
+void cn_quorum_describe(const struct cn_quorum *q,
+                        struct cn_quorum_state *out);
 
 #endif

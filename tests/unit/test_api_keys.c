@@ -176,9 +176,11 @@ static bool schema_field(const char *text, const char *field, long *num,
 
 /* The controller APIs protogen takes from cluster/ (its CLUSTER_MSGS);
  * the rest of that folder are client APIs covered elsewhere. */
-static const char *const cluster_apis[] = {
-    "AllocateProducerIds", "BrokerHeartbeat", "BrokerRegistration",
-    "DescribeQuorum", "UnregisterBroker"};
+static const char *const cluster_apis[] = {"AllocateProducerIds",
+                                           "BrokerHeartbeat",
+                                           "BrokerRegistration",
+                                           "DescribeQuorum",
+                                           "UnregisterBroker"};
 
 static bool wanted_in(const char *sub, const char *api)
 {

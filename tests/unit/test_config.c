@@ -1174,7 +1174,8 @@ static int cluster_args(struct cn_config *cfg, const char *const *sets)
     return cn_config_from_args(cfg, argc, argv, err, sizeof err);
 }
 
-#define VOTERS3 "controller.quorum.voters=1@127.0.0.1:19091,2@127.0.0.1:19092,3@h3:19093"
+#define VOTERS3 \
+    "controller.quorum.voters=1@127.0.0.1:19091,2@127.0.0.1:19092,3@h3:19093"
 
 UNIT_TEST(cluster_mode_keys)
 {
@@ -1195,8 +1196,8 @@ UNIT_TEST(cluster_mode_keys)
                               "node.id=2", "process.roles=broker,controller",
                               "listeners=PLAINTEXT://127.0.0.1:9092,"
                               "CONTROLLER://127.0.0.1:19092",
-                              "controller.listener.names=CONTROLLER",
-                              VOTERS3, "log.dirs=/tmp/x", NULL}),
+                              "controller.listener.names=CONTROLLER", VOTERS3,
+                              "log.dirs=/tmp/x", NULL}),
              0);
     CHECK(cfg.cluster_mode && cfg.controller_role);
     CHECK_EQ(cfg.nlisteners, 2);
@@ -1215,8 +1216,8 @@ UNIT_TEST(cluster_mode_keys)
                               "node.id=4", "process.roles=broker",
                               "listeners=PLAINTEXT://127.0.0.1:9094,"
                               "CONTROLLER://127.0.0.1:19094",
-                              "controller.listener.names=CONTROLLER",
-                              VOTERS3, "metadata.log.dir=/tmp/m", NULL}),
+                              "controller.listener.names=CONTROLLER", VOTERS3,
+                              "metadata.log.dir=/tmp/m", NULL}),
              0);
     CHECK(cfg.cluster_mode && !cfg.controller_role);
     CHECK_EQ(cfg.nlisteners, 1);
@@ -1235,36 +1236,47 @@ UNIT_TEST(cluster_mode_keys)
          "controller.quorum.voters",
          "does not include this node's id 4"},
         {{"process.roles=broker", "node.id=1", VOTERS3, NULL},
-         "controller.quorum.voters", "includes this node's id 1"},
+         "controller.quorum.voters",
+         "includes this node's id 1"},
         {{"process.roles=broker", "node.id=4", NULL},
-         "controller.quorum.voters", "must list the voters"},
+         "controller.quorum.voters",
+         "must list the voters"},
         {{"process.roles=broker", "node.id=4",
           "controller.quorum.voters=1@h:1,1@h:2", NULL},
-         "controller.quorum.voters", "appears twice"},
+         "controller.quorum.voters",
+         "appears twice"},
         {{"process.roles=broker", "node.id=4",
           "controller.quorum.voters=0@h:1", NULL},
-         "controller.quorum.voters", ">= 1"},
-        {{"process.roles=broker", "node.id=4",
-          "controller.quorum.voters=1@h", NULL},
-         "controller.quorum.voters", "id@host:port"},
+         "controller.quorum.voters",
+         ">= 1"},
+        {{"process.roles=broker", "node.id=4", "controller.quorum.voters=1@h",
+          NULL},
+         "controller.quorum.voters",
+         "id@host:port"},
         {{"process.roles=broker", "node.id=0", VOTERS3, NULL},
-         "node.id", ">= 1"},
+         "node.id",
+         ">= 1"},
         {{"process.roles=broker", "node.id=4", VOTERS3,
           "broker.session.timeout.ms=2000", NULL},
-         "broker.session.timeout.ms", "broker.heartbeat.interval.ms"},
+         "broker.session.timeout.ms",
+         "broker.heartbeat.interval.ms"},
         {{"controller.quorum.election.timeout.ms=99", NULL},
-         "controller.quorum.election.timeout.ms", "100"},
+         "controller.quorum.election.timeout.ms",
+         "100"},
         {{"process.roles=broker,controller", "node.id=1", VOTERS3,
           "listeners=PLAINTEXT://127.0.0.1:9092", NULL},
-         "controller.listener.names", "CONTROLLER"},
+         "controller.listener.names",
+         "CONTROLLER"},
         {{"process.roles=broker,controller", "node.id=1", VOTERS3,
           "listeners=PLAINTEXT://127.0.0.1:9092",
           "controller.listener.names=CONTROLLER", NULL},
-         "controller.listener.names", "no listener of that name"},
+         "controller.listener.names",
+         "no listener of that name"},
         {{"process.roles=broker,controller", "node.id=1", VOTERS3,
           "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://:19999",
           "controller.listener.names=CONTROLLER", NULL},
-         "controller.listener.names", "port 19091"},
+         "controller.listener.names",
+         "port 19091"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
@@ -1279,8 +1291,7 @@ UNIT_MAIN(defaults_match_kafka, table_defaults_all_parse, file_parsing,
           set_overrides_file, unknown_key_named, bad_ints, enum_values,
           retention_precedence, aliases, kraft_server_properties_loads,
           listener_variants, listener_errors, listener_resolve,
-          listener_prefixed_ssl_keys,
-          topic_defaults_follow_broker,
+          listener_prefixed_ssl_keys, topic_defaults_follow_broker,
           topic_validation, topic_serialize_round_trip, properties_escapes,
           help_lists_keys, unworkable_values_refused,
           dynamic_layers_and_synonyms, dynamic_refusals,
