@@ -606,7 +606,7 @@ void cn_broker_stop(struct cn_broker *b)
     uv_timer_start(&stop_poll, on_stop_poll, 0, 5);
 }
 
-void cn_broker_free(struct cn_broker *b)
+int cn_broker_free(struct cn_broker *b)
 {
     struct cn_broker_priv *bp = (struct cn_broker_priv *)b;
     cn_topics_close_all(b);
@@ -626,7 +626,5 @@ void cn_broker_free(struct cn_broker *b)
     cn_config_fini(b->cfg);
     free(b->cfg);
     free(bp);
-    /* main() knows only a clean stop; the quorum's reason was logged. */
-    if (fatal)
-        exit(2);
+    return fatal ? 2 : 0;
 }

@@ -17,8 +17,10 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
 /* Begins a clean shutdown: stop accepting, answer what is pending, sync and
  * checkpoint every log.  The loop ends once everything has closed. */
 void cn_broker_stop(struct cn_broker *b);
-/* Frees what is left after the loop has ended. */
-void cn_broker_free(struct cn_broker *b);
+/* Frees what is left after the loop has ended.  Returns the process's
+ * exit status: 0 after a clean stop, 2 when the broker stopped because it
+ * could not go on (the metadata quorum's reason is logged). */
+int cn_broker_free(struct cn_broker *b);
 int cn_broker_port(const struct cn_broker *b);
 
 #endif

@@ -333,7 +333,7 @@ int main(int argc, char **argv)
         return 2;
     }
     uv_run(loop, UV_RUN_DEFAULT);
-    cn_broker_free(b);
+    int status = cn_broker_free(b);
     uv_loop_close(loop);
-    return 0;
+    return status;
 }
