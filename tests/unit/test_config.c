@@ -1257,6 +1257,12 @@ UNIT_TEST(cluster_mode_keys)
          "node.id",
          ">= 1"},
         {{"process.roles=broker", "node.id=4", VOTERS3,
+          "authorizer.class.name=org.apache.kafka.metadata.authorizer."
+          "StandardAuthorizer",
+          NULL},
+         "authorizer.class.name",
+         "not yet supported in cluster mode"},
+        {{"process.roles=broker", "node.id=4", VOTERS3,
           "broker.session.timeout.ms=2000", NULL},
          "broker.session.timeout.ms",
          "broker.heartbeat.interval.ms"},
