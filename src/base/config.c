@@ -507,7 +507,9 @@ static int parse_voters(const char *text, struct cn_cfg_voter *out, int max,
                         int *n, char *why, size_t why_len)
 {
     *n = 0;
-    for (const char *p = text; p && *p;) {
+    if (!text)
+        return 0;
+    for (const char *p = text; *p;) {
         while (*p == ',' || isspace((unsigned char)*p))
             p++;
         if (!*p)

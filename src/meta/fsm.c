@@ -296,10 +296,12 @@ static void add_standby(struct cn_mfsm *m, const struct cn_ctl_standby *s)
         m->standbys = n;
         m->standbys_cap = cap;
     }
-    char *addr = strdup(s->address ? s->address : "");
-    if (!addr)
+    struct standby *sb = &m->standbys[m->nstandbys];
+    sb->address = strdup(s->address ? s->address : "");
+    if (!sb->address)
         return;
-    m->standbys[m->nstandbys++] = (struct standby){s->id, addr};
+    sb->id = s->id;
+    m->nstandbys++;
 }
 
 static void step(struct cn_mfsm *m, int64_t now_ms,
