@@ -1,7 +1,8 @@
 /*
  * config.c - parsing, validation and lookup of broker and topic settings;
  * see config.h.  The key tables live in config_keys.c, the dynamic layers
- * in config_dyn.c, the listener lists in config_listeners.c.
+ * in config_dyn.c, the listener lists in config_listeners.c, cluster mode's
+ * voters and checks in config_cluster.c.
  *
  * The text of each explicitly set broker key is the source of truth; typed
  * fields are written when a key is set and derived fields (precedence,
@@ -441,7 +442,7 @@ static int cur_source(const struct cn_config *cfg, int i)
     return cfg->is_set[i] ? CN_CFG_SRC_STATIC_BROKER : CN_CFG_SRC_DEFAULT;
 }
 
-static const char *cur(const struct cn_config *cfg, const char *name)
+const char *cfg_cur(const struct cn_config *cfg, const char *name)
 {
     return cur_text(cfg, cfg_key_index(name));
 }
@@ -456,7 +457,7 @@ bool cfg_is_set(const struct cn_config *cfg, const char *name)
 static int64_t cur_int(const struct cn_config *cfg, const char *name,
                        int64_t dflt)
 {
-    const char *t = cur(cfg, name);
+    const char *t = cfg_cur(cfg, name);
     int64_t v;
     if (!t || parse_i64(t, &v, NULL, 0))
         return dflt;
@@ -482,7 +483,7 @@ static int first_entry(const char *s, char *out, size_t len)
 }
 
 /* True when the comma list `list` holds `word` (case-insensitive). */
-static bool list_has(const char *list, const char *word)
+bool cfg_list_has(const char *list, const char *word)
 {
     size_t wl = strlen(word);
     for (const char *p = list; p && *p;) {
@@ -501,104 +502,27 @@ static bool list_has(const char *list, const char *word)
     return false;
 }
 
-/* Parses controller.quorum.voters ("id@host:port,..."); why says what is
- * wrong. */
-static int parse_voters(const char *text, struct cn_cfg_voter *out, int max,
-                        int *n, char *why, size_t why_len)
-{
-    *n = 0;
-    if (!text)
-        return 0;
-    for (const char *p = text; *p;) {
-        while (*p == ',' || isspace((unsigned char)*p))
-            p++;
-        if (!*p)
-            break;
-        const char *e = p;
-        while (*e && *e != ',')
-            e++;
-        const char *t = e;
-        while (t > p && isspace((unsigned char)t[-1]))
-            t--;
-        char ent[CN_CONFIG_HOST_MAX + 32];
-        if ((size_t)(t - p) >= sizeof ent) {
-            snprintf(why, why_len, "an entry is too long");
-            return CN_EINVAL;
-        }
-        memcpy(ent, p, (size_t)(t - p));
-        ent[t - p] = '\0';
-        p = e;
-        if (*n == max) {
-            snprintf(why, why_len, "more than %d voters", max);
-            return CN_EINVAL;
-        }
-        char *at = strchr(ent, '@');
-        char *colon = strrchr(ent, ':');
-        if (!at || !colon || colon < at) {
-            snprintf(why, why_len, "\"%.200s\" is not id@host:port", ent);
-            return CN_EINVAL;
-        }
-        *at = '\0';
-        *colon = '\0';
-        char *end;
-        errno = 0;
-        long id = strtol(ent, &end, 10);
-        if (!ent[0] || *end || errno || id < 1 || id > INT32_MAX) {
-            snprintf(why, why_len,
-                     "voter id \"%.32s\" is not a number >= 1 (raft ids must "
-                     "be positive)",
-                     ent);
-            return CN_EINVAL;
-        }
-        long port = strtol(colon + 1, &end, 10);
-        if (!colon[1] || *end || port < 1 || port > 65535) {
-            snprintf(why, why_len, "voter %ld: port \"%.16s\" is not 1..65535",
-                     id, colon + 1);
-            return CN_EINVAL;
-        }
-        char *host = at + 1;
-        size_t hl = strlen(host);
-        if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-            host[hl - 1] = '\0';
-            host++;
-        }
-        if (!host[0]) {
-            snprintf(why, why_len, "voter %ld has no host", id);
-            return CN_EINVAL;
-        }
-        for (int i = 0; i < *n; i++)
-            if (out[i].id == (int32_t)id) {
-                snprintf(why, why_len, "voter id %ld appears twice", id);
-                return CN_EINVAL;
-            }
-        out[*n].id = (int32_t)id;
-        snprintf(out[*n].host, sizeof out[*n].host, "%s", host);
-        out[*n].port = (int)port;
-        (*n)++;
-    }
-    return 0;
-}
-
 /* Recomputes every field that depends on more than one key. */
 void cfg_recompute(struct cn_config *cfg)
 {
-    const char *roles = cur(cfg, "process.roles");
+    const char *roles = cfg_cur(cfg, "process.roles");
     cfg->cluster_mode = roles && roles[0];
-    cfg->controller_role = cfg->cluster_mode && list_has(roles, "controller");
-    cfg->listeners = cur(cfg, "listeners");
+    cfg->controller_role = cfg->cluster_mode &&
+                           cfg_list_has(roles, "controller");
+    cfg->listeners = cfg_cur(cfg, "listeners");
     cfg_parse_listener_list(cfg->listeners, false, cfg->listen_host,
                         sizeof cfg->listen_host, &cfg->listen_port, NULL, 0);
-    cfg->advertised_listeners = cur(cfg, "advertised.listeners");
-    const char *cnames = cur(cfg, "controller.listener.names");
+    cfg->advertised_listeners = cfg_cur(cfg, "advertised.listeners");
+    const char *cnames = cfg_cur(cfg, "controller.listener.names");
     if (cn_config_resolve_listeners_ex(
-            cfg->listeners, cur(cfg, "listener.security.protocol.map"),
+            cfg->listeners, cfg_cur(cfg, "listener.security.protocol.map"),
             cfg->advertised_listeners, cnames, cfg->controller_role,
             cfg->listener, CN_LISTENERS_MAX, &cfg->nlisteners, NULL, 0))
         cfg->nlisteners = 0;
     cfg->controller_listener = -1;
     if (cfg->controller_role && cnames)
         for (int i = 0; i < cfg->nlisteners; i++)
-            if (list_has(cnames, cfg->listener[i].name)) {
+            if (cfg_list_has(cnames, cfg->listener[i].name)) {
                 cfg->controller_listener = i;
                 break;
             }
@@ -607,16 +531,16 @@ void cfg_recompute(struct cn_config *cfg)
     cfg_parse_listener_list(cfg->advertised_listeners, false, cfg->advertised_host,
                         sizeof cfg->advertised_host, &cfg->advertised_port,
                         NULL, 0);
-    cfg->http_listener = cur(cfg, "http.listener");
+    cfg->http_listener = cfg_cur(cfg, "http.listener");
     cfg->http_host[0] = '\0';
     cfg->http_port = 0;
     if (cfg->http_listener[0])
         cfg_parse_listener_list(cfg->http_listener, false, cfg->http_host,
                             sizeof cfg->http_host, &cfg->http_port, NULL, 0);
 
-    cfg->log_dirs = cur(cfg, "log.dirs");
+    cfg->log_dirs = cfg_cur(cfg, "log.dirs");
     if (!cfg->log_dirs)
-        cfg->log_dirs = cur(cfg, "log.dir");
+        cfg->log_dirs = cfg_cur(cfg, "log.dir");
     if (first_entry(cfg->log_dirs, cfg->data_dir, sizeof cfg->data_dir))
         cfg->data_dir[0] = '\0';
 
@@ -626,8 +550,8 @@ void cfg_recompute(struct cn_config *cfg)
         cfg->node_id = (int32_t)cur_int(cfg, "node.id", 1);
 
     char why[256];
-    if (parse_voters(cur(cfg, "controller.quorum.voters"), cfg->voters,
-                     CN_VOTERS_MAX, &cfg->nvoters, why, sizeof why))
+    if (cfg_parse_voters(cfg_cur(cfg, "controller.quorum.voters"), cfg->voters,
+                         CN_VOTERS_MAX, &cfg->nvoters, why, sizeof why))
         cfg->nvoters = 0;
     cfg->broker_heartbeat_interval_ms = cur_int(cfg,
                                                 "broker.heartbeat.interval.ms",
@@ -636,7 +560,7 @@ void cfg_recompute(struct cn_config *cfg)
                                              9000);
     cfg->controller_quorum_election_timeout_ms =
         cur_int(cfg, "controller.quorum.election.timeout.ms", 1000);
-    const char *mld = cur(cfg, "metadata.log.dir");
+    const char *mld = cfg_cur(cfg, "metadata.log.dir");
     if (mld && mld[0])
         snprintf(cfg->metadata_log_dir, sizeof cfg->metadata_log_dir, "%s",
                  mld);
@@ -646,14 +570,14 @@ void cfg_recompute(struct cn_config *cfg)
         cfg->metadata_log_dir[0] = '\0';
 
     /* Kafka's precedence: .ms, then .minutes, then .hours. */
-    if (cur(cfg, "log.roll.ms"))
+    if (cfg_cur(cfg, "log.roll.ms"))
         cfg->log_roll_ms = cur_int(cfg, "log.roll.ms", 0);
     else
         cfg->log_roll_ms = cur_int(cfg, "log.roll.hours", 168) * 3600000;
     int64_t ret;
-    if (cur(cfg, "log.retention.ms"))
+    if (cfg_cur(cfg, "log.retention.ms"))
         ret = cur_int(cfg, "log.retention.ms", 0);
-    else if (cur(cfg, "log.retention.minutes"))
+    else if (cfg_cur(cfg, "log.retention.minutes"))
         ret = cur_int(cfg, "log.retention.minutes", 0) * 60000;
     else
         ret = cur_int(cfg, "log.retention.hours", 168) * 3600000;
@@ -954,9 +878,10 @@ static int check_listeners(const struct cn_config *cfg, char *err,
     struct cn_listener l[CN_LISTENERS_MAX];
     int n;
     int rc = cn_config_resolve_listeners(
-        cfg->listeners, cur(cfg, "listener.security.protocol.map"),
-        cur(cfg, "advertised.listeners"), cur(cfg, "controller.listener.names"),
-        l, CN_LISTENERS_MAX, &n, err, err_len);
+        cfg->listeners, cfg_cur(cfg, "listener.security.protocol.map"),
+        cfg_cur(cfg, "advertised.listeners"),
+        cfg_cur(cfg, "controller.listener.names"), l, CN_LISTENERS_MAX, &n,
+        err, err_len);
     if (rc)
         return rc;
     bool by_name = cfg_is_set(cfg, "inter.broker.listener.name");
@@ -972,7 +897,7 @@ static int check_listeners(const struct cn_config *cfg, char *err,
         return 0;
     const char *key = by_name ? "inter.broker.listener.name"
                               : "security.inter.broker.protocol";
-    const char *want = cur(cfg, key);
+    const char *want = cfg_cur(cfg, key);
     if (by_proto) {
         int i = 0;
         while (cfg_proto_names[i] && strcasecmp(cfg_proto_names[i], want))
@@ -996,143 +921,18 @@ static int check_listeners(const struct cn_config *cfg, char *err,
     return CN_EINVAL;
 }
 
-/* Cluster mode's keys (docs/cluster-plan.md §5); nothing to check on a
- * single node, whose behaviour must not change. */
-static int check_cluster(const struct cn_config *cfg, char *err,
-                         size_t err_len)
-{
-    const char *roles = cur(cfg, "process.roles");
-    if (!roles || !roles[0])
-        return 0;
-    if (!list_has(roles, "broker")) {
-        cfg_seterr(err, err_len,
-                   "invalid value \"%s\" for process.roles: Cairn runs "
-                   "controllers inside brokers; use broker,controller",
-                   roles);
-        return CN_EINVAL;
-    }
-    /* The controller's APIs are cluster actions: with an authorizer the
-     * brokers' registrations would need a principal of their own on the
-     * plaintext connections between brokers, which Cairn does not have
-     * yet.  Refused rather than a cluster whose brokers never register. */
-    const char *authorizer = cur(cfg, "authorizer.class.name");
-    if (authorizer && authorizer[0]) {
-        cfg_seterr(err, err_len,
-                   "authorizer.class.name: not yet supported in cluster mode "
-                   "(process.roles=%s): the brokers could not register with "
-                   "the controller; unset one of the two",
-                   roles);
-        return CN_EINVAL;
-    }
-    if (cfg->node_id < 1) {
-        cfg_seterr(err, err_len,
-                   "invalid value \"%d\" for node.id: must be >= 1 in "
-                   "cluster mode (raft ids are positive)",
-                   cfg->node_id);
-        return CN_EINVAL;
-    }
-    struct cn_cfg_voter v[CN_VOTERS_MAX];
-    int nv;
-    char why[256];
-    const char *vt = cur(cfg, "controller.quorum.voters");
-    if (parse_voters(vt, v, CN_VOTERS_MAX, &nv, why, sizeof why)) {
-        cfg_seterr(err, err_len,
-                   "invalid value \"%s\" for controller.quorum.voters: %s", vt,
-                   why);
-        return CN_EINVAL;
-    }
-    if (nv == 0) {
-        cfg_seterr(err, err_len,
-                   "controller.quorum.voters: must list the voters "
-                   "(id@host:port,...) when process.roles is set");
-        return CN_EINVAL;
-    }
-    const struct cn_cfg_voter *self = NULL;
-    for (int i = 0; i < nv; i++)
-        if (v[i].id == cfg->node_id)
-            self = &v[i];
-    if (cfg->controller_role && !self) {
-        cfg_seterr(err, err_len,
-                   "controller.quorum.voters: does not include this node's "
-                   "id %d (process.roles=%s)",
-                   cfg->node_id, roles);
-        return CN_EINVAL;
-    }
-    if (!cfg->controller_role && self) {
-        cfg_seterr(err, err_len,
-                   "controller.quorum.voters: includes this node's id %d, "
-                   "but process.roles=broker does not vote; use "
-                   "broker,controller",
-                   cfg->node_id);
-        return CN_EINVAL;
-    }
-    if (cfg->broker_session_timeout_ms <= cfg->broker_heartbeat_interval_ms) {
-        cfg_seterr(err, err_len,
-                   "invalid value \"%lld\" for broker.session.timeout.ms: "
-                   "must be greater than broker.heartbeat.interval.ms "
-                   "(%lld)",
-                   (long long)cfg->broker_session_timeout_ms,
-                   (long long)cfg->broker_heartbeat_interval_ms);
-        return CN_EINVAL;
-    }
-    if (!cfg->metadata_log_dir[0]) {
-        cfg_seterr(err, err_len,
-                   "metadata.log.dir: no directory (log.dirs is empty or the "
-                   "path is too long)");
-        return CN_EINVAL;
-    }
-    int brokers = 0;
-    for (int i = 0; i < cfg->nlisteners; i++)
-        if (i != cfg->controller_listener)
-            brokers++;
-    if (brokers == 0) {
-        cfg_seterr(err, err_len,
-                   "invalid listeners \"%s\": a cluster node needs a "
-                   "broker listener besides the controller listener",
-                   cfg->listeners);
-        return CN_EINVAL;
-    }
-    if (!cfg->controller_role)
-        return 0;
-    const char *cn = cur(cfg, "controller.listener.names");
-    if (!cn || !cn[0]) {
-        cfg_seterr(err, err_len,
-                   "controller.listener.names: must name the CONTROLLER "
-                   "listener when process.roles has controller");
-        return CN_EINVAL;
-    }
-    if (cfg->controller_listener < 0) {
-        cfg_seterr(err, err_len,
-                   "invalid value \"%s\" for controller.listener.names: no "
-                   "listener of that name in listeners (%s)",
-                   cn, cfg->listeners);
-        return CN_EINVAL;
-    }
-    const struct cn_listener *cl = &cfg->listener[cfg->controller_listener];
-    if (cl->port != self->port) {
-        cfg_seterr(err, err_len,
-                   "controller.listener.names: listener %s has port %d, but "
-                   "this node's entry in controller.quorum.voters (%d@%s:%d) "
-                   "has port %d",
-                   cl->name, cl->port, self->id, self->host, self->port,
-                   self->port);
-        return CN_EINVAL;
-    }
-    return 0;
-}
-
 int cn_config_check(const struct cn_config *cfg, char *err, size_t err_len)
 {
     if (check_listeners(cfg, err, err_len))
         return CN_EINVAL;
-    if (check_cluster(cfg, err, err_len))
+    if (cfg_check_cluster(cfg, err, err_len))
         return CN_EINVAL;
     /* Kafka's KafkaConfig.validateValues: the retention that wins by
      * precedence must be -1 or at least 1 ms; 0 would delete every
      * segment as soon as it rolled. */
     if (cfg->log_retention_ms == 0) {
-        const char *key = cur(cfg, "log.retention.ms") ? "log.retention.ms"
-                          : cur(cfg, "log.retention.minutes")
+        const char *key = cfg_cur(cfg, "log.retention.ms") ? "log.retention.ms"
+                          : cfg_cur(cfg, "log.retention.minutes")
                               ? "log.retention.minutes"
                               : "log.retention.hours";
         cfg_seterr(err, err_len,

@@ -1,6 +1,6 @@
 /*
  * Internal to the configuration module (config.c, config_dyn.c,
- * config_listeners.c): the value checks, the listener lists and the
+ * config_listeners.c, config_cluster.c): the value checks, the listener lists and the
  * properties-text parser its files share.  Not part of the module's
  * interface.
  */
@@ -38,6 +38,16 @@ int cfg_check_value(const struct cn_config_key *k, const char *v,
 /* Index of broker key name, or -1. */
 int cfg_key_index(const char *name);
 bool cfg_is_set(const struct cn_config *cfg, const char *name);
+/* The current text of broker key name (its strongest layer), or NULL. */
+const char *cfg_cur(const struct cn_config *cfg, const char *name);
+/* True when the comma list has word (case-insensitive, blanks ignored). */
+bool cfg_list_has(const char *list, const char *word);
+/* Parses controller.quorum.voters ("id@host:port,...") into out[0..*n);
+ * why says what is wrong.  config_cluster.c. */
+int cfg_parse_voters(const char *text, struct cn_cfg_voter *out, int max,
+                     int *n, char *why, size_t why_len);
+/* The cluster-mode checks of cn_config_check.  config_cluster.c. */
+int cfg_check_cluster(const struct cn_config *cfg, char *err, size_t err_len);
 /* Rederives the fields computed from several keys (listeners, retention). */
 void cfg_recompute(struct cn_config *cfg);
 /* Stores key i's current text (its strongest layer) into its field. */
