@@ -268,8 +268,6 @@ static int fill_nodes(struct cn_broker *b, struct cn_req *req,
                       const struct cn_quorum_state *st,
                       struct cn_describe_quorum_response *rs)
 {
-    const char *voters = NULL;
-    cn_config_get(b->cfg, "controller.quorum.voters", &voters, NULL);
     const char *lname = NULL;
     cn_config_get(b->cfg, "controller.listener.names", &lname, NULL);
     char name[CN_LISTENER_NAME_MAX] = "CONTROLLER";
@@ -307,30 +305,16 @@ static int fill_nodes(struct cn_broker *b, struct cn_req *req,
             nd->listeners[0].host = cn_bytes_str(host);
             nd->listeners[0].port = (uint16_t)port;
             nd->listeners_len = 1;
-        } else if (voters) {
-            /* "id@host:port,...": find id's entry. */
-            for (const char *p = voters; *p;) {
-                while (*p == ' ' || *p == ',')
-                    p++;
-                size_t len = strcspn(p, ",");
-                char e[300];
-                if (len > 0 && len < sizeof e) {
-                    memcpy(e, p, len);
-                    e[len] = '\0';
-                    char *at = strchr(e, '@');
-                    char *colon = strrchr(e, ':');
-                    if (at && colon && colon > at) {
-                        *at = *colon = '\0';
-                        if (atoi(e) == id) {
-                            nd->listeners[0].name = cn_req_str(req, name);
-                            nd->listeners[0].host = cn_req_str(req, at + 1);
-                            nd->listeners[0].port = (uint16_t)atoi(colon + 1);
-                            nd->listeners_len = 1;
-                            break;
-                        }
-                    }
-                }
-                p += len;
+        } else {
+            for (int v = 0; v < b->cfg->nvoters; v++) {
+                const struct cn_cfg_voter *cv = &b->cfg->voters[v];
+                if (cv->id != id)
+                    continue;
+                nd->listeners[0].name = cn_req_str(req, name);
+                nd->listeners[0].host = cn_req_str(req, cv->host);
+                nd->listeners[0].port = (uint16_t)cv->port;
+                nd->listeners_len = 1;
+                break;
             }
         }
         k++;

@@ -308,45 +308,25 @@ nomem:
 }
 
 /* KIP-919 endpoint type 2: the voters at their controller endpoints, from
- * controller.quorum.voters ("id@host:port,..."). */
+ * controller.quorum.voters. */
 static int fill_controllers(struct cn_broker *b, struct cn_req *req,
                             struct cn_describe_cluster_response *rs)
 {
-    const char *voters = NULL;
-    cn_config_get(b->cfg, "controller.quorum.voters", &voters, NULL);
-    if (!voters)
-        voters = "";
-    size_t cap = 1;
-    for (const char *p = voters; *p; p++)
-        cap += *p == ',';
-    rs->brokers = cn_arena_calloc(&req->arena, cap, sizeof *rs->brokers);
+    const struct cn_config *cfg = b->cfg;
+    rs->brokers = cn_arena_calloc(&req->arena, (size_t)cfg->nvoters + 1,
+                                  sizeof *rs->brokers);
     if (!rs->brokers)
         return CN_ENOMEM;
-    int32_t k = 0;
-    for (const char *p = voters; *p;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        size_t len = strcspn(p, ",");
-        char e[300];
-        if (len > 0 && len < sizeof e) {
-            memcpy(e, p, len);
-            e[len] = '\0';
-            char *at = strchr(e, '@');
-            char *colon = strrchr(e, ':');
-            if (at && colon && colon > at && (size_t)k < cap) {
-                *at = *colon = '\0';
-                struct cn_describe_cluster_response_describe_cluster_broker
-                    *d = &rs->brokers[k++];
-                cn_describe_cluster_response_describe_cluster_broker_init(d);
-                d->broker_id = atoi(e);
-                d->host = cn_req_str(req, at + 1);
-                d->port = atoi(colon + 1);
-                d->rack = CN_BYTES_NULL;
-            }
-        }
-        p += len;
+    for (int i = 0; i < cfg->nvoters; i++) {
+        struct cn_describe_cluster_response_describe_cluster_broker *d =
+            &rs->brokers[i];
+        cn_describe_cluster_response_describe_cluster_broker_init(d);
+        d->broker_id = cfg->voters[i].id;
+        d->host = cn_bytes_str(cfg->voters[i].host);
+        d->port = cfg->voters[i].port;
+        d->rack = CN_BYTES_NULL;
     }
-    rs->brokers_len = k;
+    rs->brokers_len = cfg->nvoters;
     return 0;
 }
 

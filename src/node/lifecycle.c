@@ -135,7 +135,7 @@ struct lc_endpoint {
 
 struct lc_voter {
     int32_t id;
-    char host[256];
+    char host[CN_CONFIG_HOST_MAX];
     int port;
 };
 
@@ -205,54 +205,28 @@ static int64_t cfg_int(const struct cn_broker *b, const char *key,
     return *end == '\0' && n > 0 ? (int64_t)n : dflt;
 }
 
-/* "id@host:port,..."; the config check has already refused bad entries,
- * this only has to read good ones. */
-static int parse_voters(const char *text, struct lc_voter **out, size_t *n)
+/* The voters of controller.quorum.voters (parsed and checked by the
+ * config), with an IPv6 host's brackets dropped for the address lookup. */
+static int voters_from_config(const struct cn_config *cfg,
+                              struct lc_voter **out, size_t *n)
 {
-    *out = NULL;
-    *n = 0;
-    if (!text)
-        return 0;
-    size_t cap = 1;
-    for (const char *p = text; *p; p++)
-        cap += *p == ',';
-    struct lc_voter *v = calloc(cap, sizeof *v);
-    if (!v)
+    *out = calloc((size_t)cfg->nvoters + 1, sizeof **out);
+    if (!*out)
         return CN_ENOMEM;
-    size_t k = 0;
-    const char *p = text;
-    while (*p) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        char entry[300];
-        if (len > 0 && len < sizeof entry) {
-            memcpy(entry, p, len);
-            entry[len] = '\0';
-            char *s = entry;
-            while (*s == ' ')
-                s++;
-            char *at = strchr(s, '@');
-            char *colon = strrchr(s, ':');
-            if (at && colon && colon > at) {
-                *at = '\0';
-                *colon = '\0';
-                char *h = at + 1;
-                size_t hl = strlen(h);
-                if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
-                    h[hl - 1] = '\0';
-                    h++;
-                }
-                v[k].id = (int32_t)atoi(s);
-                snprintf(v[k].host, sizeof v[k].host, "%s", h);
-                v[k].port = atoi(colon + 1);
-                if (v[k].port > 0 && strlen(h) < sizeof v[k].host)
-                    k++;
-            }
+    for (int i = 0; i < cfg->nvoters; i++) {
+        const struct cn_cfg_voter *cv = &cfg->voters[i];
+        struct lc_voter *v = &(*out)[i];
+        const char *h = cv->host;
+        size_t hl = strlen(h);
+        if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+            h++;
+            hl -= 2;
         }
-        p = end ? end + 1 : p + len;
+        snprintf(v->host, sizeof v->host, "%.*s", (int)hl, h);
+        v->id = cv->id;
+        v->port = cv->port;
     }
-    *out = v;
-    *n = k;
+    *n = (size_t)cfg->nvoters;
     return 0;
 }
 
@@ -681,8 +655,7 @@ int cn_lifecycle_start(struct cn_broker *b)
     lc->hint_leader = -1;
     lc->disc_id = -1;
     lc->was_fenced = true;
-    int rc = parse_voters(cfg_str(b, "controller.quorum.voters"), &lc->voters,
-                          &lc->nvoters);
+    int rc = voters_from_config(b->cfg, &lc->voters, &lc->nvoters);
     if (rc != 0) {
         free(lc);
         return rc;
