@@ -27,7 +27,7 @@ struct cn_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
     uv_timer_t idle_timer;
-    uv_idle_t resume_idle;  /* runs the lists below; on only when needed */
+    uv_idle_t resume_idle;     /* runs the lists below; on only when needed */
     uv_timer_t throttle_timer; /* fires when the first throttle ends */
     bool resume_on;
     struct cn_server_config cfg;
@@ -89,18 +89,18 @@ struct cn_conn {
     struct cn_conn *lprev, *lnext;
     char peer[64];
     char principal[CN_PRINCIPAL_MAX]; /* see cn_req_principal */
-    SSL *ssl;                    /* TLS connections only */
-    BIO *rbio, *wbio;            /* network side of ssl: in, out */
-    bool tls_ready;              /* handshake done */
-    int64_t accepted_ms;         /* monotonic, for the handshake timeout */
-    bool close_pending;          /* a response will close it: read no
+    SSL *ssl;                         /* TLS connections only */
+    BIO *rbio, *wbio;                 /* network side of ssl: in, out */
+    bool tls_ready;                   /* handshake done */
+    int64_t accepted_ms;       /* monotonic, for the handshake timeout */
+    bool close_pending;        /* a response will close it: read no
                                     more */
-    bool authed;                 /* SASL done (see cn_req_authenticated) */
-    bool raw_tokens;             /* frames are bare SASL tokens */
-    int64_t session_expiry_ms;   /* monotonic; 0: none */
-    void *auth_state;            /* the broker's SASL exchange, or NULL */
-    void (*auth_free)(void *);   /* frees auth_state */
-    bool sniffing;               /* reading the first bytes for
+    bool authed;               /* SASL done (see cn_req_authenticated) */
+    bool raw_tokens;           /* frames are bare SASL tokens */
+    int64_t session_expiry_ms; /* monotonic; 0: none */
+    void *auth_state;          /* the broker's SASL exchange, or NULL */
+    void (*auth_free)(void *); /* frees auth_state */
+    bool sniffing;             /* reading the first bytes for
                                     cfg.first_bytes */
     uint8_t sniff[8];
     size_t sniff_have;
@@ -111,7 +111,7 @@ struct cn_conn {
 struct conn_write {
     uv_write_t w;
     struct cn_conn *conn;
-    struct cn_req *req;          /* NULL for handshake records */
+    struct cn_req *req; /* NULL for handshake records */
     uint8_t size[4];
     uv_buf_t *tls;
     size_t ntls, tls_cap;
