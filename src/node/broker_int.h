@@ -210,6 +210,9 @@ int cn_topic_persist(struct cn_broker *b, const struct cn_topic *t);
  * for it.  NULL when missing (and not created) or creation failed. */
 struct cn_topic *cn_topic_internal(struct cn_broker *b, const char *name,
                                    int32_t partitions, bool create);
+/* The topic configs (name, value) every internal topic is made with. */
+#define CN_INTERNAL_TOPIC_NCONFIGS 4
+extern const char *const cn_internal_topic_configs[CN_INTERNAL_TOPIC_NCONFIGS][2];
 /* Refuses settings Cairn accepts by name but cannot honour yet, with a
  * message naming the key.  Returns a Kafka error code. */
 int16_t cn_topic_config_check(const struct cn_topic_config *tc, char *msg,

@@ -758,6 +758,16 @@ void cn_topics_close_all(struct cn_broker *b)
     b->topic_count = 0;
 }
 
+/* Kafka's settings for coordinator logs: the coordinator holds the newest
+ * record per key and compacts by checkpoint; records leave by being
+ * replaced or tombstoned, never by age or size. */
+const char *const cn_internal_topic_configs[CN_INTERNAL_TOPIC_NCONFIGS][2] = {
+    {"cleanup.policy", "compact"},
+    {"segment.bytes", "104857600"},
+    {"retention.ms", "-1"},
+    {"retention.bytes", "-1"},
+};
+
 struct cn_topic *cn_topic_internal(struct cn_broker *b, const char *name,
                                    int32_t partitions, bool create)
 {
@@ -768,13 +778,9 @@ struct cn_topic *cn_topic_internal(struct cn_broker *b, const char *name,
     struct cn_topic_config tc;
     cn_topic_config_init_defaults(&tc, b->cfg);
     char msg[256];
-    /* Kafka's settings for coordinator logs: the coordinator holds the
-     * newest record per key and compacts by checkpoint; records leave by
-     * being replaced or tombstoned, never by age or size. */
-    cn_topic_config_set(&tc, "cleanup.policy", "compact", msg, sizeof msg);
-    cn_topic_config_set(&tc, "segment.bytes", "104857600", msg, sizeof msg);
-    cn_topic_config_set(&tc, "retention.ms", "-1", msg, sizeof msg);
-    cn_topic_config_set(&tc, "retention.bytes", "-1", msg, sizeof msg);
+    for (size_t i = 0; i < CN_INTERNAL_TOPIC_NCONFIGS; i++)
+        cn_topic_config_set(&tc, cn_internal_topic_configs[i][0],
+                            cn_internal_topic_configs[i][1], msg, sizeof msg);
     int16_t kerr = cn_topic_create(b, wire, partitions, &tc, &t, msg,
                                    sizeof msg);
     if (kerr) {

@@ -1,0 +1,66 @@
+/*
+ * ctlcall.h - requests from this broker to the active controller, in
+ * cluster mode: forwarded admin requests (CreateTopics, DeleteTopics,
+ * CreatePartitions), topics a broker needs created (auto-creation by
+ * Metadata, the coordinators' internal topics), producer-id blocks
+ * (AllocateProducerIds).
+ *
+ * Every call goes over a cn_peer to the active controller's CONTROLLER
+ * listener (its address from controller.quorum.voters), also when the
+ * controller is this node: one path, as Kafka's brokers forward to the
+ * controller even in combined mode.  The controller is the raft leader as
+ * this node's quorum knows it.  A call that finds no controller, loses
+ * its connection before an answer, or is answered NOT_CONTROLLER (the
+ * caller's `not_controller` predicate says so for its API) is sent again
+ * after a backoff, to whichever node leads then, until its deadline; then
+ * cb gets -ETIMEDOUT.  A retry after a lost connection can repeat a
+ * request the controller carried out: every request sent here is one
+ * whose repetition is harmless or detected (a topic that exists answers
+ * TOPIC_ALREADY_EXISTS; a second producer-id block only skips ids).
+ *
+ * Runs on: loop.
+ */
+#ifndef CN_NODE_CTLCALL_H
+#define CN_NODE_CTLCALL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "node/peer.h"
+
+struct cn_broker;
+
+/* True when the decoded response says the node asked is not the
+ * controller (the call is then sent again); NULL: never. */
+typedef bool (*cn_ctlcall_retry_fn)(const void *response);
+
+/*
+ * Sends request (api_key's generated request struct, encoded at
+ * api_version) to the active controller; cb(arg, ...) runs exactly once,
+ * never inside this call, with the response or an error as cn_peer_cb
+ * describes (-ETIMEDOUT when timeout_ms passed without an answer that is
+ * not a retry, -ECANCELED when the broker stops).  request must stay
+ * valid until cb runs (it is encoded again for a retry).  Returns 0, or
+ * CN_EINVAL when this node is not in cluster mode (cb will not run).
+ */
+int cn_ctlcall(struct cn_broker *b, int16_t api_key, int16_t api_version,
+               const void *request, int64_t timeout_ms,
+               cn_ctlcall_retry_fn not_controller, cn_peer_cb cb, void *arg);
+
+/*
+ * Asks the controller to create topic `name` unless the image has it or a
+ * request for it is already in flight; fire and forget (failures are
+ * logged, a later call asks again).  nparts -1 and rf -1 take the
+ * controller's defaults.  internal: a coordinator's topic, created with
+ * cn_internal_topic_configs and a replication factor capped at the number
+ * of unfenced brokers (Kafka's rule for offsets.topic.replication.factor
+ * on a cluster smaller than it), with a warning when capped.
+ */
+void cn_ctlcall_ensure_topic(struct cn_broker *b, const char *name,
+                             int32_t nparts, int16_t rf, bool internal);
+
+/* Cancels every call (cb gets -ECANCELED) and frees what ctlcall keeps;
+ * at broker stop, before the loop closes. */
+void cn_ctlcall_stop(struct cn_broker *b);
+
+#endif
