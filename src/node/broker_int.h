@@ -40,6 +40,7 @@ struct cn_sync_result;
 struct cn_cleaner;
 struct cn_quorum;
 struct cn_lifecycle;
+struct cn_ctlcall;
 
 struct cn_topic {
     char *name;                       /* owned, NUL-terminated */
@@ -102,6 +103,7 @@ struct cn_broker {
      * (lifecycle.c).  NULL on a single node. */
     struct cn_quorum *quorum;
     struct cn_lifecycle *lifecycle;
+    struct cn_ctlcall *ctlcall; /* calls to the controller (ctlcall.h) */
     bool stopping;
     bool log_dir_offline;        /* a write or sync failed: see below */
     bool log_dir_full;           /* the last append found no space */

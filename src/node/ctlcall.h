@@ -41,7 +41,8 @@ typedef bool (*cn_ctlcall_retry_fn)(const void *response);
  * describes (-ETIMEDOUT when timeout_ms passed without an answer that is
  * not a retry, -ECANCELED when the broker stops).  request must stay
  * valid until cb runs (it is encoded again for a retry).  Returns 0, or
- * CN_EINVAL when this node is not in cluster mode (cb will not run).
+ * CN_EINVAL when this node is not in cluster mode, its quorum is not
+ * running (yet, or any more) or it stops, CN_ENOMEM (cb will not run).
  */
 int cn_ctlcall(struct cn_broker *b, int16_t api_key, int16_t api_version,
                const void *request, int64_t timeout_ms,
@@ -58,6 +59,27 @@ int cn_ctlcall(struct cn_broker *b, int16_t api_key, int16_t api_version,
  */
 void cn_ctlcall_ensure_topic(struct cn_broker *b, const char *name,
                              int32_t nparts, int16_t rf, bool internal);
+
+/* The not_controller predicate for CreateTopics: any topic answered
+ * NOT_CONTROLLER. */
+bool cn_ctlcall_create_topics_retry(const void *response);
+
+/* A producer-id block's outcome: err 0 and [start, start + len), or an
+ * error (-ETIMEDOUT, -ECANCELED, -EIO when the controller refused). */
+typedef void (*cn_ctlcall_pids_cb)(struct cn_broker *b, void *arg, int err,
+                                   int64_t start, int32_t len);
+
+/*
+ * Asks the controller for a block of producer ids (AllocateProducerIds
+ * with this broker's id and epoch).  Until this broker is registered, and
+ * while the answer is NOT_CONTROLLER, STALE_BROKER_EPOCH,
+ * BROKER_ID_NOT_REGISTERED or REQUEST_TIMED_OUT, it asks again (with the
+ * epoch of the moment).  cb runs exactly once, never inside this call.
+ * Returns 0, or CN_EINVAL (not in cluster mode, or stopping) / CN_ENOMEM
+ * (cb will not run).
+ */
+int cn_ctlcall_alloc_pids(struct cn_broker *b, cn_ctlcall_pids_cb cb,
+                          void *arg);
 
 /* Cancels every call (cb gets -ECANCELED) and frees what ctlcall keeps;
  * at broker stop, before the loop closes. */

@@ -2,7 +2,8 @@
  * pids.c - producer ids for the handlers, with the reservation's fsync on
  * a worker (pid.h).  A request that finds no durable id left is held and
  * run again once the reservation being written is durable; the
- * transaction coordinator's wait inside it and hear of it too.
+ * transaction coordinator's wait inside it and hear of it too.  In cluster
+ * mode the reservation is a block the controller hands out (ctlcall.h).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "base/say.h"
 #include "node/broker_int.h"
+#include "node/ctlcall.h"
 #include "node/txn_exec.h"
 
 /* A request waiting for the next durable reservation. */
@@ -38,15 +40,9 @@ static void write_work(uv_work_t *w)
         pw->rc = cn_pidalloc_write(pw->dir, pw->end);
 }
 
-static void write_done(uv_work_t *w, int status)
+/* A reservation ended with rc (cn_pidalloc_written or _granted done). */
+static void pids_ready(struct cn_broker *b, int rc)
 {
-    struct pid_work *pw = w->data;
-    struct cn_broker *b = pw->b;
-    int rc = status < 0 ? status : pw->rc;
-    free(pw);
-    if (rc)
-        CN_ERROR("cannot reserve producer ids: %s", cn_strerror(rc));
-    cn_pidalloc_written(&b->pids, rc);
     /* Those that wait run again, in arrival order.  After a success those
      * that find the ids gone again wait for the next write, which their
      * take starts; after a failure all of them answer with it, and the
@@ -67,8 +63,51 @@ static void write_done(uv_work_t *w, int status)
         cn_pids_refill(b);
 }
 
+static void write_done(uv_work_t *w, int status)
+{
+    struct pid_work *pw = w->data;
+    struct cn_broker *b = pw->b;
+    int rc = status < 0 ? status : pw->rc;
+    free(pw);
+    if (rc)
+        CN_ERROR("cannot reserve producer ids: %s", cn_strerror(rc));
+    cn_pidalloc_written(&b->pids, rc);
+    pids_ready(b, rc);
+}
+
+static void on_granted(struct cn_broker *b, void *arg, int err, int64_t start,
+                       int32_t len)
+{
+    (void)arg;
+    if (err && err != -ECANCELED)
+        CN_ERROR("cannot get producer ids from the controller: %s",
+                 cn_strerror(err));
+    cn_pidalloc_granted(&b->pids, err, start, start + len);
+    pids_ready(b, err);
+}
+
+/* Cluster mode: the block comes from the controller, so that no two
+ * brokers ever hand out the same id. */
+static void refill_from_controller(struct cn_broker *b)
+{
+    /* Before the quorum runs there is no one to ask (the first take
+     * asks). */
+    if (b->stopping || !b->quorum || !cn_pidalloc_due(&b->pids))
+        return;
+    int rc = cn_ctlcall_alloc_pids(b, on_granted, NULL);
+    if (rc) {
+        CN_ERROR("cannot ask the controller for producer ids: %s",
+                 cn_strerror(rc));
+        cn_pidalloc_granted(&b->pids, rc, 0, 0);
+    }
+}
+
 void cn_pids_refill(struct cn_broker *b)
 {
+    if (b->cfg->cluster_mode) {
+        refill_from_controller(b);
+        return;
+    }
     int64_t end = cn_pidalloc_refill(&b->pids);
     if (!end)
         return;

@@ -61,6 +61,11 @@ int cn_pidalloc_open(struct cn_pidalloc *pa, const char *dir)
 
 int cn_pidalloc_take(struct cn_pidalloc *pa, int64_t *pid)
 {
+    if (pa->next >= pa->block_end && pa->spare_end > pa->spare_start) {
+        pa->next = pa->spare_start;
+        pa->block_end = pa->spare_end;
+        pa->spare_start = pa->spare_end = 0;
+    }
     if (pa->next >= pa->block_end)
         return pa->err && !pa->writing ? pa->err : -EAGAIN;
     *pid = pa->next++;
@@ -82,4 +87,30 @@ void cn_pidalloc_written(struct cn_pidalloc *pa, int rc)
         pa->block_end = pa->writing;
     pa->err = rc;
     pa->writing = 0;
+}
+
+int cn_pidalloc_due(struct cn_pidalloc *pa)
+{
+    if (pa->writing || pa->spare_end > pa->spare_start ||
+        pa->block_end - pa->next > CN_PID_BLOCK / 2)
+        return 0;
+    pa->writing = 1;
+    pa->err = 0;
+    return 1;
+}
+
+void cn_pidalloc_granted(struct cn_pidalloc *pa, int rc, int64_t start,
+                         int64_t end)
+{
+    pa->writing = 0;
+    pa->err = rc;
+    if (rc)
+        return;
+    if (pa->next >= pa->block_end) {
+        pa->next = start;
+        pa->block_end = end;
+    } else {
+        pa->spare_start = start;
+        pa->spare_end = end;
+    }
 }

@@ -16,6 +16,11 @@
  * cn_pidalloc_written.  Only ids below the durable end are ever taken; a
  * burst that outruns the worker waits for it (cn_pidalloc_take: -EAGAIN).
  *
+ * In cluster mode the blocks come from the controller instead
+ * (AllocateProducerIds; cn_pidalloc_due and cn_pidalloc_granted), and the
+ * file is not used: the controller's ProducerIdsRecord is what makes a
+ * block durable, for every broker at once.
+ *
  * Runs on: loop, except cn_pidalloc_write (a worker).
  */
 #ifndef CN_PRODUCER_PID_H
@@ -31,6 +36,11 @@ struct cn_pidalloc {
     int64_t block_end;  /* first id not covered by the durable reservation */
     int64_t writing;    /* reservation a worker is writing, or 0 */
     int err;            /* the last write's failure, until the next one */
+    /* Cluster mode: the controller hands out blocks anywhere in the id
+     * space (other brokers hold the ones between), so the next block is
+     * asked for ahead and kept here until the current one runs out;
+     * spare_start == spare_end: none. */
+    int64_t spare_start, spare_end;
 };
 
 /* Reads the reservation (creating it on first use).  A corrupt file is
@@ -49,7 +59,19 @@ int64_t cn_pidalloc_refill(struct cn_pidalloc *pa);
 int cn_pidalloc_write(const char *dir, int64_t end);
 /* The write cn_pidalloc_refill started finished with rc. */
 void cn_pidalloc_written(struct cn_pidalloc *pa, int rc);
-/* True when pid was handed out by this allocator (some time in the past). */
+/*
+ * Cluster mode's refill: true when a block should be asked of the
+ * controller now (none asked, none spare, at most half a block left),
+ * which then counts as in flight (writing) until cn_pidalloc_granted.
+ */
+int cn_pidalloc_due(struct cn_pidalloc *pa);
+/* The controller's answer to that ask: rc 0 and the block [start, end),
+ * which follows the current one once it is used up; or rc, reported by
+ * take as a write's failure is. */
+void cn_pidalloc_granted(struct cn_pidalloc *pa, int rc, int64_t start,
+                         int64_t end);
+/* True when pid was handed out by this allocator (some time in the past);
+ * single-node mode only (controller blocks are not contiguous). */
 static inline int cn_pidalloc_issued(const struct cn_pidalloc *pa,
                                      int64_t pid)
 {

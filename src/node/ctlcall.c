@@ -1,0 +1,521 @@
+/*
+ * ctlcall.c - calls to the active controller (ctlcall.h).
+ *
+ * Each call is a heap object with its own timer: the timer runs the first
+ * attempt (so the callback never runs inside cn_ctlcall) and every retry
+ * after a backoff.  One cn_peer per controller id, kept until the broker
+ * stops: a leader change only moves calls to another peer, and a call in
+ * flight on the old one is never cancelled under it.
+ */
+#include "node/ctlcall.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/say.h"
+#include "node/broker_int.h"
+#include "node/lifecycle.h"
+#include "node/quorum.h"
+#include "proto/gen/api.h"
+#include "proto/gen/msgs.h"
+#include "proto/kerr.h"
+
+#define CC_BACKOFF_FIRST_MS 50
+#define CC_BACKOFF_MAX_MS 1000
+/* Kafka's request.timeout.ms for what a broker asks of the controller on
+ * its own behalf. */
+#define CC_OWN_TIMEOUT_MS 30000
+#define CC_CREATE_TOPICS_VERSION 7
+#define CC_MAX_FRAME (16 << 20)
+
+struct call;
+
+struct cc_peer {
+    int32_t id; /* the voter it reaches */
+    struct cn_peer *peer;
+};
+
+/* A topic cn_ctlcall_ensure_topic asked for, until its answer. */
+struct ensure {
+    struct cn_ctlcall *cc;
+    char *name;
+    struct cn_create_topics_request rq;
+    struct cn_create_topics_request_creatable_topic t;
+    struct cn_create_topics_request_creatable_topic_config
+        cfg[CN_INTERNAL_TOPIC_NCONFIGS];
+    struct ensure *next;
+};
+
+struct cn_ctlcall {
+    struct cn_broker *b;
+    struct cc_peer peers[CN_VOTERS_MAX];
+    int npeers;
+    int next_voter;         /* asked next while no leader is known */
+    struct call *calls;     /* live, for the stop */
+    struct ensure *ensures; /* topics being created */
+};
+
+struct call {
+    struct cn_ctlcall *cc;
+    int16_t api_key, api_version;
+    const void *request;
+    int64_t deadline_ms; /* monotonic */
+    int64_t backoff_ms;
+    cn_ctlcall_retry_fn not_controller;
+    /* Refreshes the request before each attempt; false: not ready to
+     * send yet (as if no controller were known). */
+    bool (*prepare)(struct call *c);
+    cn_peer_cb cb;
+    void *arg;
+    uv_timer_t timer;
+    bool in_peer; /* an attempt awaits its answer */
+    struct call *prev, *next;
+};
+
+/* ---- calls -------------------------------------------------------------- */
+
+static void on_call_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+/* Unlinks c, runs its callback, and frees it once its timer has closed. */
+static void call_finish(struct call *c, int err, const void *response,
+                        struct cn_arena *arena)
+{
+    struct cn_ctlcall *cc = c->cc;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        cc->calls = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    uv_timer_stop(&c->timer);
+    uv_close((uv_handle_t *)&c->timer, on_call_closed);
+    c->cb(c->arg, err, response, arena);
+}
+
+/* The voter to ask: the leader this node's quorum knows, else the voters
+ * in turn (a NOT_CONTROLLER answer moves to the next). */
+static const struct cn_cfg_voter *target(struct cn_ctlcall *cc)
+{
+    const struct cn_config *cfg = cc->b->cfg;
+    if (cfg->nvoters <= 0)
+        return NULL;
+    int32_t leader = cc->b->quorum ? cn_quorum_leader(cc->b->quorum) : -1;
+    for (int i = 0; leader >= 0 && i < cfg->nvoters; i++)
+        if (cfg->voters[i].id == leader)
+            return &cfg->voters[i];
+    return &cfg->voters[cc->next_voter % cfg->nvoters];
+}
+
+static struct cn_peer *peer_for(struct cn_ctlcall *cc,
+                                const struct cn_cfg_voter *v)
+{
+    for (int i = 0; i < cc->npeers; i++)
+        if (cc->peers[i].id == v->id)
+            return cc->peers[i].peer;
+    if (cc->npeers >= CN_VOTERS_MAX)
+        return NULL;
+    /* An IPv6 voter is written [addr]:port; the lookup wants addr. */
+    char host[CN_CONFIG_HOST_MAX];
+    const char *h = v->host;
+    size_t hl = strlen(h);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    snprintf(host, sizeof host, "%.*s", (int)hl, h);
+    struct cn_peer_opts o = {
+        .host = host,
+        .port = v->port,
+        .client_id = "cairn-broker-ctlcall",
+        .backoff_ms = CC_BACKOFF_FIRST_MS,
+        .backoff_max_ms = CC_BACKOFF_MAX_MS,
+        .max_frame_bytes = CC_MAX_FRAME,
+    };
+    struct cn_peer *p = NULL;
+    if (cn_peer_new(cc->b->loop, &o, &p) != 0)
+        return NULL;
+    cc->peers[cc->npeers].id = v->id;
+    cc->peers[cc->npeers].peer = p;
+    cc->npeers++;
+    return p;
+}
+
+static void call_send(struct call *c);
+
+static void on_call_timer(uv_timer_t *t)
+{
+    call_send(t->data);
+}
+
+/* Another attempt after the backoff, unless the deadline comes first. */
+static void call_retry(struct call *c)
+{
+    int64_t left = c->deadline_ms - cn_clock_mono_ms();
+    if (left <= 0) {
+        call_finish(c, -ETIMEDOUT, NULL, NULL);
+        return;
+    }
+    int64_t wait = c->backoff_ms < left ? c->backoff_ms : left;
+    c->backoff_ms *= 2;
+    if (c->backoff_ms > CC_BACKOFF_MAX_MS)
+        c->backoff_ms = CC_BACKOFF_MAX_MS;
+    /* Never 0 ms from inside the timer's own callback (libuv 1.44 runs it
+     * again in the same pass). */
+    uv_timer_start(&c->timer, on_call_timer, (uint64_t)(wait > 0 ? wait : 1),
+                   0);
+}
+
+static void on_call_answer(void *arg, int err, const void *response,
+                           struct cn_arena *arena)
+{
+    struct call *c = arg;
+    c->in_peer = false;
+    if (err == -ECANCELED || err == CN_ECORRUPT) {
+        call_finish(c, err, NULL, NULL);
+        return;
+    }
+    if (err == 0 && !(c->not_controller && c->not_controller(response))) {
+        call_finish(c, 0, response, arena);
+        return;
+    }
+    /* Refused, lost or not the controller: while the quorum names no
+     * leader, the next attempt asks another voter. */
+    c->cc->next_voter++;
+    call_retry(c);
+}
+
+static void call_send(struct call *c)
+{
+    struct cn_ctlcall *cc = c->cc;
+    int64_t left = c->deadline_ms - cn_clock_mono_ms();
+    if (left <= 0) {
+        call_finish(c, -ETIMEDOUT, NULL, NULL);
+        return;
+    }
+    const struct cn_cfg_voter *v = target(cc);
+    struct cn_peer *p = v ? peer_for(cc, v) : NULL;
+    if (!p || (c->prepare && !c->prepare(c))) {
+        call_retry(c);
+        return;
+    }
+    int rc = cn_peer_call(p, c->api_key, c->api_version, c->request, left,
+                          on_call_answer, c);
+    if (rc != 0) {
+        call_finish(c, rc, NULL, NULL);
+        return;
+    }
+    c->in_peer = true;
+}
+
+static struct cn_ctlcall *cc_get(struct cn_broker *b)
+{
+    if (b->ctlcall)
+        return b->ctlcall;
+    /* Nothing is asked before the quorum runs: a start that fails before
+     * then must find no call on the loop. */
+    if (!b->cfg->cluster_mode || !b->quorum || b->stopping)
+        return NULL;
+    struct cn_ctlcall *cc = calloc(1, sizeof *cc);
+    if (!cc)
+        return NULL;
+    cc->b = b;
+    b->ctlcall = cc;
+    return cc;
+}
+
+static int call_start(struct cn_broker *b, int16_t api_key,
+                      int16_t api_version, const void *request,
+                      int64_t timeout_ms, cn_ctlcall_retry_fn not_controller,
+                      bool (*prepare)(struct call *c), cn_peer_cb cb,
+                      void *arg, struct call **out)
+{
+    struct cn_ctlcall *cc = cc_get(b);
+    if (!cc)
+        return b->cfg->cluster_mode && b->quorum && !b->stopping ? CN_ENOMEM
+                                                                 : CN_EINVAL;
+    struct call *c = calloc(1, sizeof *c);
+    if (!c)
+        return CN_ENOMEM;
+    c->cc = cc;
+    c->api_key = api_key;
+    c->api_version = api_version;
+    c->request = request;
+    c->deadline_ms = cn_clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 1);
+    c->backoff_ms = CC_BACKOFF_FIRST_MS;
+    c->not_controller = not_controller;
+    c->prepare = prepare;
+    c->cb = cb;
+    c->arg = arg;
+    uv_timer_init(b->loop, &c->timer);
+    c->timer.data = c;
+    c->next = cc->calls;
+    if (cc->calls)
+        cc->calls->prev = c;
+    cc->calls = c;
+    if (out)
+        *out = c;
+    uv_timer_start(&c->timer, on_call_timer, 0, 0);
+    return 0;
+}
+
+int cn_ctlcall(struct cn_broker *b, int16_t api_key, int16_t api_version,
+               const void *request, int64_t timeout_ms,
+               cn_ctlcall_retry_fn not_controller, cn_peer_cb cb, void *arg)
+{
+    return call_start(b, api_key, api_version, request, timeout_ms,
+                      not_controller, NULL, cb, arg, NULL);
+}
+
+/* ---- topics ------------------------------------------------------------- */
+
+bool cn_ctlcall_create_topics_retry(const void *response)
+{
+    const struct cn_create_topics_response *rs = response;
+    for (int32_t i = 0; i < rs->topics_len; i++)
+        if (rs->topics[i].error_code == KAFKA_NOT_CONTROLLER)
+            return true;
+    return false;
+}
+
+static void ensure_unlink(struct ensure *e)
+{
+    for (struct ensure **pp = &e->cc->ensures; *pp; pp = &(*pp)->next)
+        if (*pp == e) {
+            *pp = e->next;
+            break;
+        }
+}
+
+static void on_ensured(void *arg, int err, const void *response,
+                       struct cn_arena *arena)
+{
+    (void)arena;
+    struct ensure *e = arg;
+    const struct cn_create_topics_response *rs = response;
+    if (err && err != -ECANCELED)
+        CN_WARN("cluster: asking the controller to create topic %s failed: "
+                "%s",
+                e->name, cn_strerror(err));
+    else if (!err && rs->topics_len > 0) {
+        const struct cn_create_topics_response_creatable_topic_result *r =
+            &rs->topics[0];
+        if (r->error_code == 0)
+            CN_INFO("cluster: topic %s created (%d partitions, replication "
+                    "factor %d)",
+                    e->name, r->num_partitions, r->replication_factor);
+        else if (r->error_code != KAFKA_TOPIC_ALREADY_EXISTS)
+            CN_WARN(
+                "cluster: the controller did not create topic %s: %s%s%.*s",
+                e->name, cn_kerr_name(r->error_code),
+                r->error_message.len > 0 ? ": " : "",
+                r->error_message.len > 0 ? (int)r->error_message.len : 0,
+                r->error_message.len > 0 ? (const char *)r->error_message.ptr
+                                         : "");
+    }
+    ensure_unlink(e);
+    free(e->name);
+    free(e);
+}
+
+/* Brokers the controller can place replicas on now. */
+static int32_t unfenced_brokers(struct cn_broker *b)
+{
+    if (!b->quorum)
+        return 0;
+    const struct cn_image *img = cn_quorum_image(b->quorum);
+    int32_t n = 0;
+    for (size_t i = 0; i < cn_image_broker_count(img); i++) {
+        const struct cn_image_broker *ib = cn_image_broker_at(img, i);
+        if (!ib->fenced && !ib->in_controlled_shutdown)
+            n++;
+    }
+    return n;
+}
+
+void cn_ctlcall_ensure_topic(struct cn_broker *b, const char *name,
+                             int32_t nparts, int16_t rf, bool internal)
+{
+    if (b->quorum &&
+        cn_image_topic_find(cn_quorum_image(b->quorum), cn_bytes_str(name)))
+        return;
+    struct cn_ctlcall *cc = cc_get(b);
+    if (!cc)
+        return;
+    for (struct ensure *e = cc->ensures; e; e = e->next)
+        if (strcmp(e->name, name) == 0)
+            return;
+    struct ensure *e = calloc(1, sizeof *e);
+    char *copy = strdup(name);
+    if (!e || !copy) {
+        free(e);
+        free(copy);
+        CN_WARN("cluster: out of memory asking for topic %s", name);
+        return;
+    }
+    e->cc = cc;
+    e->name = copy;
+    if (internal && rf > 0) {
+        /* Kafka's rule for offsets.topic.replication.factor on a cluster
+         * smaller than it: as many replicas as there are brokers, rather
+         * than no coordinator at all. */
+        int32_t live = unfenced_brokers(b);
+        if (live > 0 && rf > live) {
+            CN_WARN("cluster: creating %s with replication factor %d, not "
+                    "the configured %d: only %d broker(s) are unfenced",
+                    name, live, rf, live);
+            rf = (int16_t)live;
+        }
+    }
+    cn_create_topics_request_init(&e->rq);
+    cn_create_topics_request_creatable_topic_init(&e->t);
+    e->t.name = cn_bytes_str(e->name);
+    e->t.num_partitions = nparts;
+    e->t.replication_factor = rf;
+    e->t.assignments_len = 0;
+    e->t.configs_len = 0;
+    if (internal) {
+        for (int i = 0; i < CN_INTERNAL_TOPIC_NCONFIGS; i++) {
+            cn_create_topics_request_creatable_topic_config_init(&e->cfg[i]);
+            e->cfg[i].name = cn_bytes_str(cn_internal_topic_configs[i][0]);
+            e->cfg[i].value = cn_bytes_str(cn_internal_topic_configs[i][1]);
+        }
+        e->t.configs = e->cfg;
+        e->t.configs_len = CN_INTERNAL_TOPIC_NCONFIGS;
+    }
+    e->rq.topics = &e->t;
+    e->rq.topics_len = 1;
+    e->rq.timeout_ms = CC_OWN_TIMEOUT_MS;
+    e->rq.validate_only = false;
+    e->next = cc->ensures;
+    cc->ensures = e;
+    int rc = cn_ctlcall(b, CN_API_CREATE_TOPICS, CC_CREATE_TOPICS_VERSION,
+                        &e->rq, CC_OWN_TIMEOUT_MS,
+                        cn_ctlcall_create_topics_retry, on_ensured, e);
+    if (rc != 0) {
+        CN_WARN("cluster: cannot ask for topic %s: %s", name, cn_strerror(rc));
+        ensure_unlink(e);
+        free(e->name);
+        free(e);
+    }
+}
+
+/* ---- producer ids ------------------------------------------------------- */
+
+struct pids_call {
+    struct cn_broker *b;
+    struct cn_allocate_producer_ids_request rq;
+    cn_ctlcall_pids_cb cb;
+    void *arg;
+};
+
+static bool pids_prepare(struct call *c)
+{
+    struct pids_call *pc = c->arg;
+    int64_t epoch = cn_lifecycle_epoch(pc->b);
+    if (epoch < 0)
+        return false; /* the controller answers only registered brokers */
+    pc->rq.broker_id = pc->b->node_id;
+    pc->rq.broker_epoch = epoch;
+    return true;
+}
+
+static bool pids_retry(const void *response)
+{
+    const struct cn_allocate_producer_ids_response *rs = response;
+    switch (rs->error_code) {
+    case KAFKA_NOT_CONTROLLER:
+    /* Registered again meanwhile, or the registration not yet applied
+     * where the controller decides: the next attempt sends the new
+     * epoch. */
+    case KAFKA_STALE_BROKER_EPOCH:
+    case KAFKA_BROKER_ID_NOT_REGISTERED:
+    /* The controller lost leadership with the block proposed: a block
+     * asked for twice only skips ids. */
+    case KAFKA_REQUEST_TIMED_OUT: return true;
+    default: return false;
+    }
+}
+
+static void on_pids(void *arg, int err, const void *response,
+                    struct cn_arena *arena)
+{
+    (void)arena;
+    struct pids_call *pc = arg;
+    const struct cn_allocate_producer_ids_response *rs = response;
+    int64_t start = -1;
+    int32_t len = 0;
+    if (!err && rs->error_code) {
+        CN_WARN("cluster: the controller refused a producer-id block: %s",
+                cn_kerr_name(rs->error_code));
+        err = -EIO;
+    } else if (!err &&
+               (rs->producer_id_start < 0 || rs->producer_id_len <= 0)) {
+        err = CN_ECORRUPT;
+    } else if (!err) {
+        start = rs->producer_id_start;
+        len = rs->producer_id_len;
+    }
+    cn_ctlcall_pids_cb cb = pc->cb;
+    void *cb_arg = pc->arg;
+    struct cn_broker *b = pc->b;
+    free(pc);
+    cb(b, cb_arg, err, start, len);
+}
+
+int cn_ctlcall_alloc_pids(struct cn_broker *b, cn_ctlcall_pids_cb cb,
+                          void *arg)
+{
+    struct pids_call *pc = calloc(1, sizeof *pc);
+    if (!pc)
+        return CN_ENOMEM;
+    pc->b = b;
+    pc->cb = cb;
+    pc->arg = arg;
+    cn_allocate_producer_ids_request_init(&pc->rq);
+    int rc = call_start(b, CN_API_ALLOCATE_PRODUCER_IDS, 0, &pc->rq,
+                        CC_OWN_TIMEOUT_MS, pids_retry, pids_prepare, on_pids,
+                        pc, NULL);
+    if (rc)
+        free(pc);
+    return rc;
+}
+
+/* ---- stop --------------------------------------------------------------- */
+
+void cn_ctlcall_stop(struct cn_broker *b)
+{
+    struct cn_ctlcall *cc = b->ctlcall;
+    if (!cc)
+        return;
+    b->ctlcall = NULL;
+    /* Calls waiting for a retry end here; those on a peer end as it is
+     * freed (its callbacks run inside cn_peer_free). */
+    for (struct call *c = cc->calls, *next; c; c = next) {
+        next = c->next;
+        if (!c->in_peer)
+            call_finish(c, -ECANCELED, NULL, NULL);
+    }
+    for (int i = 0; i < cc->npeers; i++)
+        cn_peer_free(cc->peers[i].peer);
+    cc->npeers = 0;
+    /* A callback above may have started a call on the way (it found
+     * b->ctlcall NULL and failed), so nothing is left. */
+    for (struct call *c = cc->calls, *next; c; c = next) {
+        next = c->next;
+        call_finish(c, -ECANCELED, NULL, NULL);
+    }
+    for (struct ensure *e = cc->ensures, *next; e; e = next) {
+        next = e->next;
+        free(e->name);
+        free(e);
+    }
+    free(cc);
+}
