@@ -147,25 +147,54 @@ static bool authz_checked(int16_t key)
     return false;
 }
 
-/* Whether this broker serves row h: the controller's APIs only in
- * cluster mode.  A single node's listeners do not offer them, as a Kafka
- * broker listener does not (it closes the connection for them). */
-static bool handler_on(const struct cn_broker *b, const struct cn_handler *h)
+/* The APIs a CONTROLLER listener serves, as a Kafka controller's: the
+ * brokers' registration, heartbeats and producer-id blocks, the topic
+ * changes brokers forward, and what finds and describes the quorum. */
+static bool controller_api(int16_t key)
 {
+    switch (key) {
+    case CN_API_API_VERSIONS:
+    case CN_API_SASL_HANDSHAKE:
+    case CN_API_SASL_AUTHENTICATE:
+    case CN_API_BROKER_REGISTRATION:
+    case CN_API_BROKER_HEARTBEAT:
+    case CN_API_ALLOCATE_PRODUCER_IDS:
+    case CN_API_CREATE_TOPICS:
+    case CN_API_DELETE_TOPICS:
+    case CN_API_CREATE_PARTITIONS:
+    case CN_API_DESCRIBE_CLUSTER:
+    case CN_API_DESCRIBE_QUORUM: return true;
+    default: return false;
+    }
+}
+
+/* Whether this broker serves row h on listener `listener` (an index in
+ * cfg->listener; -1: any).  A single node's listeners do not offer the
+ * controller's own APIs, as a Kafka broker listener does not (it closes
+ * the connection for them); in cluster mode only the CONTROLLER listener
+ * offers them, and it offers nothing a client needs from a broker. */
+static bool handler_on(const struct cn_broker *b, const struct cn_handler *h,
+                       int listener)
+{
+    bool on_controller = b->quorum != NULL && listener >= 0 &&
+                         listener == b->cfg->controller_listener;
+    if (on_controller)
+        return controller_api(h->api_key);
     switch (h->api_key) {
     case CN_API_BROKER_REGISTRATION:
     case CN_API_BROKER_HEARTBEAT:
-    case CN_API_ALLOCATE_PRODUCER_IDS: return b->quorum != NULL;
+    case CN_API_ALLOCATE_PRODUCER_IDS: return false;
     default: return true;
     }
 }
 
 static const struct cn_handler *handler_find(const struct cn_broker *b,
-                                             int16_t key)
+                                             int16_t key, int listener)
 {
     for (size_t i = 0; i < cn_handler_count; i++)
         if (cn_handlers[i].api_key == key)
-            return handler_on(b, &cn_handlers[i]) ? &cn_handlers[i] : NULL;
+            return handler_on(b, &cn_handlers[i], listener) ? &cn_handlers[i]
+                                                            : NULL;
     return NULL;
 }
 
@@ -233,14 +262,15 @@ static void api_versions_answer(struct cn_broker *b, struct cn_req *req,
         return;
     }
     if (error) {
-        const struct cn_handler *av = handler_find(b, CN_API_API_VERSIONS);
+        const struct cn_handler *av = handler_find(b, CN_API_API_VERSIONS,
+                                                   cn_req_listener(req));
         resp.api_keys[0].api_key = CN_API_API_VERSIONS;
         resp.api_keys[0].min_version = av->min_version;
         resp.api_keys[0].max_version = av->max_version;
     } else {
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
-            if (!handler_on(b, &cn_handlers[i]))
+            if (!handler_on(b, &cn_handlers[i], cn_req_listener(req)))
                 continue;
             resp.api_keys[k].api_key = cn_handlers[i].api_key;
             resp.api_keys[k].min_version = cn_handlers[i].min_version;
@@ -295,7 +325,8 @@ void cn_dispatch(struct cn_req *req, void *opaque)
     }
     req->api_key = h.api_key; /* for the metrics done hook */
     req->api_version = h.api_version;
-    const struct cn_handler *hd = handler_find(b, h.api_key);
+    const struct cn_handler *hd = handler_find(b, h.api_key,
+                                               cn_req_listener(req));
     if (h.api_key == CN_API_API_VERSIONS &&
         (!hd || h.api_version < hd->min_version ||
          h.api_version > hd->max_version)) {

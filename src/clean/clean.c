@@ -405,7 +405,7 @@ int cn_clean_map_add(struct cn_clean_map *m, struct cn_clean_txns *t,
     if (rc)
         return rc;
     if (cn_batch_is_control(&h)) {
-        int type;
+        int type = -1; /* set by control_type on success */
         if ((rc = control_type(batch, len, scratch, &type)))
             return rc;
         cn_clean_txns_on_control(t, &h, type, NULL, NULL);
@@ -625,7 +625,7 @@ int cn_clean_batch(struct cn_clean_pass *p, const uint8_t *batch, size_t len,
     /* Kafka's checkBatchRetention. */
     bool can_discard;
     if (cn_batch_is_control(&h)) {
-        int type;
+        int type = -1; /* set by control_type on success */
         if ((rc = control_type(batch, len, scratch, &type)))
             return rc;
         /* control_type reused scratch: iterate afresh below. */

@@ -182,14 +182,29 @@ def test_controller_apis_only_in_cluster_mode(broker):
 
 
 def test_controller_apis_advertised_in_cluster_mode(cluster_factory):
+    """The controller's APIs are on the CONTROLLER listener only, which
+    serves nothing else a client needs (no Produce, Fetch, Metadata), as a
+    Kafka controller listener; the broker listener is the reverse."""
     import kafka_wire as kw
     c = cluster_factory()
-    cl = kw.TxnClient(c.nodes[0].port)
+    cl = kw.TxnClient(c.controller_ports[0])
     try:
         apis = cl.api_versions()
     finally:
         cl.close()
     assert apis[62] == (0, 4) and apis[63] == (0, 1) and apis[67] == (0, 0)
+    for key in (19, 20, 37, 55, 60):  # topic changes, cluster, quorum
+        assert key in apis, apis
+    for key in (0, 1, 2, 3, 10):  # Produce, Fetch, ListOffsets, Metadata...
+        assert key not in apis, apis
+    cl = kw.TxnClient(c.nodes[0].port)
+    try:
+        apis = cl.api_versions()
+    finally:
+        cl.close()
+    for key in (62, 63, 67):
+        assert key not in apis, apis
+    assert 0 in apis and 3 in apis
 
 
 def _start_fails(tmp_path, sets):
