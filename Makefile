@@ -10,6 +10,8 @@
 #                 and Go test programs, the Python client venv), run
 #                 every test
 #   make bench    throughput against this machine's limits
+#   make bench-cluster  election, fencing, propagation and 1,000-topic
+#                 figures of a three-node quorum (bench/cluster.py)
 #   make soak     the long tests `make test` leaves out (CAIRN_SOAK=1)
 #   make gen      regenerate src/proto/gen from ../shared/kafka-protocol
 #   make lint     clang-tidy and cppcheck over src/ (CI runs it)
@@ -20,7 +22,7 @@ MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 
-.PHONY: all build build-asan build-tsan build-fuzz build-java build-go build-py deps test-deps run cluster test soak bench gen check-gen lint format-check format clean
+.PHONY: all build build-asan build-tsan build-fuzz build-java build-go build-py deps test-deps run cluster test soak bench bench-cluster gen check-gen lint format-check format clean
 
 all: build
 
@@ -101,6 +103,9 @@ soak: test-deps build build-java
 bench: build build-java
 	@tools/deps.sh bench
 	$(PY) bench/run.py
+
+bench-cluster: build
+	$(PY) bench/cluster.py
 
 gen:
 	$(PY) tools/protogen.py
