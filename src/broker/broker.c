@@ -34,6 +34,7 @@
 #include "node/hanging.h"
 #include "node/ctlcall.h"
 #include "node/lifecycle.h"
+#include "node/publish.h"
 #include "node/quorum.h"
 #include "node/txn_exec.h"
 #include "proto/gen/api.h"
@@ -270,8 +271,8 @@ static void quorum_learn_cluster_id(struct cn_broker *b)
 
 static void on_quorum_applied(void *ctx, int64_t offset)
 {
-    (void)offset;
     quorum_learn_cluster_id(ctx);
+    cn_publish_applied(ctx, offset);
 }
 
 static void on_quorum_fatal(void *ctx, const char *why)
@@ -522,6 +523,7 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
     return 0;
 
 out_topics:
+    cn_publish_stop(b);
     cn_group_coord_stop(b);
     cn_txn_exec_stop(b);
     /* Their timers live inside them, and the producer-id write's callback
@@ -581,6 +583,7 @@ void cn_broker_stop(struct cn_broker *b)
     ((struct cn_broker_priv *)b)->hanging = NULL;
     cn_cleaner_stop(((struct cn_broker_priv *)b)->cleaner);
     ((struct cn_broker_priv *)b)->cleaner = NULL;
+    cn_publish_stop(b);
     cn_txn_exec_stop(b);
     cn_group_coord_stop(b);
     /* Before the loop ends: raft's handles and its disk work must close;

@@ -243,8 +243,19 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
                 urgent = true;
                 continue;
             }
-            if (fp->current_leader_epoch > 0) {
-                pd->error_code = KAFKA_UNKNOWN_LEADER_EPOCH;
+            if (!cn_partition_led(b, p)) {
+                /* No replica fetches yet (#14): only the leader serves. */
+                pd->error_code = KAFKA_NOT_LEADER_OR_FOLLOWER;
+                pd->current_leader.leader_id = p->leader;
+                pd->current_leader.leader_epoch = p->leader_epoch;
+                urgent = true;
+                continue;
+            }
+            if (fp->current_leader_epoch >= 0 &&
+                fp->current_leader_epoch != p->leader_epoch) {
+                pd->error_code = fp->current_leader_epoch > p->leader_epoch
+                                     ? KAFKA_UNKNOWN_LEADER_EPOCH
+                                     : KAFKA_FENCED_LEADER_EPOCH;
                 urgent = true;
                 continue;
             }

@@ -159,6 +159,14 @@ void cn_h_join_group(struct cn_broker *b, struct cn_req *req,
         cn_gc_join_done(pk, &r);
         return;
     }
+    int16_t owner = cn_group_coord_check(b, rq.group_id);
+    if (owner) {
+        struct cn_join_result r = {.error = owner,
+                                   .generation = -1,
+                                   .member_id = jr.member_id};
+        cn_gc_join_done(pk, &r);
+        return;
+    }
     /* The answer may wait for other members' requests: out of the
      * broker-wide budget, or a full budget could hold those back. */
     cn_req_park(req);
@@ -236,6 +244,12 @@ void cn_h_sync_group(struct cn_broker *b, struct cn_req *req,
         cn_gc_sync_done(pk, &r);
         return;
     }
+    int16_t owner = cn_group_coord_check(b, rq.group_id);
+    if (owner) {
+        struct cn_sync_result r = {.error = owner};
+        cn_gc_sync_done(pk, &r);
+        return;
+    }
     cn_req_park(req); /* may wait for the leader's SyncGroup */
     cn_groups_sync(b->gc->groups, &sr, pk, cn_clock_wall_ms());
     cn_gc_rearm(b);
@@ -261,7 +275,7 @@ void cn_h_heartbeat(struct cn_broker *b, struct cn_req *req,
         rs.error_code = KAFKA_GROUP_AUTHORIZATION_FAILED;
     else if (!b->gc || !group || !member)
         rs.error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
-    else
+    else if (!(rs.error_code = cn_group_coord_check(b, rq.group_id)))
         rs.error_code = cn_groups_heartbeat(
             b->gc->groups, group, member, opt_cstr(req, rq.group_instance_id),
             rq.generation_id, cn_clock_wall_ms());
@@ -309,6 +323,8 @@ void cn_h_leave_group(struct cn_broker *b, struct cn_req *req,
         rs.error_code = KAFKA_GROUP_AUTHORIZATION_FAILED;
     } else if (!b->gc) {
         rs.error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
+    } else if ((rs.error_code = cn_group_coord_check(b, rq.group_id))) {
+        /* another broker's group */
     } else {
         rs.error_code = cn_groups_leave(b->gc->groups, group, lm, n,
                                         cn_clock_wall_ms());
@@ -351,6 +367,8 @@ static void describe_one(struct cn_broker *b, struct cn_req *req,
         d->error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
         return;
     }
+    if ((d->error_code = cn_group_coord_check(b, wire_id)))
+        return;
     if (!g) {
         /* Kafka describes a group it does not have as Dead, no error. */
         d->group_state = cn_bytes_str(cn_group_state_name(CN_GROUP_DEAD));

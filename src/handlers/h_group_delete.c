@@ -112,6 +112,8 @@ void cn_h_offset_delete(struct cn_broker *b, struct cn_req *req,
         rs->error_code = KAFKA_INVALID_GROUP_ID;
     } else if (!(gp = cn_group_coord_partition(b, rq.group_id))) {
         rs->error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
+    } else if ((rs->error_code = cn_group_coord_check(b, rq.group_id))) {
+        /* another broker's group */
     } else if (!(g = cn_groups_find(b->gc->groups, tw->group)) &&
                cn_offsets_count(b->gc->offsets, tw->group) == 0) {
         rs->error_code = KAFKA_GROUP_ID_NOT_FOUND;
@@ -297,6 +299,8 @@ static void delete_next(struct cn_broker *b, struct delete_state *ds)
             r->error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
             continue;
         }
+        if ((r->error_code = cn_group_coord_check(b, r->group_id)))
+            continue;
         bool had_offsets = cn_offsets_count(b->gc->offsets, group) > 0 ||
                            cn_offsets_pending_count(b->gc->offsets, group);
         r->error_code = cn_groups_delete(b->gc->groups, group);

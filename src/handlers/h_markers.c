@@ -107,6 +107,8 @@ write_one(struct cn_broker *b, struct markers_state *ms,
 
     if (!p)
         return KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+    if (!cn_partition_led(b, p))
+        return KAFKA_NOT_LEADER_OR_FOLLOWER;
     if (m->transaction_result) {
         char why[400];
         err = commit_refusal(b, m->producer_id, why, sizeof why);

@@ -257,7 +257,8 @@ static int16_t resolve_group(struct cn_broker *b, struct cn_req *req,
     if (!op->group || op->group[0] == '\0')
         return KAFKA_INVALID_GROUP_ID;
     op->gp = cn_group_coord_partition(b, group_id);
-    return op->gp ? KAFKA_NONE : KAFKA_COORDINATOR_NOT_AVAILABLE;
+    return op->gp ? cn_group_coord_check(b, group_id)
+                  : KAFKA_COORDINATOR_NOT_AVAILABLE;
 }
 
 static const char *opt_cstr(struct cn_req *req, struct cn_bytes s)

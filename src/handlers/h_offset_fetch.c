@@ -195,6 +195,8 @@ static int fetch_v0_7(struct cn_broker *b, struct cn_req *req,
         rs->error_code = KAFKA_GROUP_AUTHORIZATION_FAILED;
         return 0;
     }
+    if ((rs->error_code = cn_group_coord_check(b, rq->group_id)))
+        return 0;
     int32_t nt = rq->topics_len;
     struct cn_bytes *names = cn_arena_calloc(&req->arena,
                                              (size_t)(nt > 0 ? nt : 0) + 1,
@@ -245,6 +247,10 @@ static int fetch_v8(struct cn_broker *b, struct cn_req *req,
         if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_GROUP,
                       qg->group_id)) {
             rg->error_code = KAFKA_GROUP_AUTHORIZATION_FAILED;
+            rg->topics_len = 0;
+            continue;
+        }
+        if ((rg->error_code = cn_group_coord_check(b, qg->group_id))) {
             rg->topics_len = 0;
             continue;
         }

@@ -3,6 +3,8 @@
  *
  * Every partition has had one leader, this broker, at leader epoch 0, so
  * epoch questions have simple answers: epoch 0 ends at the log end offset.
+ * In cluster mode only the partition's leader answers, and its current
+ * epoch (the image's) is the only one it knows.
  */
 #include <string.h>
 
@@ -27,12 +29,25 @@ static struct cn_partition *lookup(struct cn_broker *b, struct cn_bytes topic,
         *kerr = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
         return NULL;
     }
+    if (!cn_partition_led(b, p)) {
+        *kerr = KAFKA_NOT_LEADER_OR_FOLLOWER;
+        return NULL;
+    }
     if (cn_partition_offline(b, p)) {
         *kerr = KAFKA_KAFKA_STORAGE_ERROR;
         return NULL;
     }
     *kerr = KAFKA_NONE;
     return p;
+}
+
+/* A client's current_leader_epoch (-1: not checked) against p's. */
+static int16_t epoch_check(const struct cn_partition *p, int32_t current)
+{
+    if (current < 0 || current == p->leader_epoch)
+        return KAFKA_NONE;
+    return current > p->leader_epoch ? KAFKA_UNKNOWN_LEADER_EPOCH
+                                     : KAFKA_FENCED_LEADER_EPOCH;
 }
 
 /*
@@ -89,8 +104,9 @@ list_one(struct cn_broker *b, struct cn_req *req, int16_t v, int8_t isolation,
         rp->old_style_offsets_len = 0;
         return;
     }
-    if (qp->current_leader_epoch > 0) {
-        rp->error_code = KAFKA_UNKNOWN_LEADER_EPOCH;
+    int16_t eerr = epoch_check(p, qp->current_leader_epoch);
+    if (eerr) {
+        rp->error_code = eerr;
         return;
     }
     /* A read_committed consumer cannot see past the last stable offset,
@@ -133,7 +149,7 @@ list_one(struct cn_broker *b, struct cn_req *req, int16_t v, int8_t isolation,
     }
     rp->offset = offset;
     rp->timestamp = ts;
-    rp->leader_epoch = offset >= 0 ? 0 : -1;
+    rp->leader_epoch = offset >= 0 ? p->leader_epoch : -1;
     if (v == 0) {
         /* v0 answers a list of offsets (max_num_offsets); one is enough
          * to say where the log starts or ends. */
@@ -340,16 +356,19 @@ void cn_h_offset_for_leader_epoch(struct cn_broker *b, struct cn_req *req,
                 rp->error_code = kerr;
                 continue;
             }
-            if (qp->current_leader_epoch > 0) {
-                rp->error_code = KAFKA_UNKNOWN_LEADER_EPOCH;
+            int16_t eerr = epoch_check(p, qp->current_leader_epoch);
+            if (eerr) {
+                rp->error_code = eerr;
                 continue;
             }
-            if (qp->leader_epoch > 0) {
+            if (qp->leader_epoch > p->leader_epoch) {
                 /* An epoch after ours: undefined, as Kafka answers. */
                 continue;
             }
-            /* Epoch 0 (and anything before it) ends at the log end. */
-            rp->leader_epoch = 0;
+            /* The current epoch (and anything before it) ends at the log
+             * end: no epoch history is kept, and a log is only written by
+             * its leader until #14 replicates. */
+            rp->leader_epoch = p->leader_epoch;
             rp->end_offset = cn_log_end_offset(p->log);
         }
     }

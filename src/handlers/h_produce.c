@@ -269,6 +269,14 @@ produce_partition(struct cn_broker *b, struct cn_req *req, int16_t version,
         return NULL;
     }
     struct cn_partition *p = t->partitions[pd->index];
+    if (!cn_partition_led(b, p)) {
+        /* KIP-951: the leader as this broker knows it, so the client
+         * need not wait for a Metadata round trip (v10+). */
+        pr->error_code = KAFKA_NOT_LEADER_OR_FOLLOWER;
+        pr->current_leader.leader_id = p->leader;
+        pr->current_leader.leader_epoch = p->leader_epoch;
+        return NULL;
+    }
     if (cn_partition_offline(b, p)) {
         pr->error_code = KAFKA_KAFKA_STORAGE_ERROR;
         return NULL;

@@ -41,6 +41,7 @@ struct cn_cleaner;
 struct cn_quorum;
 struct cn_lifecycle;
 struct cn_ctlcall;
+struct cn_publish;
 
 struct cn_topic {
     char *name;                       /* owned, NUL-terminated */
@@ -104,6 +105,7 @@ struct cn_broker {
     struct cn_quorum *quorum;
     struct cn_lifecycle *lifecycle;
     struct cn_ctlcall *ctlcall; /* calls to the controller (ctlcall.h) */
+    struct cn_publish *publish; /* the image made local (publish.h) */
     bool stopping;
     bool log_dir_offline;        /* a write or sync failed: see below */
     bool log_dir_full;           /* the last append found no space */
@@ -203,6 +205,12 @@ int16_t cn_topic_name_check(struct cn_bytes name);
 int16_t cn_topic_create(struct cn_broker *b, struct cn_bytes name,
                         int32_t partitions, const struct cn_topic_config *tc,
                         struct cn_topic **out, char *msg, size_t msg_len);
+/* The same with the topic id given (cluster mode: the image's), not
+ * invented; id NULL invents one as cn_topic_create. */
+int16_t cn_topic_create_id(struct cn_broker *b, struct cn_bytes name,
+                           const struct cn_uuid *id, int32_t partitions,
+                           const struct cn_topic_config *tc,
+                           struct cn_topic **out, char *msg, size_t msg_len);
 int16_t cn_topic_delete(struct cn_broker *b, struct cn_topic *t);
 int16_t cn_topic_add_partitions(struct cn_broker *b, struct cn_topic *t,
                                 int32_t new_count);
@@ -214,7 +222,8 @@ struct cn_topic *cn_topic_internal(struct cn_broker *b, const char *name,
                                    int32_t partitions, bool create);
 /* The topic configs (name, value) every internal topic is made with. */
 #define CN_INTERNAL_TOPIC_NCONFIGS 4
-extern const char *const cn_internal_topic_configs[CN_INTERNAL_TOPIC_NCONFIGS][2];
+extern const char
+    *const cn_internal_topic_configs[CN_INTERNAL_TOPIC_NCONFIGS][2];
 /* Refuses settings Cairn accepts by name but cannot honour yet, with a
  * message naming the key.  Returns a Kafka error code. */
 int16_t cn_topic_config_check(const struct cn_topic_config *tc, char *msg,
@@ -279,6 +288,15 @@ static inline bool cn_partition_offline(const struct cn_broker *b,
                                         const struct cn_partition *p)
 {
     return b->log_dir_offline || cn_log_is_offline(p->log);
+}
+
+/* Whether this broker leads p: always on a single node; in cluster mode
+ * when the metadata image names it (publish.c keeps p->leader, -1 until
+ * the first publish). */
+static inline bool cn_partition_led(const struct cn_broker *b,
+                                    const struct cn_partition *p)
+{
+    return !b->cfg->cluster_mode || p->leader == b->node_id;
 }
 
 /* sync.c: group commit and the high watermark. */

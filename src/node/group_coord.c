@@ -39,6 +39,16 @@ struct cn_partition *cn_group_coord_partition(struct cn_broker *b,
     return part >= 0 ? cn_istore_partition(b->gc->store, part, true) : NULL;
 }
 
+int16_t cn_group_coord_check(struct cn_broker *b, struct cn_bytes group_id)
+{
+    if (!b->cfg->cluster_mode)
+        return KAFKA_NONE;
+    struct cn_partition *p = cn_group_coord_partition(b, group_id);
+    if (!p)
+        return KAFKA_COORDINATOR_NOT_AVAILABLE;
+    return cn_partition_led(b, p) ? KAFKA_NONE : KAFKA_NOT_COORDINATOR;
+}
+
 char *cn_gc_cstr(struct cn_req *req, struct cn_bytes s)
 {
     return cn_arena_strdup(&req->arena, s.len > 0 ? s : cn_bytes_str(""));
@@ -477,9 +487,14 @@ int cn_group_coord_start(struct cn_broker *b)
         .want_compact = want_compact,
         .checkpoint = checkpoint,
     };
+    /* In cluster mode the controller makes the topic (publish.c creates
+     * its local logs), asked at the first group request: the groups load
+     * from what the local log holds at start, whoever leads its
+     * partitions (until #15 loads a partition when its leadership comes
+     * here). */
     int rc = cn_istore_open(b, CN_OFFSETS_TOPIC,
                             b->cfg->offsets_topic_num_partitions, &store_ops,
-                            gc, true, &gc->store);
+                            gc, !b->cfg->cluster_mode, &gc->store);
     if (rc)
         return rc;
     gc->next_check = calloc((size_t)cn_istore_nparts(gc->store),

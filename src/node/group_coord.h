@@ -32,6 +32,13 @@ void cn_group_coord_free(struct cn_broker *b);
  * topic cannot be created. */
 struct cn_partition *cn_group_coord_partition(struct cn_broker *b,
                                               struct cn_bytes group_id);
+/* Whether this broker coordinates the group: KAFKA_NONE (always on a
+ * single node), or in cluster mode NOT_COORDINATOR when the image names
+ * another leader of its __consumer_offsets partition and
+ * COORDINATOR_NOT_AVAILABLE while that topic is not here yet (asked of
+ * the controller).  Every group request passes it before its group is
+ * touched. */
+int16_t cn_group_coord_check(struct cn_broker *b, struct cn_bytes group_id);
 /* A transaction marker was appended to a __consumer_offsets partition:
  * the producer's pending offsets become visible (commit) or go.  Without
  * group commit the marker is synced here. */

@@ -30,6 +30,7 @@
 #include "base/say.h"
 #include "node/broker_int.h"
 #include "node/cleaner.h"
+#include "node/ctlcall.h"
 #include "proto/kerr.h"
 
 #define TOPICS_SUBDIR ".topics"
@@ -277,6 +278,7 @@ static int partition_open(struct cn_broker *b, struct cn_topic *t,
                  t->name, index, cn_strerror(err));
         p->topic = t;
         p->index = index;
+        p->leader = b->cfg->cluster_mode ? -1 : b->node_id;
         p->active_base = cn_log_active_base(p->log);
         t->partitions[index] = p;
         return 0;
@@ -288,6 +290,8 @@ static int partition_open(struct cn_broker *b, struct cn_topic *t,
     }
     p->topic = t;
     p->index = index;
+    /* In cluster mode nothing is led before the image says so. */
+    p->leader = b->cfg->cluster_mode ? -1 : b->node_id;
     p->high_watermark = b->cfg->cairn_fsync_group_commit
                             ? cn_log_synced_offset(p->log)
                             : cn_log_end_offset(p->log);
@@ -343,6 +347,15 @@ int16_t cn_topic_create(struct cn_broker *b, struct cn_bytes name,
                         int32_t partitions, const struct cn_topic_config *tc,
                         struct cn_topic **out, char *msg, size_t msg_len)
 {
+    return cn_topic_create_id(b, name, NULL, partitions, tc, out, msg,
+                              msg_len);
+}
+
+int16_t cn_topic_create_id(struct cn_broker *b, struct cn_bytes name,
+                           const struct cn_uuid *id, int32_t partitions,
+                           const struct cn_topic_config *tc,
+                           struct cn_topic **out, char *msg, size_t msg_len)
+{
     int16_t kerr = cn_topic_name_check(name);
     if (kerr) {
         snprintf(msg, msg_len,
@@ -375,14 +388,25 @@ int16_t cn_topic_create(struct cn_broker *b, struct cn_bytes name,
     if (!t)
         return KAFKA_UNKNOWN_SERVER_ERROR;
     t->config = *tc;
-    do {
+    if (id) {
+        if (cn_uuid_is_zero(id) || cn_topic_find_id(b, id)) {
+            snprintf(msg, msg_len, "Topic id of '%s' is zero or taken.",
+                     cname);
+            topic_free(t);
+            return KAFKA_TOPIC_ALREADY_EXISTS;
+        }
+        t->id = *id;
+    }
+    while (!id) {
         if (cn_rand_bytes(t->id.b, 16) != 0) {
             topic_free(t);
             return KAFKA_UNKNOWN_SERVER_ERROR;
         }
         t->id.b[6] = (uint8_t)((t->id.b[6] & 0x0f) | 0x40); /* version 4 */
         t->id.b[8] = (uint8_t)((t->id.b[8] & 0x3f) | 0x80);
-    } while (cn_uuid_is_zero(&t->id) || cn_topic_find_id(b, &t->id));
+        if (!cn_uuid_is_zero(&t->id) && !cn_topic_find_id(b, &t->id))
+            break;
+    }
     if (cn_topic_persist(b, t) != 0) {
         snprintf(msg, msg_len, "Cannot write topic metadata.");
         topic_free(t);
@@ -775,6 +799,18 @@ struct cn_topic *cn_topic_internal(struct cn_broker *b, const char *name,
     struct cn_topic *t = cn_topic_find(b, wire);
     if (t || !create)
         return t;
+    if (b->cfg->cluster_mode) {
+        /* The controller creates it for the whole cluster; publish.c makes
+         * the local logs once the image has it.  Before the quorum runs
+         * (start-up) there is no one to ask: a later call asks. */
+        if (b->quorum) {
+            bool txn = strcmp(name, "__transaction_state") == 0;
+            int32_t rf = txn ? b->cfg->transaction_state_log_replication_factor
+                             : b->cfg->offsets_topic_replication_factor;
+            cn_ctlcall_ensure_topic(b, name, partitions, (int16_t)rf, true);
+        }
+        return NULL;
+    }
     struct cn_topic_config tc;
     cn_topic_config_init_defaults(&tc, b->cfg);
     char msg[256];

@@ -53,6 +53,9 @@ struct cn_txn_exec {
     struct cn_istore *store; /* __transaction_state */
     int32_t nparts;          /* its partitions */
     bool *compact_due;       /* per partition: a durable WRITTEN stepped */
+    /* Cluster mode, per partition: the leader epoch it was led at, -1
+     * when this broker does not coordinate it (cn_txn_exec_lead). */
+    int32_t *led_epoch;
     const struct cn_marker_channel *markers;
     const struct cn_txn_verifier *verifier;
 };
@@ -709,10 +712,13 @@ int cn_txn_exec_start(struct cn_broker *b)
                             &store_ops, x, false, &x->store);
     if (!rc) {
         x->nparts = cn_istore_nparts(x->store);
-        x->compact_due = calloc((size_t)(x->nparts > 0 ? x->nparts : 1),
-                                sizeof *x->compact_due);
-        if (!x->compact_due)
+        size_t np = (size_t)(x->nparts > 0 ? x->nparts : 1);
+        x->compact_due = calloc(np, sizeof *x->compact_due);
+        x->led_epoch = malloc(np * sizeof *x->led_epoch);
+        if (!x->compact_due || !x->led_epoch)
             rc = CN_ENOMEM;
+        for (size_t i = 0; !rc && i < np; i++)
+            x->led_epoch[i] = -1;
     }
     struct cn_txn_config cfg;
     config_of(b, x->nparts, &cfg);
@@ -725,14 +731,19 @@ int cn_txn_exec_start(struct cn_broker *b)
         cn_txn_actions_fini(&x->acts);
         cn_istore_free(x->store);
         free(x->compact_due);
+        free(x->led_epoch);
         free(x);
         return rc;
     }
     b->txn = x;
+    /* In cluster mode the image says which partitions this broker
+     * coordinates: publish.c leads them (cn_txn_exec_lead), each replayed
+     * then, not here. */
+    bool cluster = b->cfg->cluster_mode;
     bool existed = cn_istore_partition(x->store, 0, false) != NULL;
     int64_t t0 = cn_clock_mono_ms();
     struct cn_istore_counts n = {0, 0};
-    for (int32_t i = 0; i < x->nparts; i++) {
+    for (int32_t i = 0; i < x->nparts && !cluster; i++) {
         rc = cn_istore_replay(x->store, i, &n);
         if (rc)
             return rc;
@@ -748,7 +759,7 @@ int cn_txn_exec_start(struct cn_broker *b)
     /* Coordinator of every partition: decided transactions are finished
      * (their markers sent again, then Complete written). */
     size_t resumed = 0;
-    for (int32_t i = 0; i < x->nparts; i++) {
+    for (int32_t i = 0; i < x->nparts && !cluster; i++) {
         struct cn_txn_event ev = {.kind = CN_TXE_LEADER};
         ev.u.leader.part = i;
         ev.u.leader.coordinator_epoch = COORDINATOR_EPOCH;
@@ -756,7 +767,7 @@ int cn_txn_exec_start(struct cn_broker *b)
         exec_feed(x, &ev, -1, &out);
         resumed += out.resumed;
     }
-    if (existed)
+    if (existed && !cluster)
         CN_INFO("loaded %zu transactional ids from %s in %lld ms; %zu "
                 "decided transactions being completed",
                 cn_txn_count(x->coord, -1), CN_TXN_TOPIC,
@@ -805,6 +816,54 @@ void cn_txn_exec_free(struct cn_broker *b)
     cn_txn_actions_fini(&x->acts);
     cn_istore_free(x->store);
     free(x->compact_due);
+    free(x->led_epoch);
     free(x);
     b->txn = NULL;
+}
+
+void cn_txn_exec_lead(struct cn_broker *b, int32_t part, bool leads,
+                      int32_t epoch)
+{
+    struct cn_txn_exec *x = b->txn;
+    if (!x || !x->timer || part < 0 || part >= x->nparts)
+        return;
+    int32_t was = x->led_epoch[part];
+    if (leads ? was == epoch : was < 0)
+        return;
+    if (was >= 0) {
+        /* Also when it leads again at a newer epoch: what another leader
+         * did in between is in the log, so the state is reloaded. */
+        struct cn_txn_event ev = {.kind = CN_TXE_UNLEADER};
+        ev.u.leader.part = part;
+        ev.u.leader.coordinator_epoch = was;
+        exec_feed(x, &ev, -1, NULL);
+        x->led_epoch[part] = -1;
+        CN_INFO("%s-%d: no longer its transaction coordinator", CN_TXN_TOPIC,
+                part);
+    }
+    if (!leads)
+        return;
+    struct cn_istore_counts n = {0, 0};
+    int64_t t0 = cn_clock_mono_ms();
+    int rc = cn_istore_replay(x->store, part, &n);
+    if (rc) {
+        /* Not led: its ids answer NOT_COORDINATOR; the next leadership
+         * change tries again. */
+        CN_ERROR("%s-%d: cannot replay it (%s); not coordinating it",
+                 CN_TXN_TOPIC, part, cn_strerror(rc));
+        return;
+    }
+    if (n.bad)
+        CN_WARN("%s-%d: %zu records could not be read and were skipped",
+                CN_TXN_TOPIC, part, n.bad);
+    struct cn_txn_event ev = {.kind = CN_TXE_LEADER};
+    ev.u.leader.part = part;
+    ev.u.leader.coordinator_epoch = epoch;
+    struct step_out out = {0};
+    exec_feed(x, &ev, -1, &out);
+    x->led_epoch[part] = epoch;
+    CN_INFO("%s-%d: transaction coordinator at epoch %d (%zu records in "
+            "%lld ms, %zu decided transactions being completed)",
+            CN_TXN_TOPIC, part, epoch, n.records,
+            (long long)(cn_clock_mono_ms() - t0), out.resumed);
 }

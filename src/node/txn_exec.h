@@ -34,8 +34,15 @@ struct cn_txn_exec;
 
 /* Replays __transaction_state if it exists, makes this broker the
  * coordinator of every partition of it (finishing decided transactions)
- * and arms the timer.  0 or a negative error. */
+ * and arms the timer; in cluster mode only arms the timer (the image
+ * decides, cn_txn_exec_lead).  0 or a negative error. */
 int cn_txn_exec_start(struct cn_broker *b);
+/* Cluster mode (publish.c): this broker coordinates partition part of
+ * __transaction_state at leader epoch `epoch` (leads: replayed from the
+ * local log, then led, its markers carrying the epoch), or no longer
+ * does (its ids answer NOT_COORDINATOR).  Nothing when already so. */
+void cn_txn_exec_lead(struct cn_broker *b, int32_t part, bool leads,
+                      int32_t epoch);
 /* Answers parked requests; nothing more is written. */
 void cn_txn_exec_stop(struct cn_broker *b);
 void cn_txn_exec_free(struct cn_broker *b);

@@ -49,6 +49,11 @@ struct cn_partition {
      * newest taken since, written when that one ends. */
     struct cn_part_snap *snap_running;
     struct cn_part_snap *snap_pending;
+    /* Who leads it and since which epoch: the broker itself at epoch 0 on
+     * a single node; in cluster mode what the metadata image says
+     * (publish.c), -1 when the image names no leader. */
+    int32_t leader;
+    int32_t leader_epoch;
 };
 
 /* The last stable offset: the first offset of the oldest open transaction,
