@@ -46,14 +46,24 @@ static bool rf_fits(const struct cn_ctl_event *ev, int32_t rf,
         return false;
     }
     if ((size_t)rf > u->n) {
-        /* Kafka places on unfenced brokers only; say which count fell
-         * short. */
-        ctl_answer_error(acts, ev, KAFKA_INVALID_REPLICATION_FACTOR,
-                         "Unable to replicate the partition %d time(s): The "
-                         "target replication factor of %d cannot be reached "
-                         "because only %zu broker(s) are %s.",
-                         rf, rf, (size_t)rf > total ? total : u->n,
-                         (size_t)rf > total ? "registered" : "unfenced");
+        /* Kafka 4.4's text when too few are registered (a client may
+         * match on it); Cairn places on unfenced brokers only, so it also
+         * says when too few of those are left. */
+        if ((size_t)rf > total)
+            ctl_answer_error(acts, ev, KAFKA_INVALID_REPLICATION_FACTOR,
+                             "Unable to replicate the partition %d time(s): "
+                             "The target replication factor of %d cannot be "
+                             "reached because only %zu broker(s) are "
+                             "registered or some brokers have all their log "
+                             "directories cordoned.",
+                             rf, rf, total);
+        else
+            ctl_answer_error(acts, ev, KAFKA_INVALID_REPLICATION_FACTOR,
+                             "Unable to replicate the partition %d time(s): "
+                             "The target replication factor of %d cannot be "
+                             "reached because only %zu broker(s) are "
+                             "unfenced.",
+                             rf, rf, u->n);
         return false;
     }
     return true;
