@@ -224,6 +224,10 @@ static void describe_one_text(
         cli_text_ints(pp->replica_nodes, pp->replica_nodes_len);
         fputs("\tIsr: ", stdout);
         cli_text_ints(pp->isr_nodes, pp->isr_nodes_len);
+        /* kafka-topics leaves it out; an operator following a failover
+         * wants to see that the leadership changed. */
+        if (pp->leader_epoch >= 0)
+            printf("\tLeader epoch: %d", pp->leader_epoch);
         if (pp->offline_replicas_len > 0) {
             fputs("\tOffline: ", stdout);
             cli_text_ints(pp->offline_replicas, pp->offline_replicas_len);

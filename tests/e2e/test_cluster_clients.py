@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, \
     TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import SANITIZED, SLOW, needs_cairn, run, wait_until
+from conftest import SANITIZED, SLOW, needs_cairn, run, tool, wait_until
 
 pytestmark = [needs_cairn,
               pytest.mark.skipif(SANITIZED, reason="client stacks on three "
@@ -121,6 +121,25 @@ def consume(bootstrap, topic, parts, want_prefix, want, timeout=60 * SLOW):
     return got
 
 
+def described(bootstrap, topic):
+    """cairnctl topics describe --json: {partition: (leader, epoch,
+    replicas, isr, text line)}."""
+    args = [tool("cairnctl"), "--bootstrap-server", bootstrap, "topics",
+            "describe", "--topic", topic]
+    res = run(args + ["--json"], timeout=30 * SLOW)
+    assert res.returncode == 0, res.stderr
+    text = run(args, timeout=30 * SLOW)
+    assert text.returncode == 0, text.stderr
+    lines = [ln for ln in text.stdout.splitlines() if "Partition: " in ln]
+    out = {}
+    for p in json.loads(res.stdout)[0]["partition_info"]:
+        line = next(ln for ln in lines
+                    if "Partition: %d\t" % p["partition"] in ln)
+        out[p["partition"]] = (p["leader"], p["leader_epoch"],
+                               p["replicas"], p["isr"], line)
+    return out
+
+
 def kcat(bootstrap, *args, stdin=None):
     res = subprocess.run(["kcat", "-b", bootstrap] + list(args),
                          input=stdin, capture_output=True, text=True,
@@ -195,6 +214,12 @@ def test_broker_death_moves_leaders_and_clients_follow(cluster_factory):
     lead = wait_leaders(c, "cl-fail")
     victim = next(n for n in (3, 2, 1) if n != ctl)
     assert victim in lead.values()
+    before = described(c.bootstrap, "cl-fail")
+    for p, (ld, epoch, reps, isr, line) in before.items():
+        assert ld == lead[p] and sorted(reps) == [1, 2, 3] and \
+            sorted(isr) == [1, 2, 3], before[p]
+        assert "Replicas: " in line and "Isr: " in line and \
+            "Leader epoch: %d" % epoch in line, line
     t0 = time.monotonic()
     c.kill9(victim)
     after = wait_leaders(c, "cl-fail", avoid=victim,
@@ -209,10 +234,18 @@ def test_broker_death_moves_leaders_and_clients_follow(cluster_factory):
     # A client given all three addresses, one dead: it follows Metadata.
     assert produce(c.bootstrap, "cl-fail", PARTS, 300, "after") == 300
     assert len(consume(survivors, "cl-fail", PARTS, b"after-", 300)) == 300
-    # The ISR lost the dead broker.
+    # The ISR lost the dead broker; a moved leadership has a new epoch,
+    # the others kept theirs.
     md = admin(survivors).list_topics("cl-fail", timeout=10)
     for p in md.topics["cl-fail"].partitions.values():
         assert victim not in p.isrs, (p.id, p.isrs)
+    now = described(survivors, "cl-fail")
+    for p, (ld, epoch, _, isr, _) in now.items():
+        if before[p][0] == victim:
+            assert epoch > before[p][1], (p, before[p], now[p])
+        else:
+            assert epoch == before[p][1], (p, before[p], now[p])
+        assert victim not in isr
     # Restarted, it registers again and is unfenced.
     c.node(victim).start()
     c.wait_registered([1, 2, 3], REGISTER_S)
