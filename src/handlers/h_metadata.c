@@ -3,9 +3,12 @@
  * broker, every partition led by it, replication factor 1.  In cluster
  * mode the brokers and the controller come from the image (the unfenced
  * brokers, each with its endpoint for the listener the request came in
- * on, as Kafka answers); topics and partitions are still this node's own
- * until they are placed across brokers.  Metadata may auto-create topics
- * (auto.create.topics.enable and the request's allow flag, v4+).
+ * on, as Kafka answers), and so do topics and partitions (leaders,
+ * epochs, replicas, ISR): a topic this broker holds no replica of is
+ * still the cluster's.  Metadata may auto-create topics
+ * (auto.create.topics.enable and the request's allow flag, v4+): on a
+ * single node at once, in cluster mode by asking the controller and
+ * answering LEADER_NOT_AVAILABLE meanwhile, as Kafka does.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 #include "node/authz.h"
 #include "base/say.h"
 #include "handlers/handlers.h"
+#include "node/ctlcall.h"
 #include "node/quorum.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
@@ -164,6 +168,178 @@ static int fill_topic(struct cn_broker *b, struct cn_req *req,
     return 0;
 }
 
+/* ---- cluster mode: topics from the image ------------------------------ */
+
+static bool is_internal_name(const char *name)
+{
+    return strcmp(name, "__consumer_offsets") == 0 ||
+           strcmp(name, "__transaction_state") == 0;
+}
+
+/* A replica that cannot serve: its broker is fenced or not registered. */
+static bool replica_offline(const struct cn_image *img, int32_t id)
+{
+    const struct cn_image_broker *ib = cn_image_broker_find(img, id);
+    return !ib || ib->fenced;
+}
+
+/* Topic it as the image has it: every partition with its leader, epochs,
+ * replicas and ISR, whether this broker holds a replica or not. */
+static int
+fill_image_topic(struct cn_broker *b, struct cn_req *req,
+                 const struct cn_image *img,
+                 struct cn_metadata_response_metadata_response_topic *rt,
+                 const struct cn_image_topic *it)
+{
+    rt->name = cn_bytes_str(it->name);
+    rt->topic_id = it->id;
+    rt->is_internal = is_internal_name(it->name);
+    rt->partitions = cn_arena_calloc(&req->arena, (size_t)it->nparts + 1,
+                                     sizeof *rt->partitions);
+    if (!rt->partitions)
+        return CN_ENOMEM;
+    rt->partitions_len = it->nparts;
+    for (int32_t i = 0; i < it->nparts; i++) {
+        const struct cn_image_part *ip = &it->parts[i];
+        struct cn_metadata_response_metadata_response_partition *rp =
+            &rt->partitions[i];
+        cn_metadata_response_metadata_response_partition_init(rp);
+        rp->partition_index = i;
+        rp->leader_id = ip->leader;
+        rp->leader_epoch = ip->leader_epoch;
+        rp->replica_nodes = ip->replicas;
+        rp->replica_nodes_len = ip->nreplicas;
+        rp->isr_nodes = ip->isr;
+        rp->isr_nodes_len = ip->nisr;
+        rp->offline_replicas = cn_arena_calloc(&req->arena,
+                                               (size_t)ip->nreplicas + 1,
+                                               sizeof(int32_t));
+        if (!rp->offline_replicas)
+            return CN_ENOMEM;
+        rp->offline_replicas_len = 0;
+        for (int32_t r = 0; r < ip->nreplicas; r++)
+            if (replica_offline(img, ip->replicas[r]))
+                rp->offline_replicas[rp->offline_replicas_len++] =
+                    ip->replicas[r];
+        if (ip->leader < 0) {
+            rp->error_code = KAFKA_LEADER_NOT_AVAILABLE;
+        } else if (ip->leader == b->node_id) {
+            /* This broker leads it: its own log's health counts. */
+            struct cn_partition *p = cn_partition_find(b,
+                                                       cn_bytes_str(it->name),
+                                                       i);
+            if (p && cn_partition_offline(b, p))
+                rp->error_code = KAFKA_KAFKA_STORAGE_ERROR;
+        }
+    }
+    return 0;
+}
+
+/* A topic the image lacks: Kafka's brokers ask the controller to create
+ * it (when allowed) and answer LEADER_NOT_AVAILABLE meanwhile, so the
+ * client asks again. */
+static int16_t cluster_missing_topic(struct cn_broker *b, struct cn_bytes name,
+                                     bool allow_create)
+{
+    if (cn_topic_name_check(name))
+        return KAFKA_INVALID_TOPIC_EXCEPTION;
+    if (!allow_create || !b->cfg->auto_create_topics_enable)
+        return KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+    char cname[CN_TOPIC_NAME_MAX + 1];
+    if (!cn_wire_cstr(name, cname, sizeof cname))
+        return KAFKA_INVALID_TOPIC_EXCEPTION;
+    if (strcmp(cname, "__consumer_offsets") == 0)
+        cn_ctlcall_ensure_topic(
+            b, cname, b->cfg->offsets_topic_num_partitions,
+            (int16_t)b->cfg->offsets_topic_replication_factor, true);
+    else if (strcmp(cname, "__transaction_state") == 0)
+        cn_ctlcall_ensure_topic(
+            b, cname, b->cfg->transaction_state_log_num_partitions,
+            (int16_t)b->cfg->transaction_state_log_replication_factor, true);
+    else
+        cn_ctlcall_ensure_topic(b, cname, -1, -1, false);
+    return KAFKA_LEADER_NOT_AVAILABLE;
+}
+
+/* Metadata's topics in cluster mode (rs->topics*). */
+static int cluster_topics(struct cn_broker *b, struct cn_req *req,
+                          const struct cn_metadata_request *rq, bool all,
+                          bool allow_create, struct cn_metadata_response *rs)
+{
+    const struct cn_image *img = cn_quorum_image(b->quorum);
+    if (all) {
+        size_t nt = cn_image_topic_count(img);
+        rs->topics = cn_arena_calloc(&req->arena, nt + 1, sizeof *rs->topics);
+        if (!rs->topics)
+            return CN_ENOMEM;
+        size_t k = 0;
+        for (const struct cn_image_topic *it = cn_image_topic_next(img, NULL);
+             it && k < nt; it = cn_image_topic_next(img, it)) {
+            /* All topics: those the caller may not describe are left
+             * out. */
+            if (!cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC,
+                                cn_bytes_str(it->name)))
+                continue;
+            struct cn_metadata_response_metadata_response_topic *rt =
+                &rs->topics[k++];
+            cn_metadata_response_metadata_response_topic_init(rt);
+            rt->topic_authorized_operations = AUTHORIZED_OPS_OMITTED;
+            if (fill_image_topic(b, req, img, rt, it))
+                return CN_ENOMEM;
+        }
+        rs->topics_len = (int32_t)k;
+        return 0;
+    }
+    rs->topics = cn_arena_calloc(&req->arena, (size_t)rq->topics_len + 1,
+                                 sizeof *rs->topics);
+    if (!rs->topics)
+        return CN_ENOMEM;
+    rs->topics_len = rq->topics_len;
+    for (int32_t i = 0; i < rq->topics_len; i++) {
+        struct cn_metadata_response_metadata_response_topic *rt =
+            &rs->topics[i];
+        const struct cn_metadata_request_metadata_request_topic *qt =
+            &rq->topics[i];
+        cn_metadata_response_metadata_response_topic_init(rt);
+        rt->topic_authorized_operations = AUTHORIZED_OPS_OMITTED;
+        rt->name = qt->name;
+        rt->partitions_len = 0;
+        const struct cn_image_topic *it;
+        if (cn_bytes_is_null(qt->name)) {
+            /* v10+: lookup by topic id. */
+            it = cn_image_topic_find_id(img, &qt->topic_id);
+            if (!it || !cn_authz_cstr(b, req, CN_ACL_OP_DESCRIBE,
+                                      CN_ACL_RT_TOPIC, it->name)) {
+                rt->error_code = it ? KAFKA_TOPIC_AUTHORIZATION_FAILED
+                                    : KAFKA_UNKNOWN_TOPIC_ID;
+                rt->topic_id = qt->topic_id;
+                continue;
+            }
+        } else if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TOPIC,
+                             qt->name)) {
+            rt->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+            continue;
+        } else if (!(it = cn_image_topic_find(img, qt->name))) {
+            if (allow_create && b->cfg->auto_create_topics_enable &&
+                !cn_authz_quiet(b, req, CN_ACL_OP_CREATE, CN_ACL_RT_CLUSTER,
+                                cn_bytes_str(CN_ACL_CLUSTER_NAME)) &&
+                !cn_authz(b, req, CN_ACL_OP_CREATE, CN_ACL_RT_TOPIC,
+                          qt->name)) {
+                /* Auto-creation needs CREATE on the cluster or topic. */
+                rt->error_code = KAFKA_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
+            rt->error_code = cluster_missing_topic(b, qt->name, allow_create);
+            continue;
+        }
+        if (fill_image_topic(b, req, img, rt, it))
+            return CN_ENOMEM;
+    }
+    return 0;
+}
+
+/* ---- single node ---------------------------------------------------------- */
+
 struct collect {
     struct cn_topic **topics;
     size_t n;
@@ -212,7 +388,10 @@ void cn_h_metadata(struct cn_broker *b, struct cn_req *req,
     /* Before v4 there is no allow flag and auto-creation follows the broker
      * setting alone. */
     bool allow_create = h->api_version < 4 || rq.allow_auto_topic_creation;
-    if (all) {
+    if (b->quorum) {
+        if (cluster_topics(b, req, &rq, all, allow_create, &rs))
+            goto nomem;
+    } else if (all) {
         struct collect c = {cn_arena_calloc(&req->arena, b->topic_count + 1,
                                             sizeof(struct cn_topic *)),
                             0};

@@ -6,11 +6,14 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "node/authz.h"
 #include "base/clock.h"
 #include "node/group_coord.h"
 #include "handlers/handlers.h"
+#include "node/ctlcall.h"
+#include "node/quorum.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 #include "txn/txn_state.h"
@@ -20,6 +23,59 @@
 
 #define KEY_TYPE_GROUP 0
 #define KEY_TYPE_TRANSACTION 1
+
+/*
+ * Cluster mode: the coordinator of a key is the leader of its partition of
+ * the internal topic, as the image has it (partitionFor over the topic's
+ * partition count in the image), reached on the listener the request came
+ * in on.  A missing topic is asked of the controller; until it has a
+ * leader the answer is COORDINATOR_NOT_AVAILABLE, which clients retry.
+ */
+static int16_t cluster_coordinator(struct cn_broker *b, struct cn_req *req,
+                                   bool txn, struct cn_bytes key,
+                                   int32_t *node, struct cn_bytes *host,
+                                   int32_t *port)
+{
+    const char *topic = txn ? "__transaction_state" : "__consumer_offsets";
+    const struct cn_image *img = cn_quorum_image(b->quorum);
+    const struct cn_image_topic *it = cn_image_topic_find(img,
+                                                          cn_bytes_str(topic));
+    if (!it || it->nparts <= 0) {
+        const struct cn_config *cfg = b->cfg;
+        cn_ctlcall_ensure_topic(
+            b, topic,
+            txn ? cfg->transaction_state_log_num_partitions
+                : cfg->offsets_topic_num_partitions,
+            (int16_t)(txn ? cfg->transaction_state_log_replication_factor
+                          : cfg->offsets_topic_replication_factor),
+            true);
+        return KAFKA_COORDINATOR_NOT_AVAILABLE;
+    }
+    int32_t part = cn_txn_partition_for(key.len > 0 ? key.ptr
+                                                    : (const uint8_t *)"",
+                                        key.len > 0 ? (size_t)key.len : 0,
+                                        it->nparts);
+    if (part < 0)
+        return KAFKA_COORDINATOR_NOT_AVAILABLE;
+    int32_t leader = it->parts[part].leader;
+    const struct cn_image_broker *ib = leader >= 0
+                                           ? cn_image_broker_find(img, leader)
+                                           : NULL;
+    if (!ib || ib->fenced)
+        return KAFKA_COORDINATOR_NOT_AVAILABLE;
+    int li = cn_req_listener(req);
+    const char *lname = li >= 0 && li < b->cfg->nlisteners
+                            ? b->cfg->listener[li].name
+                            : NULL;
+    for (size_t j = 0; j < ib->neps; j++)
+        if (!lname || strcasecmp(ib->eps[j].name, lname) == 0) {
+            *node = leader;
+            *host = cn_bytes_str(ib->eps[j].host);
+            *port = ib->eps[j].port;
+            return KAFKA_NONE;
+        }
+    return KAFKA_COORDINATOR_NOT_AVAILABLE;
+}
 
 static void fill_coordinator(struct cn_broker *b, struct cn_req *req,
                              int8_t key_type, struct cn_bytes key,
@@ -40,6 +96,10 @@ static void fill_coordinator(struct cn_broker *b, struct cn_req *req,
                   txn ? CN_ACL_RT_TXN_ID : CN_ACL_RT_GROUP, key)) {
         *err = txn ? KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
                    : KAFKA_GROUP_AUTHORIZATION_FAILED;
+        return;
+    }
+    if (b->quorum) {
+        *err = cluster_coordinator(b, req, txn, key, node, host, port);
         return;
     }
     bool ready = key_type == KEY_TYPE_GROUP

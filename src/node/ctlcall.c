@@ -346,6 +346,11 @@ void cn_ctlcall_ensure_topic(struct cn_broker *b, const char *name,
     if (b->quorum &&
         cn_image_topic_find(cn_quorum_image(b->quorum), cn_bytes_str(name)))
         return;
+    /* With no broker to place it on the controller can only refuse;
+     * callers ask again (FindCoordinator is retried by every client), so
+     * wait for one rather than log a refusal per retry. */
+    if (unfenced_brokers(b) == 0)
+        return;
     struct cn_ctlcall *cc = cc_get(b);
     if (!cc)
         return;

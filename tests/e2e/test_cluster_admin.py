@@ -1,0 +1,315 @@
+"""Cluster mode (issue #13, S4): topics are decided by the controller and
+every broker answers from its metadata image.  CreateTopics, DeleteTopics
+and CreatePartitions sent to a broker that is not the controller are
+forwarded to it; Metadata on every broker shows the placement (replicas,
+ISR, leaders spread over brokers); FindCoordinator names the leader of the
+internal partition; producer ids come from the controller, so idempotent
+producers on different brokers never share one.
+
+Raw requests on the wire (kafka_wire), so each answer's error code and
+message is checked exactly.  Every process is killed by pid at teardown
+(cluster_factory); every wait is a bounded poll (wait_until).
+"""
+
+import struct
+
+from conftest import SLOW, needs_cairn, wait_until
+import kafka_wire as kw
+
+pytestmark = needs_cairn
+
+REGISTER_S = 20 * SLOW
+PROPAGATE_S = 10 * SLOW
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+LEADER_NOT_AVAILABLE = 5
+COORDINATOR_NOT_AVAILABLE = 15
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+TOPIC_ALREADY_EXISTS = 36
+
+API_CREATE_TOPICS = 19
+API_DELETE_TOPICS = 20
+API_CREATE_PARTITIONS = 37
+
+
+# ---- requests (classic encodings, header v1) ------------------------------
+
+def create_topics_v4(corr, topics, validate_only=False, timeout_ms=15000):
+    """topics: [(name, partitions, rf)]."""
+    body = struct.pack(">i", len(topics))
+    for name, parts, rf in topics:
+        body += kw.string(name) + struct.pack(">ih", parts, rf)
+        body += struct.pack(">i", 0)   # no manual assignment
+        body += struct.pack(">i", 0)   # no configs
+    body += struct.pack(">i?", timeout_ms, validate_only)
+    return kw.request(API_CREATE_TOPICS, 4, corr, body)
+
+
+def parse_create_topics_v4(body):
+    """{name: (error, message)}."""
+    r = kw.Reader(body)
+    r.i32()  # correlation id
+    r.i32()  # throttle
+    out = {}
+    for _ in range(r.i32()):
+        name = r.string()
+        out[name] = (r.i16(), r.string())
+    return out
+
+
+def delete_topics_v3(corr, names, timeout_ms=15000):
+    body = struct.pack(">i", len(names))
+    for n in names:
+        body += kw.string(n)
+    body += struct.pack(">i", timeout_ms)
+    return kw.request(API_DELETE_TOPICS, 3, corr, body)
+
+
+def parse_delete_topics_v3(body):
+    r = kw.Reader(body)
+    r.i32()
+    r.i32()
+    return {r.string(): r.i16() for _ in range(r.i32())}
+
+
+def create_partitions_v1(corr, topic, count, timeout_ms=15000):
+    body = struct.pack(">i", 1) + kw.string(topic)
+    body += struct.pack(">ii", count, -1)  # null assignments
+    body += struct.pack(">i?", timeout_ms, False)
+    return kw.request(API_CREATE_PARTITIONS, 1, corr, body)
+
+
+def parse_create_partitions_v1(body):
+    r = kw.Reader(body)
+    r.i32()
+    r.i32()
+    out = {}
+    for _ in range(r.i32()):
+        name = r.string()
+        out[name] = (r.i16(), r.string())
+    return out
+
+
+def parse_metadata_v1(body):
+    """(brokers {id: port}, controller, {topic: (error, [partitions])})
+    with each partition a dict."""
+    r = kw.Reader(body)
+    r.i32()
+    brokers = {}
+    for _ in range(r.i32()):
+        bid = r.i32()
+        r.string()
+        brokers[bid] = r.i32()
+        r.string()  # rack
+    controller = r.i32()
+    topics = {}
+    for _ in range(r.i32()):
+        err = r.i16()
+        name = r.string()
+        r.i8()  # is_internal
+        parts = []
+        for _ in range(r.i32()):
+            p = {"error": r.i16(), "index": r.i32(), "leader": r.i32()}
+            p["replicas"] = [r.i32() for _ in range(r.i32())]
+            p["isr"] = [r.i32() for _ in range(r.i32())]
+            parts.append(p)
+        topics[name] = (err, sorted(parts, key=lambda p: p["index"]))
+    return brokers, controller, topics
+
+
+def call(port, build, *args, **kwargs):
+    c = kw.Client(port, timeout=20.0 * SLOW)
+    try:
+        return c.call(build, *args, **kwargs)
+    finally:
+        c.close()
+
+
+def metadata(port, topics):
+    return parse_metadata_v1(call(port, kw.metadata_request_v1, topics))
+
+
+def topic_everywhere(c, name, ok, timeout=PROPAGATE_S):
+    """Waits until every live node's Metadata for name satisfies ok(error,
+    partitions); returns {node id: partitions}."""
+    def check():
+        seen = {}
+        for b in c.live():
+            _, _, topics = metadata(b.port, [name])
+            err, parts = topics[name]
+            if not ok(err, parts):
+                return None
+            seen[b.node_id] = parts
+        return seen
+    return wait_until("topic %s as wanted on every broker" % name, check,
+                      timeout)
+
+
+def java_hash_partition(key, n):
+    """Kafka's partitionFor: abs(String.hashCode) % n (ASCII keys)."""
+    h = 0
+    for ch in key:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    if h >= 0x80000000:
+        h -= 0x100000000
+    h = 0 if h == -0x80000000 else abs(h)
+    return h % n
+
+
+def non_controller(c, ctl):
+    return next(b for b in c.nodes if b.node_id != ctl)
+
+
+# ---- tests ----------------------------------------------------------------
+
+def test_create_rf3_forwarded_placed_everywhere(cluster_factory):
+    c = cluster_factory()
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    other = non_controller(c, ctl)
+    res = parse_create_topics_v4(call(other.port, create_topics_v4,
+                                      [("spread", 6, 3)]))
+    assert res == {"spread": (NONE, None)}, res
+
+    def placed(err, parts):
+        return (err == NONE and len(parts) == 6 and
+                all(sorted(p["replicas"]) == [1, 2, 3] and
+                    sorted(p["isr"]) == [1, 2, 3] and p["leader"] > 0 and
+                    p["error"] == NONE for p in parts))
+    seen = topic_everywhere(c, "spread", placed)
+    views = list(seen.values())
+    assert all(v == views[0] for v in views), seen
+    # Kafka's round robin: each broker leads two of the six.
+    leaders = [p["leader"] for p in views[0]]
+    assert sorted(leaders) == [1, 1, 2, 2, 3, 3], leaders
+    assert all(p["leader"] == p["replicas"][0] for p in views[0])
+
+    # Created once: asking again (on another broker) finds it.
+    res = parse_create_topics_v4(call(c.node(ctl).port, create_topics_v4,
+                                      [("spread", 6, 3)]))
+    assert res["spread"][0] == TOPIC_ALREADY_EXISTS, res
+
+
+def test_replication_factor_above_brokers_refused(cluster_factory):
+    # No auto-creation: Metadata below must not create what it looks for.
+    c = cluster_factory(**{"auto.create.topics.enable": "false"})
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    # Kafka 4.4's text (ctl_topics.c, checked against a Kafka cluster).
+    want = ("Unable to replicate the partition 4 time(s): The target "
+            "replication factor of 4 cannot be reached because only 3 "
+            "broker(s) are registered or some brokers have all their log "
+            "directories cordoned.")
+    # Forwarded, and in-process on the controller's own node.
+    for b in (non_controller(c, ctl), c.node(ctl)):
+        res = parse_create_topics_v4(call(b.port, create_topics_v4,
+                                          [("rf4", 1, 4)]))
+        assert res == {"rf4": (INVALID_REPLICATION_FACTOR, want)}, res
+    # validate_only goes to the controller too and creates nothing.
+    res = parse_create_topics_v4(call(non_controller(c, ctl).port,
+                                      create_topics_v4, [("dry", 3, 3)],
+                                      validate_only=True))
+    assert res == {"dry": (NONE, None)}, res
+    for b in c.nodes:
+        _, _, topics = metadata(b.port, ["dry"])
+        assert topics["dry"][0] == UNKNOWN_TOPIC_OR_PARTITION, topics
+
+
+def test_delete_topics_forwarded(cluster_factory):
+    c = cluster_factory(**{"auto.create.topics.enable": "false"})
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    other = non_controller(c, ctl)
+    res = parse_create_topics_v4(call(other.port, create_topics_v4,
+                                      [("doomed", 2, 2)]))
+    assert res == {"doomed": (NONE, None)}, res
+    topic_everywhere(c, "doomed", lambda e, p: e == NONE and len(p) == 2)
+    res = parse_delete_topics_v3(call(other.port, delete_topics_v3,
+                                      ["doomed", "never-was"]))
+    assert res == {"doomed": NONE,
+                   "never-was": UNKNOWN_TOPIC_OR_PARTITION}, res
+    topic_everywhere(c, "doomed",
+                     lambda e, p: e == UNKNOWN_TOPIC_OR_PARTITION)
+
+
+def test_create_partitions_forwarded(cluster_factory):
+    c = cluster_factory()
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    other = non_controller(c, ctl)
+    res = parse_create_topics_v4(call(other.port, create_topics_v4,
+                                      [("grows", 2, 2)]))
+    assert res == {"grows": (NONE, None)}, res
+    topic_everywhere(c, "grows", lambda e, p: e == NONE and len(p) == 2)
+    res = parse_create_partitions_v1(call(other.port, create_partitions_v1,
+                                          "grows", 5))
+    assert res == {"grows": (NONE, None)}, res
+    seen = topic_everywhere(
+        c, "grows",
+        lambda e, p: e == NONE and len(p) == 5 and
+        all(len(set(x["replicas"])) == 2 and x["leader"] > 0 for x in p))
+    assert len({p["leader"] for p in seen[ctl]}) > 1, seen[ctl]
+    res = parse_create_partitions_v1(call(other.port, create_partitions_v1,
+                                          "grows", 3))
+    assert res["grows"][0] == INVALID_PARTITIONS, res
+
+
+def test_metadata_auto_creates_through_controller(cluster_factory):
+    c = cluster_factory(**{"num.partitions": "3",
+                           "default.replication.factor": "3"})
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    other = non_controller(c, ctl)
+    _, _, topics = metadata(other.port, ["auto-made"])
+    assert topics["auto-made"][0] == LEADER_NOT_AVAILABLE, topics
+    topic_everywhere(
+        c, "auto-made",
+        lambda e, p: e == NONE and len(p) == 3 and
+        all(sorted(x["replicas"]) == [1, 2, 3] for x in p))
+
+
+def test_find_coordinator_is_partition_leader(cluster_factory):
+    c = cluster_factory(**{"offsets.topic.num.partitions": "6",
+                           "offsets.topic.replication.factor": "3"})
+    c.wait_registered([1, 2, 3], REGISTER_S)
+    group = "admin-group"
+
+    def found():
+        out = []
+        for b in c.nodes:
+            _, res = kw.parse_find_coordinator(
+                call(b.port, kw.find_coordinator_request, group,
+                     key_type=0, version=1), 1)
+            if res[0]["error"] != NONE:
+                assert res[0]["error"] == COORDINATOR_NOT_AVAILABLE, res
+                return None
+            out.append((res[0]["node_id"], res[0]["host"], res[0]["port"]))
+        return out
+    answers = wait_until("a group coordinator on every broker", found,
+                         PROPAGATE_S)
+    assert len(set(answers)) == 1, answers
+    node, _, port = answers[0]
+    _, _, topics = metadata(c.nodes[0].port, ["__consumer_offsets"])
+    err, parts = topics["__consumer_offsets"]
+    assert err == NONE and len(parts) == 6, topics
+    assert all(sorted(p["replicas"]) == [1, 2, 3] for p in parts), parts
+    want = parts[java_hash_partition(group, 6)]["leader"]
+    assert node == want, (node, want, parts)
+    assert port == c.node(node).port
+
+
+def test_producer_ids_unique_across_brokers(cluster_factory):
+    c = cluster_factory()
+    c.wait_registered([1, 2, 3], REGISTER_S)
+    got = {}
+    for b in c.nodes:
+        cl = kw.Client(b.port, timeout=20.0 * SLOW)
+        try:
+            def one():
+                err, pid, epoch = cl.init_producer_id()
+                return (pid, epoch) if err == NONE else None
+            got[b.node_id] = [wait_until("a producer id from node %d"
+                                         % b.node_id, one, PROPAGATE_S)[0]
+                              for _ in range(3)]
+        finally:
+            cl.close()
+    every = [p for ids in got.values() for p in ids]
+    assert len(set(every)) == len(every), got
+    assert all(p >= 0 for p in every), got
