@@ -61,6 +61,7 @@ import argparse
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -603,11 +604,13 @@ def part_fencing(args, root, session_ms):
     return fig
 
 
-def part_propagation(args, root):
+def part_propagation(args, root, election_ms):
     nparts = 3
-    fig = {"settings": dict(E2E, partitions=nparts, rf=args.rf),
+    timings = dict(E2E, election_ms=election_ms)
+    fig = {"settings": dict(timings, partitions=nparts, rf=args.rf,
+                            raft_heartbeat_ms=election_ms // 10),
            "runs": args.propagation_runs, "samples": []}
-    c = Cluster(root / "propagation", args.cairn, E2E)
+    c = Cluster(root / ("propagation-%d" % election_ms), args.cairn, timings)
     try:
         ctl = c.start()
         time.sleep(args.settle)
@@ -658,6 +661,15 @@ def snapshot_stats(c, label):
     for b in c.nodes:
         st = b.stats()
         st["raft_dir_bytes"], st["raft_files"] = dir_bytes(b.raft_dir)
+        # libraft's files: open-N (preallocated, written in place),
+        # FIRST-LAST (closed segments), snapshot-* (and their .meta).
+        fl = st["raft_files"]
+        st["raft_open_bytes"] = sum(v for k, v in fl.items()
+                                    if k.startswith("open-"))
+        st["raft_snapshot_bytes"] = sum(v for k, v in fl.items()
+                                        if k.startswith("snapshot-"))
+        st["raft_closed_bytes"] = sum(
+            v for k, v in fl.items() if re.fullmatch(r"\d+-\d+", k))
         out[str(b.id)] = st
     progress("scale %s: %s" % (label, ", ".join(
         "node %s cpu %.2fs rss %s kB fds %s raft %d B" % (
@@ -666,14 +678,14 @@ def snapshot_stats(c, label):
     return out
 
 
-def part_scale(args, root):
+def part_scale(args, root, rf):
     fig = {"settings": dict(KAFKA, topics_requested=args.topics,
-                            partitions=args.partitions, rf=args.rf,
+                            partitions=args.partitions, rf=rf,
                             topics_per_request=args.per_request),
            "samples": []}
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     fig["nofile_limit"] = hard
-    c = Cluster(root / "scale", args.cairn, KAFKA)
+    c = Cluster(root / ("scale-rf%d" % rf), args.cairn, KAFKA)
     try:
         ctl = c.start()
         fig["controller"] = ctl
@@ -699,7 +711,7 @@ def part_scale(args, root):
                 for r in reqs:
                     client.corr += 1
                     client.sock.sendall(create_topics_request(
-                        client.corr, r, args.partitions, args.rf, 120000))
+                        client.corr, r, args.partitions, rf, 120000))
                 for r in reqs:
                     body = kw.recv_frame(client.sock)
                     if body is None:
@@ -830,9 +842,10 @@ def table(report):
             lines.append("%-52s %s" % (
                 "  -> fenced (gone from DescribeCluster)",
                 fmt_spread(st.get("fenced_s"))))
-        elif key == "propagation":
+        elif key.startswith("propagation"):
             lines.append("%-52s %s" % (
-                "CreateTopics -> led in Metadata of all 3",
+                "CreateTopics -> led in Metadata of all 3, el. %d ms"
+                % sets["election_ms"],
                 fmt_spread(st.get("all_nodes_s"), 1e3, "ms")))
             lines.append("%-52s %s" % (
                 "  -> led in Metadata of the first node",
@@ -840,7 +853,7 @@ def table(report):
             lines.append("%-52s %s" % ("  CreateTopics answer",
                                        fmt_spread(st.get("create_answer_s"),
                                                   1e3, "ms")))
-        elif key == "scale":
+        elif key.startswith("scale"):
             lines.append("scale: %s of %s topics x %d partitions, RF %d "
                          "(created via node %s; answers %s s, led "
                          "everywhere %s s)%s" % (
@@ -861,13 +874,14 @@ def table(report):
                 b, a = f["before"][k], f["after"][k]
                 lines.append(
                     "  node %s%s: cpu +%.2f s, RSS %d -> %d kB, HWM %d kB, "
-                    "fds %s -> %s, raft dir %d -> %d B, idle cpu %.3f -> "
-                    "%.3f s/s" % (
+                    "fds %s -> %s, raft dir %d -> %d B (closed segments %s "
+                    "B, snapshots %s B), idle cpu %.3f -> %.3f s/s" % (
                         k, " (controller)" if str(f.get("controller")) == k
                         else "", f["delta_cpu_s"][k], b.get("rss_kb", 0),
                         a.get("rss_kb", 0), a.get("hwm_kb", 0),
                         b.get("fds"), a.get("fds"), b["raft_dir_bytes"],
-                        a["raft_dir_bytes"], f["idle_cpu_s_per_s"][k],
+                        a["raft_dir_bytes"], a.get("raft_closed_bytes"),
+                        a.get("raft_snapshot_bytes"), f["idle_cpu_s_per_s"][k],
                         f["after_idle_cpu_s_per_s"][k]))
             for m in ("listening_s", "registered_s", "metadata_complete_s"):
                 lines.append("%-52s %s" % ("  restart of node %s: %s"
@@ -894,7 +908,11 @@ def main():
     ap.add_argument("--propagation-runs", type=int, default=20)
     ap.add_argument("--topics", type=int, default=1000)
     ap.add_argument("--partitions", type=int, default=10)
-    ap.add_argument("--rf", type=int, default=3)
+    ap.add_argument("--rf", type=int, default=3,
+                    help="replication factor of the propagation topics")
+    ap.add_argument("--scale-rf", default="3,1",
+                    help="replication factors of the scale part's runs")
+    ap.add_argument("--propagation-election-ms", default="500,1000")
     ap.add_argument("--per-request", type=int, default=10,
                     help="topics per CreateTopics in the scale part")
     ap.add_argument("--restarts", type=int, default=3)
@@ -914,9 +932,9 @@ def main():
     Path(args.dir).mkdir(parents=True, exist_ok=True)
     out = Path(args.json or Path(args.dir) / "cluster.json")
     root = Path(tempfile.mkdtemp(prefix="cairn-cluster-", dir=args.dir))
-    commit = args.commit or subprocess.run(["git", "-C", str(REPO), "describe", "--always",
-                             "--dirty"], stdout=subprocess.PIPE,
-                            text=True).stdout.strip()
+    commit = args.commit or subprocess.run(
+        ["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+        stdout=subprocess.PIPE, text=True).stdout.strip()
     report = {"commit": commit, "cairn": args.cairn,
               "started": time.strftime("%Y-%m-%d %H:%M:%S UTC",
                                        time.gmtime()),
@@ -933,9 +951,14 @@ def main():
                     report["figures"]["fencing_%d" % ms] = \
                         part_fencing(args, root, ms)
             elif p == "propagation":
-                report["figures"]["propagation"] = part_propagation(args, root)
+                for ms in (int(x) for x in
+                           args.propagation_election_ms.split(",")):
+                    report["figures"]["propagation_%d" % ms] = \
+                        part_propagation(args, root, ms)
             elif p == "scale":
-                report["figures"]["scale"] = part_scale(args, root)
+                for rf in (int(x) for x in args.scale_rf.split(",")):
+                    report["figures"]["scale_rf%d" % rf] = \
+                        part_scale(args, root, rf)
             else:
                 sys.exit("--only: unknown part %r" % p)
             report["loadavg_after"] = os.getloadavg()
