@@ -140,8 +140,10 @@ static struct cn_topic *reconcile(struct cn_publish *pub,
             wait_reap(pub);
             return NULL;
         }
-        if (it->nparts <= 0 || create_local(pub, it, &t) != KAFKA_NONE) {
-            pub->again = it->nparts > 0;
+        if (it->nparts <= 0)
+            return NULL;
+        if (create_local(pub, it, &t) != KAFKA_NONE) {
+            pub->again = true;
             return NULL;
         }
     }
