@@ -32,6 +32,11 @@
 #define CC_OWN_TIMEOUT_MS 30000
 #define CC_CREATE_TOPICS_VERSION 7
 #define CC_MAX_FRAME (16 << 20)
+/* How often a waiting call looks whether its controller is still the one
+ * to ask, and how long an unreachable voter is given while no leader is
+ * known. */
+#define CC_WATCH_MS 100
+#define CC_STUCK_MS 1000
 
 struct call;
 
@@ -60,6 +65,14 @@ struct cn_ctlcall {
     struct ensure *ensures; /* topics being created */
 };
 
+/* One sending of a call on a peer.  A peer keeps a call it could not send
+ * until the call's own deadline (a dead controller's peer refuses and
+ * reconnects meanwhile), so a call whose controller changed moves on and
+ * leaves its attempt behind: c NULL, freed when the peer answers it. */
+struct attempt {
+    struct call *c; /* NULL once abandoned */
+};
+
 struct call {
     struct cn_ctlcall *cc;
     int16_t api_key, api_version;
@@ -72,8 +85,10 @@ struct call {
     bool (*prepare)(struct call *c);
     cn_peer_cb cb;
     void *arg;
-    uv_timer_t timer;
-    bool in_peer; /* an attempt awaits its answer */
+    uv_timer_t timer;    /* the first attempt, a backoff, or the watch */
+    struct attempt *att; /* the attempt awaiting its answer, or NULL */
+    int32_t sent_to;     /* the voter att went to */
+    int64_t sent_ms;     /* when (monotonic) */
     struct call *prev, *next;
 };
 
@@ -84,11 +99,19 @@ static void on_call_closed(uv_handle_t *h)
     free(h->data);
 }
 
+static void abandon(struct call *c)
+{
+    if (c->att)
+        c->att->c = NULL;
+    c->att = NULL;
+}
+
 /* Unlinks c, runs its callback, and frees it once its timer has closed. */
 static void call_finish(struct call *c, int err, const void *response,
                         struct cn_arena *arena)
 {
     struct cn_ctlcall *cc = c->cc;
+    abandon(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -176,8 +199,13 @@ static void call_retry(struct call *c)
 static void on_call_answer(void *arg, int err, const void *response,
                            struct cn_arena *arena)
 {
-    struct call *c = arg;
-    c->in_peer = false;
+    struct attempt *att = arg;
+    struct call *c = att->c;
+    free(att);
+    if (!c)
+        return; /* abandoned: the call went on without it */
+    c->att = NULL;
+    uv_timer_stop(&c->timer);
     if (err == -ECANCELED || err == CN_ECORRUPT) {
         call_finish(c, err, NULL, NULL);
         return;
@@ -192,10 +220,40 @@ static void on_call_answer(void *arg, int err, const void *response,
     call_retry(c);
 }
 
+/* While an attempt waits: the deadline, and whether its controller is
+ * still the one to ask (the quorum names another, or it names none and
+ * the voter asked has not been reachable for a while). */
+static void on_call_watch(uv_timer_t *t)
+{
+    struct call *c = t->data;
+    int64_t now = cn_clock_mono_ms();
+    if (now >= c->deadline_ms) {
+        call_finish(c, -ETIMEDOUT, NULL, NULL);
+        return;
+    }
+    struct cn_broker *b = c->cc->b;
+    int32_t leader = b->quorum ? cn_quorum_leader(b->quorum) : -1;
+    bool moved = leader >= 0 && leader != c->sent_to;
+    bool stuck = false;
+    if (leader < 0 && now - c->sent_ms >= CC_STUCK_MS) {
+        for (int i = 0; i < c->cc->npeers; i++)
+            if (c->cc->peers[i].id == c->sent_to)
+                stuck = !cn_peer_connected(c->cc->peers[i].peer);
+        if (stuck)
+            c->cc->next_voter++;
+    }
+    if (!moved && !stuck)
+        return;
+    uv_timer_stop(&c->timer);
+    abandon(c);
+    call_send(c);
+}
+
 static void call_send(struct call *c)
 {
     struct cn_ctlcall *cc = c->cc;
-    int64_t left = c->deadline_ms - cn_clock_mono_ms();
+    int64_t now = cn_clock_mono_ms();
+    int64_t left = c->deadline_ms - now;
     if (left <= 0) {
         call_finish(c, -ETIMEDOUT, NULL, NULL);
         return;
@@ -206,13 +264,23 @@ static void call_send(struct call *c)
         call_retry(c);
         return;
     }
+    struct attempt *att = calloc(1, sizeof *att);
+    if (!att) {
+        call_finish(c, CN_ENOMEM, NULL, NULL);
+        return;
+    }
+    att->c = c;
     int rc = cn_peer_call(p, c->api_key, c->api_version, c->request, left,
-                          on_call_answer, c);
+                          on_call_answer, att);
     if (rc != 0) {
+        free(att);
         call_finish(c, rc, NULL, NULL);
         return;
     }
-    c->in_peer = true;
+    c->att = att;
+    c->sent_to = v->id;
+    c->sent_ms = now;
+    uv_timer_start(&c->timer, on_call_watch, CC_WATCH_MS, CC_WATCH_MS);
 }
 
 static struct cn_ctlcall *cc_get(struct cn_broker *b)
@@ -501,22 +569,14 @@ void cn_ctlcall_stop(struct cn_broker *b)
     if (!cc)
         return;
     b->ctlcall = NULL;
-    /* Calls waiting for a retry end here; those on a peer end as it is
-     * freed (its callbacks run inside cn_peer_free). */
-    for (struct call *c = cc->calls, *next; c; c = next) {
-        next = c->next;
-        if (!c->in_peer)
-            call_finish(c, -ECANCELED, NULL, NULL);
-    }
+    /* Freeing the peers answers their attempts (-ECANCELED) before it
+     * returns, which ends the calls still on them; the calls waiting for
+     * a retry, or that moved on from an attempt, end here. */
     for (int i = 0; i < cc->npeers; i++)
         cn_peer_free(cc->peers[i].peer);
     cc->npeers = 0;
-    /* A callback above may have started a call on the way (it found
-     * b->ctlcall NULL and failed), so nothing is left. */
-    for (struct call *c = cc->calls, *next; c; c = next) {
-        next = c->next;
-        call_finish(c, -ECANCELED, NULL, NULL);
-    }
+    while (cc->calls)
+        call_finish(cc->calls, -ECANCELED, NULL, NULL);
     for (struct ensure *e = cc->ensures, *next; e; e = next) {
         next = e->next;
         free(e->name);

@@ -313,3 +313,19 @@ def test_producer_ids_unique_across_brokers(cluster_factory):
     every = [p for ids in got.values() for p in ids]
     assert len(set(every)) == len(every), got
     assert all(p >= 0 for p in every), got
+
+
+def test_create_retried_until_new_controller(cluster_factory):
+    """The controller dies just before a forwarded CreateTopics: the
+    forwarding broker asks again, after a backoff, whichever node leads
+    next, within the request's timeout."""
+    c = cluster_factory()
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    c.kill9(ctl)
+    other = non_controller(c, ctl)
+    res = parse_create_topics_v4(call(other.port, create_topics_v4,
+                                      [("after-failover", 2, 2)],
+                                      timeout_ms=int(15000 * SLOW)))
+    assert res == {"after-failover": (NONE, None)}, res
+    topic_everywhere(c, "after-failover",
+                     lambda e, p: e == NONE and len(p) == 2)

@@ -105,5 +105,44 @@ UNIT_TEST(ids_only_from_durable_block)
     free(dir);
 }
 
+/* Cluster mode: blocks from the controller land anywhere in the id space;
+ * the next one is asked for at half a block and used only once the
+ * current one is spent, and a refused ask is reported by take. */
+UNIT_TEST(controller_blocks_in_order_of_grant)
+{
+    struct cn_pidalloc pa;
+    memset(&pa, 0, sizeof pa);
+    int64_t pid;
+    CHECK_EQ(cn_pidalloc_take(&pa, &pid), -EAGAIN);
+    CHECK_EQ(cn_pidalloc_due(&pa), 1);
+    CHECK_EQ(cn_pidalloc_due(&pa), 0); /* one ask at a time */
+    cn_pidalloc_granted(&pa, 0, 5000, 5000 + CN_PID_BLOCK);
+    CHECK_EQ(cn_pidalloc_take(&pa, &pid), 0);
+    CHECK_EQ(pid, 5000);
+    CHECK_EQ(cn_pidalloc_due(&pa), 0); /* most of the block is left */
+    for (int i = 1; i <= CN_PID_BLOCK / 2; i++)
+        CHECK_EQ(cn_pidalloc_take(&pa, &pid), 0);
+    CHECK_EQ(pid, 5000 + CN_PID_BLOCK / 2);
+    CHECK_EQ(cn_pidalloc_due(&pa), 1);
+    /* Another broker took the blocks between: this one is below. */
+    cn_pidalloc_granted(&pa, 0, 1000, 1000 + CN_PID_BLOCK);
+    CHECK_EQ(cn_pidalloc_due(&pa), 0); /* a spare is held */
+    while (pid < 5000 + CN_PID_BLOCK - 1)
+        CHECK_EQ(cn_pidalloc_take(&pa, &pid), 0);
+    CHECK_EQ(cn_pidalloc_take(&pa, &pid), 0);
+    CHECK_EQ(pid, 1000);
+    /* Spent down to half again: a refused ask shows once the block is
+     * gone, and the next ask clears it. */
+    while (pid < 1000 + CN_PID_BLOCK / 2)
+        CHECK_EQ(cn_pidalloc_take(&pa, &pid), 0);
+    CHECK_EQ(cn_pidalloc_due(&pa), 1);
+    cn_pidalloc_granted(&pa, -EIO, 0, 0);
+    while (pid < 1000 + CN_PID_BLOCK - 1)
+        CHECK_EQ(cn_pidalloc_take(&pa, &pid), 0);
+    CHECK_EQ(cn_pidalloc_take(&pa, &pid), -EIO);
+    CHECK_EQ(cn_pidalloc_due(&pa), 1);
+    CHECK_EQ(cn_pidalloc_take(&pa, &pid), -EAGAIN);
+}
+
 UNIT_MAIN(ids_unique_across_reopen, corrupt_block_file_refused,
-          ids_only_from_durable_block)
+          ids_only_from_durable_block, controller_blocks_in_order_of_grant)
