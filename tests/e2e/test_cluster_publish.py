@@ -210,3 +210,38 @@ def test_restart_keeps_image_topics_drops_orphans(cluster_factory):
     assert topic_id(node, "keep") == tid
     assert part_dirs(node, "keep") == [0, 1]
     assert "topic orphan: in no image" in node.log_tail(400)
+
+
+def test_transaction_coordinator_follows_the_image(cluster_factory):
+    """Each __transaction_state partition is coordinated by its leader
+    only: InitProducerId for a transactional id succeeds on the broker
+    FindCoordinator names and is NOT_COORDINATOR on the others."""
+    c = cluster_factory(**{"transaction.state.log.num.partitions": "3"})
+    c.wait_registered([1, 2, 3], REGISTER_S)
+
+    def coordinator():
+        cl = kw.Client(c.nodes[0].port)
+        try:
+            _, res = kw.parse_find_coordinator(
+                cl.call(kw.find_coordinator_request, "t1", 1, 1), 1)
+        finally:
+            cl.close()
+        return res[0]["node_id"] if res[0]["error"] == NONE else None
+    coord = wait_until("FindCoordinator for t1", coordinator, PUBLISH_S)
+
+    def init_errors():
+        out = {}
+        for b in c.nodes:
+            cl = kw.Client(b.port)
+            try:
+                _, err, _, _ = kw.parse_init_producer_id(
+                    cl.call(kw.init_producer_id_request, version=4,
+                            transactional_id="t1"), 4)
+            finally:
+                cl.close()
+            out[b.node_id] = err
+        want = {n.node_id: NONE if n.node_id == coord else NOT_COORDINATOR
+                for n in c.nodes}
+        return out if out == want else None
+    wait_until("InitProducerId(t1) only on node %d" % coord, init_errors,
+               PUBLISH_S)
