@@ -5,6 +5,10 @@
  * default (default.replication.factor).  Manual assignments must name this
  * broker.  Topic configs are validated with the same rules as
  * AlterConfigs, and nothing is created when any of them is bad.
+ *
+ * In cluster mode the controller decides (placement over the registered
+ * brokers, replication factor, manual assignments naming any registered
+ * broker): see "cluster mode" below.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -27,6 +27,8 @@ LEADER_NOT_AVAILABLE = 5
 COORDINATOR_NOT_AVAILABLE = 15
 INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
+INVALID_REPLICA_ASSIGNMENT = 39
+INVALID_CONFIG = 40
 TOPIC_ALREADY_EXISTS = 36
 
 API_CREATE_TOPICS = 19
@@ -36,13 +38,22 @@ API_CREATE_PARTITIONS = 37
 
 # ---- requests (classic encodings, header v1) ------------------------------
 
-def create_topics_v4(corr, topics, validate_only=False, timeout_ms=15000):
-    """topics: [(name, partitions, rf)]."""
+def create_topics_v4(corr, topics, validate_only=False, timeout_ms=15000,
+                     assignment=None, configs=None):
+    """topics: [(name, partitions, rf)]; assignment [[broker ids] per
+    partition] and configs {name: value} apply to each topic."""
     body = struct.pack(">i", len(topics))
     for name, parts, rf in topics:
         body += kw.string(name) + struct.pack(">ih", parts, rf)
-        body += struct.pack(">i", 0)   # no manual assignment
-        body += struct.pack(">i", 0)   # no configs
+        assignment = assignment or []
+        body += struct.pack(">i", len(assignment))
+        for i, ids in enumerate(assignment):
+            body += struct.pack(">ii", i, len(ids))
+            body += b"".join(struct.pack(">i", x) for x in ids)
+        configs = configs or {}
+        body += struct.pack(">i", len(configs))
+        for k, v in configs.items():
+            body += kw.string(k) + kw.string(v)
     body += struct.pack(">i?", timeout_ms, validate_only)
     return kw.request(API_CREATE_TOPICS, 4, corr, body)
 
@@ -329,3 +340,105 @@ def test_create_retried_until_new_controller(cluster_factory):
     assert res == {"after-failover": (NONE, None)}, res
     topic_everywhere(c, "after-failover",
                      lambda e, p: e == NONE and len(p) == 2)
+
+
+def test_manual_assignment_and_checks_on_the_controller_node(cluster_factory):
+    """Sent to the controller's own node (decided in-process): a manual
+    assignment may name any registered broker, not only the node asked;
+    an unregistered one is refused; min.insync.replicas above the
+    replication factor is refused before the controller is asked."""
+    c = cluster_factory()
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    port = c.node(ctl).port
+    others = sorted(b.node_id for b in c.nodes if b.node_id != ctl)
+    plan = [others, [others[1], ctl]]
+    res = parse_create_topics_v4(call(port, create_topics_v4,
+                                      [("manual", -1, -1)], assignment=plan))
+    assert res == {"manual": (NONE, None)}, res
+    seen = topic_everywhere(c, "manual",
+                            lambda e, p: e == NONE and len(p) == 2)
+    for parts in seen.values():
+        assert [p["replicas"] for p in parts] == plan, parts
+        assert [p["leader"] for p in parts] == [others[0], others[1]]
+    res = parse_create_topics_v4(call(port, create_topics_v4,
+                                      [("nobody", -1, -1)],
+                                      assignment=[[ctl, 9]]))
+    assert res["nobody"][0] == INVALID_REPLICA_ASSIGNMENT, res
+    assert "broker 9" in res["nobody"][1], res
+    res = parse_create_topics_v4(call(non_controller(c, ctl).port,
+                                      create_topics_v4, [("isr", 1, 2)],
+                                      configs={"min.insync.replicas": "3"}))
+    assert res["isr"][0] == INVALID_CONFIG, res
+    assert "min.insync.replicas" in res["isr"][1], res
+
+
+def metadata_v7(corr, topics):
+    body = struct.pack(">i", len(topics))
+    for t in topics:
+        body += kw.string(t)
+    body += struct.pack(">?", False)  # no auto-creation
+    return kw.request(3, 7, corr, body)
+
+
+def parse_metadata_v7(body):
+    """{topic: (error, [partition dicts])}, with leader_epoch and
+    offline."""
+    r = kw.Reader(body)
+    r.i32()
+    r.i32()  # throttle
+    for _ in range(r.i32()):
+        r.i32()
+        r.string()
+        r.i32()
+        r.string()
+    r.string()  # cluster id
+    r.i32()     # controller
+    topics = {}
+    for _ in range(r.i32()):
+        err = r.i16()
+        name = r.string()
+        r.i8()
+        parts = []
+        for _ in range(r.i32()):
+            p = {"error": r.i16(), "index": r.i32(), "leader": r.i32(),
+                 "leader_epoch": r.i32()}
+            p["replicas"] = [r.i32() for _ in range(r.i32())]
+            p["isr"] = [r.i32() for _ in range(r.i32())]
+            p["offline"] = [r.i32() for _ in range(r.i32())]
+            parts.append(p)
+        topics[name] = (err, sorted(parts, key=lambda p: p["index"]))
+    return topics
+
+
+def test_fenced_broker_is_offline_replica(cluster_factory):
+    """A broker that stops heartbeating is fenced: every broker's Metadata
+    lists it as an offline replica, out of the ISR, and the partitions it
+    led have a new leader with a higher leader epoch."""
+    c = cluster_factory(**{"auto.create.topics.enable": "false"})
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    res = parse_create_topics_v4(call(c.node(ctl).port, create_topics_v4,
+                                      [("survives", 3, 3)]))
+    assert res == {"survives": (NONE, None)}, res
+    before = topic_everywhere(c, "survives",
+                              lambda e, p: e == NONE and len(p) == 3)
+    victim = non_controller(c, ctl).node_id
+    led = [p["index"] for p in before[ctl] if p["leader"] == victim]
+    assert led, before[ctl]  # round robin: each broker leads one
+    c.kill9(victim)
+
+    def fenced():
+        views = []
+        for b in c.live():
+            err, parts = parse_metadata_v7(
+                call(b.port, metadata_v7, ["survives"]))["survives"]
+            if err or any(p["offline"] != [victim] or victim in p["isr"] or
+                          p["leader"] in (victim, -1) for p in parts):
+                return None
+            views.append(parts)
+        return views
+    views = wait_until("node %d offline everywhere" % victim, fenced,
+                       REGISTER_S)
+    for parts in views:
+        for i in led:
+            assert parts[i]["leader_epoch"] > 0, parts[i]
+            assert sorted(parts[i]["replicas"]) == [1, 2, 3]
