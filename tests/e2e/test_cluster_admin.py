@@ -13,7 +13,7 @@ message is checked exactly.  Every process is killed by pid at teardown
 
 import struct
 
-from conftest import SLOW, needs_cairn, wait_until
+from conftest import SLOW, needs_cairn, run, wait_until
 import kafka_wire as kw
 
 pytestmark = needs_cairn
@@ -442,3 +442,44 @@ def test_fenced_broker_is_offline_replica(cluster_factory):
         for i in led:
             assert parts[i]["leader_epoch"] > 0, parts[i]
             assert sorted(parts[i]["replicas"]) == [1, 2, 3]
+
+
+def test_confluent_admin_create_delete_forwarded(cluster_factory):
+    """librdkafka's AdminClient (CreateTopics and DeleteTopics at their
+    newest versions: flexible encodings, configs in the answer) bootstrapped
+    to one broker that is not the controller.  The answer comes once the
+    controller has committed the topic; the broker asked may apply it a
+    moment later, as in Kafka, so Metadata is polled.  Without
+    auto-creation: librdkafka's Metadata after the delete would make the
+    topic again."""
+    c = cluster_factory(**{"auto.create.topics.enable": "false"})
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    other = non_controller(c, ctl)
+    script = (
+        "import sys\n"
+        "from confluent_kafka.admin import AdminClient, NewTopic\n"
+        "a = AdminClient({'bootstrap.servers': sys.argv[1]})\n"
+        "fs = a.create_topics([NewTopic('viaclient', num_partitions=4, "
+        "replication_factor=3, config={'retention.ms': '3600000'})], "
+        "operation_timeout=20)\n"
+        "fs['viaclient'].result(timeout=30)\n"
+        "import time\n"
+        "end = time.monotonic() + 20\n"
+        "while True:\n"
+        "    t = a.list_topics('viaclient', timeout=20).topics['viaclient']\n"
+        "    if len(t.partitions) or time.monotonic() > end:\n"
+        "        break\n"
+        "    time.sleep(0.1)\n"
+        "print(len(t.partitions), sorted(len(p.replicas) for p in "
+        "t.partitions.values()))\n"
+        "a.delete_topics(['viaclient'], operation_timeout=20)['viaclient']"
+        ".result(timeout=30)\n"
+        "print('deleted')\n")
+    res = run(["/usr/bin/python3", "-c", script, other.bootstrap],
+              timeout=90)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.split("\n")
+    assert lines[0] == "4 [3, 3, 3, 3]", res.stdout
+    assert lines[1] == "deleted", res.stdout
+    topic_everywhere(c, "viaclient",
+                     lambda e, p: e == UNKNOWN_TOPIC_OR_PARTITION)
