@@ -13,7 +13,15 @@
  * its connection before an answer, or is answered NOT_CONTROLLER (the
  * caller's `not_controller` predicate says so for its API) is sent again
  * after a backoff, to whichever node leads then, until its deadline; then
- * cb gets -ETIMEDOUT.  A retry after a lost connection can repeat a
+ * cb gets -ETIMEDOUT.  A call still waiting on one controller's peer moves
+ * to another at once when the quorum names another leader (or, with none
+ * known, when the voter asked has been unreachable for a second): a peer
+ * keeps what it could not send until the call's deadline, and a dead
+ * controller must not hold the call that long.  While no leader is known
+ * (a new broker-only node) the voters are asked in turn.  When the
+ * client's broker does not lead, its request is forwarded whole, without
+ * its principal: ACLs are checked where the client connected, and the
+ * controller trusts its CONTROLLER listener.  A retry can repeat a
  * request the controller carried out: every request sent here is one
  * whose repetition is harmless or detected (a topic that exists answers
  * TOPIC_ALREADY_EXISTS; a second producer-id block only skips ids).
