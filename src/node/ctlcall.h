@@ -18,10 +18,10 @@
  * known, when the voter asked has been unreachable for a second): a peer
  * keeps what it could not send until the call's deadline, and a dead
  * controller must not hold the call that long.  While no leader is known
- * (a new broker-only node) the voters are asked in turn.  When the
- * client's broker does not lead, its request is forwarded whole, without
- * its principal: ACLs are checked where the client connected, and the
- * controller trusts its CONTROLLER listener.  A retry can repeat a
+ * (a new broker-only node) the voters are asked in turn.  A client's
+ * admin request is forwarded without its principal, with only the topics
+ * that passed the checks of the broker it connected to (ACLs among them):
+ * the controller trusts its CONTROLLER listener.  A retry can repeat a
  * request the controller carried out: every request sent here is one
  * whose repetition is harmless or detected (a topic that exists answers
  * TOPIC_ALREADY_EXISTS; a second producer-id block only skips ids).
