@@ -277,33 +277,41 @@ def test_metadata_auto_creates_through_controller(cluster_factory):
 
 
 def test_find_coordinator_is_partition_leader(cluster_factory):
+    """Groups and transactional ids alike: the coordinator is the leader
+    of the key's partition of the internal topic, which the first lookup
+    has the controller create (at the configured size), and every broker
+    names it with its address on the listener asked."""
     c = cluster_factory(**{"offsets.topic.num.partitions": "6",
-                           "offsets.topic.replication.factor": "3"})
+                           "offsets.topic.replication.factor": "3",
+                           "transaction.state.log.num.partitions": "4",
+                           "transaction.state.log.replication.factor": "3"})
     c.wait_registered([1, 2, 3], REGISTER_S)
-    group = "admin-group"
-
-    def found():
-        out = []
-        for b in c.nodes:
-            _, res = kw.parse_find_coordinator(
-                call(b.port, kw.find_coordinator_request, group,
-                     key_type=0, version=1), 1)
-            if res[0]["error"] != NONE:
-                assert res[0]["error"] == COORDINATOR_NOT_AVAILABLE, res
-                return None
-            out.append((res[0]["node_id"], res[0]["host"], res[0]["port"]))
-        return out
-    answers = wait_until("a group coordinator on every broker", found,
-                         PROPAGATE_S)
-    assert len(set(answers)) == 1, answers
-    node, _, port = answers[0]
-    _, _, topics = metadata(c.nodes[0].port, ["__consumer_offsets"])
-    err, parts = topics["__consumer_offsets"]
-    assert err == NONE and len(parts) == 6, topics
-    assert all(sorted(p["replicas"]) == [1, 2, 3] for p in parts), parts
-    want = parts[java_hash_partition(group, 6)]["leader"]
-    assert node == want, (node, want, parts)
-    assert port == c.node(node).port
+    for key, key_type, topic, n in (
+            ("admin-group", 0, "__consumer_offsets", 6),
+            ("admin-txn", 1, "__transaction_state", 4)):
+        def found():
+            out = []
+            for b in c.nodes:
+                _, res = kw.parse_find_coordinator(
+                    call(b.port, kw.find_coordinator_request, key,
+                         key_type=key_type, version=1), 1)
+                if res[0]["error"] != NONE:
+                    assert res[0]["error"] == COORDINATOR_NOT_AVAILABLE, res
+                    return None
+                out.append((res[0]["node_id"], res[0]["host"],
+                            res[0]["port"]))
+            return out
+        answers = wait_until("a coordinator for %s on every broker" % key,
+                             found, PROPAGATE_S)
+        assert len(set(answers)) == 1, answers
+        node, _, port = answers[0]
+        _, _, topics = metadata(c.nodes[0].port, [topic])
+        err, parts = topics[topic]
+        assert err == NONE and len(parts) == n, topics
+        assert all(sorted(p["replicas"]) == [1, 2, 3] for p in parts), parts
+        want = parts[java_hash_partition(key, n)]["leader"]
+        assert node == want, (key, node, want, parts)
+        assert port == c.node(node).port
 
 
 def test_producer_ids_unique_across_brokers(cluster_factory):
@@ -483,3 +491,23 @@ def test_confluent_admin_create_delete_forwarded(cluster_factory):
     assert lines[1] == "deleted", res.stdout
     topic_everywhere(c, "viaclient",
                      lambda e, p: e == UNKNOWN_TOPIC_OR_PARTITION)
+
+
+def test_internal_topic_replication_capped_at_brokers(cluster_factory):
+    """offsets.topic.replication.factor above the brokers there are:
+    __consumer_offsets is made with one replica per unfenced broker (Kafka's
+    rule) rather than never."""
+    c = cluster_factory(**{"offsets.topic.num.partitions": "3",
+                           "offsets.topic.replication.factor": "5"})
+    c.wait_registered([1, 2, 3], REGISTER_S)
+
+    def found():
+        _, res = kw.parse_find_coordinator(
+            call(c.nodes[0].port, kw.find_coordinator_request, "capped",
+                 key_type=0, version=1), 1)
+        return res[0]["error"] == NONE
+    wait_until("a group coordinator", found, PROPAGATE_S)
+    _, _, topics = metadata(c.nodes[0].port, ["__consumer_offsets"])
+    err, parts = topics["__consumer_offsets"]
+    assert err == NONE and len(parts) == 3, topics
+    assert all(sorted(p["replicas"]) == [1, 2, 3] for p in parts), parts
