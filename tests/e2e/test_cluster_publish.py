@@ -180,6 +180,26 @@ def test_topic_published_led_and_deleted(cluster_factory):
     wait_until("%s's logs deleted on every broker" % topic, gone,
                PUBLISH_S)
 
+    # Deleted and made again at once: every broker ends with the new id,
+    # the old logs reaped before the new ones are made in their place.
+    def create(name):
+        fs = admin.create_topics([NewTopic(name, num_partitions=2,
+                                           replication_factor=3)],
+                                 operation_timeout=30)
+        fs[name].result(timeout=60 * SLOW)
+    create("again")
+    first = wait_until("again on every broker",
+                       lambda: same_everywhere(c, "again", 2), PUBLISH_S)
+    fs = admin.delete_topics(["again"], operation_timeout=30)
+    fs["again"].result(timeout=60 * SLOW)
+    create("again")
+
+    def recreated():
+        tid = same_everywhere(c, "again", 2)
+        return tid if tid != first else None
+    wait_until("again on every broker with its new id", recreated,
+               PUBLISH_S)
+
 
 def test_restart_keeps_image_topics_drops_orphans(cluster_factory):
     """A restarted broker keeps the local logs of topics the image has
