@@ -81,6 +81,7 @@ from method import spread  # noqa: E402
 
 API_CREATE_TOPICS = 19
 API_DESCRIBE_CLUSTER = 60
+API_DESCRIBE_QUORUM = 55
 POLL_S = 0.01
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 T0 = time.monotonic()
@@ -179,6 +180,52 @@ def describe_cluster(port, timeout=2.0):
     if err:
         raise ValueError("DescribeCluster error %d" % err)
     return controller, sorted(brokers)
+
+
+def describe_quorum(port, timeout=2.0):
+    """DescribeQuorum v0 of __cluster_metadata-0 as the node on port knows
+    it: {"leader", "epoch", "high_watermark", "voters": {id: leo}}."""
+    body = (kw.uvarint(2) + kw.compact_string("__cluster_metadata")
+            + kw.uvarint(2) + struct.pack(">i", 0) + kw.uvarint(0)
+            + kw.uvarint(0) + kw.uvarint(0))
+    sock = kw.connect("127.0.0.1", port, timeout)
+    try:
+        sock.sendall(kw.request(API_DESCRIBE_QUORUM, 0, 1, body,
+                                flexible=True))
+        resp = kw.recv_frame(sock)
+    finally:
+        sock.close()
+    if resp is None:
+        raise ConnectionError("closed")
+    r = kw.Reader(resp)
+    r.i32()
+    r.skip_tags()
+    err = r.i16()
+    if err:
+        raise ValueError("DescribeQuorum error %d" % err)
+    out = None
+    for _ in range(r.uvarint() - 1):
+        r.compact_string()
+        for _ in range(r.uvarint() - 1):
+            r.i32()
+            perr = r.i16()
+            leader, epoch, hw = r.i32(), r.i32(), r.i64()
+            voters = {}
+            for _ in range(r.uvarint() - 1):
+                rid, leo = r.i32(), r.i64()
+                r.skip_tags()
+                voters[rid] = leo
+            for _ in range(r.uvarint() - 1):
+                r.i32()
+                r.i64()
+                r.skip_tags()
+            r.skip_tags()
+            if perr:
+                raise ValueError("DescribeQuorum partition error %d" % perr)
+            out = {"leader": leader, "epoch": epoch, "high_watermark": hw,
+                   "voters": voters}
+        r.skip_tags()
+    return out
 
 
 def create_topics_request(corr, names, partitions, rf, timeout_ms=60000):
@@ -292,6 +339,17 @@ def proc_stats(pid):
     except (OSError, IndexError, ValueError):
         pass
     return out
+
+
+def used_bytes(path):
+    """Bytes up to the last non-zero one: what libraft has written into a
+    preallocated (zero-filled) open segment."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return 0
+    return len(data.rstrip(b"\0"))
 
 
 def dir_bytes(path):
@@ -615,6 +673,10 @@ def part_propagation(args, root, election_ms):
         ctl = c.start()
         time.sleep(args.settle)
         for run in range(args.propagation_runs):
+            # A random gap, so runs do not start in one phase of raft's
+            # heartbeat (election/10).
+            gap = _rng.uniform(0.05, 0.05 + 3 * election_ms / 10000)
+            time.sleep(gap)
             topic = "prop-%d" % run
             target = c.nodes[run % 3]
             seen = {}
@@ -634,6 +696,7 @@ def part_propagation(args, root, election_ms):
                         seen[b.id] = time.monotonic() - t0
                 time.sleep(POLL_S / 2)
             s = {"run": run, "sent_to": target.id, "controller": ctl,
+                 "gap_before_s": round(gap, 3),
                  "sent_to_controller": target.id == ctl,
                  "create_answer_s": round(t_resp, 4),
                  "all_nodes_s": round(max(seen.values()), 4),
@@ -670,6 +733,15 @@ def snapshot_stats(c, label):
                                         if k.startswith("snapshot-"))
         st["raft_closed_bytes"] = sum(
             v for k, v in fl.items() if re.fullmatch(r"\d+-\d+", k))
+        st["raft_open_used_bytes"] = sum(
+            used_bytes(b.raft_dir / k) for k in fl if k.startswith("open-"))
+        if b.alive():
+            try:
+                q = describe_quorum(b.port)
+                st["raft_high_watermark"] = q["high_watermark"]
+                st["raft_epoch"] = q["epoch"]
+            except (OSError, ValueError, struct.error):
+                pass
         out[str(b.id)] = st
     progress("scale %s: %s" % (label, ", ".join(
         "node %s cpu %.2fs rss %s kB fds %s raft %d B" % (
@@ -874,14 +946,20 @@ def table(report):
                 b, a = f["before"][k], f["after"][k]
                 lines.append(
                     "  node %s%s: cpu +%.2f s, RSS %d -> %d kB, HWM %d kB, "
-                    "fds %s -> %s, raft dir %d -> %d B (closed segments %s "
-                    "B, snapshots %s B), idle cpu %.3f -> %.3f s/s" % (
+                    "fds %s -> %s, raft dir %d -> %d B (written: closed "
+                    "segments %s B, open %s -> %s B, snapshots %s B; high "
+                    "watermark %s -> %s), idle cpu %.3f -> %.3f s/s" % (
                         k, " (controller)" if str(f.get("controller")) == k
                         else "", f["delta_cpu_s"][k], b.get("rss_kb", 0),
                         a.get("rss_kb", 0), a.get("hwm_kb", 0),
                         b.get("fds"), a.get("fds"), b["raft_dir_bytes"],
                         a["raft_dir_bytes"], a.get("raft_closed_bytes"),
-                        a.get("raft_snapshot_bytes"), f["idle_cpu_s_per_s"][k],
+                        b.get("raft_open_used_bytes"),
+                        a.get("raft_open_used_bytes"),
+                        a.get("raft_snapshot_bytes"),
+                        b.get("raft_high_watermark"),
+                        a.get("raft_high_watermark"),
+                        f["idle_cpu_s_per_s"][k],
                         f["after_idle_cpu_s_per_s"][k]))
             for m in ("listening_s", "registered_s", "metadata_complete_s"):
                 lines.append("%-52s %s" % ("  restart of node %s: %s"
