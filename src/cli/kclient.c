@@ -894,15 +894,29 @@ int cn_kclient_connect(struct cn_kclient *c, const char *host, int port,
 
 int cn_kclient_bootstrap(struct cn_kclient *c, const char *addr, int timeout_ms)
 {
+    char one[CN_KCLIENT_HOST_MAX + 16];
     char host[CN_KCLIENT_HOST_MAX];
     int port;
+    int rc = CN_EINVAL;
 
-    if (cn_kclient_parse_addr(addr, host, sizeof host, &port)) {
-        snprintf(c->err, sizeof c->err,
-                 "bad bootstrap server '%s' (want HOST:PORT)", addr);
-        return CN_EINVAL;
+    /* A list, as Kafka's tools take: the first server that answers is
+     * the bootstrap, the rest are only tried when it does not. */
+    for (const char *p = addr;;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n >= sizeof one || (snprintf(one, sizeof one, "%.*s", (int)n, p),
+                                cn_kclient_parse_addr(one, host, sizeof host,
+                                                      &port))) {
+            snprintf(c->err, sizeof c->err,
+                     "bad bootstrap server '%.*s' (want HOST:PORT)",
+                     (int)(n < 200 ? n : 200), p);
+            return CN_EINVAL;
+        }
+        rc = cn_kclient_connect(c, host, port, timeout_ms);
+        if (rc == 0 || !end)
+            return rc;
+        p = end + 1;
     }
-    return cn_kclient_connect(c, host, port, timeout_ms);
 }
 
 int16_t cn_kclient_version(const struct cn_kclient *c, int16_t api_key)

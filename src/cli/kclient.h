@@ -130,7 +130,9 @@ int cn_kclient_connect(struct cn_kclient *c, const char *host, int port,
 int cn_kclient_tcp_connect(const char *host, int port, int64_t deadline,
                            int *fd, char *err, size_t err_size);
 
-/* Parses addr (see cn_kclient_parse_addr) and connects to it. */
+/* Connects to the first server of addr ("HOST:PORT[,HOST:PORT...]", each
+ * as cn_kclient_parse_addr takes) that accepts; err names the last
+ * failure. */
 int cn_kclient_bootstrap(struct cn_kclient *c, const char *addr,
                          int timeout_ms);
 

@@ -40,7 +40,8 @@ def admin(bootstrap):
 
 
 def create_topic(bootstrap, topic, parts=PARTS, rf=3):
-    fs = admin(bootstrap).create_topics(
+    a = admin(bootstrap)  # kept until the answer: its futures need it
+    fs = a.create_topics(
         [NewTopic(topic, num_partitions=parts, replication_factor=rf)],
         operation_timeout=30)
     fs[topic].result(timeout=60)
@@ -239,7 +240,8 @@ def test_broker_death_moves_leaders_and_clients_follow(cluster_factory):
     md = admin(survivors).list_topics("cl-fail", timeout=10)
     for p in md.topics["cl-fail"].partitions.values():
         assert victim not in p.isrs, (p.id, p.isrs)
-    now = described(survivors, "cl-fail")
+    # cairnctl takes a list and skips the dead server at its head.
+    now = described(c.node(victim).bootstrap + "," + survivors, "cl-fail")
     for p, (ld, epoch, _, isr, _) in now.items():
         if before[p][0] == victim:
             assert epoch > before[p][1], (p, before[p], now[p])
@@ -271,3 +273,67 @@ def test_controller_death_topics_still_change(cluster_factory):
     lead = wait_leaders(c, "cl-after-ctl", parts=4)
     assert old not in lead.values()
     assert produce(boot, "cl-after-ctl", 4, 100, "x") == 100
+
+
+def test_majority_lost_reads_go_on_changes_refused(cluster_factory):
+    """Two of three voters killed: the survivor goes on serving what it
+    leads, refuses topic changes with a clear error instead of hanging,
+    and takes them again once a majority is back."""
+    c = cluster_factory()
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    create_topic(c.bootstrap, "cl-minority")
+    lead = wait_leaders(c, "cl-minority")
+    assert produce(c.bootstrap, "cl-minority", PARTS, 60, "pre") == 60
+    keep = next(n for n in (1, 2, 3) if n != ctl)
+    mine = sorted(p for p, ld in lead.items() if ld == keep)
+    assert mine, lead
+    for n in (1, 2, 3):
+        if n != keep:
+            c.kill9(n)
+    alone = c.node(keep)
+    # Reads of what it has: its own partitions, from its own log.
+    cons = Consumer({"bootstrap.servers": alone.bootstrap,
+                     "group.id": "cl-minority-r", "enable.auto.commit": False,
+                     "enable.partition.eof": False})
+    cons.assign([TopicPartition("cl-minority", p, 0) for p in mine])
+    got = 0
+    deadline = time.monotonic() + 30 * SLOW
+    try:
+        while got < 10 * len(mine) and time.monotonic() < deadline:
+            for m in cons.consume(num_messages=100, timeout=0.5):
+                if m.error() is None:
+                    got += 1
+    finally:
+        cons.close()
+    assert got == 10 * len(mine), got
+    # A change needs the quorum: refused within the request's timeout,
+    # with an error saying so.
+    t0 = time.monotonic()
+    a = admin(alone.bootstrap)
+    fs = a.create_topics(
+        [NewTopic("cl-minority-2", 1, 1)], request_timeout=8,
+        operation_timeout=5)
+    with pytest.raises(KafkaException) as ei:
+        fs["cl-minority-2"].result(timeout=60)
+    took = time.monotonic() - t0
+    err = ei.value.args[0]
+    print("CreateTopics without a quorum: %s (%s) after %.1fs"
+          % (err.name(), err.str(), took))
+    assert err.name() in ("REQUEST_TIMED_OUT", "_TIMED_OUT",
+                          "NOT_CONTROLLER"), err
+    assert took < 40 * SLOW, took
+    # A majority again: changes go through.
+    back = next(n for n in (1, 2, 3) if n != keep)
+    c.node(back).start()
+
+    def created():
+        a = admin(alone.bootstrap)
+        f = a.create_topics(
+            [NewTopic("cl-minority-3", 2, 2)], operation_timeout=10)
+        try:
+            f["cl-minority-3"].result(timeout=30)
+            return True
+        except KafkaException as e:
+            return True if e.args[0].name() == "TOPIC_ALREADY_EXISTS" \
+                else None
+    wait_until("CreateTopics with a majority back", created, 60 * SLOW)
