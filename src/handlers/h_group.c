@@ -494,6 +494,10 @@ void cn_h_list_groups(struct cn_broker *b, struct cn_req *req,
          g; g = cn_groups_next(b->gc->groups, g)) {
         if (!cn_group_list_match(g, states, (size_t)ns, types, (size_t)nty))
             continue;
+        /* In cluster mode a broker lists the groups it coordinates (it
+         * loaded every group its local log has). */
+        if (cn_group_coord_check(b, cn_bytes_str(cn_group_id(g))))
+            continue;
         if (!all &&
             !cn_authz_quiet(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_GROUP,
                             cn_bytes_str(cn_group_id(g))))
