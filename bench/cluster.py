@@ -5,8 +5,10 @@
   /usr/bin/python3 bench/cluster.py [--cairn build/cairn] [--dir bench/out]
           [--json bench/out/cluster.json] [--only PART,...]
           [--election-ms 1000,500] [--election-runs 10]
-          [--session-ms 3000,9000] [--fencing-runs 5] [--propagation-runs 20]
-          [--topics 1000] [--partitions 10] [--rf 3] [--restarts 3] [--keep]
+          [--session-ms 3000,9000] [--fencing-runs 5]
+          [--propagation-runs 20] [--propagation-election-ms 500,1000]
+          [--topics 1000] [--partitions 10] [--rf 3] [--scale-rf 3,1]
+          [--scale-reps 3] [--restarts 3] [--keep]
 
 Every part starts its own three nodes, each process.roles=broker,controller
 (a voter of the metadata quorum), on loopback ports nobody else uses, data
@@ -35,26 +37,37 @@ Parts:
                DescribeCluster no longer lists it (fenced), at
                broker.session.timeout.ms --session-ms.
   propagation  CreateTopics (3 partitions, --rf) sent to one node, in turn
-               each of the three; the time from sending it until every
-               node's Metadata lists the topic with a leader for every
-               partition (and the CreateTopics answer time).
+               each of the three, after a random gap (runs do not start in
+               one phase of raft's heartbeat, election timeout / 10); the
+               time from sending it until every node's Metadata lists the
+               topic with a leader for every partition, until the first
+               does, and the CreateTopics answer time; at each
+               controller.quorum.election.timeout.ms in
+               --propagation-election-ms.
   scale        each node's CPU seconds (utime+stime, /proc/<pid>/stat) and
                VmRSS / VmHWM (/proc/<pid>/status) idle, then while and
-               after --topics x --partitions partitions (--rf) are created
-               through a node that is not the controller, until every
-               node's Metadata has them all with leaders; the raft
-               directory (metadata.log.dir) size on each node; then
-               --restarts kill -9 + restarts of a node that is not the
-               controller: start -> listening -> registered and unfenced
-               on every node -> its Metadata has every topic.  Kafka's
-               default timings here.  Creation stops early, and says so,
-               when the nodes' open files would pass the open-file limit.
+               after --topics x --partitions partitions (each replication
+               factor in --scale-rf) are created through a node that is
+               not the controller, until every node's Metadata has them
+               all with leaders; the raft log (metadata.log.dir): file
+               sizes, the bytes written into libraft's preallocated open
+               segments, closed segments, snapshots, and its high
+               watermark (DescribeQuorum); then 2 x --restarts restarts of
+               a node that is not the controller, alternately after kill
+               -9 and after SIGTERM: start -> listening (its "loaded N
+               topics in M ms" from the log) -> registered and unfenced on
+               every node -> its Metadata has every topic.  Kafka's
+               default timings here; --scale-reps fresh clusters per
+               replication factor, summarised as min / median / max.
+               Creation stops early, and says so, when a node's open
+               files would pass the open-file limit.
 
 Timings of the election/fencing/propagation clusters are the e2e suite's
 (tests/e2e/conftest.py Cluster: session 3 s, heartbeat 0.5 s, election
 0.5 s) unless the options say otherwise; each figure records its settings.
-Polling is every POLL_S (10 ms) on persistent connections (a new one after
-an error), so times are resolved to about 10-20 ms.
+Polling is every POLL_S (10 ms), Metadata on persistent connections (a new
+one after an error), DescribeCluster on a new connection each time, so
+times are resolved to about 10-20 ms.
 """
 
 import argparse
@@ -352,6 +365,19 @@ def used_bytes(path):
     return len(data.rstrip(b"\0"))
 
 
+def topics_load_ms(log_path, offset):
+    """The "loaded N topics from DIR in MS ms" of the start logged after
+    offset (the partition logs opened before listening), or None."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    m = re.search(r"loaded \d+ topics from \S+ in (\d+) ms", text)
+    return int(m.group(1)) if m else None
+
+
 def dir_bytes(path):
     """Total size of the files under path, and {name: bytes} of its top
     level (segments, snapshots)."""
@@ -439,6 +465,7 @@ class Node:
 
 class Cluster:
     def __init__(self, workdir, cairn, timings, n=3, extra=None):
+        self.root = Path(workdir)
         self.timings = dict(timings)
         self.nodes = [Node(i + 1, Path(workdir) / ("node-%d" % (i + 1)),
                            cairn) for i in range(n)]
@@ -472,13 +499,17 @@ class Cluster:
             b.start()
         return self.wait_registered([b.id for b in self.nodes], 60)
 
-    def close(self):
+    def close(self, keep=False):
+        """Kills every node by pid; removes their directories unless
+        keep."""
         self.poller.close()
         for b in self.nodes:
             try:
                 b.kill9()
             except (OSError, subprocess.TimeoutExpired):
                 pass
+        if not keep:
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def agreed(self, want):
         """The controller every live node names while listing exactly want
@@ -576,7 +607,7 @@ def part_election(args, root, election_ms):
         fig["error"] = str(e)
         progress("election %d ms: %s" % (election_ms, e))
     finally:
-        c.close()
+        c.close(args.keep)
     fig["stats"] = {"election_s": spread(s["election_s"]
                                          for s in fig["samples"]),
                     "restart_registered_s": spread(
@@ -655,7 +686,7 @@ def part_fencing(args, root, session_ms):
         fig["error"] = str(e)
         progress("fencing: %s" % e)
     finally:
-        c.close()
+        c.close(args.keep)
     fig["stats"] = {m: spread(s[m] for s in fig["samples"])
                     for m in ("none_led_by_dead_s", "all_new_leaders_s",
                               "fenced_s")}
@@ -712,7 +743,7 @@ def part_propagation(args, root, election_ms):
         fig["error"] = str(e)
         progress("propagation: %s" % e)
     finally:
-        c.close()
+        c.close(args.keep)
     fig["stats"] = {m: spread(s[m] for s in fig["samples"])
                     for m in ("create_answer_s", "first_node_s",
                               "all_nodes_s")}
@@ -750,14 +781,14 @@ def snapshot_stats(c, label):
     return out
 
 
-def part_scale(args, root, rf):
+def part_scale(args, root, rf, rep=0):
     fig = {"settings": dict(KAFKA, topics_requested=args.topics,
                             partitions=args.partitions, rf=rf,
                             topics_per_request=args.per_request),
            "samples": []}
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     fig["nofile_limit"] = hard
-    c = Cluster(root / ("scale-rf%d" % rf), args.cairn, KAFKA)
+    c = Cluster(root / ("scale-rf%d-%d" % (rf, rep)), args.cairn, KAFKA)
     try:
         ctl = c.start()
         fig["controller"] = ctl
@@ -848,8 +879,20 @@ def part_scale(args, root, rf):
         ctl = c.agreed([1, 2, 3]) or ctl
         victim = next(b for b in c.nodes if b.id != ctl)
         fig["restarted_node"] = victim.id
-        for run in range(args.restarts):
-            victim.kill9()
+        for run in range(2 * args.restarts):
+            # Alternately after kill -9 (the partition logs are recovered)
+            # and after a clean stop (SIGTERM).
+            kind = "kill9" if run % 2 == 0 else "term"
+            if kind == "kill9":
+                victim.kill9()
+            else:
+                victim.proc.send_signal(signal.SIGTERM)
+                try:
+                    victim.proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    victim.kill9()
+                    kind = "term-timeout"
+            log_at = victim.log_path.stat().st_size
             t_start = victim.start(120)
             t_listen = time.monotonic() - t_start
             c.wait_registered([1, 2, 3], 300)
@@ -857,25 +900,74 @@ def part_scale(args, root, rf):
             wait_until("restarted node has every topic",
                        lambda: all_led(victim.port), 300, 0.05)
             t_md = time.monotonic() - t_start
-            s = {"run": run, "listening_s": round(t_listen, 3),
+            s = {"run": run, "after": kind, "listening_s": round(t_listen, 3),
                  "registered_s": round(t_reg, 3),
                  "metadata_complete_s": round(t_md, 3),
+                 "topics_load_ms": topics_load_ms(victim.log_path, log_at),
                  "node": victim.stats()}
             fig["samples"].append(s)
-            progress("scale restart %d/%d of node %d: listening %.2f s, "
-                     "registered %.2f s, Metadata complete %.2f s"
-                     % (run + 1, args.restarts, victim.id, t_listen, t_reg,
-                        t_md))
+            progress("scale restart %d/%d of node %d after %s: listening "
+                     "%.2f s (local topics loaded in %s ms), registered "
+                     "%.2f s, Metadata complete %.2f s"
+                     % (run + 1, 2 * args.restarts, victim.id, kind,
+                        t_listen, s["topics_load_ms"], t_reg, t_md))
             time.sleep(args.settle)
     except BenchError as e:
         fig["error"] = str(e)
         progress("scale: %s" % e)
     finally:
-        c.close()
-    fig["stats"] = {m: spread(s[m] for s in fig["samples"])
-                    for m in ("listening_s", "registered_s",
-                              "metadata_complete_s")}
+        c.close(args.keep)
+    fig["stats"] = {}
+    for kind in ("kill9", "term"):
+        for m in ("listening_s", "topics_load_ms", "registered_s",
+                  "metadata_complete_s"):
+            fig["stats"]["%s_%s" % (kind, m)] = spread(
+                s[m] for s in fig["samples"] if s["after"] == kind)
     return fig
+
+
+def scale_summary(reps, rf):
+    """The scale part's repetitions side by side: min / median / max of
+    each figure over the fresh clusters."""
+    rows = []
+    for f in reps:
+        if not f.get("after"):
+            continue
+        ctl = str(f["controller"])
+        others = [k for k in f["after"] if k != ctl]
+        a = f["after"]
+        st = f.get("stats", {})
+
+        def med(m):
+            return (st.get(m) or {}).get("median")
+        rows.append({
+            "create_answers_s": f["create_answers_s"],
+            "all_led_everywhere_s": f["all_led_everywhere_s"],
+            "controller_cpu_s": f["delta_cpu_s"][ctl],
+            "other_cpu_s": max(f["delta_cpu_s"][k] for k in others),
+            "rss_after_kb": max(v.get("rss_kb", 0) for v in a.values()),
+            "hwm_after_kb": max(v.get("hwm_kb", 0) for v in a.values()),
+            "rss_growth_kb": max(v.get("rss_kb", 0)
+                                 - f["before"][k].get("rss_kb", 0)
+                                 for k, v in a.items()),
+            "raft_written_bytes": a[ctl].get("raft_open_used_bytes", 0)
+            + a[ctl].get("raft_closed_bytes", 0)
+            + a[ctl].get("raft_snapshot_bytes", 0),
+            "raft_high_watermark": a[ctl].get("raft_high_watermark"),
+            "restart_kill9_listening_s": med("kill9_listening_s"),
+            "restart_kill9_registered_s": med("kill9_registered_s"),
+            "restart_term_listening_s": med("term_listening_s"),
+            "restart_term_registered_s": med("term_registered_s"),
+        })
+    out = {"summary_of": rf, "reps": len(reps), "rows": rows,
+           "settings": reps[0]["settings"] if reps else {},
+           "topics_created": [f.get("topics_created") for f in reps],
+           "stats": {m: spread(r[m] for r in rows)
+                     for m in (rows[0] if rows else {})}}
+    errs = [f["error"] for f in reps if f.get("error")]
+    if errs:
+        out["error"] = "; ".join(errs)
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -925,6 +1017,27 @@ def table(report):
             lines.append("%-52s %s" % ("  CreateTopics answer",
                                        fmt_spread(st.get("create_answer_s"),
                                                   1e3, "ms")))
+        elif key.startswith("scale") and "summary_of" in f:
+            lines.append(
+                "scale summary, %d fresh clusters: %s topics x %s "
+                "partitions, RF %d, Kafka's default timings"
+                % (f["reps"], f["topics_created"], sets.get("partitions"),
+                   f["summary_of"]))
+            for m, unit, sc in (
+                    ("create_answers_s", "s", 1),
+                    ("all_led_everywhere_s", "s", 1),
+                    ("controller_cpu_s", "s", 1), ("other_cpu_s", "s", 1),
+                    ("rss_after_kb", "MB", 1e-3),
+                    ("rss_growth_kb", "MB", 1e-3),
+                    ("hwm_after_kb", "MB", 1e-3),
+                    ("raft_written_bytes", "kB", 1e-3),
+                    ("raft_high_watermark", "entries", 1),
+                    ("restart_kill9_listening_s", "s", 1),
+                    ("restart_kill9_registered_s", "s", 1),
+                    ("restart_term_listening_s", "s", 1),
+                    ("restart_term_registered_s", "s", 1)):
+                lines.append("%-52s %s" % ("  " + m,
+                                           fmt_spread(st.get(m), sc, unit)))
         elif key.startswith("scale"):
             lines.append("scale: %s of %s topics x %d partitions, RF %d "
                          "(created via node %s; answers %s s, led "
@@ -961,10 +1074,17 @@ def table(report):
                         a.get("raft_high_watermark"),
                         f["idle_cpu_s_per_s"][k],
                         f["after_idle_cpu_s_per_s"][k]))
-            for m in ("listening_s", "registered_s", "metadata_complete_s"):
-                lines.append("%-52s %s" % ("  restart of node %s: %s"
-                                           % (f.get("restarted_node"), m),
-                                           fmt_spread(st.get(m))))
+            for kind in ("kill9", "term"):
+                for m in ("listening_s", "registered_s",
+                          "metadata_complete_s"):
+                    lines.append("%-52s %s" % (
+                        "  restart of node %s after %s: %s"
+                        % (f.get("restarted_node"), kind, m),
+                        fmt_spread(st.get("%s_%s" % (kind, m)))))
+                lines.append("%-52s %s" % (
+                    "    its local topics loaded in",
+                    fmt_spread(st.get("%s_topics_load_ms" % kind), 1,
+                               "ms")))
         if f.get("error"):
             lines.append("  NOT MEASURED / cut short: %s" % f["error"])
     return "\n".join(lines)
@@ -991,6 +1111,9 @@ def main():
     ap.add_argument("--scale-rf", default="3,1",
                     help="replication factors of the scale part's runs")
     ap.add_argument("--propagation-election-ms", default="500,1000")
+    ap.add_argument("--scale-reps", type=int, default=3,
+                    help="fresh clusters per replication factor in the "
+                    "scale part")
     ap.add_argument("--per-request", type=int, default=10,
                     help="topics per CreateTopics in the scale part")
     ap.add_argument("--restarts", type=int, default=3)
@@ -1035,8 +1158,13 @@ def main():
                         part_propagation(args, root, ms)
             elif p == "scale":
                 for rf in (int(x) for x in args.scale_rf.split(",")):
+                    reps = []
+                    for i in range(args.scale_reps):
+                        f = part_scale(args, root, rf, i)
+                        report["figures"]["scale_rf%d_rep%d" % (rf, i)] = f
+                        reps.append(f)
                     report["figures"]["scale_rf%d" % rf] = \
-                        part_scale(args, root, rf)
+                        scale_summary(reps, rf)
             else:
                 sys.exit("--only: unknown part %r" % p)
             report["loadavg_after"] = os.getloadavg()
