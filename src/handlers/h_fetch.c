@@ -228,12 +228,14 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
             }
             if (!t) {
                 pd->error_code = v >= 13 ? KAFKA_UNKNOWN_TOPIC_ID
-                                         : KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+                                         : cn_partition_missing(b, ft->topic,
+                                                                fp->partition);
                 urgent = true;
                 continue;
             }
             if (fp->partition < 0 || fp->partition >= t->partition_count) {
-                pd->error_code = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+                pd->error_code = cn_partition_missing(b, ft->topic,
+                                                      fp->partition);
                 urgent = true;
                 continue;
             }

@@ -106,7 +106,7 @@ write_one(struct cn_broker *b, struct markers_state *ms,
     int16_t err;
 
     if (!p)
-        return KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+        return cn_partition_missing(b, topic, partition);
     if (!cn_partition_led(b, p))
         return KAFKA_NOT_LEADER_OR_FOLLOWER;
     if (m->transaction_result) {

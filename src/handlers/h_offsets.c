@@ -26,7 +26,7 @@ static struct cn_partition *lookup(struct cn_broker *b, struct cn_bytes topic,
 {
     struct cn_partition *p = cn_partition_find(b, topic, part);
     if (!p) {
-        *kerr = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+        *kerr = cn_partition_missing(b, topic, part);
         return NULL;
     }
     if (!cn_partition_led(b, p)) {

@@ -258,14 +258,15 @@ static int16_t produce_prepare(void *arg, struct cn_part_append *a)
 /* Returns the partition appended to, or NULL when nothing was. */
 static struct cn_partition *
 produce_partition(struct cn_broker *b, struct cn_req *req, int16_t version,
-                  struct cn_bytes txn_id, struct cn_topic *t,
+                  struct cn_bytes txn_id, struct cn_bytes topic,
+                  struct cn_topic *t,
                   const struct cn_produce_request_partition_produce_data *pd,
                   struct cn_produce_response_partition_produce_response *pr,
                   struct cn_wr *scratch)
 {
     pr->index = pd->index;
     if (!t || pd->index < 0 || pd->index >= t->partition_count) {
-        pr->error_code = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+        pr->error_code = cn_partition_missing(b, topic, pd->index);
         return NULL;
     }
     struct cn_partition *p = t->partitions[pd->index];
@@ -597,7 +598,8 @@ static void produce_run(struct cn_broker *b, struct cn_req *req,
             }
             pr->base_offset = -1;
             if (produce_partition(b, req, h->api_version, rq.transactional_id,
-                                  t, &td->partition_data[j], pr, &scratch))
+                                  td->name, t, &td->partition_data[j], pr,
+                                  &scratch))
                 ps->appended = true;
         }
     }

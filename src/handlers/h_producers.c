@@ -137,7 +137,12 @@ void cn_h_describe_producers(struct cn_broker *b, struct cn_req *req,
             struct cn_partition *p = cn_partition_find(b, qt->name,
                                                        rp->partition_index);
             if (!p) {
-                rp->error_code = KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+                rp->error_code = cn_partition_missing(b, qt->name,
+                                                      rp->partition_index);
+                continue;
+            }
+            if (!cn_partition_led(b, p)) {
+                rp->error_code = KAFKA_NOT_LEADER_OR_FOLLOWER;
                 continue;
             }
             if (cn_partition_offline(b, p)) {

@@ -299,6 +299,15 @@ static inline bool cn_partition_led(const struct cn_broker *b,
     return !b->cfg->cluster_mode || p->leader == b->node_id;
 }
 
+/* What a request for a partition this broker has no log of gets:
+ * NOT_LEADER_OR_FOLLOWER when the cluster's image has it (this broker
+ * has not published it yet, or it is being deleted here: the client
+ * asks Metadata again, as Kafka's brokers answer while their replica
+ * manager catches up with the metadata cache), else
+ * UNKNOWN_TOPIC_OR_PARTITION.  publish.c. */
+int16_t cn_partition_missing(struct cn_broker *b, struct cn_bytes topic,
+                             int32_t part);
+
 /* sync.c: group commit and the high watermark. */
 void cn_sync_appended(struct cn_broker *b, struct cn_partition *p);
 void cn_sync_wait(struct cn_broker *b, struct cn_sync_waiter *w);

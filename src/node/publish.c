@@ -321,3 +321,15 @@ void cn_publish_stop(struct cn_broker *b)
     uv_timer_stop(&pub->timer);
     uv_close((uv_handle_t *)&pub->timer, on_closed);
 }
+
+int16_t cn_partition_missing(struct cn_broker *b, struct cn_bytes topic,
+                             int32_t part)
+{
+    if (!b->quorum)
+        return KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+    const struct cn_image_topic *t =
+        cn_image_topic_find(cn_quorum_image(b->quorum), topic);
+    return t && part >= 0 && part < t->nparts
+               ? KAFKA_NOT_LEADER_OR_FOLLOWER
+               : KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+}

@@ -90,8 +90,22 @@ def probe(ports):
     out["distinct_leaders"] = len({p.leader for p in parts.values()})
     ids = sorted(md.brokers)
     port_of = {i: md.brokers[i].port for i in ids}
-    # Partition 0 asked of a broker that does not lead it.
+    # The leader takes a record once it has the partition (a broker
+    # learns of a new topic a moment after Metadata elsewhere shows it:
+    # retriable answers until then, on both).
     lead0 = parts[0].leader
+    c = kw.Client(port_of[lead0])
+    try:
+        deadline = time.monotonic() + T
+        while True:
+            err, base = c.produce("vk", 0, kw.record_batch([b"y"]))
+            if err not in (3, 6) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        out["produce_leader"] = (err, base)
+    finally:
+        c.close()
+    # Partition 0 asked of a broker that does not lead it.
     other = next(i for i in ids if i != lead0)
     c = kw.Client(port_of[other])
     try:
@@ -103,12 +117,6 @@ def probe(ports):
         _, top, fo = kw.parse_fetch_v11(c.call(
             kw.fetch_request_v11, "vk", 0, 0))
         out["fetch_v11_not_leader"] = (top, fo[("vk", 0)][0])
-    finally:
-        c.close()
-    c = kw.Client(port_of[lead0])
-    try:
-        err, base = c.produce("vk", 0, kw.record_batch([b"y"]))
-        out["produce_leader"] = (err, base)
     finally:
         c.close()
     # FindCoordinator (group) names the leader of the group's partition of
