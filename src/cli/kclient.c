@@ -904,9 +904,10 @@ int cn_kclient_bootstrap(struct cn_kclient *c, const char *addr, int timeout_ms)
     for (const char *p = addr;;) {
         const char *end = strchr(p, ',');
         size_t n = end ? (size_t)(end - p) : strlen(p);
-        if (n >= sizeof one ||
-            (snprintf(one, sizeof one, "%.*s", (int)n, p),
-             cn_kclient_parse_addr(one, host, sizeof host, &port))) {
+        bool fits = n < sizeof one;
+        if (fits)
+            snprintf(one, sizeof one, "%.*s", (int)n, p);
+        if (!fits || cn_kclient_parse_addr(one, host, sizeof host, &port)) {
             snprintf(c->err, sizeof c->err,
                      "bad bootstrap server '%.*s' (want HOST:PORT)",
                      (int)(n < 200 ? n : 200), p);
