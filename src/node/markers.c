@@ -111,7 +111,21 @@ static void local_send(struct cn_broker *b, const struct cn_marker_send *s)
         struct cn_partition *p = cn_partition_find(
             b, cn_bytes_str(s->tps[i].topic), s->tps[i].partition);
         if (!p) {
-            s->result(b, s->arg, i, KAFKA_NONE);
+            /* A deleted topic needs no marker; one this broker has not
+             * published yet does. */
+            int16_t missing = cn_partition_missing(
+                b, cn_bytes_str(s->tps[i].topic), s->tps[i].partition);
+            s->result(b, s->arg, i,
+                      missing == KAFKA_NOT_LEADER_OR_FOLLOWER ? missing
+                                                              : KAFKA_NONE);
+            continue;
+        }
+        if (!cn_partition_led(b, p)) {
+            /* Another broker leads it: a marker here would sit in a log
+             * that is not the partition's.  Retried (the coordinator
+             * treats this as retriable) until markers go to other
+             * brokers' leaders (issue #15). */
+            s->result(b, s->arg, i, KAFKA_NOT_LEADER_OR_FOLLOWER);
             continue;
         }
         struct local_result *lr = malloc(sizeof *lr);
