@@ -883,15 +883,17 @@ def part_scale(args, root, rf, rep=0):
             # Alternately after kill -9 (the partition logs are recovered)
             # and after a clean stop (SIGTERM).
             kind = "kill9" if run % 2 == 0 else "term"
+            t_stop = time.monotonic()
             if kind == "kill9":
                 victim.kill9()
             else:
                 victim.proc.send_signal(signal.SIGTERM)
                 try:
-                    victim.proc.wait(timeout=60)
+                    victim.proc.wait(timeout=args.stop_timeout)
                 except subprocess.TimeoutExpired:
                     victim.kill9()
                     kind = "term-timeout"
+            t_stop = time.monotonic() - t_stop
             log_at = victim.log_path.stat().st_size
             t_start = victim.start(120)
             t_listen = time.monotonic() - t_start
@@ -900,16 +902,20 @@ def part_scale(args, root, rf, rep=0):
             wait_until("restarted node has every topic",
                        lambda: all_led(victim.port), 300, 0.05)
             t_md = time.monotonic() - t_start
-            s = {"run": run, "after": kind, "listening_s": round(t_listen, 3),
+            s = {"run": run, "after": kind, "stop_s": round(t_stop, 3),
+                 "exit_code": victim.proc.returncode if kind == "term"
+                 else None,
+                 "listening_s": round(t_listen, 3),
                  "registered_s": round(t_reg, 3),
                  "metadata_complete_s": round(t_md, 3),
                  "topics_load_ms": topics_load_ms(victim.log_path, log_at),
                  "node": victim.stats()}
             fig["samples"].append(s)
-            progress("scale restart %d/%d of node %d after %s: listening "
+            progress("scale restart %d/%d of node %d after %s (stopped in "
+                     "%.2f s): listening "
                      "%.2f s (local topics loaded in %s ms), registered "
                      "%.2f s, Metadata complete %.2f s"
-                     % (run + 1, 2 * args.restarts, victim.id, kind,
+                     % (run + 1, 2 * args.restarts, victim.id, kind, t_stop,
                         t_listen, s["topics_load_ms"], t_reg, t_md))
             time.sleep(args.settle)
     except BenchError as e:
@@ -918,8 +924,10 @@ def part_scale(args, root, rf, rep=0):
     finally:
         c.close(args.keep)
     fig["stats"] = {}
+    fig["term_timeouts"] = sum(1 for s in fig["samples"]
+                               if s["after"] == "term-timeout")
     for kind in ("kill9", "term"):
-        for m in ("listening_s", "topics_load_ms", "registered_s",
+        for m in ("stop_s", "listening_s", "topics_load_ms", "registered_s",
                   "metadata_complete_s"):
             fig["stats"]["%s_%s" % (kind, m)] = spread(
                 s[m] for s in fig["samples"] if s["after"] == kind)
@@ -958,6 +966,8 @@ def scale_summary(reps, rf):
             "restart_kill9_registered_s": med("kill9_registered_s"),
             "restart_term_listening_s": med("term_listening_s"),
             "restart_term_registered_s": med("term_registered_s"),
+            "term_stop_s": med("term_stop_s"),
+            "term_timeouts": f.get("term_timeouts", 0),
         })
     out = {"summary_of": rf, "reps": len(reps), "rows": rows,
            "settings": reps[0]["settings"] if reps else {},
@@ -983,8 +993,13 @@ def fmt_spread(sp, scale=1.0, unit="s"):
 
 
 def table(report):
-    lines = ["", "Cairn cluster mode (3 voters on loopback), %s, %s"
-             % (report["commit"], report["started"]),
+    lines = ["", "Cairn cluster mode (3 voters on loopback), %s, %s, "
+             "load average %s before, %s after"
+             % (report["commit"], report["started"],
+                "%.1f" % report["loadavg_before"][0]
+                if report.get("loadavg_before") else "?",
+                "%.1f" % report["loadavg_after"][0]
+                if report.get("loadavg_after") else "?"),
              "%-52s %s" % ("figure", "median  (min .. max)")]
     for key, f in report["figures"].items():
         st = f.get("stats", {})
@@ -1035,7 +1050,9 @@ def table(report):
                     ("restart_kill9_listening_s", "s", 1),
                     ("restart_kill9_registered_s", "s", 1),
                     ("restart_term_listening_s", "s", 1),
-                    ("restart_term_registered_s", "s", 1)):
+                    ("restart_term_registered_s", "s", 1),
+                    ("term_stop_s", "s", 1),
+                    ("term_timeouts", "", 1)):
                 lines.append("%-52s %s" % ("  " + m,
                                            fmt_spread(st.get(m), sc, unit)))
         elif key.startswith("scale"):
@@ -1081,6 +1098,10 @@ def table(report):
                         "  restart of node %s after %s: %s"
                         % (f.get("restarted_node"), kind, m),
                         fmt_spread(st.get("%s_%s" % (kind, m)))))
+                if kind == "term":
+                    lines.append("%-52s %s" % (
+                        "    SIGTERM -> exit",
+                        fmt_spread(st.get("term_stop_s"))))
                 lines.append("%-52s %s" % (
                     "    its local topics loaded in",
                     fmt_spread(st.get("%s_topics_load_ms" % kind), 1,
@@ -1117,6 +1138,9 @@ def main():
     ap.add_argument("--per-request", type=int, default=10,
                     help="topics per CreateTopics in the scale part")
     ap.add_argument("--restarts", type=int, default=3)
+    ap.add_argument("--stop-timeout", type=float, default=120.0,
+                    help="seconds a SIGTERM'd node gets before kill -9 in "
+                    "the scale part's restarts")
     ap.add_argument("--scale-timeout", type=float, default=300.0,
                     help="bound on the scale part's waits (s)")
     ap.add_argument("--idle-seconds", type=float, default=5.0)
@@ -1128,6 +1152,14 @@ def main():
     ap.add_argument("--keep", action="store_true",
                     help="keep the nodes' directories and logs")
     args = ap.parse_args()
+
+    # SIGTERM, and SIGINT also when started in the background (where the
+    # shell ignores it), end the run through the finally blocks, which
+    # kill every node by pid.
+    def stop(signum, _frame):
+        raise SystemExit("cluster.py: signal %d" % signum)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     args.cairn = str(Path(args.cairn).resolve())
     parts = args.only.split(",")
     Path(args.dir).mkdir(parents=True, exist_ok=True)
@@ -1163,6 +1195,7 @@ def main():
                         f = part_scale(args, root, rf, i)
                         report["figures"]["scale_rf%d_rep%d" % (rf, i)] = f
                         reps.append(f)
+                        out.write_text(json.dumps(report, indent=1) + "\n")
                     report["figures"]["scale_rf%d" % rf] = \
                         scale_summary(reps, rf)
             else:
