@@ -861,7 +861,10 @@ int cn_quorum_start(uv_loop_t *loop, const struct cn_quorum_config *cfg,
     rc = raft_init(&q->raft, &q->io, cn_mfsm_raft_fsm(q->m),
                    (raft_id)cfg->node_id, q->self_addr);
     if (rc != 0) {
-        snprintf(err, err_len, "raft: %s", raft_errmsg(&q->raft));
+        /* raft_init reads the directory's metadata files: say which
+         * directory is unreadable. */
+        snprintf(err, err_len, "metadata.log.dir: %s: %s", q->dir,
+                 raft_errmsg(&q->raft));
         raft_uv_close(&q->io);
         q_free_all(q);
         return -EIO;

@@ -10,9 +10,11 @@ nothing here produces or consumes.
 """
 
 import json
+import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -205,6 +207,60 @@ def test_controller_apis_advertised_in_cluster_mode(cluster_factory):
     for key in (62, 63, 67):
         assert key not in apis, apis
     assert 0 in apis and 3 in apis
+
+
+def _restart_refused(c, node_id, needle):
+    """Starts node_id again and expects it to stop by itself, non-zero,
+    with needle in its log; the exit is then not reported at teardown."""
+    b = c.node(node_id)
+    try:
+        b.start()
+    except pytest.fail.Exception:  # it may stop before its port answers
+        pass
+    wait_until("node %d to stop by itself" % node_id,
+               lambda: b.proc.poll() is not None, 15 * SLOW)
+    rc = b.proc.returncode
+    tail = b.log_tail(10)
+    b.proc = None
+    b.unexpected_exit = None
+    assert rc not in (0, None), (rc, tail)
+    assert needle in tail, tail
+    return tail
+
+
+@pytest.mark.parametrize("damage", ["other-cluster", "metadata-files",
+                                    "log-segment"])
+def test_voter_with_bad_directory_stops(cluster_factory, damage):
+    """A voter whose directory belongs to another cluster, or whose raft
+    files are corrupt, stops with a message naming the directory; the
+    other two go on."""
+    c = cluster_factory()
+    c.wait_registered([1, 2, 3], REGISTER_S)
+    assert c.stop(3) == 0
+    data = Path(c.node(3).data_dir)
+    raft_dir = data / "__cluster_metadata-0"
+    if damage == "other-cluster":
+        mp = data / "meta.properties"
+        mp.write_text(re.sub(r"cluster\.id=.*", "cluster.id=" + "A" * 22,
+                             mp.read_text()))
+        tail = _restart_refused(c, 3, "belongs to cluster " + "A" * 22)
+        assert "log.dirs: %s" % data in tail, tail
+    elif damage == "metadata-files":
+        for name in ("metadata1", "metadata2"):
+            with open(raft_dir / name, "r+b") as f:
+                f.seek(8)
+                f.write(b"\xff" * 16)
+        _restart_refused(c, 3, "metadata.log.dir: %s: " % raft_dir)
+    else:
+        segs = [p for p in raft_dir.iterdir() if p.name[0].isdigit()]
+        assert segs, list(raft_dir.iterdir())
+        for p in segs:
+            with open(p, "r+b") as f:
+                f.seek(min(40, p.stat().st_size // 2))
+                f.write(b"\xa5" * 64)
+        tail = _restart_refused(c, 3, "metadata.log.dir: %s: " % raft_dir)
+        assert "checksum" in tail, tail
+    c.wait_registered([1, 2], (c.SESSION_MS / 1000 + 10) * SLOW)
 
 
 def _start_fails(tmp_path, sets):
