@@ -162,6 +162,8 @@ static bool controller_api(int16_t key)
     case CN_API_CREATE_TOPICS:
     case CN_API_DELETE_TOPICS:
     case CN_API_CREATE_PARTITIONS:
+    case CN_API_ALTER_CONFIGS:
+    case CN_API_INCREMENTAL_ALTER_CONFIGS:
     case CN_API_DESCRIBE_CLUSTER:
     case CN_API_DESCRIBE_QUORUM: return true;
     default: return false;

@@ -6,7 +6,12 @@
  * configs are read here and changed by dynconf.c (Kafka's dynamic keys, for
  * this broker's id or for "" the cluster default); this file only maps the
  * resource name to a layer, as Kafka's ConfigAdminManager does.
+ *
+ * In cluster mode a topic's configs are the image's ConfigRecords, so a
+ * change goes to the controller (see "cluster mode" below); broker
+ * resources stay this broker's.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +19,8 @@
 #include "node/authz.h"
 #include "base/err.h"
 #include "handlers/handlers.h"
+#include "node/ctlcall.h"
+#include "node/quorum.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 
@@ -260,20 +267,14 @@ static int list_edit(const char *cur, const char *arg, bool append, char *out,
     return used < out_len ? 0 : CN_ETOOBIG;
 }
 
-/* Validates and applies changes to a copy of the topic config; on success
- * persists and applies.  Returns a Kafka error with msg. */
-static int16_t alter_topic(struct cn_broker *b, struct cn_bytes name,
-                           const struct config_change *ch, int32_t n,
-                           bool replace_all, bool validate_only, char *msg)
+/* Applies changes to *tc (the topic's config, a copy) and validates the
+ * result.  Returns a Kafka error with msg. */
+static int16_t topic_change(struct cn_broker *b, struct cn_topic_config *tc,
+                            const struct config_change *ch, int32_t n,
+                            bool replace_all, char *msg)
 {
-    struct cn_topic *t = cn_topic_find(b, name);
-    if (!t) {
-        snprintf(msg, MSG_MAX, "Topic does not exist.");
-        return KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
-    }
-    struct cn_topic_config tc = t->config;
     if (replace_all)
-        cn_topic_config_init_defaults(&tc, b->cfg);
+        cn_topic_config_init_defaults(tc, b->cfg);
     for (int32_t i = 0; i < n; i++) {
         char key[256], val[1024];
         if (!cn_wire_cstr(ch[i].name, key, sizeof key)) {
@@ -287,7 +288,7 @@ static int16_t alter_topic(struct cn_broker *b, struct cn_bytes name,
         }
         if (ch[i].op == OP_DELETE ||
             (ch[i].op == OP_SET && cn_bytes_is_null(ch[i].value))) {
-            cn_topic_config_delete(&tc, key);
+            cn_topic_config_delete(tc, key);
             continue;
         }
         if (!cn_wire_cstr(ch[i].value, val, sizeof val)) {
@@ -306,8 +307,8 @@ static int16_t alter_topic(struct cn_broker *b, struct cn_bytes name,
             }
             char cur[64], edited[1024];
             struct cn_config_entry e;
-            cn_topic_config_describe(&tc, (enum cn_topic_key)k, cur,
-                                     sizeof cur, &e);
+            cn_topic_config_describe(tc, (enum cn_topic_key)k, cur, sizeof cur,
+                                     &e);
             if (list_edit(e.value, val, ch[i].op == OP_APPEND, edited,
                           sizeof edited) != 0) {
                 snprintf(msg, MSG_MAX, "Value too long for %s.", key);
@@ -318,14 +319,27 @@ static int16_t alter_topic(struct cn_broker *b, struct cn_bytes name,
             snprintf(msg, MSG_MAX, "Unknown config operation %d.", ch[i].op);
             return KAFKA_INVALID_REQUEST;
         }
-        if (cn_topic_config_set(&tc, key, val, msg, MSG_MAX) != 0)
+        if (cn_topic_config_set(tc, key, val, msg, MSG_MAX) != 0)
             return KAFKA_INVALID_CONFIG;
     }
-    int16_t unsupported = cn_topic_config_check(&tc, msg, MSG_MAX);
-    if (unsupported)
-        return unsupported;
-    if (validate_only)
-        return KAFKA_NONE;
+    return cn_topic_config_check(tc, msg, MSG_MAX);
+}
+
+/* Validates and applies changes to a copy of the topic config; on success
+ * persists and applies.  Returns a Kafka error with msg. */
+static int16_t alter_topic(struct cn_broker *b, struct cn_bytes name,
+                           const struct config_change *ch, int32_t n,
+                           bool replace_all, bool validate_only, char *msg)
+{
+    struct cn_topic *t = cn_topic_find(b, name);
+    if (!t) {
+        snprintf(msg, MSG_MAX, "Topic does not exist.");
+        return KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+    }
+    struct cn_topic_config tc = t->config;
+    int16_t kerr = topic_change(b, &tc, ch, n, replace_all, msg);
+    if (kerr || validate_only)
+        return kerr;
     struct cn_topic_config old = t->config;
     t->config = tc;
     if (cn_topic_persist(b, t) != 0) {
@@ -419,6 +433,378 @@ static int16_t alter_resource(struct cn_broker *b, struct cn_req *req,
     return KAFKA_INVALID_REQUEST;
 }
 
+/* ---- cluster mode ------------------------------------------------------
+ *
+ * A topic resource is checked here (ACLs, keys, values: the config code
+ * is the broker's) against the topic's configs in the image, and the
+ * whole resulting override set goes to the controller, which proposes
+ * the difference as ConfigRecords; every broker's publish then applies
+ * them.  As for CreateTopics (h_topics.c): in-process when this node's
+ * controller leads, NOT_CONTROLLER on a CONTROLLER listener that does not
+ * lead, else the resources that passed are forwarded as one request of
+ * the client's API and version, whose results are copied back.  The
+ * controller recomputes the set from its own image, which holds every
+ * earlier change.
+ */
+
+/* One request waiting for the controller (req->handler_state). */
+struct cfg_call {
+    struct cn_broker *b;
+    struct cn_req *req;
+    struct cn_req_header h;
+    int pending;               /* in-process answers still to come */
+    int32_t n;                 /* resources */
+    int16_t **code;            /* resource i's, in the response */
+    struct cn_bytes **message; /* resource i's, in the response */
+    bool *go;                  /* resource i goes to the controller */
+    struct cn_bytes *names;    /* its topic */
+    struct cn_ctl_kv **kvs;    /* its resulting overrides */
+    size_t *nkvs;
+    int32_t *fwd_idx; /* response index of forwarded resource j */
+    int32_t nfwd;
+    void *rs; /* the response */
+    void (*encode)(struct cfg_call *c);
+};
+
+struct cfg_waiter {
+    struct cn_quorum_waiter w; /* first: done casts back */
+    struct cfg_call *c;
+    int32_t idx;
+};
+
+static bool on_controller_listener(const struct cn_broker *b,
+                                   const struct cn_req *req)
+{
+    int li = cn_req_listener(req);
+    return li >= 0 && li == b->cfg->controller_listener;
+}
+
+static struct cfg_call *cfg_new(struct cn_broker *b, struct cn_req *req,
+                                const struct cn_req_header *h, int32_t n,
+                                void *rs, void (*encode)(struct cfg_call *))
+{
+    struct cn_arena *a = &req->arena;
+    struct cfg_call *c = cn_arena_calloc(a, 1, sizeof *c);
+    if (!c || !rs)
+        return NULL;
+    size_t m = (size_t)n + 1;
+    c->code = cn_arena_calloc(a, m, sizeof *c->code);
+    c->message = cn_arena_calloc(a, m, sizeof *c->message);
+    c->go = cn_arena_calloc(a, m, sizeof *c->go);
+    c->names = cn_arena_calloc(a, m, sizeof *c->names);
+    c->kvs = cn_arena_calloc(a, m, sizeof *c->kvs);
+    c->nkvs = cn_arena_calloc(a, m, sizeof *c->nkvs);
+    c->fwd_idx = cn_arena_calloc(a, m, sizeof *c->fwd_idx);
+    if (!c->code || !c->message || !c->go || !c->names || !c->kvs ||
+        !c->nkvs || !c->fwd_idx)
+        return NULL;
+    c->b = b;
+    c->req = req;
+    c->h = *h;
+    c->n = n;
+    c->rs = rs;
+    c->encode = encode;
+    req->handler_state = c;
+    return c;
+}
+
+/* Checks topic resource i as described above; on success marks it to go
+ * to the controller with its resulting overrides.  Returns a Kafka error
+ * with msg. */
+static int16_t cfg_topic(struct cfg_call *c, int32_t i, struct cn_bytes name,
+                         const struct config_change *ch, int32_t n,
+                         bool replace_all, char *msg)
+{
+    struct cn_broker *b = c->b;
+    if (!on_controller_listener(b, c->req) &&
+        !cn_authz(b, c->req, CN_ACL_OP_ALTER_CONFIGS, CN_ACL_RT_TOPIC, name))
+        return KAFKA_TOPIC_AUTHORIZATION_FAILED;
+    const struct cn_image_topic *it =
+        cn_image_topic_find(cn_quorum_image(b->quorum), name);
+    if (!it) {
+        snprintf(msg, MSG_MAX, "Topic does not exist.");
+        return KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+    }
+    struct cn_topic_config tc;
+    cn_topic_config_init_defaults(&tc, b->cfg);
+    char ignored[MSG_MAX];
+    /* A key this version does not know is left out, as publish.c leaves
+     * it out of the local topic: the change then removes it. */
+    for (size_t k = 0; k < it->nconfigs; k++)
+        (void)cn_topic_config_set(&tc, it->configs[k].name,
+                                  it->configs[k].value, ignored,
+                                  sizeof ignored);
+    int16_t kerr = topic_change(b, &tc, ch, n, replace_all, msg);
+    if (kerr)
+        return kerr;
+    struct cn_ctl_kv *kv = cn_arena_calloc(&c->req->arena, CN_TOPIC_NKEYS,
+                                           sizeof *kv);
+    if (!kv) {
+        snprintf(msg, MSG_MAX, "Out of memory.");
+        return KAFKA_UNKNOWN_SERVER_ERROR;
+    }
+    size_t nkv = 0;
+    for (int k = 0; k < CN_TOPIC_NKEYS; k++) {
+        if (!cn_topic_config_is_override(&tc, (enum cn_topic_key)k))
+            continue;
+        char *buf = cn_arena_alloc(&c->req->arena, 64);
+        if (!buf) {
+            snprintf(msg, MSG_MAX, "Out of memory.");
+            return KAFKA_UNKNOWN_SERVER_ERROR;
+        }
+        struct cn_config_entry e;
+        cn_topic_config_describe(&tc, (enum cn_topic_key)k, buf, 64, &e);
+        kv[nkv].name = cn_bytes_str(e.name);
+        kv[nkv].value = cn_bytes_str(e.value);
+        nkv++;
+    }
+    c->go[i] = true;
+    c->names[i] = name;
+    c->kvs[i] = kv;
+    c->nkvs[i] = nkv;
+    return KAFKA_NONE;
+}
+
+static void cfg_finish(struct cfg_call *c)
+{
+    for (int32_t i = 0; i < c->n; i++)
+        if (c->code[i] && !*c->code[i])
+            *c->message[i] = CN_BYTES_NULL;
+    c->encode(c);
+}
+
+static void cfg_answered(struct cfg_call *c)
+{
+    if (--c->pending == 0)
+        cfg_finish(c);
+}
+
+static void cfg_done(struct cn_quorum_waiter *w, const struct cn_ctl_answer *a)
+{
+    struct cfg_waiter *cw = (struct cfg_waiter *)w;
+    struct cfg_call *c = cw->c;
+    *c->code[cw->idx] = a->error;
+    if (a->error && a->message)
+        *c->message[cw->idx] = cn_req_str(c->req, a->message);
+    cfg_answered(c);
+}
+
+/* Sends the marked resources to this node's controller, or answers
+ * NOT_CONTROLLER for them, or answers when none is marked.  Returns true
+ * when none of that applies: the caller forwards them. */
+static bool cfg_route(struct cfg_call *c, bool validate_only)
+{
+    int32_t ngo = 0;
+    for (int32_t i = 0; i < c->n; i++)
+        ngo += c->go[i];
+    if (ngo == 0) {
+        cfg_finish(c);
+        return false;
+    }
+    if (cn_quorum_leads(c->b->quorum)) {
+        c->pending = 1;
+        cn_req_park(c->req);
+        for (int32_t i = 0; i < c->n; i++) {
+            if (!c->go[i])
+                continue;
+            struct cfg_waiter *w = cn_arena_calloc(&c->req->arena, 1,
+                                                   sizeof *w);
+            if (!w) {
+                *c->code[i] = KAFKA_UNKNOWN_SERVER_ERROR;
+                continue;
+            }
+            struct cn_ctl_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.kind = CN_CTE_ALTER_TOPIC_CONFIGS;
+            w->w.done = cfg_done;
+            w->c = c;
+            w->idx = i;
+            c->pending++;
+            ev.u.alter.name = c->names[i];
+            ev.u.alter.configs = c->kvs[i];
+            ev.u.alter.nconfigs = c->nkvs[i];
+            ev.u.alter.validate_only = validate_only;
+            cn_quorum_submit(c->b->quorum, &ev, &w->w);
+        }
+        cfg_answered(c);
+        return false;
+    }
+    if (on_controller_listener(c->b, c->req)) {
+        for (int32_t i = 0; i < c->n; i++)
+            if (c->go[i])
+                *c->code[i] = KAFKA_NOT_CONTROLLER;
+        cfg_finish(c);
+        return false;
+    }
+    return true;
+}
+
+/* What a forwarded call that got no answer tells the client. */
+static int16_t cfg_transport_error(int err, const char **msg)
+{
+    if (err == -ETIMEDOUT) {
+        *msg = "No active controller answered within the request's "
+               "timeout.";
+        return KAFKA_REQUEST_TIMED_OUT;
+    }
+    if (err == -ECANCELED) {
+        *msg = "The broker is shutting down.";
+        return KAFKA_REQUEST_TIMED_OUT;
+    }
+    *msg = "The controller could not be reached.";
+    return KAFKA_UNKNOWN_SERVER_ERROR;
+}
+
+/* Resource i's result from the controller: its code and message (found),
+ * or the call's failure. */
+static void cfg_copy_back(struct cfg_call *c, int32_t i, int err, bool found,
+                          int16_t code, struct cn_bytes message)
+{
+    if (!found) {
+        const char *msg = "The controller did not answer for this resource.";
+        *c->code[i] = err ? cfg_transport_error(err, &msg)
+                          : KAFKA_UNKNOWN_SERVER_ERROR;
+        *c->message[i] = cn_req_str(c->req, msg);
+        return;
+    }
+    *c->code[i] = code;
+    *c->message[i] = cn_bytes_is_null(message)
+                         ? CN_BYTES_NULL
+                         : cn_bytes_str(
+                               cn_arena_strdup(&c->req->arena, message));
+}
+
+/* Kafka's default request.timeout.ms: the Alter APIs carry no timeout. */
+#define CFG_FORWARD_TIMEOUT_MS 30000
+
+static void ac_encode(struct cfg_call *c)
+{
+    cn_resp_begin(c->req, &c->h);
+    cn_alter_configs_response_encode(&c->req->resp, c->h.api_version, c->rs);
+    cn_req_done(c->req);
+}
+
+static bool ac_not_controller(const void *response)
+{
+    const struct cn_alter_configs_response *rs = response;
+    for (int32_t i = 0; i < rs->responses_len; i++)
+        if (rs->responses[i].error_code == KAFKA_NOT_CONTROLLER)
+            return true;
+    return false;
+}
+
+static void ac_forwarded(void *arg, int err, const void *response,
+                         struct cn_arena *arena)
+{
+    (void)arena;
+    struct cfg_call *c = arg;
+    struct cn_alter_configs_response *rs = c->rs;
+    const struct cn_alter_configs_response *fr = response;
+    for (int32_t j = 0; j < c->nfwd; j++) {
+        int32_t i = c->fwd_idx[j];
+        const struct cn_alter_configs_response_alter_configs_resource_response
+            *f = NULL;
+        for (int32_t k = 0; !err && k < fr->responses_len && !f; k++)
+            if (fr->responses[k].resource_type == RESOURCE_TOPIC &&
+                cn_bytes_eq(fr->responses[k].resource_name,
+                            rs->responses[i].resource_name))
+                f = &fr->responses[k];
+        cfg_copy_back(c, i, err, f != NULL, f ? f->error_code : 0,
+                      f ? f->error_message : CN_BYTES_NULL);
+    }
+    cfg_finish(c);
+}
+
+static void ac_forward(struct cfg_call *c,
+                       const struct cn_alter_configs_request *rq)
+{
+    struct cn_alter_configs_request *fq = cn_arena_calloc(&c->req->arena, 1,
+                                                          sizeof *fq);
+    if (!fq ||
+        !(fq->resources = cn_arena_calloc(&c->req->arena, (size_t)c->n + 1,
+                                          sizeof *fq->resources))) {
+        cn_req_bad(c->req, &c->h, CN_ENOMEM);
+        return;
+    }
+    fq->validate_only = rq->validate_only;
+    for (int32_t i = 0; i < c->n; i++)
+        if (c->go[i]) {
+            c->fwd_idx[fq->resources_len] = i;
+            fq->resources[fq->resources_len++] = rq->resources[i];
+        }
+    c->nfwd = fq->resources_len;
+    cn_req_park(c->req);
+    if (cn_ctlcall(c->b, CN_API_ALTER_CONFIGS, c->h.api_version, fq,
+                   CFG_FORWARD_TIMEOUT_MS, ac_not_controller, ac_forwarded,
+                   c) != 0)
+        ac_forwarded(c, -ECONNREFUSED, NULL, NULL);
+}
+
+static void iac_encode(struct cfg_call *c)
+{
+    cn_resp_begin(c->req, &c->h);
+    cn_incremental_alter_configs_response_encode(&c->req->resp,
+                                                 c->h.api_version, c->rs);
+    cn_req_done(c->req);
+}
+
+static bool iac_not_controller(const void *response)
+{
+    const struct cn_incremental_alter_configs_response *rs = response;
+    for (int32_t i = 0; i < rs->responses_len; i++)
+        if (rs->responses[i].error_code == KAFKA_NOT_CONTROLLER)
+            return true;
+    return false;
+}
+
+static void iac_forwarded(void *arg, int err, const void *response,
+                          struct cn_arena *arena)
+{
+    (void)arena;
+    struct cfg_call *c = arg;
+    struct cn_incremental_alter_configs_response *rs = c->rs;
+    const struct cn_incremental_alter_configs_response *fr = response;
+    for (int32_t j = 0; j < c->nfwd; j++) {
+        int32_t i = c->fwd_idx[j];
+        const struct
+            cn_incremental_alter_configs_response_alter_configs_resource_response
+                *f = NULL;
+        for (int32_t k = 0; !err && k < fr->responses_len && !f; k++)
+            if (fr->responses[k].resource_type == RESOURCE_TOPIC &&
+                cn_bytes_eq(fr->responses[k].resource_name,
+                            rs->responses[i].resource_name))
+                f = &fr->responses[k];
+        cfg_copy_back(c, i, err, f != NULL, f ? f->error_code : 0,
+                      f ? f->error_message : CN_BYTES_NULL);
+    }
+    cfg_finish(c);
+}
+
+static void iac_forward(struct cfg_call *c,
+                        const struct cn_incremental_alter_configs_request *rq)
+{
+    struct cn_incremental_alter_configs_request *fq =
+        cn_arena_calloc(&c->req->arena, 1, sizeof *fq);
+    if (!fq ||
+        !(fq->resources = cn_arena_calloc(&c->req->arena, (size_t)c->n + 1,
+                                          sizeof *fq->resources))) {
+        cn_req_bad(c->req, &c->h, CN_ENOMEM);
+        return;
+    }
+    fq->validate_only = rq->validate_only;
+    for (int32_t i = 0; i < c->n; i++)
+        if (c->go[i]) {
+            c->fwd_idx[fq->resources_len] = i;
+            fq->resources[fq->resources_len++] = rq->resources[i];
+        }
+    c->nfwd = fq->resources_len;
+    cn_req_park(c->req);
+    if (cn_ctlcall(c->b, CN_API_INCREMENTAL_ALTER_CONFIGS, c->h.api_version,
+                   fq, CFG_FORWARD_TIMEOUT_MS, iac_not_controller,
+                   iac_forwarded, c) != 0)
+        iac_forwarded(c, -ECONNREFUSED, NULL, NULL);
+}
+
 void cn_h_alter_configs(struct cn_broker *b, struct cn_req *req,
                         const struct cn_req_header *h, struct cn_rd *body)
 {
@@ -439,6 +825,13 @@ void cn_h_alter_configs(struct cn_broker *b, struct cn_req *req,
         return;
     }
     rs.responses_len = n;
+    struct cfg_call *c = NULL;
+    if (b->quorum &&
+        !(c = cfg_new(b, req, h, n, cn_arena_calloc(&req->arena, 1, sizeof rs),
+                      ac_encode))) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
     for (int32_t i = 0; i < n; i++) {
         const struct cn_alter_configs_request_alter_configs_resource *qr =
             &rq.resources[i];
@@ -459,16 +852,33 @@ void cn_h_alter_configs(struct cn_broker *b, struct cn_req *req,
             ch[j].value = qr->configs[j].value;
             ch[j].op = OP_SET;
         }
+        char msg[MSG_MAX] = "";
+        if (c) {
+            c->code[i] = &r->error_code;
+            c->message[i] = &r->error_message;
+        }
+        if (c && qr->resource_type == RESOURCE_TOPIC) {
+            r->error_code = cfg_topic(c, i, qr->resource_name, ch, nc, true,
+                                      msg);
+            if (r->error_code && msg[0])
+                r->error_message = cn_req_str(req, msg);
+            continue;
+        }
         r->error_code = config_authz(b, req, CN_ACL_OP_ALTER_CONFIGS,
                                      qr->resource_type, qr->resource_name);
         if (r->error_code)
             continue;
-        char msg[MSG_MAX] = "";
         r->error_code = alter_resource(b, req, qr->resource_type,
                                        qr->resource_name, ch, nc, true,
                                        rq.validate_only, msg);
         if (r->error_code)
             r->error_message = cn_req_str(req, msg);
+    }
+    if (c) {
+        *(struct cn_alter_configs_response *)c->rs = rs;
+        if (cfg_route(c, rq.validate_only))
+            ac_forward(c, &rq);
+        return;
     }
     cn_resp_begin(req, h);
     cn_alter_configs_response_encode(&req->resp, h->api_version, &rs);
@@ -496,6 +906,13 @@ void cn_h_incremental_alter_configs(struct cn_broker *b, struct cn_req *req,
         return;
     }
     rs.responses_len = n;
+    struct cfg_call *c = NULL;
+    if (b->quorum &&
+        !(c = cfg_new(b, req, h, n, cn_arena_calloc(&req->arena, 1, sizeof rs),
+                      iac_encode))) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
     for (int32_t i = 0; i < n; i++) {
         const struct
             cn_incremental_alter_configs_request_alter_configs_resource *qr =
@@ -519,16 +936,33 @@ void cn_h_incremental_alter_configs(struct cn_broker *b, struct cn_req *req,
             ch[j].value = qr->configs[j].value;
             ch[j].op = qr->configs[j].config_operation;
         }
+        char msg[MSG_MAX] = "";
+        if (c) {
+            c->code[i] = &r->error_code;
+            c->message[i] = &r->error_message;
+        }
+        if (c && qr->resource_type == RESOURCE_TOPIC) {
+            r->error_code = cfg_topic(c, i, qr->resource_name, ch, nc, false,
+                                      msg);
+            if (r->error_code && msg[0])
+                r->error_message = cn_req_str(req, msg);
+            continue;
+        }
         r->error_code = config_authz(b, req, CN_ACL_OP_ALTER_CONFIGS,
                                      qr->resource_type, qr->resource_name);
         if (r->error_code)
             continue;
-        char msg[MSG_MAX] = "";
         r->error_code = alter_resource(b, req, qr->resource_type,
                                        qr->resource_name, ch, nc, false,
                                        rq.validate_only, msg);
         if (r->error_code)
             r->error_message = cn_req_str(req, msg);
+    }
+    if (c) {
+        *(struct cn_incremental_alter_configs_response *)c->rs = rs;
+        if (cfg_route(c, rq.validate_only))
+            iac_forward(c, &rq);
+        return;
     }
     cn_resp_begin(req, h);
     cn_incremental_alter_configs_response_encode(&req->resp, h->api_version,

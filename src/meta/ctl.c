@@ -538,6 +538,8 @@ static bool decide(struct cn_ctl *c, const struct cn_image *img,
     case CN_CTE_CREATE_PARTITIONS:
         return ctl_decide_create_partitions(c, img, req, acts);
     case CN_CTE_ALLOC_PIDS: return decide_alloc_pids(c, img, req, acts);
+    case CN_CTE_ALTER_TOPIC_CONFIGS:
+        return ctl_decide_alter_configs(c, img, req, acts);
     default: return false;
     }
 }
@@ -609,6 +611,18 @@ static struct qreq *qreq_copy(const struct cn_ctl_event *ev)
     case CN_CTE_CREATE_PARTITIONS:
         q->ev.u.parts.name = dup_bytes(a, q->ev.u.parts.name);
         break;
+    case CN_CTE_ALTER_TOPIC_CONFIGS: {
+        struct cn_ctl_alter_configs *t = &q->ev.u.alter;
+        t->name = dup_bytes(a, t->name);
+        struct cn_ctl_kv *kv = cn_arena_calloc(a, t->nconfigs + 1, sizeof *kv);
+        ok = kv != NULL;
+        for (size_t i = 0; ok && i < t->nconfigs; i++) {
+            kv[i].name = dup_bytes(a, ev->u.alter.configs[i].name);
+            kv[i].value = dup_bytes(a, ev->u.alter.configs[i].value);
+        }
+        t->configs = kv;
+        break;
+    }
     default: break;
     }
     if (!ok) {

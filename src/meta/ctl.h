@@ -86,6 +86,7 @@ enum cn_ctl_ev_kind {
     CN_CTE_DELETE_TOPIC,      /* one topic of DeleteTopics */
     CN_CTE_CREATE_PARTITIONS, /* one topic of CreatePartitions */
     CN_CTE_ALLOC_PIDS,        /* AllocateProducerIds */
+    CN_CTE_ALTER_TOPIC_CONFIGS, /* one topic of (Incremental)AlterConfigs */
 };
 
 struct cn_ctl_endpoint {
@@ -144,6 +145,16 @@ struct cn_ctl_create_partitions {
     bool validate_only;
 };
 
+/* The broker computed and validated the topic's whole resulting override
+ * set (its config code knows the keys; the controller does not); the
+ * controller proposes the difference to the image's. */
+struct cn_ctl_alter_configs {
+    struct cn_bytes name;
+    const struct cn_ctl_kv *configs; /* every override after the change */
+    size_t nconfigs;
+    bool validate_only;
+};
+
 struct cn_ctl_alloc_pids {
     int32_t broker_id;
     int64_t broker_epoch;
@@ -166,6 +177,7 @@ struct cn_ctl_event {
         struct cn_ctl_delete_topic del;
         struct cn_ctl_create_partitions parts;
         struct cn_ctl_alloc_pids pids;
+        struct cn_ctl_alter_configs alter;
     } u;
 };
 

@@ -87,5 +87,7 @@ bool ctl_decide_delete_topic(struct cn_ctl *c, const struct cn_image *img,
 bool ctl_decide_create_partitions(struct cn_ctl *c, const struct cn_image *img,
                                   struct qreq *req,
                                   struct cn_ctl_actions *acts);
+bool ctl_decide_alter_configs(struct cn_ctl *c, const struct cn_image *img,
+                              struct qreq *req, struct cn_ctl_actions *acts);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * ctl_topics.c - the controller's topic decisions: CreateTopics,
- * DeleteTopics, CreatePartitions and Kafka's replica assignment (see
- * ctl.h for the rules every decision keeps).
+ * DeleteTopics, CreatePartitions, topic configs (AlterConfigs) and
+ * Kafka's replica assignment (see ctl.h for the rules every decision
+ * keeps).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -391,4 +392,86 @@ bool ctl_decide_create_partitions(struct cn_ctl *c, const struct cn_image *img,
     c->flight.done.u.topic.nparts = cp->count;
     c->flight.done.u.topic.rf = (int16_t)rf;
     return true;
+}
+
+static bool kv_has(const struct cn_ctl_alter_configs *ac, const char *name)
+{
+    for (size_t i = 0; i < ac->nconfigs; i++)
+        if (cn_bytes_eq_str(ac->configs[i].name, name))
+            return true;
+    return false;
+}
+
+static bool add_config(struct recs *r, struct cn_bytes topic,
+                       struct cn_bytes name, struct cn_bytes value)
+{
+    struct cn_mrec *m = ctl_rec_add(r, CN_MREC_CONFIG);
+    if (!m)
+        return false;
+    cn_config_record_init(&m->u.config);
+    m->u.config.resource_type = TOPIC_RESOURCE;
+    m->u.config.resource_name = topic;
+    m->u.config.name = name;
+    m->u.config.value = value;
+    return true;
+}
+
+bool ctl_decide_alter_configs(struct cn_ctl *c, const struct cn_image *img,
+                              struct qreq *req, struct cn_ctl_actions *acts)
+{
+    const struct cn_ctl_event *ev = &req->ev;
+    const struct cn_ctl_alter_configs *ac = &ev->u.alter;
+    const struct cn_image_topic *t = cn_image_topic_find(img, ac->name);
+    if (!t) {
+        ctl_answer_error(acts, ev, KAFKA_UNKNOWN_TOPIC_OR_PARTITION,
+                         "Topic '%.*s' does not exist.", (int)ac->name.len,
+                         (const char *)ac->name.ptr);
+        return false;
+    }
+    if (ac->validate_only) {
+        ctl_push_answer(acts, ev, 0);
+        return false;
+    }
+    /* Only the difference is proposed: an unchanged key would still be a
+     * record every broker applies and every snapshot replays. */
+    struct recs r = {.a = &acts->arena};
+    for (size_t i = 0; i < ac->nconfigs; i++) {
+        const struct cn_ctl_kv *kv = &ac->configs[i];
+        char name[256];
+        if (kv->name.len <= 0 || (size_t)kv->name.len >= sizeof name ||
+            cn_bytes_is_null(kv->value)) {
+            ctl_answer_error(acts, ev, KAFKA_INVALID_CONFIG,
+                             "Invalid config name or value.");
+            return false;
+        }
+        memcpy(name, kv->name.ptr, (size_t)kv->name.len);
+        name[kv->name.len] = '\0';
+        const char *cur = cn_image_topic_config(t, name);
+        if (cur && cn_bytes_eq_str(kv->value, cur))
+            continue;
+        if (!add_config(&r, ac->name, kv->name, kv->value))
+            goto oom;
+    }
+    for (size_t i = 0; i < t->nconfigs; i++) {
+        if (kv_has(ac, t->configs[i].name))
+            continue;
+        /* The image's strings change when the records apply; the
+         * proposal keeps its own. */
+        char *name = cn_arena_strdup(r.a, cn_bytes_str(t->configs[i].name));
+        if (!name ||
+            !add_config(&r, ac->name, cn_bytes_str(name), CN_BYTES_NULL))
+            goto oom;
+    }
+    if (r.oom)
+        goto oom;
+    if (r.n == 0) {
+        ctl_push_answer(acts, ev, 0);
+        return false;
+    }
+    ctl_propose(c, acts, &r, FLIGHT_REQ, req);
+    c->flight.done.u.topic.id = t->id;
+    return true;
+oom:
+    ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
+    return false;
 }

@@ -97,26 +97,80 @@ static void delete_local(struct cn_publish *pub, struct cn_topic *t,
         pub->again = true;
 }
 
+/* The configs the image gives topic it: the broker's defaults and its
+ * ConfigRecords. */
+static void image_config(struct cn_broker *b, const struct cn_image_topic *it,
+                         bool warn, struct cn_topic_config *tc)
+{
+    cn_topic_config_init_defaults(tc, b->cfg);
+    char msg[256];
+    for (size_t i = 0; i < it->nconfigs; i++)
+        if (cn_topic_config_set(tc, it->configs[i].name, it->configs[i].value,
+                                msg, sizeof msg) != 0 &&
+            warn)
+            /* The controller checked it; a broker of another version
+             * may not know the key: the topic still serves. */
+            CN_WARN("topic %s: ignoring config %s=%s: %s", it->name,
+                    it->configs[i].name, it->configs[i].value, msg);
+}
+
 static int16_t create_local(struct cn_publish *pub,
                             const struct cn_image_topic *it,
                             struct cn_topic **out)
 {
     struct cn_broker *b = pub->b;
     struct cn_topic_config tc;
-    cn_topic_config_init_defaults(&tc, b->cfg);
+    image_config(b, it, true, &tc);
     char msg[256];
-    for (size_t i = 0; i < it->nconfigs; i++)
-        if (cn_topic_config_set(&tc, it->configs[i].name, it->configs[i].value,
-                                msg, sizeof msg) != 0)
-            /* The controller checked it; a broker of another version
-             * may not know the key: the topic still serves. */
-            CN_WARN("topic %s: ignoring config %s=%s: %s", it->name,
-                    it->configs[i].name, it->configs[i].value, msg);
     int16_t kerr = cn_topic_create_id(b, cn_bytes_str(it->name), &it->id,
                                       it->nparts, &tc, out, msg, sizeof msg);
     if (kerr)
         CN_ERROR("topic %s: cannot create its local logs: %s", it->name, msg);
     return kerr;
+}
+
+/* Whether two configs hold the same overrides with the same values. */
+static bool same_overrides(const struct cn_topic_config *a,
+                           const struct cn_topic_config *b)
+{
+    if (a->overrides != b->overrides)
+        return false;
+    for (int k = 0; k < CN_TOPIC_NKEYS; k++) {
+        if (!cn_topic_config_is_override(a, (enum cn_topic_key)k))
+            continue;
+        char va[64], vb[64];
+        struct cn_config_entry ea, eb;
+        cn_topic_config_describe(a, (enum cn_topic_key)k, va, sizeof va, &ea);
+        cn_topic_config_describe(b, (enum cn_topic_key)k, vb, sizeof vb, &eb);
+        if (strcmp(ea.value, eb.value) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* An existing topic takes the image's configs when ConfigRecords changed
+ * them (AlterConfigs through the controller), persisted first as the
+ * single-node AlterConfigs does, so a restart before the next publish
+ * still has them. */
+static void sync_config(struct cn_publish *pub, struct cn_topic *t,
+                        const struct cn_image_topic *it)
+{
+    struct cn_topic_config tc;
+    image_config(pub->b, it, false, &tc);
+    if (same_overrides(&t->config, &tc))
+        return;
+    image_config(pub->b, it, true, &tc);
+    struct cn_topic_config old = t->config;
+    t->config = tc;
+    if (cn_topic_persist(pub->b, t) != 0) {
+        t->config = old;
+        CN_ERROR("topic %s: cannot persist its configs from the image",
+                 t->name);
+        pub->again = true;
+        return;
+    }
+    cn_topic_apply_config(t);
+    CN_INFO("topic %s: configs from the image applied", t->name);
 }
 
 /* Local topic for image topic it, made or grown as the image says;
@@ -256,6 +310,10 @@ static void publish(struct cn_publish *pub)
     for (const struct cn_image_topic *it = cn_image_topic_next(img, NULL); it;
          it = cn_image_topic_next(img, it)) {
         struct cn_topic *t = reconcile(pub, it);
+        /* An internal topic kept with another id keeps its own configs
+         * too: they are not the image topic's. */
+        if (t && same_id(&t->id, &it->id))
+            sync_config(pub, t, it);
         if (t)
             set_leaders(pub, t, it);
     }

@@ -591,6 +591,81 @@ UNIT_TEST(delete_topic_and_create_partitions)
     rig_fini(&r);
 }
 
+UNIT_TEST(alter_topic_configs)
+{
+    struct rig r;
+    int64_t ep[4];
+    rig_init(&r, 5);
+    rig_cluster(&r, 3, ep);
+    struct cn_ctl_kv created[2] = {{cn_bytes_str("cleanup.policy"),
+                                    cn_bytes_str("compact")},
+                                   {cn_bytes_str("retention.ms"),
+                                    cn_bytes_str("1000")}};
+    struct cn_ctl_event ct = {.kind = CN_CTE_CREATE_TOPIC};
+    ct.u.create.name = cn_bytes_str("t");
+    ct.u.create.nparts = 1;
+    ct.u.create.rf = 3;
+    ct.u.create.configs = created;
+    ct.u.create.nconfigs = 2;
+    rig_step(&r, &ct);
+    CHECK_EQ(last_answer(&r)->error, 0);
+    const struct cn_image_topic *t = cn_image_topic_find(r.img,
+                                                         cn_bytes_str("t"));
+
+    struct cn_ctl_event ev = {.kind = CN_CTE_ALTER_TOPIC_CONFIGS};
+    ev.u.alter.name = cn_bytes_str("nope");
+    int before = r.nproposals;
+    rig_step(&r, &ev);
+    CHECK_EQ(last_answer(&r)->kind, CN_CTE_ALTER_TOPIC_CONFIGS);
+    CHECK_EQ(last_answer(&r)->error, KAFKA_UNKNOWN_TOPIC_OR_PARTITION);
+    CHECK_EQ(r.nproposals, before);
+
+    /* retention.ms changed, cleanup.policy kept, cleanup.policy gone,
+     * segment.ms new: one entry with a record per changed key. */
+    struct cn_ctl_kv after[2] = {{cn_bytes_str("retention.ms"),
+                                  cn_bytes_str("2000")},
+                                 {cn_bytes_str("segment.ms"),
+                                  cn_bytes_str("60000")}};
+    ev.u.alter.name = cn_bytes_str("t");
+    ev.u.alter.configs = after;
+    ev.u.alter.nconfigs = 2;
+    ev.u.alter.validate_only = true;
+    rig_step(&r, &ev);
+    CHECK_EQ(last_answer(&r)->error, 0);
+    CHECK_EQ(r.nproposals, before);
+    t = cn_image_topic_find(r.img, cn_bytes_str("t"));
+    CHECK(strcmp(cn_image_topic_config(t, "retention.ms"), "1000") == 0);
+    CHECK(strcmp(cn_image_topic_config(t, "cleanup.policy"), "compact") == 0);
+
+    ev.u.alter.validate_only = false;
+    rig_step(&r, &ev);
+    CHECK_EQ(last_answer(&r)->error, 0);
+    CHECK_EQ(r.nproposals, before + 1);
+    CHECK_EQ(r.last_n, 3);
+    for (size_t i = 0; i < r.last_n; i++)
+        CHECK_EQ(r.last_types[i], CN_MREC_CONFIG);
+    t = cn_image_topic_find(r.img, cn_bytes_str("t"));
+    CHECK_EQ(t->nconfigs, 2);
+    CHECK(strcmp(cn_image_topic_config(t, "retention.ms"), "2000") == 0);
+    CHECK(strcmp(cn_image_topic_config(t, "segment.ms"), "60000") == 0);
+    CHECK(cn_image_topic_config(t, "cleanup.policy") == NULL);
+
+    /* The same set again changes nothing, so nothing is proposed. */
+    rig_step(&r, &ev);
+    CHECK_EQ(last_answer(&r)->error, 0);
+    CHECK_EQ(r.nproposals, before + 1);
+
+    /* An empty set removes every override. */
+    ev.u.alter.nconfigs = 0;
+    rig_step(&r, &ev);
+    CHECK_EQ(last_answer(&r)->error, 0);
+    CHECK_EQ(r.nproposals, before + 2);
+    CHECK_EQ(r.last_n, 2);
+    t = cn_image_topic_find(r.img, cn_bytes_str("t"));
+    CHECK_EQ(t->nconfigs, 0);
+    rig_fini(&r);
+}
+
 UNIT_TEST(producer_id_blocks_follow_each_other_after_commit)
 {
     struct rig r;
@@ -857,20 +932,18 @@ UNIT_TEST(fixture_standby_applies_everything_never_votes)
     mfix_fini(&x);
 }
 
-UNIT_MAIN(first_leader_bootstraps_the_cluster_id_and_features,
-          own_proposal_retried_after_a_pause,
-          one_proposal_in_flight_the_rest_queued,
-          registration_epoch_is_the_record_offset_and_starts_fenced,
-          registration_and_heartbeat_errors,
-          silent_broker_fenced_after_the_session_not_before,
-          queued_heartbeat_keeps_the_session,
-          last_isr_member_kept_and_leads_again_when_unfenced,
-          assignment_is_kafkas_round_robin, create_topic_rules,
-          manual_assignment_rules, delete_topic_and_create_partitions,
-          producer_id_blocks_follow_each_other_after_commit,
-          fixture_election_and_failover,
-          fixture_registration_fencing_and_topics,
-          fixture_producer_ids_never_overlap_across_kills,
-          fixture_snapshot_restore_is_byte_identical,
-          fixture_quorum_loss_and_back,
-          fixture_standby_applies_everything_never_votes)
+UNIT_MAIN(
+    first_leader_bootstraps_the_cluster_id_and_features,
+    own_proposal_retried_after_a_pause, one_proposal_in_flight_the_rest_queued,
+    registration_epoch_is_the_record_offset_and_starts_fenced,
+    registration_and_heartbeat_errors,
+    silent_broker_fenced_after_the_session_not_before,
+    queued_heartbeat_keeps_the_session,
+    last_isr_member_kept_and_leads_again_when_unfenced,
+    assignment_is_kafkas_round_robin, create_topic_rules,
+    manual_assignment_rules, delete_topic_and_create_partitions,
+    alter_topic_configs, producer_id_blocks_follow_each_other_after_commit,
+    fixture_election_and_failover, fixture_registration_fencing_and_topics,
+    fixture_producer_ids_never_overlap_across_kills,
+    fixture_snapshot_restore_is_byte_identical, fixture_quorum_loss_and_back,
+    fixture_standby_applies_everything_never_votes)
