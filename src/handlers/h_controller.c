@@ -10,6 +10,10 @@
  * quorum answers through the waiter exactly once (NOT_CONTROLLER when this
  * node does not lead), and only then is the response written.  The
  * request stays allocated until then even if its connection closes.
+ *
+ * DescribeQuorum sent to a cluster node that does not lead is forwarded
+ * to the active controller (cn_ctlcall), as a Kafka 4 broker forwards it:
+ * only the raft leader knows every voter's log end offset.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,7 @@
 #include "base/say.h"
 #include "node/authz.h"
 #include "handlers/handlers.h"
+#include "node/ctlcall.h"
 #include "node/quorum.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
@@ -323,40 +328,24 @@ static int fill_nodes(struct cn_broker *b, struct cn_req *req,
     return 0;
 }
 
-void cn_h_describe_quorum(struct cn_broker *b, struct cn_req *req,
-                          const struct cn_req_header *h, struct cn_rd *body)
+/* This node's own view, answered now. */
+static void dq_answer_own(struct cn_broker *b, struct cn_req *req,
+                          const struct cn_req_header *h,
+                          const struct cn_describe_quorum_request *rq)
 {
-    struct cn_describe_quorum_request rq;
-    int err = cn_describe_quorum_request_decode(body, &req->arena,
-                                                h->api_version, &rq);
-    if (err) {
-        cn_req_bad(req, h, err);
-        return;
-    }
-    if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_CLUSTER,
-                  cn_bytes_str(CN_ACL_CLUSTER_NAME))) {
-        struct cn_describe_quorum_response rs;
-        cn_describe_quorum_response_init(&rs);
-        rs.error_code = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
-        rs.topics_len = 0;
-        rs.nodes_len = 0;
-        cn_resp_begin(req, h);
-        cn_describe_quorum_response_encode(&req->resp, h->api_version, &rs);
-        cn_req_done(req);
-        return;
-    }
     struct cn_quorum_state st;
     quorum_state(b, &st);
     struct cn_describe_quorum_response rs;
     cn_describe_quorum_response_init(&rs);
-    int32_t nt = rq.topics_len > 0 ? rq.topics_len : 0;
+    int32_t nt = rq->topics_len > 0 ? rq->topics_len : 0;
     rs.topics = cn_arena_calloc(&req->arena, (size_t)nt + 1,
                                 sizeof *rs.topics);
     if (!rs.topics)
         goto nomem;
     rs.topics_len = nt;
     for (int32_t i = 0; i < nt; i++) {
-        const struct cn_describe_quorum_request_topic_data *qt = &rq.topics[i];
+        const struct cn_describe_quorum_request_topic_data *qt =
+            &rq->topics[i];
         struct cn_describe_quorum_response_topic_data *t = &rs.topics[i];
         cn_describe_quorum_response_topic_data_init(t);
         t->topic_name = qt->topic_name;
@@ -398,4 +387,112 @@ void cn_h_describe_quorum(struct cn_broker *b, struct cn_req *req,
     return;
 nomem:
     cn_req_bad(req, h, CN_ENOMEM);
+}
+
+/*
+ * DescribeQuorum carries no timeout: a forwarded one gives up after this
+ * and answers from the own view, well before a client's default request
+ * timeout (30 s), so that a minority still gets an answer.
+ */
+#define DQ_FORWARD_MS 5000
+
+/* A forwarded DescribeQuorum (req->handler_state). */
+struct dq_fwd {
+    struct cn_broker *b;
+    struct cn_req *req;
+    struct cn_req_header h;
+    struct cn_describe_quorum_request rq; /* views into req's frame */
+};
+
+/*
+ * A node that does not lead answers its CONTROLLER listener from its own
+ * view, in which every other voter's log end offset is -1, while a
+ * leader knows each voter's (match index, 0 before any contact): such an
+ * answer came from a node that lost (or never had) the lead, so the call
+ * goes to whichever node leads now.
+ */
+static bool dq_not_leader(const void *response)
+{
+    const struct cn_describe_quorum_response *rs = response;
+    for (int32_t i = 0; i < rs->topics_len; i++)
+        for (int32_t j = 0; j < rs->topics[i].partitions_len; j++) {
+            const struct cn_describe_quorum_response_partition_data *p =
+                &rs->topics[i].partitions[j];
+            if (p->error_code)
+                continue;
+            if (p->leader_id < 0)
+                return true;
+            for (int32_t k = 0; k < p->current_voters_len; k++)
+                if (p->current_voters[k].log_end_offset < 0)
+                    return true;
+        }
+    return false;
+}
+
+static void dq_forwarded(void *arg, int err, const void *response,
+                         struct cn_arena *arena)
+{
+    (void)arena;
+    struct dq_fwd *f = arg;
+    if (err) {
+        /* No controller within DQ_FORWARD_MS (a minority, an election, a
+         * stopping broker): this node's view says less (other voters'
+         * offsets unknown) but is better than no answer. */
+        dq_answer_own(f->b, f->req, &f->h, &f->rq);
+        return;
+    }
+    /* Encoded now, while the peer's arena holds the response's strings;
+     * the version is the client's, which the controller answered. */
+    cn_resp_begin(f->req, &f->h);
+    cn_describe_quorum_response_encode(&f->req->resp, f->h.api_version,
+                                       response);
+    cn_req_done(f->req);
+}
+
+void cn_h_describe_quorum(struct cn_broker *b, struct cn_req *req,
+                          const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct cn_describe_quorum_request rq;
+    int err = cn_describe_quorum_request_decode(body, &req->arena,
+                                                h->api_version, &rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_CLUSTER,
+                  cn_bytes_str(CN_ACL_CLUSTER_NAME))) {
+        struct cn_describe_quorum_response rs;
+        cn_describe_quorum_response_init(&rs);
+        rs.error_code = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+        rs.topics_len = 0;
+        rs.nodes_len = 0;
+        cn_resp_begin(req, h);
+        cn_describe_quorum_response_encode(&req->resp, h->api_version, &rs);
+        cn_req_done(req);
+        return;
+    }
+    /* On the CONTROLLER listener the request may itself be a forwarded
+     * one: it is answered here whatever this node knows, never sent on,
+     * so that two nodes that each think the other leads cannot pass it
+     * back and forth. */
+    int li = cn_req_listener(req);
+    bool on_controller = li >= 0 && li == b->cfg->controller_listener;
+    if (!b->quorum || cn_quorum_leads(b->quorum) || on_controller) {
+        dq_answer_own(b, req, h, &rq);
+        return;
+    }
+    struct dq_fwd *f = cn_arena_calloc(&req->arena, 1, sizeof *f);
+    if (!f) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    f->b = b;
+    f->req = req;
+    f->h = *h;
+    f->rq = rq;
+    req->handler_state = f;
+    cn_req_park(req);
+    if (cn_ctlcall(b, CN_API_DESCRIBE_QUORUM, h->api_version, &f->rq,
+                   DQ_FORWARD_MS, dq_not_leader, dq_forwarded, f) != 0)
+        dq_answer_own(b, req, h, &rq);
 }

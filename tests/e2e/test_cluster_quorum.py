@@ -1,0 +1,122 @@
+"""Cluster mode: DescribeQuorum sent to a broker that is not the
+controller is forwarded to the controller (as a Kafka 4 broker does), so
+every voter's log end offset is known at once; a CONTROLLER listener of a
+node that does not lead answers from its own view (no forwarding loop);
+with no controller (a minority) a broker still answers from its own view.
+
+Raw requests on the wire (kafka_wire); every process is killed by pid at
+teardown (cluster_factory); every wait is a bounded poll (wait_until).
+"""
+
+import struct
+import time
+
+from conftest import SLOW, needs_cairn
+import kafka_wire as kw
+from test_cluster_admin import call, non_controller
+
+pytestmark = needs_cairn
+
+REGISTER_S = 20 * SLOW
+
+API_DESCRIBE_QUORUM = 55
+METADATA_TOPIC = "__cluster_metadata"
+
+
+# ---- DescribeQuorum v1 (flexible, header v2) ------------------------------
+
+def describe_quorum_v1(corr):
+    body = kw.uvarint(2) + kw.compact_string(METADATA_TOPIC)
+    body += kw.uvarint(2) + struct.pack(">i", 0) + kw.uvarint(0)
+    body += kw.uvarint(0)  # topic tags
+    body += kw.uvarint(0)  # request tags
+    return kw.request(API_DESCRIBE_QUORUM, 1, corr, body, flexible=True)
+
+
+def parse_describe_quorum_v1(body):
+    """The metadata partition as a dict: error, leader, epoch, hwm,
+    voters {id: log end offset}, observers {id: log end offset}."""
+    r = kw.Reader(body)
+    r.i32()  # correlation id
+    r.skip_tags()  # response header v1
+    err = r.i16()
+    assert err == 0, err
+    topics = [None] * (r.uvarint() - 1)
+    for t in range(len(topics)):
+        name = r.compact_string()
+        parts = []
+        for _ in range(r.uvarint() - 1):
+            p = {"index": r.i32(), "error": r.i16(), "leader": r.i32(),
+                 "epoch": r.i32(), "hwm": r.i64()}
+            for role in ("voters", "observers"):
+                reps = {}
+                for _ in range(r.uvarint() - 1):
+                    rid = r.i32()
+                    reps[rid] = r.i64()
+                    r.i64()  # last fetch
+                    r.i64()  # last caught up
+                    r.skip_tags()
+                p[role] = reps
+            r.skip_tags()
+            parts.append(p)
+        r.skip_tags()
+        topics[t] = (name, parts)
+    assert topics and topics[0][0] == METADATA_TOPIC, topics
+    assert len(topics[0][1]) == 1, topics
+    return topics[0][1][0]
+
+
+def describe_quorum(port, timeout=20.0):
+    c = kw.Client(port, timeout=timeout * SLOW)
+    try:
+        return parse_describe_quorum_v1(c.call(describe_quorum_v1))
+    finally:
+        c.close()
+
+
+# ---- tests ----------------------------------------------------------------
+
+def test_describe_quorum_forwarded_to_controller(cluster_factory):
+    c = cluster_factory()
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    other = non_controller(c, ctl)
+    # One request, no polling: only the raft leader knows the other
+    # voters' log end offsets, so these come from the controller.
+    q = describe_quorum(other.port)
+    assert q["error"] == 0, q
+    assert sorted(q["voters"]) == [1, 2, 3], q
+    assert all(leo >= 0 for leo in q["voters"].values()), q
+    assert q["leader"] == ctl, q
+    assert q["hwm"] > 0, q
+    own = describe_quorum(c.node(ctl).port)
+    assert own["leader"] == ctl and own["epoch"] == q["epoch"], (own, q)
+    assert all(leo >= 0 for leo in own["voters"].values()), own
+
+    # A non-leader's CONTROLLER listener answers from its own view, where
+    # the other voters' offsets are unknown: it does not send it on.
+    view = describe_quorum(c.controller_ports[other.node_id - 1])
+    assert view["leader"] == ctl, view
+    assert view["voters"][other.node_id] >= 0, view
+    assert all(leo == -1 for vid, leo in view["voters"].items()
+               if vid != other.node_id), view
+
+
+def test_describe_quorum_minority_answers_own_view(cluster_factory):
+    c = cluster_factory()
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    other = non_controller(c, ctl)
+    for b in c.nodes:
+        if b.node_id != other.node_id:
+            assert c.stop(b.node_id) == 0
+    # No controller to forward to: after the forwarding deadline (5 s)
+    # the survivor answers what it knows rather than nothing.
+    t0 = time.monotonic()
+    q = describe_quorum(other.port, timeout=30.0)
+    took = time.monotonic() - t0
+    assert took < 15 * SLOW, took
+    assert q["error"] == 0, q
+    assert sorted(q["voters"]) == [1, 2, 3], q
+    assert q["voters"][other.node_id] >= 0, q
+    assert all(leo == -1 for vid, leo in q["voters"].items()
+               if vid != other.node_id), q
+
