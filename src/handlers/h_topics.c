@@ -1214,6 +1214,38 @@ static void cp_forwarded(void *arg, int err, const void *response,
     c->finish(c);
 }
 
+/* The controller's event for topic qt; its assignment lives in the
+ * request's arena, which outlives the controller's reads of it (ctl.h). */
+static int
+cp_event(struct cn_req *req,
+         const struct cn_create_partitions_request_create_partitions_topic *qt,
+         bool validate_only, struct cn_ctl_event *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->kind = CN_CTE_CREATE_PARTITIONS;
+    struct cn_ctl_create_partitions *cp = &ev->u.parts;
+    cp->name = qt->name;
+    cp->count = qt->count;
+    cp->validate_only = validate_only;
+    /* A null list lets the controller place them; an empty one is a
+     * list of the wrong length, as in Kafka. */
+    if (qt->assignments_len < 0)
+        return 0;
+    struct cn_ctl_replicas *as = cn_arena_calloc(
+        &req->arena, (size_t)qt->assignments_len + 1, sizeof *as);
+    if (!as)
+        return CN_ENOMEM;
+    for (int32_t i = 0; i < qt->assignments_len; i++) {
+        as[i].ids = qt->assignments[i].broker_ids;
+        as[i].n = qt->assignments[i].broker_ids_len > 0
+                      ? qt->assignments[i].broker_ids_len
+                      : 0;
+    }
+    cp->assign = as;
+    cp->nassign = qt->assignments_len;
+    return 0;
+}
+
 static void cl_create_partitions(struct cn_broker *b, struct cn_req *req,
                                  const struct cn_req_header *h,
                                  const struct cn_create_partitions_request *rq)
@@ -1255,12 +1287,6 @@ static void cl_create_partitions(struct cn_broker *b, struct cn_req *req,
         } else if (qt->count > 100000) {
             r->error_code = KAFKA_INVALID_PARTITIONS;
             r->error_message = cn_req_str(req, "At most 100000 partitions.");
-        } else if (qt->assignments_len > 0) {
-            /* The controller places new partitions itself for now. */
-            r->error_code = KAFKA_INVALID_REPLICA_ASSIGNMENT;
-            r->error_message =
-                cn_req_str(req, "Manual assignments of new partitions are not "
-                                "supported in cluster mode yet.");
         } else {
             go[i] = true;
             ngo++;
@@ -1277,16 +1303,11 @@ static void cl_create_partitions(struct cn_broker *b, struct cn_req *req,
             if (!go[i])
                 continue;
             struct cl_waiter *w = cn_arena_calloc(&req->arena, 1, sizeof *w);
-            if (!w) {
+            struct cn_ctl_event ev;
+            if (!w || cp_event(req, &rq->topics[i], rq->validate_only, &ev)) {
                 rs->results[i].error_code = KAFKA_UNKNOWN_SERVER_ERROR;
                 continue;
             }
-            struct cn_ctl_event ev;
-            memset(&ev, 0, sizeof ev);
-            ev.kind = CN_CTE_CREATE_PARTITIONS;
-            ev.u.parts.name = rq->topics[i].name;
-            ev.u.parts.count = rq->topics[i].count;
-            ev.u.parts.validate_only = rq->validate_only;
             w->w.done = cp_done;
             w->c = c;
             w->idx = i;

@@ -139,9 +139,21 @@ struct cn_ctl_delete_topic {
     struct cn_uuid id;
 };
 
+/*
+ * assign is NOT copied when the request is queued, unlike the event's
+ * other arrays: it must stay valid until the request is answered (a
+ * handler's request arena does; the answer comes after the machine's last
+ * read of it).
+ */
 struct cn_ctl_create_partitions {
     struct cn_bytes name;
-    int32_t count; /* the new total */
+    int32_t count;                        /* the new total */
+    const struct cn_ctl_replicas *assign; /* manual assignment: new
+                                             partition (old count + i) =
+                                             assign[i]; NULL: the
+                                             controller places them */
+    int32_t nassign; /* lists in assign (checked against the number of
+                        partitions added) */
     bool validate_only;
 };
 

@@ -323,6 +323,80 @@ bool ctl_decide_delete_topic(struct cn_ctl *c, const struct cn_image *img,
     return true;
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Kafka's validateManualPartitionAssignment and the active-replica check
+ * of createPartitions, list by list, in its order and with its texts:
+ * the ids are walked sorted, so of several faults in one list the lowest
+ * id's is the one named. */
+static bool check_new_assignment(const struct cn_ctl_event *ev,
+                                 const struct cn_image *img,
+                                 const struct cn_elect_usable *u, int32_t rf,
+                                 int32_t first, struct cn_arena *a,
+                                 struct cn_ctl_actions *acts)
+{
+    const struct cn_ctl_create_partitions *cp = &ev->u.parts;
+    for (int32_t p = 0; p < cp->nassign; p++) {
+        const struct cn_ctl_replicas *r = &cp->assign[p];
+        if (r->n <= 0) {
+            ctl_answer_error(
+                acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
+                "The manual partition assignment includes an empty "
+                "replica list.");
+            return false;
+        }
+        int32_t *sorted = ctl_copy_ids(a, r->ids, r->n);
+        if (!sorted) {
+            ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
+            return false;
+        }
+        qsort(sorted, (size_t)r->n, sizeof *sorted, cmp_id);
+        for (int32_t i = 0; i < r->n; i++) {
+            if (!cn_image_broker_find(img, sorted[i])) {
+                ctl_answer_error(
+                    acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
+                    "The manual partition assignment includes broker %d, "
+                    "but no such broker is registered.",
+                    sorted[i]);
+                return false;
+            }
+            if (i > 0 && sorted[i] == sorted[i - 1]) {
+                ctl_answer_error(
+                    acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
+                    "The manual partition assignment includes the broker "
+                    "%d more than once.",
+                    sorted[i]);
+                return false;
+            }
+        }
+        if (r->n != rf) {
+            ctl_answer_error(
+                acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
+                "The manual partition assignment includes a partition with "
+                "%d replica(s), but this is not consistent with previous "
+                "partitions, which have %d replica(s).",
+                r->n, rf);
+            return false;
+        }
+        bool any_usable = false;
+        for (int32_t i = 0; i < r->n; i++)
+            any_usable |= cn_elect_is_usable(u, r->ids[i]);
+        if (!any_usable) {
+            ctl_answer_error(acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
+                             "All brokers specified in the manual partition "
+                             "assignment for partition %d are fenced or in "
+                             "controlled shutdown.",
+                             first + p);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool ctl_decide_create_partitions(struct cn_ctl *c, const struct cn_image *img,
                                   struct qreq *req,
                                   struct cn_ctl_actions *acts)
@@ -346,6 +420,14 @@ bool ctl_decide_create_partitions(struct cn_ctl *c, const struct cn_image *img,
                          "Topic already has %d partitions.", t->nparts);
         return false;
     }
+    int32_t add = cp->count - t->nparts;
+    if (cp->assign && cp->nassign != add) {
+        ctl_answer_error(acts, ev, KAFKA_INVALID_REPLICA_ASSIGNMENT,
+                         "Attempted to add %d additional partition(s), but "
+                         "only %d assignment(s) were specified.",
+                         add, cp->nassign);
+        return false;
+    }
     struct recs r = {.a = &acts->arena};
     struct cn_elect_usable u = ctl_usable(img, r.a, -1, -1);
     int32_t rf = t->nparts > 0 ? t->parts[0].nreplicas : 1;
@@ -353,25 +435,36 @@ bool ctl_decide_create_partitions(struct cn_ctl *c, const struct cn_image *img,
         ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
         return false;
     }
-    if (!rf_fits(ev, rf, img, &u, acts))
-        return false;
-    int32_t nb = (int32_t)u.n, add = cp->count - t->nparts;
-    /* Kafka continues the existing pattern from partition 0's leader. */
-    int32_t start = -1;
-    for (int32_t i = 0; t->nparts > 0 && i < nb; i++)
-        if (u.ids[i] >= t->parts[0].replicas[0]) {
-            start = i;
-            break;
-        }
-    if (start < 0)
-        start = (int32_t)(ctl_rand(c) % (uint64_t)nb);
     int32_t *assign = cn_arena_calloc(r.a, (size_t)add * (size_t)rf,
                                       sizeof *assign);
     if (!assign) {
         ctl_answer_error(acts, ev, KAFKA_UNKNOWN_SERVER_ERROR, NULL);
         return false;
     }
-    cn_ctl_assign(u.ids, nb, t->nparts, add, rf, start, start, assign);
+    if (cp->assign) {
+        /* As Kafka: a manual list may name fenced brokers as long as one
+         * of its replicas can lead; the placer's rf check does not apply. */
+        if (!check_new_assignment(ev, img, &u, rf, t->nparts, r.a, acts))
+            return false;
+        for (int32_t i = 0; i < add; i++)
+            memcpy(assign + i * rf, cp->assign[i].ids,
+                   (size_t)rf * sizeof *assign);
+    } else {
+        if (!rf_fits(ev, rf, img, &u, acts))
+            return false;
+        int32_t nb = (int32_t)u.n;
+        /* Kafka continues the existing pattern from partition 0's
+         * leader. */
+        int32_t start = -1;
+        for (int32_t i = 0; t->nparts > 0 && i < nb; i++)
+            if (u.ids[i] >= t->parts[0].replicas[0]) {
+                start = i;
+                break;
+            }
+        if (start < 0)
+            start = (int32_t)(ctl_rand(c) % (uint64_t)nb);
+        cn_ctl_assign(u.ids, nb, t->nparts, add, rf, start, start, assign);
+    }
     if (cp->validate_only) {
         struct cn_ctl_answer *ans = ctl_push_answer(acts, ev, 0);
         if (ans) {

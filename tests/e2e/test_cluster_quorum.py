@@ -3,6 +3,8 @@ controller is forwarded to the controller (as a Kafka 4 broker does), so
 every voter's log end offset is known at once; a CONTROLLER listener of a
 node that does not lead answers from its own view (no forwarding loop);
 with no controller (a minority) a broker still answers from its own view.
+CreatePartitions with manual assignments is decided by the controller
+with Kafka's checks, forwarded or in-process.
 
 Raw requests on the wire (kafka_wire); every process is killed by pid at
 teardown (cluster_factory); every wait is a bounded poll (wait_until).
@@ -13,13 +15,18 @@ import time
 
 from conftest import SLOW, needs_cairn
 import kafka_wire as kw
-from test_cluster_admin import call, non_controller
+from test_cluster_admin import (call, create_topics_v4, metadata,
+                                non_controller,
+                                parse_create_partitions_v1,
+                                parse_create_topics_v4, topic_everywhere)
 
 pytestmark = needs_cairn
 
 REGISTER_S = 20 * SLOW
 
 API_DESCRIBE_QUORUM = 55
+API_CREATE_PARTITIONS = 37
+INVALID_REPLICA_ASSIGNMENT = 39
 METADATA_TOPIC = "__cluster_metadata"
 
 
@@ -74,6 +81,18 @@ def describe_quorum(port, timeout=20.0):
         c.close()
 
 
+def create_partitions_v1(corr, topic, count, assignment,
+                         validate_only=False, timeout_ms=15000):
+    """assignment: [[broker ids] per new partition]."""
+    body = struct.pack(">i", 1) + kw.string(topic)
+    body += struct.pack(">ii", count, len(assignment))
+    for ids in assignment:
+        body += struct.pack(">i", len(ids))
+        body += b"".join(struct.pack(">i", x) for x in ids)
+    body += struct.pack(">i?", timeout_ms, validate_only)
+    return kw.request(API_CREATE_PARTITIONS, 1, corr, body)
+
+
 # ---- tests ----------------------------------------------------------------
 
 def test_describe_quorum_forwarded_to_controller(cluster_factory):
@@ -120,3 +139,53 @@ def test_describe_quorum_minority_answers_own_view(cluster_factory):
     assert all(leo == -1 for vid, leo in q["voters"].items()
                if vid != other.node_id), q
 
+
+def test_create_partitions_manual_assignment(cluster_factory):
+    c = cluster_factory()
+    ctl = c.wait_registered([1, 2, 3], REGISTER_S)
+    other = non_controller(c, ctl)
+    res = parse_create_topics_v4(call(other.port, create_topics_v4,
+                                      [("placed", 1, 2)]))
+    assert res == {"placed": (0, None)}, res
+    topic_everywhere(c, "placed", lambda e, p: e == 0 and len(p) == 1)
+
+    # Forwarded by a broker that is not the controller.
+    want = [[3, 1], [1, 2]]
+    res = parse_create_partitions_v1(call(other.port, create_partitions_v1,
+                                          "placed", 3, want))
+    assert res == {"placed": (0, None)}, res
+    seen = topic_everywhere(c, "placed",
+                            lambda e, p: e == 0 and len(p) == 3)
+    for parts in seen.values():
+        got = [(p["replicas"], p["leader"]) for p in parts[1:]]
+        assert got == [(ids, ids[0]) for ids in want], parts
+
+    # Decided in-process on the controller's own broker listener.
+    res = parse_create_partitions_v1(call(c.node(ctl).port,
+                                          create_partitions_v1, "placed", 4,
+                                          [[2, 3]]))
+    assert res == {"placed": (0, None)}, res
+    seen = topic_everywhere(c, "placed",
+                            lambda e, p: e == 0 and len(p) == 4)
+    assert all(parts[3]["replicas"] == [2, 3] and parts[3]["leader"] == 2
+               for parts in seen.values()), seen
+
+    # Refused by the controller with Kafka's texts, nothing added.
+    bad = [
+        ([[1, 7]], "The manual partition assignment includes broker 7, but "
+                   "no such broker is registered."),
+        ([[1, 1]], "The manual partition assignment includes the broker 1 "
+                   "more than once."),
+        ([[1]], "The manual partition assignment includes a partition with "
+                "1 replica(s), but this is not consistent with previous "
+                "partitions, which have 2 replica(s)."),
+        ([], "Attempted to add 1 additional partition(s), but only 0 "
+             "assignment(s) were specified."),
+    ]
+    for node in (other, c.node(ctl)):
+        for assignment, msg in bad:
+            res = parse_create_partitions_v1(call(
+                node.port, create_partitions_v1, "placed", 5, assignment))
+            assert res == {"placed": (INVALID_REPLICA_ASSIGNMENT, msg)}, res
+    _, _, topics = metadata(other.port, ["placed"])
+    assert len(topics["placed"][1]) == 4, topics
