@@ -556,6 +556,20 @@ static void qreq_free(struct qreq *q)
 
 /* A deep copy of a request event: its views die when cn_ctl_step
  * returns. */
+
+/* A manual assignment's copy in a, or NULL when out of memory. */
+static const struct cn_ctl_replicas *
+copy_assign(struct cn_arena *a, const struct cn_ctl_replicas *src, int32_t n)
+{
+    struct cn_ctl_replicas *as = cn_arena_calloc(a, (size_t)n + 1, sizeof *as);
+    for (int32_t i = 0; as && i < n; i++) {
+        as[i].n = src[i].n;
+        as[i].ids = ctl_copy_ids(a, src[i].ids, src[i].n);
+        if (!as[i].ids)
+            return NULL;
+    }
+    return as;
+}
 static struct qreq *qreq_copy(const struct cn_ctl_event *ev)
 {
     struct qreq *q = calloc(1, sizeof *q);
@@ -585,16 +599,8 @@ static struct qreq *qreq_copy(const struct cn_ctl_event *ev)
         struct cn_ctl_create_topic *t = &q->ev.u.create;
         t->name = dup_bytes(a, t->name);
         if (t->assign) {
-            struct cn_ctl_replicas *as =
-                cn_arena_calloc(a, (size_t)t->nassign + 1, sizeof *as);
-            ok = as != NULL;
-            for (int32_t i = 0; ok && i < t->nassign; i++) {
-                as[i].n = ev->u.create.assign[i].n;
-                as[i].ids = ctl_copy_ids(a, ev->u.create.assign[i].ids,
-                                         as[i].n);
-                ok = as[i].ids != NULL;
-            }
-            t->assign = as;
+            t->assign = copy_assign(a, t->assign, t->nassign);
+            ok = t->assign != NULL;
         }
         struct cn_ctl_kv *kv = cn_arena_calloc(a, t->nconfigs + 1, sizeof *kv);
         ok = ok && kv;
@@ -608,9 +614,15 @@ static struct qreq *qreq_copy(const struct cn_ctl_event *ev)
     case CN_CTE_DELETE_TOPIC:
         q->ev.u.del.name = dup_bytes(a, q->ev.u.del.name);
         break;
-    case CN_CTE_CREATE_PARTITIONS:
-        q->ev.u.parts.name = dup_bytes(a, q->ev.u.parts.name);
+    case CN_CTE_CREATE_PARTITIONS: {
+        struct cn_ctl_create_partitions *t = &q->ev.u.parts;
+        t->name = dup_bytes(a, t->name);
+        if (t->assign) {
+            t->assign = copy_assign(a, t->assign, t->nassign);
+            ok = t->assign != NULL;
+        }
         break;
+    }
     case CN_CTE_ALTER_TOPIC_CONFIGS: {
         struct cn_ctl_alter_configs *t = &q->ev.u.alter;
         t->name = dup_bytes(a, t->name);

@@ -139,12 +139,6 @@ struct cn_ctl_delete_topic {
     struct cn_uuid id;
 };
 
-/*
- * assign is NOT copied when the request is queued, unlike the event's
- * other arrays: it must stay valid until the request is answered (a
- * handler's request arena does; the answer comes after the machine's last
- * read of it).
- */
 struct cn_ctl_create_partitions {
     struct cn_bytes name;
     int32_t count;                        /* the new total */
