@@ -894,6 +894,7 @@ def part_scale(args, root, rf, rep=0):
                     victim.kill9()
                     kind = "term-timeout"
             t_stop = time.monotonic() - t_stop
+            rc = victim.proc.returncode
             log_at = victim.log_path.stat().st_size
             t_start = victim.start(120)
             t_listen = time.monotonic() - t_start
@@ -903,8 +904,7 @@ def part_scale(args, root, rf, rep=0):
                        lambda: all_led(victim.port), 300, 0.05)
             t_md = time.monotonic() - t_start
             s = {"run": run, "after": kind, "stop_s": round(t_stop, 3),
-                 "exit_code": victim.proc.returncode if kind == "term"
-                 else None,
+                 "exit_code": rc,
                  "listening_s": round(t_listen, 3),
                  "registered_s": round(t_reg, 3),
                  "metadata_complete_s": round(t_md, 3),
