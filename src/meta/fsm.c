@@ -87,7 +87,7 @@ static void fix_restored(struct cn_mfsm *m)
 {
     if (!m->restored.base || !m->raft)
         return;
-    struct cn_image *img;
+    struct cn_image *img = NULL;
     int64_t at = (int64_t)raft_last_applied(m->raft);
     if (cn_image_decode(m->restored.base, m->restored.len, at, &img) == 0) {
         cn_image_free(m->img);
