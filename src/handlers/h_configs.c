@@ -472,13 +472,6 @@ struct cfg_waiter {
     int32_t idx;
 };
 
-static bool on_controller_listener(const struct cn_broker *b,
-                                   const struct cn_req *req)
-{
-    int li = cn_req_listener(req);
-    return li >= 0 && li == b->cfg->controller_listener;
-}
-
 static struct cfg_call *cfg_new(struct cn_broker *b, struct cn_req *req,
                                 const struct cn_req_header *h, int32_t n,
                                 void *rs, void (*encode)(struct cfg_call *))
@@ -516,7 +509,7 @@ static int16_t cfg_topic(struct cfg_call *c, int32_t i, struct cn_bytes name,
                          bool replace_all, char *msg)
 {
     struct cn_broker *b = c->b;
-    if (!on_controller_listener(b, c->req) &&
+    if (!cn_req_on_controller_listener(b, c->req) &&
         !cn_authz(b, c->req, CN_ACL_OP_ALTER_CONFIGS, CN_ACL_RT_TOPIC, name))
         return KAFKA_TOPIC_AUTHORIZATION_FAILED;
     const struct cn_image_topic *it =
@@ -629,7 +622,7 @@ static bool cfg_route(struct cfg_call *c, bool validate_only)
         cfg_answered(c);
         return false;
     }
-    if (on_controller_listener(c->b, c->req)) {
+    if (cn_req_on_controller_listener(c->b, c->req)) {
         for (int32_t i = 0; i < c->n; i++)
             if (c->go[i])
                 *c->code[i] = KAFKA_NOT_CONTROLLER;
@@ -639,22 +632,6 @@ static bool cfg_route(struct cfg_call *c, bool validate_only)
     return true;
 }
 
-/* What a forwarded call that got no answer tells the client. */
-static int16_t cfg_transport_error(int err, const char **msg)
-{
-    if (err == -ETIMEDOUT) {
-        *msg = "No active controller answered within the request's "
-               "timeout.";
-        return KAFKA_REQUEST_TIMED_OUT;
-    }
-    if (err == -ECANCELED) {
-        *msg = "The broker is shutting down.";
-        return KAFKA_REQUEST_TIMED_OUT;
-    }
-    *msg = "The controller could not be reached.";
-    return KAFKA_UNKNOWN_SERVER_ERROR;
-}
-
 /* Resource i's result from the controller: its code and message (found),
  * or the call's failure. */
 static void cfg_copy_back(struct cfg_call *c, int32_t i, int err, bool found,
@@ -662,7 +639,7 @@ static void cfg_copy_back(struct cfg_call *c, int32_t i, int err, bool found,
 {
     if (!found) {
         const char *msg = "The controller did not answer for this resource.";
-        *c->code[i] = err ? cfg_transport_error(err, &msg)
+        *c->code[i] = err ? cn_ctlcall_error(err, &msg)
                           : KAFKA_UNKNOWN_SERVER_ERROR;
         *c->message[i] = cn_req_str(c->req, msg);
         return;

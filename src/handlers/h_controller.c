@@ -475,9 +475,8 @@ void cn_h_describe_quorum(struct cn_broker *b, struct cn_req *req,
      * one: it is answered here whatever this node knows, never sent on,
      * so that two nodes that each think the other leads cannot pass it
      * back and forth. */
-    int li = cn_req_listener(req);
-    bool on_controller = li >= 0 && li == b->cfg->controller_listener;
-    if (!b->quorum || cn_quorum_leads(b->quorum) || on_controller) {
+    if (!b->quorum || cn_quorum_leads(b->quorum) ||
+        cn_req_on_controller_listener(b, req)) {
         dq_answer_own(b, req, h, &rq);
         return;
     }

@@ -559,20 +559,13 @@ struct cl_waiter {
     int32_t idx; /* in the response */
 };
 
-static bool on_controller_listener(const struct cn_broker *b,
-                                   const struct cn_req *req)
-{
-    int li = cn_req_listener(req);
-    return li >= 0 && li == b->cfg->controller_listener;
-}
-
 /* ACLs as on a single node, except on the CONTROLLER listener (the
  * forwarding broker checked them). */
 static bool cl_authz(struct cn_broker *b, struct cn_req *req,
                      enum cn_acl_op op, enum cn_acl_rtype rt,
                      struct cn_bytes name, bool quiet)
 {
-    if (on_controller_listener(b, req))
+    if (cn_req_on_controller_listener(b, req))
         return true;
     return quiet ? cn_authz_quiet(b, req, op, rt, name)
                  : cn_authz(b, req, op, rt, name);
@@ -604,22 +597,6 @@ static struct cl_call *cl_new(struct cn_broker *b, struct cn_req *req,
     c->rs = rs;
     req->handler_state = c;
     return c;
-}
-
-/* What a forwarded call that got no answer tells the client. */
-static int16_t cl_transport_error(int err, const char **msg)
-{
-    if (err == -ETIMEDOUT) {
-        *msg = "No active controller answered within the request's "
-               "timeout.";
-        return KAFKA_REQUEST_TIMED_OUT;
-    }
-    if (err == -ECANCELED) {
-        *msg = "The broker is shutting down.";
-        return KAFKA_REQUEST_TIMED_OUT;
-    }
-    *msg = "The controller could not be reached.";
-    return KAFKA_UNKNOWN_SERVER_ERROR;
 }
 
 static int64_t cl_timeout(int32_t timeout_ms)
@@ -698,7 +675,7 @@ static void ct_forwarded(void *arg, int err, const void *response,
                 r = &fr->topics[j];
         if (!r) {
             const char *msg = "The controller did not answer for this topic.";
-            rt->error_code = err ? cl_transport_error(err, &msg)
+            rt->error_code = err ? cn_ctlcall_error(err, &msg)
                                  : KAFKA_UNKNOWN_SERVER_ERROR;
             rt->error_message = cn_req_str(req, msg);
             continue;
@@ -896,7 +873,7 @@ static void cl_create_topics(struct cn_broker *b, struct cn_req *req,
         cl_answered(c);
         return;
     }
-    if (on_controller_listener(b, req)) {
+    if (cn_req_on_controller_listener(b, req)) {
         for (int32_t i = 0; i < n; i++)
             if (go[i])
                 rs->topics[i].error_code = KAFKA_NOT_CONTROLLER;
@@ -982,7 +959,7 @@ static void dt_forwarded(void *arg, int err, const void *response,
             !err && i < fr->responses_len ? &fr->responses[i] : NULL;
         if (!fr1) {
             const char *msg = "The controller did not answer for this topic.";
-            r->error_code = err ? cl_transport_error(err, &msg)
+            r->error_code = err ? cn_ctlcall_error(err, &msg)
                                 : KAFKA_UNKNOWN_SERVER_ERROR;
             r->error_message = cn_req_str(req, msg);
             continue;
@@ -1105,7 +1082,7 @@ static void cl_delete_topics(struct cn_broker *b, struct cn_req *req,
         cl_answered(c);
         return;
     }
-    if (on_controller_listener(b, req)) {
+    if (cn_req_on_controller_listener(b, req)) {
         for (int32_t i = 0; i < n; i++)
             if (go[i])
                 rs->responses[i].error_code = KAFKA_NOT_CONTROLLER;
@@ -1203,7 +1180,7 @@ static void cp_forwarded(void *arg, int err, const void *response,
                 f = &fr->results[j];
         if (!f) {
             const char *msg = "The controller did not answer for this topic.";
-            r->error_code = err ? cl_transport_error(err, &msg)
+            r->error_code = err ? cn_ctlcall_error(err, &msg)
                                 : KAFKA_UNKNOWN_SERVER_ERROR;
             r->error_message = cn_req_str(req, msg);
             continue;
@@ -1317,7 +1294,7 @@ static void cl_create_partitions(struct cn_broker *b, struct cn_req *req,
         cl_answered(c);
         return;
     }
-    if (on_controller_listener(b, req)) {
+    if (cn_req_on_controller_listener(b, req)) {
         for (int32_t i = 0; i < n; i++)
             if (go[i])
                 rs->results[i].error_code = KAFKA_NOT_CONTROLLER;

@@ -362,6 +362,11 @@ void cn_resp_begin(struct cn_req *req, const struct cn_req_header *h);
 bool cn_wire_cstr(struct cn_bytes b, char *out, size_t out_len);
 /* A copy of s in the request's arena as a wire string (NULL: null). */
 struct cn_bytes cn_req_str(struct cn_req *req, const char *s);
+/* True when req came in on this node's CONTROLLER listener (cluster mode,
+ * process.roles with controller): a request there may be a forwarded one
+ * and is never forwarded again. */
+bool cn_req_on_controller_listener(const struct cn_broker *b,
+                                   const struct cn_req *req);
 /* A decode failure: log, close the connection, finish the request. */
 void cn_req_bad(struct cn_req *req, const struct cn_req_header *h, int err);
 

@@ -584,3 +584,18 @@ void cn_ctlcall_stop(struct cn_broker *b)
     }
     free(cc);
 }
+
+int16_t cn_ctlcall_error(int err, const char **msg)
+{
+    if (err == -ETIMEDOUT) {
+        *msg = "No active controller answered within the request's "
+               "timeout.";
+        return KAFKA_REQUEST_TIMED_OUT;
+    }
+    if (err == -ECANCELED) {
+        *msg = "The broker is shutting down.";
+        return KAFKA_REQUEST_TIMED_OUT;
+    }
+    *msg = "The controller could not be reached.";
+    return KAFKA_UNKNOWN_SERVER_ERROR;
+}

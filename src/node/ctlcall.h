@@ -89,6 +89,10 @@ typedef void (*cn_ctlcall_pids_cb)(struct cn_broker *b, void *arg, int err,
 int cn_ctlcall_alloc_pids(struct cn_broker *b, cn_ctlcall_pids_cb cb,
                           void *arg);
 
+/* What a forwarded call that got no answer (err from its callback) tells
+ * the client: a Kafka code, and the message in *msg. */
+int16_t cn_ctlcall_error(int err, const char **msg);
+
 /* Cancels every call (cb gets -ECANCELED) and frees what ctlcall keeps;
  * at broker stop, before the loop closes. */
 void cn_ctlcall_stop(struct cn_broker *b);

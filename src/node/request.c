@@ -28,6 +28,13 @@ struct cn_bytes cn_req_str(struct cn_req *req, const char *s)
     return c ? cn_bytes_str(c) : CN_BYTES_NULL;
 }
 
+bool cn_req_on_controller_listener(const struct cn_broker *b,
+                                   const struct cn_req *req)
+{
+    int li = cn_req_listener(req);
+    return li >= 0 && li == b->cfg->controller_listener;
+}
+
 void cn_resp_begin(struct cn_req *req, const struct cn_req_header *h)
 {
     cn_resp_header_encode(&req->resp, h->api_key, h->api_version,
