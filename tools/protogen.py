@@ -57,9 +57,9 @@ HAND_APIS = {"DescribeClientQuotas": 48, "AlterClientQuotas": 49,
 # The broker-to-controller APIs of cluster/ that Cairn speaks (the
 # metadata quorum, src/meta); the other schemas there are client APIs that
 # messages/ or HAND_APIS already cover.
-CLUSTER_MSGS = {n + kind for n in ("AllocateProducerIds", "BrokerHeartbeat",
-                                   "BrokerRegistration", "DescribeQuorum",
-                                   "UnregisterBroker")
+CLUSTER_MSGS = {n + kind for n in ("AllocateProducerIds", "AlterPartition",
+                                   "BrokerHeartbeat", "BrokerRegistration",
+                                   "DescribeQuorum", "UnregisterBroker")
                 for kind in ("Request", "Response")}
 
 # KRaft's records that the metadata image applies (src/meta/records.h).

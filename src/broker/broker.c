@@ -6,7 +6,9 @@
  * (each partition log recovers itself), then listen.  Shutdown on SIGTERM
  * or SIGINT: stop accepting and close connections, let the sync round in
  * flight finish, then close every log (sync + checkpoint) and let the loop
- * end.
+ * end.  In cluster mode a controlled shutdown comes first (lifecycle.h):
+ * the broker keeps serving while the controller moves its leaderships
+ * away; a second signal skips the wait.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -240,9 +242,24 @@ static void on_trim(uv_timer_t *t)
     }
 }
 
+static void on_controlled_shutdown(struct cn_broker *b, bool approved)
+{
+    (void)approved; /* lifecycle.c logged it; stopping either way */
+    cn_broker_stop(b);
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
     struct cn_broker *b = s->data;
+    /* Only a cluster node has a lifecycle; the first signal waits for the
+     * controller, a second one (or a node with no registration left to
+     * shut down) stops now. */
+    if (!b->stopping && b->lifecycle &&
+        cn_lifecycle_shutdown(b, CN_LIFECYCLE_SHUTDOWN_MS,
+                              on_controlled_shutdown) == 0) {
+        CN_INFO("received signal %d: controlled shutdown", signum);
+        return;
+    }
     CN_INFO("received signal %d: shutting down", signum);
     cn_broker_stop(b);
 }

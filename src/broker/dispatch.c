@@ -84,6 +84,9 @@ const struct cn_handler cn_handlers[] = {
     {CN_API_BROKER_REGISTRATION, 0, 4, 0, cn_h_broker_registration},
     {CN_API_BROKER_HEARTBEAT, 0, 1, 0, cn_h_broker_heartbeat},
     {CN_API_ALLOCATE_PRODUCER_IDS, 0, 0, 0, cn_h_allocate_producer_ids},
+    /* v3 names ISR members with their broker epochs (Kafka 4.x sends it);
+     * v2 has topic ids and plain ISRs. */
+    {CN_API_ALTER_PARTITION, 2, 3, 2, cn_h_alter_partition},
 };
 const size_t cn_handler_count = sizeof cn_handlers / sizeof cn_handlers[0];
 
@@ -148,7 +151,8 @@ static bool authz_checked(int16_t key)
 }
 
 /* The APIs a CONTROLLER listener serves, as a Kafka controller's: the
- * brokers' registration, heartbeats and producer-id blocks, the topic
+ * brokers' registration, heartbeats, producer-id blocks and ISR changes
+ * (AlterPartition), the topic
  * changes brokers forward, and what finds and describes the quorum. */
 static bool controller_api(int16_t key)
 {
@@ -159,6 +163,7 @@ static bool controller_api(int16_t key)
     case CN_API_BROKER_REGISTRATION:
     case CN_API_BROKER_HEARTBEAT:
     case CN_API_ALLOCATE_PRODUCER_IDS:
+    case CN_API_ALTER_PARTITION:
     case CN_API_CREATE_TOPICS:
     case CN_API_DELETE_TOPICS:
     case CN_API_CREATE_PARTITIONS:
@@ -185,7 +190,8 @@ static bool handler_on(const struct cn_broker *b, const struct cn_handler *h,
     switch (h->api_key) {
     case CN_API_BROKER_REGISTRATION:
     case CN_API_BROKER_HEARTBEAT:
-    case CN_API_ALLOCATE_PRODUCER_IDS: return false;
+    case CN_API_ALLOCATE_PRODUCER_IDS:
+    case CN_API_ALTER_PARTITION: return false;
     default: return true;
     }
 }

@@ -1,6 +1,7 @@
 /*
  * h_controller.c - the controller's APIs: BrokerRegistration,
- * BrokerHeartbeat, AllocateProducerIds (cluster mode only; dispatch.c
+ * BrokerHeartbeat, AllocateProducerIds, AlterPartition (cluster mode
+ * only; dispatch.c
  * neither serves nor advertises them on a single node, as a Kafka broker
  * listener does not), and DescribeQuorum (every mode: a single node is a
  * quorum of itself).
@@ -57,7 +58,7 @@ static void ctl_done(struct cn_quorum_waiter *w, const struct cn_ctl_answer *a)
         rs.error_code = a->error;
         rs.is_fenced = a->error ? true : a->u.hb.fenced;
         rs.is_caught_up = a->error ? false : a->u.hb.caught_up;
-        rs.should_shut_down = false;
+        rs.should_shut_down = a->error ? false : a->u.hb.should_shut_down;
         cn_broker_heartbeat_response_encode(&req->resp, h->api_version, &rs);
         break;
     }
@@ -193,6 +194,7 @@ void cn_h_broker_heartbeat(struct cn_broker *b, struct cn_req *req,
     ev.u.hb.broker_epoch = rq.broker_epoch;
     ev.u.hb.metadata_offset = rq.current_metadata_offset;
     ev.u.hb.want_fence = rq.want_fence;
+    ev.u.hb.want_shut_down = rq.want_shut_down;
     submit(b, req, c, &ev);
 }
 
@@ -222,6 +224,203 @@ void cn_h_allocate_producer_ids(struct cn_broker *b, struct cn_req *req,
     ev.u.pids.broker_id = rq.broker_id;
     ev.u.pids.broker_epoch = rq.broker_epoch;
     submit(b, req, c, &ev);
+}
+
+/* ---- AlterPartition ----------------------------------------------------- */
+
+/*
+ * Each partition of the request is one controller event (ctl.h); the
+ * response is written when the last is answered.  Errors that concern the
+ * whole request come back as the top-level error with no topics, as
+ * Kafka's getErrorResponse: a stale broker epoch, and NOT_CONTROLLER when
+ * every partition got it (this node's controller does not lead).
+ */
+struct ap_call;
+
+struct ap_part {
+    struct cn_quorum_waiter w; /* first: done casts back */
+    struct ap_call *call;
+    int32_t topic, part; /* indexes in the request */
+    struct cn_ctl_answer ans;
+};
+
+struct ap_call {
+    struct cn_req *req;
+    struct cn_req_header h;
+    struct cn_alter_partition_request rq;
+    struct ap_part *parts;
+    int32_t nparts;
+    int32_t pending; /* answers still due, plus one while submitting */
+};
+
+static void ap_respond(struct ap_call *c, int16_t top)
+{
+    struct cn_req *req = c->req;
+    struct cn_alter_partition_response rs;
+    cn_alter_partition_response_init(&rs);
+    rs.error_code = top;
+    rs.topics_len = 0;
+    int32_t nt = c->rq.topics_len > 0 ? c->rq.topics_len : 0;
+    if (!top && nt > 0) {
+        rs.topics = cn_arena_calloc(&req->arena, (size_t)nt,
+                                    sizeof *rs.topics);
+        if (!rs.topics) {
+            cn_req_bad(req, &c->h, CN_ENOMEM);
+            return;
+        }
+        rs.topics_len = nt;
+        int32_t k = 0;
+        for (int32_t i = 0; i < nt; i++) {
+            const struct cn_alter_partition_request_topic_data *qt =
+                &c->rq.topics[i];
+            struct cn_alter_partition_response_topic_data *t = &rs.topics[i];
+            cn_alter_partition_response_topic_data_init(t);
+            t->topic_name = qt->topic_name;
+            t->topic_id = qt->topic_id;
+            int32_t np = qt->partitions_len > 0 ? qt->partitions_len : 0;
+            t->partitions = cn_arena_calloc(&req->arena, (size_t)np + 1,
+                                            sizeof *t->partitions);
+            if (!t->partitions) {
+                cn_req_bad(req, &c->h, CN_ENOMEM);
+                return;
+            }
+            t->partitions_len = np;
+            for (int32_t j = 0; j < np; j++, k++) {
+                const struct cn_ctl_answer *a = &c->parts[k].ans;
+                struct cn_alter_partition_response_partition_data *p =
+                    &t->partitions[j];
+                cn_alter_partition_response_partition_data_init(p);
+                p->partition_index = qt->partitions[j].partition_index;
+                p->error_code = a->error;
+                p->leader_id = a->error ? -1 : a->u.part.leader;
+                p->leader_epoch = a->error ? -1 : a->u.part.leader_epoch;
+                p->partition_epoch = a->error ? -1 : a->u.part.partition_epoch;
+                p->isr = a->error ? NULL : c->parts[k].ans.u.part.isr;
+                p->isr_len = a->error ? 0 : a->u.part.nisr;
+            }
+        }
+    }
+    cn_resp_begin(req, &c->h);
+    cn_alter_partition_response_encode(&req->resp, c->h.api_version, &rs);
+    cn_req_done(req);
+}
+
+static void ap_finish(struct ap_call *c)
+{
+    int32_t not_ctl = 0;
+    for (int32_t k = 0; k < c->nparts; k++) {
+        int16_t e = c->parts[k].ans.error;
+        if (e == KAFKA_STALE_BROKER_EPOCH) {
+            ap_respond(c, e);
+            return;
+        }
+        not_ctl += e == KAFKA_NOT_CONTROLLER;
+    }
+    ap_respond(c, c->nparts > 0 && not_ctl == c->nparts ? KAFKA_NOT_CONTROLLER
+                                                        : 0);
+}
+
+static void ap_done(struct cn_quorum_waiter *w, const struct cn_ctl_answer *a)
+{
+    struct ap_part *p = (struct ap_part *)w;
+    p->ans = *a;
+    p->ans.message = NULL; /* freed after this call */
+    if (--p->call->pending == 0)
+        ap_finish(p->call);
+}
+
+void cn_h_alter_partition(struct cn_broker *b, struct cn_req *req,
+                          const struct cn_req_header *h, struct cn_rd *body)
+{
+    struct ap_call *c = cn_arena_calloc(&req->arena, 1, sizeof *c);
+    if (!c) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    int err = cn_alter_partition_request_decode(body, &req->arena,
+                                                h->api_version, &c->rq);
+    if (err) {
+        cn_req_bad(req, h, err);
+        return;
+    }
+    c->req = req;
+    c->h = *h;
+    req->handler_state = c;
+    const struct cn_alter_partition_request *rq = &c->rq;
+    int32_t nt = rq->topics_len > 0 ? rq->topics_len : 0;
+    for (int32_t i = 0; i < nt; i++)
+        c->nparts += rq->topics[i].partitions_len > 0
+                         ? rq->topics[i].partitions_len
+                         : 0;
+    c->parts = cn_arena_calloc(&req->arena, (size_t)c->nparts + 1,
+                               sizeof *c->parts);
+    if (!c->parts) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    if (!b->quorum) {
+        ap_respond(c, KAFKA_NOT_CONTROLLER);
+        return;
+    }
+    /* Every ISR in the request, converted before anything is submitted:
+     * from then on only answers may end the request. */
+    struct cn_ctl_event *evs = cn_arena_calloc(&req->arena,
+                                               (size_t)c->nparts + 1,
+                                               sizeof *evs);
+    if (!evs) {
+        cn_req_bad(req, h, CN_ENOMEM);
+        return;
+    }
+    int32_t k = 0;
+    for (int32_t i = 0; i < nt; i++) {
+        const struct cn_alter_partition_request_topic_data *t = &rq->topics[i];
+        for (int32_t j = 0; j < t->partitions_len; j++, k++) {
+            const struct cn_alter_partition_request_partition_data *pd =
+                &t->partitions[j];
+            /* v3 names each member's broker epoch; before, -1: not
+             * checked (Kafka's newIsrToSimpleNewIsrWithBrokerEpochs). */
+            bool v3 = h->api_version >= 3;
+            int32_t n = v3 ? pd->new_isr_with_epochs_len : pd->new_isr_len;
+            n = n > 0 ? n : 0;
+            struct cn_ctl_isr_member *m = cn_arena_calloc(&req->arena,
+                                                          (size_t)n + 1,
+                                                          sizeof *m);
+            if (!m) {
+                cn_req_bad(req, h, CN_ENOMEM);
+                return;
+            }
+            for (int32_t x = 0; x < n; x++) {
+                m[x].id = v3 ? pd->new_isr_with_epochs[x].broker_id
+                             : pd->new_isr[x];
+                m[x].broker_epoch =
+                    v3 ? pd->new_isr_with_epochs[x].broker_epoch : -1;
+            }
+            struct cn_ctl_event *ev = &evs[k];
+            ev->kind = CN_CTE_ALTER_PARTITION;
+            ev->u.isr.broker_id = rq->broker_id;
+            ev->u.isr.broker_epoch = rq->broker_epoch;
+            ev->u.isr.topic_id = t->topic_id;
+            ev->u.isr.partition = pd->partition_index;
+            ev->u.isr.leader_epoch = pd->leader_epoch;
+            ev->u.isr.partition_epoch = pd->partition_epoch;
+            ev->u.isr.isr = m;
+            ev->u.isr.nisr = n;
+            c->parts[k].w.done = ap_done;
+            c->parts[k].call = c;
+            c->parts[k].topic = i;
+            c->parts[k].part = j;
+        }
+    }
+    if (c->nparts == 0) {
+        ap_respond(c, 0);
+        return;
+    }
+    cn_req_park(req);
+    c->pending = c->nparts + 1;
+    for (k = 0; k < c->nparts; k++)
+        cn_quorum_submit(b->quorum, &evs[k], &c->parts[k].w);
+    if (--c->pending == 0)
+        ap_finish(c);
 }
 
 /* ---- DescribeQuorum ----------------------------------------------------- */

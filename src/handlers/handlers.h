@@ -115,6 +115,8 @@ void cn_h_broker_heartbeat(struct cn_broker *b, struct cn_req *req,
 void cn_h_allocate_producer_ids(struct cn_broker *b, struct cn_req *req,
                                 const struct cn_req_header *h,
                                 struct cn_rd *body);
+void cn_h_alter_partition(struct cn_broker *b, struct cn_req *req,
+                          const struct cn_req_header *h, struct cn_rd *body);
 void cn_h_describe_quorum(struct cn_broker *b, struct cn_req *req,
                           const struct cn_req_header *h, struct cn_rd *body);
 

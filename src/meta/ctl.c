@@ -133,8 +133,7 @@ static void push_standby(struct cn_ctl_actions *a, int32_t id,
 
 /* ---- sessions --------------------------------------------------------- */
 
-static struct session *session_get(struct cn_ctl *c, int32_t id,
-                                   int64_t now_ms)
+struct session *ctl_session(struct cn_ctl *c, int32_t id, int64_t now_ms)
 {
     for (size_t i = 0; i < c->nsessions; i++)
         if (c->sessions[i].id == id)
@@ -149,13 +148,13 @@ static struct session *session_get(struct cn_ctl *c, int32_t id,
     }
     /* A broker first seen now gets a whole session: a new leader must not
      * fence brokers whose heartbeats went to the old one. */
-    c->sessions[c->nsessions] = (struct session){id, now_ms};
+    c->sessions[c->nsessions] = (struct session){id, now_ms, -1, -1};
     return &c->sessions[c->nsessions++];
 }
 
 static bool session_expired(struct cn_ctl *c, int32_t id, int64_t now_ms)
 {
-    struct session *s = session_get(c, id, now_ms);
+    struct session *s = ctl_session(c, id, now_ms);
     /* Kafka's hasValidSession: valid while now - last <= timeout. */
     return s && now_ms - s->last_ms > c->cfg.session_timeout_ms;
 }
@@ -230,13 +229,9 @@ int32_t *ctl_copy_ids(struct cn_arena *a, const int32_t *ids, int32_t n)
     return v;
 }
 
-/*
- * Appends the PartitionChangeRecords that take broker `id` out of every
- * ISR (never the last member) and elect new leaders: Kafka's
- * handleBrokerFenced.  u must not hold id.
- */
-static void fence_changes(const struct cn_image *img, int32_t id,
-                          const struct cn_elect_usable *u, struct recs *r)
+/* Kafka's handleBrokerFenced (ctl_int.h). */
+void ctl_fence_changes(const struct cn_image *img, int32_t id,
+                       const struct cn_elect_usable *u, struct recs *r)
 {
     const struct cn_image_topic *t = NULL;
     while ((t = cn_image_topic_next(img, t))) {
@@ -344,7 +339,7 @@ static bool propose_fence(struct cn_ctl *c, const struct cn_image *img,
         struct cn_elect_usable u = ctl_usable(img, r.a, b->id, -1);
         /* Partition changes first, as Kafka writes them: the fence record
          * closes the entry. */
-        fence_changes(img, b->id, &u, &r);
+        ctl_fence_changes(img, b->id, &u, &r);
         struct cn_mrec *m = ctl_rec_add(&r, CN_MREC_FENCE_BROKER);
         if (!m || r.oom || !u.ids)
             return false;
@@ -394,7 +389,7 @@ static bool decide_register(struct cn_ctl *c, const struct cn_image *img,
         struct cn_elect_usable u = ctl_usable(img, r.a, old->id, -1);
         if (!u.ids)
             goto oom;
-        fence_changes(img, old->id, &u, &r);
+        ctl_fence_changes(img, old->id, &u, &r);
     }
     struct cn_mrec *m = ctl_rec_add(&r, CN_MREC_REGISTER_BROKER);
     if (!m || r.oom)
@@ -457,7 +452,8 @@ static const struct cn_image_broker *check_epoch(const struct cn_image *img,
 }
 
 static bool decide_heartbeat(struct cn_ctl *c, const struct cn_image *img,
-                             struct qreq *req, struct cn_ctl_actions *acts)
+                             int64_t now_ms, struct qreq *req,
+                             struct cn_ctl_actions *acts)
 {
     const struct cn_ctl_event *ev = &req->ev;
     const struct cn_ctl_heartbeat *hb = &ev->u.hb;
@@ -465,6 +461,10 @@ static bool decide_heartbeat(struct cn_ctl *c, const struct cn_image *img,
                                                   hb->broker_epoch, acts);
     if (!b)
         return false;
+    /* Kafka's BrokerHeartbeatManager: a broker in controlled shutdown
+     * stays there whatever its heartbeats ask. */
+    if (hb->want_shut_down || (b->in_controlled_shutdown && !b->fenced))
+        return ctl_decide_shutdown(c, img, now_ms, req, b, acts);
     /* Caught up: it has applied its own registration, so it knows the
      * cluster as of the moment it joined (KIP-631). */
     bool caught_up = hb->metadata_offset >= b->epoch;
@@ -530,7 +530,7 @@ static bool decide(struct cn_ctl *c, const struct cn_image *img,
 {
     switch (req->ev.kind) {
     case CN_CTE_REGISTER: return decide_register(c, img, now_ms, req, acts);
-    case CN_CTE_HEARTBEAT: return decide_heartbeat(c, img, req, acts);
+    case CN_CTE_HEARTBEAT: return decide_heartbeat(c, img, now_ms, req, acts);
     case CN_CTE_CREATE_TOPIC:
         return ctl_decide_create_topic(c, img, req, acts);
     case CN_CTE_DELETE_TOPIC:
@@ -540,6 +540,8 @@ static bool decide(struct cn_ctl *c, const struct cn_image *img,
     case CN_CTE_ALLOC_PIDS: return decide_alloc_pids(c, img, req, acts);
     case CN_CTE_ALTER_TOPIC_CONFIGS:
         return ctl_decide_alter_configs(c, img, req, acts);
+    case CN_CTE_ALTER_PARTITION:
+        return ctl_decide_alter_partition(c, img, req, acts);
     default: return false;
     }
 }
@@ -633,6 +635,17 @@ static struct qreq *qreq_copy(const struct cn_ctl_event *ev)
             kv[i].value = dup_bytes(a, ev->u.alter.configs[i].value);
         }
         t->configs = kv;
+        break;
+    }
+    case CN_CTE_ALTER_PARTITION: {
+        struct cn_ctl_alter_partition *t = &q->ev.u.isr;
+        int32_t n = t->nisr > 0 ? t->nisr : 0;
+        struct cn_ctl_isr_member *m = cn_arena_calloc(a, (size_t)n + 1,
+                                                      sizeof *m);
+        ok = m != NULL;
+        if (ok && n > 0)
+            memcpy(m, ev->u.isr.isr, (size_t)n * sizeof *m);
+        t->isr = m;
         break;
     }
     default: break;
@@ -751,7 +764,13 @@ static void resolve(struct cn_ctl *c, const struct cn_image *img,
     int16_t err = ev->u.proposed.error;
     if (err && !f->req)
         c->retry_ms = now_ms + RETRY_MS;
-    if (f->req) {
+    if (f->req && !err && f->req->ev.kind == CN_CTE_ALTER_PARTITION) {
+        /* Kafka answers with the partition after the change. */
+        ctl_answer_partition(img, &f->req->ev, acts);
+    } else if (f->req) {
+        if (!err && f->req->ev.kind == CN_CTE_HEARTBEAT)
+            ctl_shutdown_applied(c, img, now_ms, &f->req->ev,
+                                 ev->u.proposed.offset);
         struct cn_ctl_answer *ans = ctl_push_answer(acts, &f->req->ev, err);
         if (ans && !err) {
             ans->u = f->done.u;
@@ -778,7 +797,7 @@ static int64_t next_deadline(struct cn_ctl *c, const struct cn_image *img,
     size_t nb = cn_image_broker_count(img);
     for (size_t i = 0; c->leader && i < nb; i++) {
         const struct cn_image_broker *b = cn_image_broker_at(img, i);
-        struct session *s = b->fenced ? NULL : session_get(c, b->id, now_ms);
+        struct session *s = b->fenced ? NULL : ctl_session(c, b->id, now_ms);
         if (!s)
             continue;
         int64_t d = s->last_ms + c->cfg.session_timeout_ms + 1;
@@ -824,10 +843,14 @@ void cn_ctl_step(struct cn_ctl *c, const struct cn_image *img, int64_t now_ms,
             const struct cn_image_broker *b =
                 cn_image_broker_find(img, ev->u.hb.broker_id);
             struct session *s = b && b->epoch == ev->u.hb.broker_epoch
-                                    ? session_get(c, b->id, now_ms)
+                                    ? ctl_session(c, b->id, now_ms)
                                     : NULL;
-            if (s)
+            if (s) {
                 s->last_ms = now_ms;
+                /* What it has applied: a controlled shutdown waits for
+                 * every active broker to know the new leaders. */
+                s->metadata_offset = ev->u.hb.metadata_offset;
+            }
         }
         struct qreq *q = qreq_copy(ev);
         if (!q) {

@@ -34,6 +34,18 @@
  *    proposal whose outcome is unknown (leadership lost) is answered with
  *    the error fsm.c gives (REQUEST_TIMED_OUT), which clients retry; every
  *    record is safe to see twice.
+ *  - ISR changes come from partition leaders (AlterPartition), checked
+ *    as Kafka's ReplicationControlManager.alterPartition does; an ISR
+ *    equal to the current one is answered without a proposal.
+ *  - Controlled shutdown (BrokerHeartbeat want_shut_down, Kafka's
+ *    BrokerHeartbeatManager): a live broker that leads partitions is put
+ *    in controlled shutdown (BrokerRegistrationChangeRecord) in one entry
+ *    with the PartitionChangeRecords that move its leaderships to other
+ *    eligible ISR members and take it out of ISRs (never the last member:
+ *    such a partition is left without a leader, as elect.h says).  It is
+ *    answered should_shut_down once it leads nothing and every active
+ *    broker has heartbeated an offset at or past that entry; it is then
+ *    fenced.  A broker that leads nothing, or is fenced, may go at once.
  *  - A first leader on an empty image proposes the cluster id and the
  *    finalized features (metadata.version, transaction.version) before
  *    anything else.
@@ -87,7 +99,12 @@ enum cn_ctl_ev_kind {
     CN_CTE_CREATE_PARTITIONS, /* one topic of CreatePartitions */
     CN_CTE_ALLOC_PIDS,        /* AllocateProducerIds */
     CN_CTE_ALTER_TOPIC_CONFIGS, /* one topic of (Incremental)AlterConfigs */
+    CN_CTE_ALTER_PARTITION,     /* one partition of AlterPartition */
 };
+
+/* The most ISR members an AlterPartition event or answer carries (answers
+ * are copied by value on their way to the waiter). */
+#define CN_CTL_ISR_MAX 32
 
 struct cn_ctl_endpoint {
     struct cn_bytes name; /* listener name */
@@ -110,6 +127,7 @@ struct cn_ctl_heartbeat {
     int64_t broker_epoch;
     int64_t metadata_offset; /* the broker's applied offset */
     bool want_fence;
+    bool want_shut_down; /* controlled shutdown (see cn_ctl_answer) */
 };
 
 struct cn_ctl_kv {
@@ -166,6 +184,29 @@ struct cn_ctl_alloc_pids {
     int64_t broker_epoch;
 };
 
+/* A member of a proposed ISR (AlterPartition v3's BrokerState). */
+struct cn_ctl_isr_member {
+    int32_t id;
+    int64_t broker_epoch; /* -1: not checked (requests before v3) */
+};
+
+/*
+ * One partition of an AlterPartition request, from its leader.  The
+ * request's other partitions are events of their own: Kafka decides each
+ * partition on its own (one error each) after one broker epoch check for
+ * the whole request, which each event repeats against the same image.
+ */
+struct cn_ctl_alter_partition {
+    int32_t broker_id; /* the requesting leader */
+    int64_t broker_epoch;
+    struct cn_uuid topic_id;
+    int32_t partition;
+    int32_t leader_epoch; /* as the leader knows them */
+    int32_t partition_epoch;
+    const struct cn_ctl_isr_member *isr; /* the ISR it wants */
+    int32_t nisr;
+};
+
 struct cn_ctl_event {
     enum cn_ctl_ev_kind kind;
     void *token; /* requests: the caller's, echoed in the answer */
@@ -184,6 +225,7 @@ struct cn_ctl_event {
         struct cn_ctl_create_partitions parts;
         struct cn_ctl_alloc_pids pids;
         struct cn_ctl_alter_configs alter;
+        struct cn_ctl_alter_partition isr;
     } u;
 };
 
@@ -199,7 +241,8 @@ struct cn_ctl_answer {
         struct {
             bool fenced;
             bool caught_up;
-        } hb; /* HEARTBEAT */
+            bool should_shut_down; /* controlled shutdown is over */
+        } hb;                      /* HEARTBEAT */
         struct {
             struct cn_uuid id;
             int32_t nparts;
@@ -209,6 +252,13 @@ struct cn_ctl_answer {
             int64_t start;
             int32_t len;
         } pids; /* ALLOC_PIDS */
+        struct {
+            int32_t leader;
+            int32_t leader_epoch;
+            int32_t partition_epoch;
+            int32_t isr[CN_CTL_ISR_MAX];
+            int32_t nisr;
+        } part; /* ALTER_PARTITION: the partition as the image has it */
     } u;
 };
 

@@ -1,6 +1,7 @@
 /*
  * ctl_int.h - what the controller's files share (ctl.c: the machine,
- * brokers and producer ids; ctl_topics.c: topics).  Not for other layers.
+ * brokers and producer ids; ctl_topics.c: topics; ctl_isr.c: ISR changes
+ * and controlled shutdown).  Not for other layers.
  */
 #ifndef CN_META_CTL_INT_H
 #define CN_META_CTL_INT_H
@@ -17,6 +18,10 @@ struct qreq {
 struct session {
     int32_t id;
     int64_t last_ms; /* the last valid heartbeat, or leadership start */
+    int64_t metadata_offset; /* its last heartbeat's, -1: none yet */
+    /* Controlled shutdown: the entry that began it (Kafka's
+     * controlledShutdownOffset), -1 when unknown to this leader. */
+    int64_t cs_offset;
 };
 
 enum flight_kind { FLIGHT_BOOT, FLIGHT_FENCE, FLIGHT_REQ };
@@ -73,6 +78,18 @@ struct cn_elect_usable ctl_usable(const struct cn_image *img,
                                   struct cn_arena *a, int32_t except,
                                   int32_t plus);
 
+/* Broker id's session with this leader (a new one is whole), or NULL
+ * when out of memory. */
+struct session *ctl_session(struct cn_ctl *c, int32_t id, int64_t now_ms);
+
+/*
+ * Appends the PartitionChangeRecords that take broker `id` out of every
+ * ISR (never the last member) and elect new leaders: Kafka's
+ * handleBrokerFenced.  u must not hold id.
+ */
+void ctl_fence_changes(const struct cn_image *img, int32_t id,
+                       const struct cn_elect_usable *u, struct recs *r);
+
 struct cn_mrec *ctl_rec_add(struct recs *r, int16_t type);
 /* Makes r the one proposal in flight, answered for req (or nobody). */
 void ctl_propose(struct cn_ctl *c, struct cn_ctl_actions *acts, struct recs *r,
@@ -89,5 +106,25 @@ bool ctl_decide_create_partitions(struct cn_ctl *c, const struct cn_image *img,
                                   struct cn_ctl_actions *acts);
 bool ctl_decide_alter_configs(struct cn_ctl *c, const struct cn_image *img,
                               struct qreq *req, struct cn_ctl_actions *acts);
+bool ctl_decide_alter_partition(struct cn_ctl *c, const struct cn_image *img,
+                                struct qreq *req, struct cn_ctl_actions *acts);
+/* A heartbeat of broker b asking to shut down (or of one already in
+ * controlled shutdown); b's epoch is checked. */
+bool ctl_decide_shutdown(struct cn_ctl *c, const struct cn_image *img,
+                         int64_t now_ms, struct qreq *req,
+                         const struct cn_image_broker *b,
+                         struct cn_ctl_actions *acts);
+
+/* The ALTER_PARTITION answer of an applied (or needless) change: the
+ * partition as img has it; NEW_LEADER_ELECTED when the requester no
+ * longer leads it. */
+void ctl_answer_partition(const struct cn_image *img,
+                          const struct cn_ctl_event *ev,
+                          struct cn_ctl_actions *acts);
+/* After a heartbeat's proposal applied at `offset`: the controlled
+ * shutdown it began counts from there. */
+void ctl_shutdown_applied(struct cn_ctl *c, const struct cn_image *img,
+                          int64_t now_ms, const struct cn_ctl_event *ev,
+                          int64_t offset);
 
 #endif

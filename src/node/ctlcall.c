@@ -561,6 +561,140 @@ int cn_ctlcall_alloc_pids(struct cn_broker *b, cn_ctlcall_pids_cb cb,
     return rc;
 }
 
+/* ---- AlterPartition ----------------------------------------------------- */
+
+#define CC_ALTER_PARTITION_VERSION 3
+
+struct ap_call {
+    struct cn_broker *b;
+    struct cn_alter_partition_request rq;
+    struct cn_alter_partition_request_topic_data t;
+    struct cn_alter_partition_request_partition_data p;
+    struct cn_alter_partition_request_broker_state isr[CN_CTLCALL_ISR_MAX];
+    cn_ctlcall_alter_cb cb;
+    void *arg;
+};
+
+static bool ap_prepare(struct call *c)
+{
+    struct ap_call *ac = c->arg;
+    int64_t epoch = cn_lifecycle_epoch(ac->b);
+    if (epoch < 0)
+        return false; /* the controller answers only registered brokers */
+    ac->rq.broker_id = ac->b->node_id;
+    ac->rq.broker_epoch = epoch;
+    return true;
+}
+
+static bool ap_retry(const void *response)
+{
+    const struct cn_alter_partition_response *rs = response;
+    if (rs->error_code == KAFKA_NOT_CONTROLLER)
+        return true;
+    for (int32_t i = 0; i < rs->topics_len; i++)
+        for (int32_t j = 0; j < rs->topics[i].partitions_len; j++)
+            if (rs->topics[i].partitions[j].error_code == KAFKA_NOT_CONTROLLER)
+                return true;
+    return false;
+}
+
+static void on_alter_partition(void *arg, int err, const void *response,
+                               struct cn_arena *arena)
+{
+    (void)arena;
+    struct ap_call *ac = arg;
+    const struct cn_alter_partition_response *rs = response;
+    struct cn_ctlcall_alter_result r;
+    memset(&r, 0, sizeof r);
+    r.error = -1;
+    r.leader_id = -1;
+    r.leader_epoch = -1;
+    r.partition_epoch = -1;
+    if (!err && rs->error_code) {
+        r.error = rs->error_code;
+    } else if (!err) {
+        const struct cn_alter_partition_response_partition_data *pd = NULL;
+        for (int32_t i = 0; !pd && i < rs->topics_len; i++) {
+            const struct cn_alter_partition_response_topic_data *t =
+                &rs->topics[i];
+            if (memcmp(t->topic_id.b, ac->t.topic_id.b, 16) != 0)
+                continue;
+            for (int32_t j = 0; !pd && j < t->partitions_len; j++)
+                if (t->partitions[j].partition_index == ac->p.partition_index)
+                    pd = &t->partitions[j];
+        }
+        if (!pd || pd->isr_len > CN_CTLCALL_ISR_MAX) {
+            err = CN_ECORRUPT;
+        } else {
+            r.error = pd->error_code;
+            if (!pd->error_code) {
+                r.leader_id = pd->leader_id;
+                r.leader_epoch = pd->leader_epoch;
+                r.partition_epoch = pd->partition_epoch;
+                r.nisr = pd->isr_len > 0 ? pd->isr_len : 0;
+                if (r.nisr > 0)
+                    memcpy(r.isr, pd->isr, (size_t)r.nisr * sizeof *r.isr);
+            }
+        }
+    }
+    if (err) {
+        r.error = err == CN_ECORRUPT ? KAFKA_UNKNOWN_SERVER_ERROR
+                                     : KAFKA_REQUEST_TIMED_OUT;
+        if (err != -ECANCELED)
+            CN_WARN("cluster: AlterPartition got no answer: %s",
+                    cn_strerror(err));
+    }
+    cn_ctlcall_alter_cb cb = ac->cb;
+    void *cb_arg = ac->arg;
+    free(ac);
+    cb(cb_arg, &r);
+}
+
+int cn_ctlcall_alter_partition(struct cn_broker *b,
+                               const struct cn_uuid *topic_id,
+                               int32_t partition, int32_t leader_epoch,
+                               int32_t partition_epoch, const int32_t *isr,
+                               const int64_t *isr_broker_epochs, int32_t nisr,
+                               int64_t timeout_ms, cn_ctlcall_alter_cb cb,
+                               void *arg)
+{
+    if (nisr <= 0 || nisr > CN_CTLCALL_ISR_MAX)
+        return CN_EINVAL;
+    struct ap_call *ac = calloc(1, sizeof *ac);
+    if (!ac)
+        return CN_ENOMEM;
+    ac->b = b;
+    ac->cb = cb;
+    ac->arg = arg;
+    for (int32_t i = 0; i < nisr; i++) {
+        cn_alter_partition_request_broker_state_init(&ac->isr[i]);
+        ac->isr[i].broker_id = isr[i];
+        ac->isr[i].broker_epoch = isr_broker_epochs ? isr_broker_epochs[i]
+                                                    : -1;
+    }
+    cn_alter_partition_request_partition_data_init(&ac->p);
+    ac->p.partition_index = partition;
+    ac->p.leader_epoch = leader_epoch;
+    ac->p.partition_epoch = partition_epoch;
+    ac->p.new_isr_len = 0;
+    ac->p.new_isr_with_epochs = ac->isr;
+    ac->p.new_isr_with_epochs_len = nisr;
+    ac->p.leader_recovery_state = 0;
+    cn_alter_partition_request_topic_data_init(&ac->t);
+    ac->t.topic_id = *topic_id;
+    ac->t.partitions = &ac->p;
+    ac->t.partitions_len = 1;
+    cn_alter_partition_request_init(&ac->rq);
+    ac->rq.topics = &ac->t;
+    ac->rq.topics_len = 1;
+    int rc = call_start(b, CN_API_ALTER_PARTITION, CC_ALTER_PARTITION_VERSION,
+                        &ac->rq, timeout_ms, ap_retry, ap_prepare,
+                        on_alter_partition, ac, NULL);
+    if (rc)
+        free(ac);
+    return rc;
+}
+
 /* ---- stop --------------------------------------------------------------- */
 
 void cn_ctlcall_stop(struct cn_broker *b)

@@ -3,7 +3,8 @@
  * cluster mode: forwarded admin requests (CreateTopics, DeleteTopics,
  * CreatePartitions), topics a broker needs created (auto-creation by
  * Metadata, the coordinators' internal topics), producer-id blocks
- * (AllocateProducerIds).
+ * (AllocateProducerIds), a partition leader's ISR changes
+ * (AlterPartition).
  *
  * Every call goes over a cn_peer to the active controller's CONTROLLER
  * listener (its address from controller.quorum.voters), also when the
@@ -34,6 +35,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/bytes.h"
 #include "node/peer.h"
 
 struct cn_broker;
@@ -88,6 +90,51 @@ typedef void (*cn_ctlcall_pids_cb)(struct cn_broker *b, void *arg, int err,
  */
 int cn_ctlcall_alloc_pids(struct cn_broker *b, cn_ctlcall_pids_cb cb,
                           void *arg);
+
+/* The most ISR members cn_ctlcall_alter_partition sends or reports (as
+ * the controller's CN_CTL_ISR_MAX). */
+#define CN_CTLCALL_ISR_MAX 32
+
+/* An AlterPartition's outcome for its partition.  error: the partition's
+ * Kafka code, or the response's top-level one (STALE_BROKER_EPOCH...), or
+ * REQUEST_TIMED_OUT when no controller answered in time or the broker
+ * stops, UNKNOWN_SERVER_ERROR for an answer without the partition; with
+ * error 0, the partition as the controller committed it (else leader and
+ * epochs -1, no ISR). */
+struct cn_ctlcall_alter_result {
+    int16_t error;
+    int32_t leader_id, leader_epoch, partition_epoch;
+    int32_t isr[CN_CTLCALL_ISR_MAX];
+    int32_t nisr;
+};
+
+typedef void (*cn_ctlcall_alter_cb)(void *arg,
+                                    const struct cn_ctlcall_alter_result *r);
+
+/*
+ * Sends AlterPartition (v3) for one partition this broker leads: its
+ * leader and partition epochs as this broker knows them and the ISR it
+ * wants, each member with its broker epoch (-1: not checked), with this
+ * broker's id and epoch (taken at each attempt; until registered it
+ * waits).  Sent again on NOT_CONTROLLER (top-level or the partition's:
+ * the controller is behind the leader, Kafka's sign of a stale
+ * controller) and on lost connections, to whichever node leads, until
+ * timeout_ms.  Any other error is the caller's: FENCED_LEADER_EPOCH and
+ * INVALID_UPDATE_VERSION mean newer metadata is on its way;
+ * INELIGIBLE_REPLICA, retry later; NEW_LEADER_ELECTED, this broker does
+ * not lead any more.  isr_broker_epochs may be NULL (all -1).  The
+ * arguments are copied.  cb runs exactly once,
+ * never inside this call.  Returns 0, or CN_EINVAL (not in cluster mode,
+ * stopping, nisr outside 1..CN_CTLCALL_ISR_MAX) / CN_ENOMEM (cb will not
+ * run).
+ */
+int cn_ctlcall_alter_partition(struct cn_broker *b,
+                               const struct cn_uuid *topic_id,
+                               int32_t partition, int32_t leader_epoch,
+                               int32_t partition_epoch, const int32_t *isr,
+                               const int64_t *isr_broker_epochs, int32_t nisr,
+                               int64_t timeout_ms, cn_ctlcall_alter_cb cb,
+                               void *arg);
 
 /* What a forwarded call that got no answer (err from its callback) tells
  * the client: a Kafka code, and the message in *msg. */

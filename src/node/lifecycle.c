@@ -32,6 +32,9 @@
  * milliseconds rather than a whole interval later (Kafka polls every 10 ms
  * while STARTING). */
 #define LC_FENCED_INTERVAL_MS 100
+/* While shutting down the controller waits for this broker's heartbeats
+ * (Kafka asks again 50 ms after the first answer, then every interval). */
+#define LC_SHUTDOWN_INTERVAL_MS 250
 
 void cn_lc_init(struct cn_lc *lc, int64_t interval_ms,
                 int64_t backoff_first_ms, int64_t backoff_max_ms)
@@ -59,7 +62,7 @@ static void lc_backoff(struct cn_lc *lc, int64_t now_ms)
 enum cn_lc_action cn_lc_poll(struct cn_lc *lc, int64_t now_ms,
                              bool leader_known)
 {
-    if (lc->in_flight || now_ms < lc->next_ms)
+    if (lc->in_flight || lc->shut_down || now_ms < lc->next_ms)
         return CN_LCA_NONE;
     if (!leader_known) {
         lc_backoff(lc, now_ms);
@@ -89,21 +92,32 @@ void cn_lc_registered(struct cn_lc *lc, int64_t now_ms, int err, int64_t epoch)
 }
 
 void cn_lc_heartbeat(struct cn_lc *lc, int64_t now_ms, int err, bool fenced,
-                     bool caught_up)
+                     bool caught_up, bool should_shut_down)
 {
     lc->in_flight = false;
+    int64_t every = lc->interval_ms;
     switch (err) {
     case 0:
         lc->fenced = fenced;
         lc->caught_up = caught_up;
         lc->backoff_ms = lc->backoff_first_ms;
-        lc->next_ms = now_ms +
-                      (fenced && lc->interval_ms > LC_FENCED_INTERVAL_MS
-                           ? LC_FENCED_INTERVAL_MS
-                           : lc->interval_ms);
+        if (fenced && every > LC_FENCED_INTERVAL_MS)
+            every = LC_FENCED_INTERVAL_MS;
+        if (lc->want_shut_down) {
+            lc->shut_down = lc->shut_down || should_shut_down;
+            if (every > LC_SHUTDOWN_INTERVAL_MS)
+                every = LC_SHUTDOWN_INTERVAL_MS;
+        }
+        lc->next_ms = now_ms + every;
         return;
     case KAFKA_STALE_BROKER_EPOCH:
     case KAFKA_BROKER_ID_NOT_REGISTERED:
+        if (lc->want_shut_down) {
+            /* The controller has no registration of ours left, so no
+             * leadership either: nothing to wait for. */
+            lc->shut_down = true;
+            return;
+        }
         /* The controller forgot this registration (a new incarnation took
          * the id, or the record was never committed): start over. */
         lc->state = CN_LC_UNREGISTERED;
@@ -113,6 +127,22 @@ void cn_lc_heartbeat(struct cn_lc *lc, int64_t now_ms, int err, bool fenced,
         return;
     default: lc_backoff(lc, now_ms); return;
     }
+}
+
+bool cn_lc_begin_shutdown(struct cn_lc *lc, int64_t now_ms)
+{
+    if (lc->want_shut_down)
+        return lc->shut_down;
+    lc->want_shut_down = true;
+    if (lc->state != CN_LC_REGISTERED || lc->fenced) {
+        lc->shut_down = true;
+        return true;
+    }
+    /* The first want_shut_down goes now; one in flight already carries
+     * none, and its answer schedules the next. */
+    if (!lc->in_flight)
+        lc->next_ms = now_ms;
+    return false;
 }
 
 /* ---- the executor ----------------------------------------------------- */
@@ -177,6 +207,11 @@ struct cn_lifecycle {
     bool discovering;    /* a DescribeCluster is in flight */
     int32_t hint_leader; /* the controller a voter named, -1 */
     char disc_cluster_id[64];
+    /* Controlled shutdown: its deadline, and whom to tell (NULL before it
+     * starts and once told). */
+    uv_timer_t sd_timer;
+    cn_lifecycle_shutdown_cb sd_cb;
+    int open_handles; /* timer and sd_timer, until closed */
 };
 
 static void lc_kick(struct cn_lifecycle *lc);
@@ -350,9 +385,28 @@ static void note_state(struct cn_lifecycle *lc)
     }
 }
 
+/* Tells the broker controlled shutdown is over, once. */
+static void sd_finish(struct cn_lifecycle *lc, bool approved)
+{
+    cn_lifecycle_shutdown_cb cb = lc->sd_cb;
+    if (!cb)
+        return;
+    lc->sd_cb = NULL;
+    uv_timer_stop(&lc->sd_timer);
+    if (approved)
+        CN_INFO("cluster: the controller approved the shutdown of node %d",
+                lc->b->node_id);
+    else
+        CN_WARN("cluster: the controller did not approve the shutdown of "
+                "node %d in time; stopping anyway",
+                lc->b->node_id);
+    cb(lc->b, approved);
+}
+
 /* An answer to the one request in flight, from either path. */
 static void lc_answer(struct cn_lifecycle *lc, enum cn_lc_action act, int err,
-                      int64_t epoch, bool fenced, bool caught_up)
+                      int64_t epoch, bool fenced, bool caught_up,
+                      bool should_shut_down)
 {
     int64_t now = lc_now();
     /* A controller named by a voter that turns out not to answer as one
@@ -373,9 +427,13 @@ static void lc_answer(struct cn_lifecycle *lc, enum cn_lc_action act, int err,
             err == KAFKA_BROKER_ID_NOT_REGISTERED)
             CN_WARN("cluster: heartbeat refused (%s): registering again",
                     cn_kerr_name((int16_t)err));
-        cn_lc_heartbeat(&lc->m, now, err, fenced, caught_up);
+        cn_lc_heartbeat(&lc->m, now, err, fenced, caught_up, should_shut_down);
     }
     note_state(lc);
+    if (lc->m.shut_down) {
+        sd_finish(lc, true); /* the broker stops, this lifecycle with it */
+        return;
+    }
     lc_kick(lc);
 }
 
@@ -395,7 +453,7 @@ static void on_peer_register(void *arg, int err, const void *response,
         return;
     const struct cn_broker_registration_response *rs = response;
     lc_answer(lc, CN_LCA_REGISTER, map_peer_err(err, rs ? rs->error_code : 0),
-              rs ? rs->broker_epoch : -1, true, false);
+              rs ? rs->broker_epoch : -1, true, false, false);
 }
 
 static void on_peer_heartbeat(void *arg, int err, const void *response,
@@ -407,7 +465,8 @@ static void on_peer_heartbeat(void *arg, int err, const void *response,
         return;
     const struct cn_broker_heartbeat_response *rs = response;
     lc_answer(lc, CN_LCA_HEARTBEAT, map_peer_err(err, rs ? rs->error_code : 0),
-              -1, rs ? rs->is_fenced : true, rs ? rs->is_caught_up : false);
+              -1, rs ? rs->is_fenced : true, rs ? rs->is_caught_up : false,
+              rs ? rs->should_shut_down : false);
 }
 
 static void on_waiter_done(struct cn_quorum_waiter *w,
@@ -423,9 +482,10 @@ static void on_waiter_done(struct cn_quorum_waiter *w,
     int err = ans->error == KAFKA_NOT_CONTROLLER ? CN_LC_ERR_TRANSPORT
                                                  : ans->error;
     if (act == CN_LCA_REGISTER)
-        lc_answer(lc, act, err, ans->u.broker_epoch, true, false);
+        lc_answer(lc, act, err, ans->u.broker_epoch, true, false, false);
     else
-        lc_answer(lc, act, err, -1, ans->u.hb.fenced, ans->u.hb.caught_up);
+        lc_answer(lc, act, err, -1, ans->u.hb.fenced, ans->u.hb.caught_up,
+                  ans->u.hb.should_shut_down);
 }
 
 static int64_t applied_offset(const struct cn_lifecycle *lc)
@@ -438,7 +498,7 @@ static void send_self(struct cn_lifecycle *lc, enum cn_lc_action act,
 {
     struct lc_waiter *lw = calloc(1, sizeof *lw);
     if (!lw) {
-        lc_answer(lc, act, CN_LC_ERR_TRANSPORT, -1, true, false);
+        lc_answer(lc, act, CN_LC_ERR_TRANSPORT, -1, true, false, false);
         return;
     }
     lw->w.done = on_waiter_done;
@@ -466,6 +526,7 @@ static void send_self(struct cn_lifecycle *lc, enum cn_lc_action act,
         ev.u.hb.broker_epoch = lc->m.epoch;
         ev.u.hb.metadata_offset = applied_offset(lc);
         ev.u.hb.want_fence = false;
+        ev.u.hb.want_shut_down = lc->m.want_shut_down;
     }
     lc->waiter = lw;
     cn_quorum_submit(lc->b->quorum, &ev, &lw->w);
@@ -515,7 +576,7 @@ static void send_peer(struct cn_lifecycle *lc, enum cn_lc_action act,
         rq.broker_epoch = lc->m.epoch;
         rq.current_metadata_offset = applied_offset(lc);
         rq.want_fence = false;
-        rq.want_shut_down = false;
+        rq.want_shut_down = lc->m.want_shut_down;
         rq.offline_log_dirs_len = 0;
         rc = cn_peer_call(lc->peer, CN_API_BROKER_HEARTBEAT,
                           LC_BROKER_HEARTBEAT_VERSION, &rq,
@@ -523,7 +584,7 @@ static void send_peer(struct cn_lifecycle *lc, enum cn_lc_action act,
     }
     if (rc != 0) {
         CN_WARN("cluster: cannot send to the controller: %s", cn_strerror(rc));
-        lc_answer(lc, act, CN_LC_ERR_TRANSPORT, -1, true, false);
+        lc_answer(lc, act, CN_LC_ERR_TRANSPORT, -1, true, false, false);
     }
 }
 
@@ -676,6 +737,9 @@ int cn_lifecycle_start(struct cn_broker *b)
     cn_lc_init(&lc->m, interval, 50, interval < 1000 ? interval : 1000);
     uv_timer_init(b->loop, &lc->timer);
     lc->timer.data = lc;
+    uv_timer_init(b->loop, &lc->sd_timer);
+    lc->sd_timer.data = lc;
+    lc->open_handles = 2;
     b->lifecycle = lc;
     lc_kick(lc);
     return 0;
@@ -684,6 +748,8 @@ int cn_lifecycle_start(struct cn_broker *b)
 static void on_timer_closed(uv_handle_t *h)
 {
     struct cn_lifecycle *lc = h->data;
+    if (--lc->open_handles > 0)
+        return;
     free(lc->voters);
     free(lc);
 }
@@ -704,8 +770,44 @@ void cn_lifecycle_stop(struct cn_broker *b)
         lc->disc_peer = NULL;
         cn_peer_free(p);
     }
+    lc->sd_cb = NULL; /* the broker stops anyway */
     uv_timer_stop(&lc->timer);
+    uv_timer_stop(&lc->sd_timer);
     uv_close((uv_handle_t *)&lc->timer, on_timer_closed);
+    uv_close((uv_handle_t *)&lc->sd_timer, on_timer_closed);
+}
+
+static void on_sd_timer(uv_timer_t *t)
+{
+    struct cn_lifecycle *lc = t->data;
+    sd_finish(lc, lc->m.shut_down);
+}
+
+int cn_lifecycle_shutdown(struct cn_broker *b, int64_t timeout_ms,
+                          cn_lifecycle_shutdown_cb cb)
+{
+    struct cn_lifecycle *lc = b->lifecycle;
+    if (!lc || lc->stopping || lc->m.want_shut_down)
+        return CN_EINVAL;
+    lc->sd_cb = cb;
+    if (cn_lc_begin_shutdown(&lc->m, lc_now())) {
+        CN_INFO("cluster: node %d leads nothing the controller knows of: "
+                "no controlled shutdown needed",
+                b->node_id);
+        /* Never inside this call. */
+        uv_timer_start(&lc->sd_timer, on_sd_timer, 1, 0);
+        return 0;
+    }
+    CN_INFO("cluster: controlled shutdown of node %d: asking the controller "
+            "to move its leaderships (at most %lld ms)",
+            b->node_id, (long long)timeout_ms);
+    uv_timer_start(&lc->sd_timer, on_sd_timer,
+                   (uint64_t)(timeout_ms > 0 ? timeout_ms : 1), 0);
+    if (!lc->m.in_flight) {
+        uv_timer_stop(&lc->timer);
+        uv_timer_start(&lc->timer, on_timer, 1, 0);
+    }
+    return 0;
 }
 
 int64_t cn_lifecycle_epoch(const struct cn_broker *b)

@@ -73,6 +73,7 @@ static const struct api_row rows[] = {
     {CN_API_DESCRIBE_TRANSACTIONS, "DescribeTransactions"},
     {CN_API_LIST_TRANSACTIONS, "ListTransactions"},
     {CN_API_ALLOCATE_PRODUCER_IDS, "AllocateProducerIds"},
+    {CN_API_ALTER_PARTITION, "AlterPartition"},
     {CN_API_CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat"},
     {CN_API_CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe"},
 };
@@ -176,11 +177,9 @@ static bool schema_field(const char *text, const char *field, long *num,
 
 /* The controller APIs protogen takes from cluster/ (its CLUSTER_MSGS);
  * the rest of that folder are client APIs covered elsewhere. */
-static const char *const cluster_apis[] = {"AllocateProducerIds",
-                                           "BrokerHeartbeat",
-                                           "BrokerRegistration",
-                                           "DescribeQuorum",
-                                           "UnregisterBroker"};
+static const char *const cluster_apis[] = {
+    "AllocateProducerIds", "AlterPartition", "BrokerHeartbeat",
+    "BrokerRegistration",  "DescribeQuorum", "UnregisterBroker"};
 
 static bool wanted_in(const char *sub, const char *api)
 {

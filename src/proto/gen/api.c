@@ -28,6 +28,8 @@ MSG_ADAPTERS(allocate_producer_ids_request)
 MSG_ADAPTERS(allocate_producer_ids_response)
 MSG_ADAPTERS(alter_configs_request)
 MSG_ADAPTERS(alter_configs_response)
+MSG_ADAPTERS(alter_partition_request)
+MSG_ADAPTERS(alter_partition_response)
 MSG_ADAPTERS(api_versions_request)
 MSG_ADAPTERS(api_versions_response)
 MSG_ADAPTERS(broker_heartbeat_request)
@@ -178,6 +180,16 @@ const struct cn_msg_info cn_msg_infos[CN_MSG_COUNT] = {
      init_alter_configs_response,
      decode_alter_configs_response,
      encode_alter_configs_response},
+    {"AlterPartitionRequest", 56, 0, 3, 0,
+     sizeof(struct cn_alter_partition_request),
+     init_alter_partition_request,
+     decode_alter_partition_request,
+     encode_alter_partition_request},
+    {"AlterPartitionResponse", 56, 0, 3, 0,
+     sizeof(struct cn_alter_partition_response),
+     init_alter_partition_response,
+     decode_alter_partition_response,
+     encode_alter_partition_response},
     {"ApiVersionsRequest", 18, 0, 4, 3,
      sizeof(struct cn_api_versions_request),
      init_api_versions_request,
@@ -1009,6 +1021,14 @@ const struct cn_api_info cn_api_infos[CN_API_COUNT] = {
      init_describe_quorum_response,
      decode_describe_quorum_response,
      encode_describe_quorum_response},
+    {CN_API_ALTER_PARTITION, "AlterPartition", 0, 3, 0, false,
+     sizeof(struct cn_alter_partition_request), sizeof(struct cn_alter_partition_response),
+     init_alter_partition_request,
+     decode_alter_partition_request,
+     encode_alter_partition_request,
+     init_alter_partition_response,
+     decode_alter_partition_response,
+     encode_alter_partition_response},
     {CN_API_DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0, false,
      sizeof(struct cn_describe_cluster_request), sizeof(struct cn_describe_cluster_response),
      init_describe_cluster_request,
@@ -1095,8 +1115,8 @@ const struct cn_api_info cn_api_infos[CN_API_COUNT] = {
 static const int8_t api_index[CN_API_KEY_MAX + 1] = {
     0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
     17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, -1, -1, 30, 31, -1, -1,
-    -1, -1, 32, -1, 33, -1, -1, 34, -1, -1, -1, -1, -1, -1, -1, 35, -1, -1, -1,
-    -1, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45,
+    -1, -1, 32, -1, 33, -1, -1, 34, -1, -1, -1, -1, -1, -1, -1, 35, 36, -1, -1,
+    -1, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46,
 };
 
 const struct cn_api_info *cn_api_info_get(int16_t api_key)
@@ -1166,6 +1186,7 @@ static const struct {
     {37, 0, 3},
     {42, 0, 2},
     {44, 0, 1},
+    {56, 0, 3},
     {60, 0, 1},
     {61, 0, 0},
     {62, 0, 4},

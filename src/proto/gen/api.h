@@ -51,8 +51,8 @@ struct cn_api_info {
     cn_msg_encode_fn encode_response; /* see cn_msg_info */
 };
 
-#define CN_MSG_COUNT 116
-#define CN_API_COUNT 46
+#define CN_MSG_COUNT 118
+#define CN_API_COUNT 47
 #define CN_API_KEY_MAX 69
 
 /* Every API key: each request schema's apiKey, and the APIs whose codecs
@@ -98,6 +98,7 @@ enum cn_api_key {
     CN_API_DESCRIBE_USER_SCRAM_CREDENTIALS = 50, /* hand-written */
     CN_API_ALTER_USER_SCRAM_CREDENTIALS = 51, /* hand-written */
     CN_API_DESCRIBE_QUORUM = 55,
+    CN_API_ALTER_PARTITION = 56,
     CN_API_DESCRIBE_CLUSTER = 60,
     CN_API_DESCRIBE_PRODUCERS = 61,
     CN_API_BROKER_REGISTRATION = 62,

@@ -11,6 +11,8 @@
 #include "allocate_producer_ids_response.h"
 #include "alter_configs_request.h"
 #include "alter_configs_response.h"
+#include "alter_partition_request.h"
+#include "alter_partition_response.h"
 #include "api_versions_request.h"
 #include "api_versions_response.h"
 #include "broker_heartbeat_request.h"

@@ -21,6 +21,8 @@ FILL_ADAPTER(allocate_producer_ids_request, allocate_producer_ids_request)
 FILL_ADAPTER(allocate_producer_ids_response, allocate_producer_ids_response)
 FILL_ADAPTER(alter_configs_request, alter_configs_request)
 FILL_ADAPTER(alter_configs_response, alter_configs_response)
+FILL_ADAPTER(alter_partition_request, alter_partition_request)
+FILL_ADAPTER(alter_partition_response, alter_partition_response)
 FILL_ADAPTER(api_versions_request, api_versions_request)
 FILL_ADAPTER(api_versions_response, api_versions_response)
 FILL_ADAPTER(broker_heartbeat_request, broker_heartbeat_request)
@@ -140,6 +142,8 @@ static void (*const proto_fillers[])(struct fill_rng *, struct cn_arena *,
     fillv_allocate_producer_ids_response,
     fillv_alter_configs_request,
     fillv_alter_configs_response,
+    fillv_alter_partition_request,
+    fillv_alter_partition_response,
     fillv_api_versions_request,
     fillv_api_versions_response,
     fillv_broker_heartbeat_request,

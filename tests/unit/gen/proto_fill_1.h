@@ -236,6 +236,126 @@ static void fill_alter_configs_response_alter_configs_response
     }
 }
 
+static void fill_alter_partition_request_broker_state
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_alter_partition_request_broker_state *m)
+{
+    (void)version;
+    (void)a;
+    cn_alter_partition_request_broker_state_init(m);
+    m->broker_id = (int32_t)fill_next(r);
+    m->broker_epoch = (int64_t)fill_next(r);
+}
+
+static void fill_alter_partition_request_partition_data
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_alter_partition_request_partition_data *m)
+{
+    int32_t n;
+    cn_alter_partition_request_partition_data_init(m);
+    m->partition_index = (int32_t)fill_next(r);
+    m->leader_epoch = (int32_t)fill_next(r);
+    n = fill_count(r, false);
+    m->new_isr_len = n;
+    m->new_isr = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->new_isr) : NULL;
+    for (int32_t i = 0; i < n; i++) {
+        m->new_isr[i] = (int32_t)fill_next(r);
+    }
+    n = fill_count(r, false);
+    m->new_isr_with_epochs_len = n;
+    m->new_isr_with_epochs = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->new_isr_with_epochs) : NULL;
+    for (int32_t i = 0; i < n; i++) {
+        fill_alter_partition_request_broker_state(r, a, version, &m->new_isr_with_epochs[i]);
+    }
+    m->leader_recovery_state = (int8_t)fill_next(r);
+    m->partition_epoch = (int32_t)fill_next(r);
+}
+
+static void fill_alter_partition_request_topic_data
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_alter_partition_request_topic_data *m)
+{
+    int32_t n;
+    cn_alter_partition_request_topic_data_init(m);
+    m->topic_name = fill_bytes(r, a, false);
+    fill_uuid(r, &m->topic_id);
+    n = fill_count(r, false);
+    m->partitions_len = n;
+    m->partitions = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->partitions) : NULL;
+    for (int32_t i = 0; i < n; i++) {
+        fill_alter_partition_request_partition_data(r, a, version, &m->partitions[i]);
+    }
+}
+
+static void fill_alter_partition_request_alter_partition_request
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_alter_partition_request *m)
+{
+    int32_t n;
+    cn_alter_partition_request_init(m);
+    m->broker_id = (int32_t)fill_next(r);
+    m->broker_epoch = (int64_t)fill_next(r);
+    n = fill_count(r, false);
+    m->topics_len = n;
+    m->topics = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->topics) : NULL;
+    for (int32_t i = 0; i < n; i++) {
+        fill_alter_partition_request_topic_data(r, a, version, &m->topics[i]);
+    }
+}
+
+static void fill_alter_partition_response_partition_data
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_alter_partition_response_partition_data *m)
+{
+    int32_t n;
+    (void)version;
+    cn_alter_partition_response_partition_data_init(m);
+    m->partition_index = (int32_t)fill_next(r);
+    m->error_code = (int16_t)fill_next(r);
+    m->leader_id = (int32_t)fill_next(r);
+    m->leader_epoch = (int32_t)fill_next(r);
+    n = fill_count(r, false);
+    m->isr_len = n;
+    m->isr = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->isr) : NULL;
+    for (int32_t i = 0; i < n; i++) {
+        m->isr[i] = (int32_t)fill_next(r);
+    }
+    m->leader_recovery_state = (int8_t)fill_next(r);
+    m->partition_epoch = (int32_t)fill_next(r);
+}
+
+static void fill_alter_partition_response_topic_data
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_alter_partition_response_topic_data *m)
+{
+    int32_t n;
+    cn_alter_partition_response_topic_data_init(m);
+    m->topic_name = fill_bytes(r, a, false);
+    fill_uuid(r, &m->topic_id);
+    n = fill_count(r, false);
+    m->partitions_len = n;
+    m->partitions = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->partitions) : NULL;
+    for (int32_t i = 0; i < n; i++) {
+        fill_alter_partition_response_partition_data(r, a, version, &m->partitions[i]);
+    }
+}
+
+static void fill_alter_partition_response_alter_partition_response
+    (struct fill_rng *r, struct cn_arena *a, int16_t version,
+     struct cn_alter_partition_response *m)
+{
+    int32_t n;
+    cn_alter_partition_response_init(m);
+    m->throttle_time_ms = (int32_t)fill_next(r);
+    m->error_code = (int16_t)fill_next(r);
+    n = fill_count(r, false);
+    m->topics_len = n;
+    m->topics = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->topics) : NULL;
+    for (int32_t i = 0; i < n; i++) {
+        fill_alter_partition_response_topic_data(r, a, version, &m->topics[i]);
+    }
+}
+
 static void fill_api_versions_request_api_versions_request
     (struct fill_rng *r, struct cn_arena *a, int16_t version,
      struct cn_api_versions_request *m)
@@ -1234,127 +1354,4 @@ static void fill_describe_acls_request_describe_acls_request
     m->host_filter = fill_bytes(r, a, true);
     m->operation = (int8_t)fill_next(r);
     m->permission_type = (int8_t)fill_next(r);
-}
-
-static void fill_describe_acls_response_acl_description
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_acls_response_acl_description *m)
-{
-    (void)version;
-    cn_describe_acls_response_acl_description_init(m);
-    m->principal = fill_bytes(r, a, false);
-    m->host = fill_bytes(r, a, false);
-    m->operation = (int8_t)fill_next(r);
-    m->permission_type = (int8_t)fill_next(r);
-}
-
-static void fill_describe_acls_response_describe_acls_resource
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_acls_response_describe_acls_resource *m)
-{
-    int32_t n;
-    cn_describe_acls_response_describe_acls_resource_init(m);
-    m->resource_type = (int8_t)fill_next(r);
-    m->resource_name = fill_bytes(r, a, false);
-    m->pattern_type = (int8_t)fill_next(r);
-    n = fill_count(r, false);
-    m->acls_len = n;
-    m->acls = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->acls) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        fill_describe_acls_response_acl_description(r, a, version, &m->acls[i]);
-    }
-}
-
-static void fill_describe_acls_response_describe_acls_response
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_acls_response *m)
-{
-    int32_t n;
-    cn_describe_acls_response_init(m);
-    m->throttle_time_ms = (int32_t)fill_next(r);
-    m->error_code = (int16_t)fill_next(r);
-    m->error_message = fill_bytes(r, a, true);
-    n = fill_count(r, false);
-    m->resources_len = n;
-    m->resources = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->resources) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        fill_describe_acls_response_describe_acls_resource(r, a, version, &m->resources[i]);
-    }
-}
-
-static void fill_describe_cluster_request_describe_cluster_request
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_cluster_request *m)
-{
-    (void)version;
-    (void)a;
-    cn_describe_cluster_request_init(m);
-    m->include_cluster_authorized_operations = (fill_next(r) & 1) != 0;
-    m->endpoint_type = (int8_t)fill_next(r);
-}
-
-static void fill_describe_cluster_response_describe_cluster_broker
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_cluster_response_describe_cluster_broker *m)
-{
-    (void)version;
-    cn_describe_cluster_response_describe_cluster_broker_init(m);
-    m->broker_id = (int32_t)fill_next(r);
-    m->host = fill_bytes(r, a, false);
-    m->port = (int32_t)fill_next(r);
-    m->rack = fill_bytes(r, a, true);
-}
-
-static void fill_describe_cluster_response_describe_cluster_response
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_cluster_response *m)
-{
-    int32_t n;
-    cn_describe_cluster_response_init(m);
-    m->throttle_time_ms = (int32_t)fill_next(r);
-    m->error_code = (int16_t)fill_next(r);
-    m->error_message = fill_bytes(r, a, true);
-    m->endpoint_type = (int8_t)fill_next(r);
-    m->cluster_id = fill_bytes(r, a, false);
-    m->controller_id = (int32_t)fill_next(r);
-    n = fill_count(r, false);
-    m->brokers_len = n;
-    m->brokers = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->brokers) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        fill_describe_cluster_response_describe_cluster_broker(r, a, version, &m->brokers[i]);
-    }
-    m->cluster_authorized_operations = (int32_t)fill_next(r);
-}
-
-static void fill_describe_configs_request_describe_configs_resource
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_configs_request_describe_configs_resource *m)
-{
-    int32_t n;
-    (void)version;
-    cn_describe_configs_request_describe_configs_resource_init(m);
-    m->resource_type = (int8_t)fill_next(r);
-    m->resource_name = fill_bytes(r, a, false);
-    n = fill_count(r, true);
-    m->configuration_keys_len = n;
-    m->configuration_keys = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->configuration_keys) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        m->configuration_keys[i] = fill_bytes(r, a, false);
-    }
-}
-
-static void fill_describe_configs_request_describe_configs_request
-    (struct fill_rng *r, struct cn_arena *a, int16_t version,
-     struct cn_describe_configs_request *m)
-{
-    int32_t n;
-    cn_describe_configs_request_init(m);
-    n = fill_count(r, false);
-    m->resources_len = n;
-    m->resources = n > 0 ? cn_arena_calloc(a, (size_t)n, sizeof *m->resources) : NULL;
-    for (int32_t i = 0; i < n; i++) {
-        fill_describe_configs_request_describe_configs_resource(r, a, version, &m->resources[i]);
-    }
-    m->include_synonyms = (fill_next(r) & 1) != 0;
-    m->include_documentation = (fill_next(r) & 1) != 0;
 }
