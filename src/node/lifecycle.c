@@ -403,6 +403,12 @@ static void sd_finish(struct cn_lifecycle *lc, bool approved)
     cb(lc->b, approved);
 }
 
+static void on_sd_timer(uv_timer_t *t)
+{
+    struct cn_lifecycle *lc = t->data;
+    sd_finish(lc, lc->m.shut_down);
+}
+
 /* An answer to the one request in flight, from either path. */
 static void lc_answer(struct cn_lifecycle *lc, enum cn_lc_action act, int err,
                       int64_t epoch, bool fenced, bool caught_up,
@@ -431,7 +437,10 @@ static void lc_answer(struct cn_lifecycle *lc, enum cn_lc_action act, int err,
     }
     note_state(lc);
     if (lc->m.shut_down) {
-        sd_finish(lc, true); /* the broker stops, this lifecycle with it */
+        /* The broker stops, this lifecycle and its peer with it: not from
+         * inside the peer's (or the quorum's) callback. */
+        if (lc->sd_cb)
+            uv_timer_start(&lc->sd_timer, on_sd_timer, 1, 0);
         return;
     }
     lc_kick(lc);
@@ -775,12 +784,6 @@ void cn_lifecycle_stop(struct cn_broker *b)
     uv_timer_stop(&lc->sd_timer);
     uv_close((uv_handle_t *)&lc->timer, on_timer_closed);
     uv_close((uv_handle_t *)&lc->sd_timer, on_timer_closed);
-}
-
-static void on_sd_timer(uv_timer_t *t)
-{
-    struct cn_lifecycle *lc = t->data;
-    sd_finish(lc, lc->m.shut_down);
 }
 
 int cn_lifecycle_shutdown(struct cn_broker *b, int64_t timeout_ms,
