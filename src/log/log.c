@@ -819,7 +819,9 @@ static bool out_of_space(int err)
     return err == -ENOSPC || err == -EDQUOT;
 }
 
-static int roll(struct cn_log *log)
+/* Starts a new active segment at base (the end offset, or above it for a
+ * follower's batch past a gap). */
+static int roll_at(struct cn_log *log, int64_t base)
 {
     struct cn_segment *seg, *old = active(log);
     struct log_seg_mark mark;
@@ -829,11 +831,11 @@ static int roll(struct cn_log *log)
      * even one untouched since open: the seal may just have written. */
     old->durable = false;
     if (!err)
-        err = log_seg_create(log, log->end_offset, &seg);
+        err = log_seg_create(log, base, &seg);
     if (out_of_space(err)) {
         /* The active segment is not empty, so nothing of it has this
          * base; a later roll seals again. */
-        log_seg_unlink(log, log->end_offset);
+        log_seg_unlink(log, base);
         if (log_seg_undo(old, &mark) == 0)
             return -ENOSPC;
     }
@@ -852,17 +854,17 @@ static int roll(struct cn_log *log)
     return 0;
 }
 
-int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
-                  int64_t *base_offset_out)
+static int roll(struct cn_log *log)
 {
-    struct cn_batch_hdr bh;
-    struct log_bhdr h;
-    if (log->offline)
-        return CN_EOFFLINE;
-    if (cn_batch_hdr_parse(batch, len, &bh) || cn_batch_size(&bh) != len ||
-        log_bhdr_parse(batch, len, &h))
-        return CN_EINVAL;
-    int64_t base = log->end_offset;
+    return roll_at(log, log->end_offset);
+}
+
+/* The append proper: batch is written at base (the end offset, or a
+ * follower's batch's own, >= it), with the roll, indexes and undo on a
+ * full disk. */
+static int append_batch(struct cn_log *log, const uint8_t *batch, size_t len,
+                        struct log_bhdr h, int64_t base)
+{
     if (base > INT64_MAX - 1 - h.last_offset_delta)
         return CN_EINVAL;
     struct cn_segment *seg = active(log);
@@ -871,12 +873,19 @@ int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
         ((int64_t)len > log->cfg.segment_bytes - seg->size ||
          now - seg->created_ms >= log->cfg.segment_ms ||
          base + h.last_offset_delta - seg->base > INT32_MAX)) {
-        int err = roll(log);
+        /* At the end offset, so a gap before a follower's batch stays
+         * inside a segment (as a cleaned one has), unless the new
+         * segment's index could not address it from there either. */
+        int64_t at = log->end_offset;
+        if (base + h.last_offset_delta - at > INT32_MAX)
+            at = base;
+        int err = roll_at(log, at);
         if (err)
             return err;
         seg = active(log);
     }
-    cn_batch_set_base_offset(batch, base);
+    if (base + h.last_offset_delta - seg->base > INT32_MAX)
+        return CN_ERANGE; /* an empty segment too far below the batch */
     h.base_offset = base;
 
     int64_t pos = seg->size;
@@ -922,10 +931,45 @@ int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
         log->max_ts = h.max_timestamp;
         log->max_ts_offset = base + h.last_offset_delta;
     }
-    if (base_offset_out)
-        *base_offset_out = base;
     (void)CN_FAILPOINT("log.after_append_before_sync");
     return 0;
+}
+
+int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
+                  int64_t *base_offset_out)
+{
+    struct cn_batch_hdr bh;
+    struct log_bhdr h;
+    if (log->offline)
+        return CN_EOFFLINE;
+    if (cn_batch_hdr_parse(batch, len, &bh) || cn_batch_size(&bh) != len ||
+        log_bhdr_parse(batch, len, &h))
+        return CN_EINVAL;
+    int64_t base = log->end_offset;
+    if (base > INT64_MAX - 1 - h.last_offset_delta)
+        return CN_EINVAL;
+    /* Patched before the write: the bytes on disk carry it. */
+    cn_batch_set_base_offset(batch, base);
+    int err = append_batch(log, batch, len, h, base);
+    if (err)
+        return err;
+    if (base_offset_out)
+        *base_offset_out = base;
+    return 0;
+}
+
+int cn_log_append_at(struct cn_log *log, const uint8_t *batch, size_t len)
+{
+    struct cn_batch_hdr bh;
+    struct log_bhdr h;
+    if (log->offline)
+        return CN_EOFFLINE;
+    if (cn_batch_hdr_parse(batch, len, &bh) || cn_batch_size(&bh) != len ||
+        log_bhdr_parse(batch, len, &h))
+        return CN_EINVAL;
+    if (h.base_offset < log->end_offset)
+        return CN_ERANGE;
+    return append_batch(log, batch, len, h, h.base_offset);
 }
 
 /* --- read --------------------------------------------------------------- */
@@ -1084,7 +1128,9 @@ struct sync_file {
 };
 
 struct cn_log_sync {
-    int64_t end_offset;        /* synced offset once this succeeds */
+    struct cn_log_sync *next;  /* the log's syncs in flight */
+    int64_t end_offset;        /* synced offset once this succeeds; a
+                                * truncation meanwhile lowers it (loop) */
     size_t nsegs;              /* segments referenced */
     struct cn_segment **segs;  /* referenced segments */
     bool *full;                /* per segment: indexes synced too */
@@ -1153,6 +1199,8 @@ struct cn_log_sync *cn_log_sync_begin(struct cn_log *log)
         }
     }
     s->end_offset = log->end_offset;
+    s->next = log->syncs;
+    log->syncs = s;
     log->syncs_in_flight++;
     return s;
 }
@@ -1225,6 +1273,11 @@ static int sync_outcome(const struct cn_log_sync *s, int err)
 int cn_log_sync_end(struct cn_log *log, struct cn_log_sync *s, int err)
 {
     log->syncs_in_flight--;
+    for (struct cn_log_sync **pp = &log->syncs; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
     err = sync_outcome(s, err);
     if (err) {
         log_go_offline(log, "fdatasync", err);
@@ -1379,4 +1432,138 @@ int cn_log_delete_records(struct cn_log *log, int64_t offset)
         }
     }
     return after_delete(log, deleted);
+}
+
+/* --- truncation (replication) ------------------------------------------- */
+
+/* The log now ends at end: nothing above it is synced, whatever a sync in
+ * flight covered when it began, and cut (if any) lost its rolled,
+ * synced-whole state. */
+static void syncs_cap(struct cn_log *log, int64_t end,
+                      const struct cn_segment *cut)
+{
+    for (struct cn_log_sync *s = log->syncs; s; s = s->next) {
+        if (s->end_offset > end)
+            s->end_offset = end;
+        for (size_t i = 0; i < s->nsegs; i++)
+            if (s->segs[i] == cut)
+                s->full[i] = false;
+    }
+    if (log->synced_offset > end)
+        log->synced_offset = end;
+}
+
+/* The cleaner's checkpoint must not call offsets clean that the log no
+ * longer holds (new batches will get them): cleaning starts over. */
+static void forget_cleaned(struct cn_log *log, int64_t end)
+{
+    if (log->clean_first_dirty <= end)
+        return;
+    log->clean_first_dirty = -1;
+    int err = cn_log_clean_forget(log->dir);
+    if (err)
+        CN_WARN("log %s: cannot forget its cleaner checkpoint: %s", log->dir,
+                cn_strerror(err));
+}
+
+/* Unlinks and drops segs[from..], newest first: a crash midway leaves a
+ * prefix of the log, never a hole. */
+static int drop_from(struct cn_log *log, size_t from)
+{
+    while (log->nsegs > from) {
+        struct cn_segment *seg = log->segs[log->nsegs - 1];
+        log->nsegs--;
+        int err = log_seg_unlink(log, seg->base);
+        seg_release(seg);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+int cn_log_truncate_to(struct cn_log *log, int64_t offset)
+{
+    if (log->offline)
+        return CN_EOFFLINE;
+    if (offset < log->start_offset || offset > log->end_offset)
+        return CN_ERANGE;
+    if (offset == log->end_offset)
+        return 0;
+    /* A pass reads these segments on a worker and may swap them. */
+    if (log->clean_busy)
+        return CN_EBUSY;
+    size_t si = log_find_seg(log, offset);
+    int err = drop_from(log, si + 1);
+    struct cn_segment *seg = active(log);
+    const char *what = "truncation";
+    if (!err)
+        err = log_seg_truncate(log, seg, offset);
+    /* Synced now: a crash must not bring the cut batches back (they are
+     * the diverged ones a follower must not serve again). */
+    if (!err)
+        err = sync_seg_all(seg);
+    if (!err)
+        err = cn_file_sync_dir(log->dir);
+    if (err) {
+        log_go_offline(log, what, err);
+        return CN_EOFFLINE;
+    }
+    log->end_offset = seg->next_offset;
+    syncs_cap(log, log->end_offset, seg);
+    log_recompute_max_ts(log);
+    forget_cleaned(log, log->end_offset);
+    CN_INFO("log %s: truncated to offset %lld (asked %lld)", log->dir,
+            (long long)log->end_offset, (long long)offset);
+    /* The cut segment is active again and not synced whole: recovery must
+     * scan it (and anything rolled after it) after a crash. */
+    if (log->ckpt_rp > seg->base) {
+        err = ckpt_write(log, log->start_offset, seg->base, false);
+        if (err) {
+            log_go_offline(log, "checkpoint write", err);
+            return CN_EOFFLINE;
+        }
+    }
+    if (log->end_offset < log->start_offset)
+        return cn_log_reset_at(log, log->start_offset);
+    return 0;
+}
+
+int cn_log_reset_at(struct cn_log *log, int64_t new_start)
+{
+    if (log->offline)
+        return CN_EOFFLINE;
+    if (new_start < 0)
+        return CN_EINVAL;
+    if (log->clean_busy)
+        return CN_EBUSY;
+    struct cn_segment *seg = NULL;
+    int err = drop_from(log, 0);
+    if (!err)
+        err = cn_file_sync_dir(log->dir);
+    if (!err)
+        err = log_seg_create(log, new_start, &seg);
+    if (!err) {
+        err = push_seg(log, seg);
+        if (err)
+            log_seg_free(seg);
+    }
+    if (err) {
+        /* No segment left to serve from: offline until a restart. */
+        log_go_offline(log, "log reset", err);
+        return CN_EOFFLINE;
+    }
+    seg->durable = true;
+    log->start_offset = log->end_offset = new_start;
+    syncs_cap(log, new_start, NULL);
+    log->synced_offset = new_start;
+    log->max_ts = log->max_ts_offset = -1;
+    forget_cleaned(log, -1);
+    err = ckpt_write(log, new_start, new_start, false);
+    if (err) {
+        log_go_offline(log, "checkpoint write", err);
+        return CN_EOFFLINE;
+    }
+    CN_INFO("log %s: emptied, restarting at offset %lld", log->dir,
+            (long long)new_start);
+    return 0;
 }

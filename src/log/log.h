@@ -53,6 +53,7 @@
 #ifndef CN_LOG_LOG_H
 #define CN_LOG_LOG_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -152,6 +153,50 @@ const char *cn_log_dir(const struct cn_log *log);
  * Runs on: loop. */
 int cn_log_append(struct cn_log *log, uint8_t *batch, size_t len,
                   int64_t *base_offset_out);
+
+/* A follower's append (replication): as cn_log_append, but the batch
+ * keeps the base offset it has, its leader's.  That offset must be >= the
+ * end offset; a gap between them is allowed (a compacted leader's log has
+ * them) and the end offset becomes the batch's last offset + 1.  Returns
+ * CN_ERANGE, writing nothing, for a base below the end offset or one so
+ * far above the segment that its index could not address it; otherwise
+ * as cn_log_append.  Runs on: loop. */
+int cn_log_append_at(struct cn_log *log, const uint8_t *batch, size_t len);
+
+/* The caller must retry later: a cleaner pass is working on this log. */
+#define CN_EBUSY (-EBUSY)
+
+/* A follower whose log diverged from its leader's (KIP-101): removes every
+ * batch holding an offset >= offset, so the end offset becomes offset, or
+ * the end of the last batch kept when offset falls inside a batch or a
+ * gap (a log never ends inside a batch; Kafka's does not either once
+ * reopened).  Segments above go whole; the one holding the cut is cut
+ * with its indexes and .txnindex and becomes the active segment; the
+ * files are fdatasynced and the checkpoint's recovery point lowered to
+ * that segment's base before this returns, so a crash cannot bring the
+ * cut batches back.  The synced offset is capped at the new end, and so
+ * is what every sync in flight will claim when it ends: cn_log_sync_end
+ * never raises the synced offset above what the truncation left (the
+ * bytes it synced below the cut are the same bytes).  If the cut leaves
+ * nothing at or above the log start (offset inside the batch holding the
+ * start), the log is reset at the start as cn_log_reset_at.  Returns 0
+ * (also when offset is the end offset already), CN_ERANGE when offset is
+ * below the log start or above the end, CN_EBUSY during a cleaner pass,
+ * CN_EOFFLINE, or the error that took the log offline.  Runs on: loop
+ * (blocking: unlinks, ftruncates, fdatasyncs). */
+int cn_log_truncate_to(struct cn_log *log, int64_t offset);
+
+/* A follower behind its leader's log start (Kafka's
+ * truncateFullyAndStartAt): deletes every segment and starts an empty log
+ * at new_start (start = end = synced offset = new_start), whatever the
+ * old offsets were; the cleaner's checkpoint for it is forgotten.  Syncs
+ * in flight claim nothing above new_start.  Segments are unlinked newest
+ * first, then the new one is created and the checkpoint written, so a
+ * crash leaves an older prefix of the old log at worst (which the
+ * follower truncates again).  Returns 0, CN_EINVAL for a negative
+ * new_start, CN_EBUSY during a cleaner pass, CN_EOFFLINE or the error
+ * that took the log offline.  Runs on: loop. */
+int cn_log_reset_at(struct cn_log *log, int64_t new_start);
 
 /* Reads whole batches starting with the one containing offset, stopping
  * before any batch whose base offset is >= max_offset (e.g. the high

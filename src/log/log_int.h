@@ -124,6 +124,8 @@ struct cn_log {
     bool clean_busy;             /* a cleaning job is in flight */
     bool clean_swapping;         /* its swap runs on a worker: no segment
                                   * may be deleted until it ended */
+    struct cn_log_sync *syncs;   /* in flight, so a truncation can cap what
+                                  * they will claim synced */
 };
 
 /* Big-endian helpers. */
@@ -225,6 +227,14 @@ int log_seg_load_trusted(struct cn_log *log, struct cn_segment *seg);
 /* The same with the index interval given, reading nothing of seg->log
  * but its dir: a worker's check of a detached segment. */
 int log_seg_load_at(struct cn_segment *seg, int64_t index_interval);
+/* Cuts seg so that no batch holding an offset >= offset stays: .log at
+ * that batch's position, offset/time index entries of removed batches,
+ * .txnindex entries of markers removed; recomputes size, next_offset and
+ * the max timestamp from what is kept (reading only headers) and marks
+ * it not durable.  Does not sync.  Returns 0 or -errno (the files are
+ * then in doubt). */
+int log_seg_truncate(struct cn_log *log, struct cn_segment *seg,
+                     int64_t offset);
 /* Reads the header at pos; returns 0, CN_ETRUNC at/after end, or an error. */
 int log_seg_read_hdr(struct cn_segment *seg, int64_t pos,
                      struct log_bhdr *h);

@@ -661,3 +661,96 @@ int log_seg_load_at(struct cn_segment *seg, int64_t index_interval)
     seg->tidx_bytes = index_interval;
     return 0;
 }
+
+int log_seg_truncate(struct cn_log *log, struct cn_segment *seg,
+                     int64_t offset)
+{
+    /* Walk from the index entry before the one at or below offset, so the
+     * batch before the cut is seen (its end is the segment's new end). */
+    size_t k = 0;
+    while (k < seg->idx_n && seg->base + (int64_t)seg->idx[k].rel <= offset)
+        k++;
+    int64_t pos = k >= 2 ? seg->idx[k - 2].pos : 0;
+    int64_t next = k >= 2 ? seg->base + seg->idx[k - 2].rel : seg->base;
+    while (pos < seg->size) {
+        struct log_bhdr h;
+        int err = log_seg_read_hdr(seg, pos, &h);
+        if (err)
+            return err;
+        /* A batch holding offset goes whole: a log never ends inside a
+         * batch (Kafka's LogSegment.truncateTo does the same). */
+        if (h.base_offset + h.last_offset_delta >= offset)
+            break;
+        pos += h.total_bytes;
+        next = h.base_offset + h.last_offset_delta + 1;
+    }
+    if (pos >= seg->size)
+        return 0; /* nothing at or past offset here */
+
+    /* Index entries of batches that go: the offset index names batches by
+     * position, the time index by the last offset of the batch. */
+    size_t idx_n = seg->idx_n, tidx_n = seg->tidx_n, txn_n = seg->txn_n;
+    while (idx_n > 0 && (int64_t)seg->idx[idx_n - 1].pos >= pos)
+        idx_n--;
+    while (tidx_n > 0 &&
+           seg->base + (int64_t)seg->tidx[tidx_n - 1].rel >= next)
+        tidx_n--;
+    while (txn_n > 0 && seg->txn[txn_n - 1].last_offset >= next)
+        txn_n--;
+
+    /* The max timestamp of what is kept: the last time index entry kept
+     * is a lower bound; batches after it may have raised it without an
+     * entry (the index is sparse), so walk them. */
+    int64_t max_ts = -1, max_ts_offset = -1, from = 0;
+    if (tidx_n > 0) {
+        max_ts = seg->tidx[tidx_n - 1].ts;
+        max_ts_offset = seg->base + seg->tidx[tidx_n - 1].rel;
+        from = log_seg_lookup(seg, max_ts_offset);
+    }
+    while (from < pos) {
+        struct log_bhdr h;
+        int err = log_seg_read_hdr(seg, from, &h);
+        if (err)
+            return err;
+        if (h.max_timestamp > max_ts) {
+            max_ts = h.max_timestamp;
+            max_ts_offset = h.base_offset + h.last_offset_delta;
+        }
+        from += h.total_bytes;
+    }
+
+    int fd, err = log_fd_get(seg, LOG_FILE_LOG, &fd);
+    if (!err)
+        err = cn_file_ops->ftruncate(fd, pos);
+    if (!err)
+        err = log_fd_get(seg, LOG_FILE_INDEX, &fd);
+    if (!err)
+        err = cn_file_ops->ftruncate(fd, (off_t)(idx_n * LOG_IDX_ENTRY));
+    if (!err)
+        err = log_fd_get(seg, LOG_FILE_TIMEINDEX, &fd);
+    if (!err)
+        err = cn_file_ops->ftruncate(fd, (off_t)(tidx_n * LOG_TIDX_ENTRY));
+    if (!err && seg->txn_file) {
+        err = log_fd_get(seg, LOG_FILE_TXNINDEX, &fd);
+        if (!err)
+            err = cn_file_ops->ftruncate(fd, (off_t)(txn_n * LOG_TXN_ENTRY));
+    }
+    if (err)
+        return err;
+    seg->size = pos;
+    seg->next_offset = next;
+    seg->idx_n = idx_n;
+    seg->tidx_n = tidx_n;
+    seg->txn_n = txn_n;
+    seg->txn_min_first = INT64_MAX;
+    for (size_t i = 0; i < txn_n; i++)
+        if (seg->txn[i].first_offset < seg->txn_min_first)
+            seg->txn_min_first = seg->txn[i].first_offset;
+    seg->idx_bytes = pos - (idx_n > 0 ? (int64_t)seg->idx[idx_n - 1].pos : 0);
+    /* At worst one time index entry more, as after a load. */
+    seg->tidx_bytes = log->cfg.index_interval_bytes;
+    seg->max_ts = max_ts;
+    seg->max_ts_offset = max_ts_offset;
+    seg->durable = false;
+    return 0;
+}

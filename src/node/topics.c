@@ -296,9 +296,16 @@ static int partition_open(struct cn_broker *b, struct cn_topic *t,
                             ? cn_log_synced_offset(p->log)
                             : cn_log_end_offset(p->log);
     err = cn_partition_producers_load(p, dir + strlen(b->data_dir) + 1);
-    if (err) {
+    if (!err) {
+        err = cn_partition_epochs_load(p);
+        if (err)
+            CN_ERROR("cannot load the leader epochs of %s: %s", dir,
+                     cn_strerror(err));
+    } else {
         CN_ERROR("cannot load producer state of %s: %s", dir,
                  cn_strerror(err));
+    }
+    if (err) {
         if (p->pstate)
             cn_pstate_free(p->pstate);
         cn_log_close(p->log);
@@ -337,6 +344,7 @@ static void close_partitions(struct cn_topic *t)
     for (int32_t i = 0; i < t->partition_count; i++)
         if (t->partitions[i]) {
             cn_partition_producers_close(t->partitions[i]);
+            cn_partition_epochs_close(t->partitions[i]);
             cn_log_close(t->partitions[i]->log);
             free(t->partitions[i]);
             t->partitions[i] = NULL;
@@ -481,6 +489,7 @@ void cn_topics_reap(struct cn_broker *b)
         cn_log_delete(p->log);
         if (p->pstate)
             cn_pstate_free(p->pstate);
+        cn_partition_epochs_close(p);
         free(p);
     }
     /* Taken whole first: a woken request may delete a topic and wait

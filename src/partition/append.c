@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "partition/epochs.h"
 #include "partition/partition.h"
 #include "proto/kerr.h"
 
@@ -67,10 +68,21 @@ static int16_t check_operator(struct cn_partition *p,
     return KAFKA_NONE;
 }
 
+/* A follower's batch keeps its leader's offsets, which must go on from
+ * where its log (and the batches before it in the request) end. */
+static int16_t check_replica(const struct cn_batch_hdr *hdr, int64_t *next)
+{
+    if (hdr->base_offset < *next)
+        return KAFKA_OFFSET_OUT_OF_RANGE;
+    *next = cn_batch_last_offset(hdr) + 1;
+    return KAFKA_NONE;
+}
+
 /* The origin's checks over every batch, before anything is written. */
 static int16_t check_all(struct cn_partition *p, struct cn_part_append *a)
 {
     const uint8_t *pos = a->batches, *end = a->batches + a->len;
+    int64_t next = cn_log_end_offset(p->log);
     while (pos < end) {
         struct cn_batch_hdr hdr;
         if (cn_batch_hdr_parse(pos, (size_t)(end - pos), &hdr) != 0)
@@ -82,6 +94,8 @@ static int16_t check_all(struct cn_partition *p, struct cn_part_append *a)
             kerr = check_client(p, a, &hdr, &dup, &dup_offset);
         else if (a->origin == CN_PART_OPERATOR)
             kerr = check_operator(p, &hdr);
+        else if (a->origin == CN_PART_REPLICA)
+            kerr = check_replica(&hdr, &next);
         if (kerr)
             return kerr;
         if (dup) {
@@ -97,19 +111,33 @@ static int16_t check_all(struct cn_partition *p, struct cn_part_append *a)
 /* A refusal of this write, not a failing disk. */
 static bool write_refused(int err)
 {
-    return err == CN_ENOMEM || err == CN_EINVAL || err == CN_ETOOBIG;
+    return err == CN_ENOMEM || err == CN_EINVAL || err == CN_ETOOBIG ||
+           err == CN_ERANGE;
 }
 
 /* Appends one batch and keeps the derived state in step with it. */
 static int append_one(struct cn_partition *p, const struct cn_part_env *env,
                       struct cn_part_append *a, uint8_t *batch, size_t len)
 {
-    if (a->origin == CN_PART_CLIENT)
-        cn_batch_set_leader_epoch(batch, 0);
-    if (a->append_time >= 0)
+    bool replica = a->origin == CN_PART_REPLICA;
+    /* The epoch of the leader that wrote it, which followers copy: how a
+     * follower later finds where its log and a new leader's diverge. */
+    int32_t epoch = p->leader_epoch < 0 ? 0 : p->leader_epoch;
+    if (!replica)
+        cn_batch_set_leader_epoch(batch, epoch);
+    if (!replica && a->append_time >= 0)
         cn_batch_set_log_append_time(batch, len, a->append_time);
     int64_t base;
-    int err = cn_log_append(p->log, batch, len, &base);
+    int err;
+    if (replica) {
+        struct cn_batch_hdr h;
+        err = cn_batch_hdr_parse(batch, len, &h) != 0 ? CN_EINVAL : 0;
+        if (!err)
+            err = cn_log_append_at(p->log, batch, len);
+        base = err ? -1 : h.base_offset;
+    } else {
+        err = cn_log_append(p->log, batch, len, &base);
+    }
     if (err) {
         if (err != -ENOSPC && !write_refused(err))
             env->dir_failed(env->ctx, a->what, err);
@@ -123,6 +151,16 @@ static int append_one(struct cn_partition *p, const struct cn_part_env *env,
     struct cn_batch_hdr hdr;
     if (cn_batch_hdr_parse(batch, len, &hdr) != 0)
         return 0;
+    /* The first batch of an epoch the cache has not seen starts it. */
+    if (p->epochs && hdr.leader_epoch > cn_epochs_latest(p->epochs)) {
+        err = cn_epochs_assign(p->epochs, hdr.leader_epoch, base);
+        if (err) {
+            /* The batch is in the log; a stale checkpoint would answer
+             * OffsetsForLeaderEpoch wrongly after a restart. */
+            env->dir_failed(env->ctx, "a leader-epoch checkpoint write", err);
+            return err;
+        }
+    }
     err = cn_partition_record_batch(p, batch, len, &hdr);
     if (err) {
         /* The log has the batch and the producer state does not: only a
@@ -149,7 +187,7 @@ int cn_part_append(struct cn_partition *p, const struct cn_part_env *env,
             env->appended(env->ctx, p);
         return 0;
     }
-    if (a->prepare) {
+    if (a->prepare && a->origin != CN_PART_REPLICA) {
         a->kerr = a->prepare(a->arg, a);
         if (a->kerr)
             return -1;

@@ -5,9 +5,10 @@
  *
  * Every write to a partition goes through cn_part_append, whoever makes
  * it: a client's Produce, a coordinator's marker or internal-topic record,
- * an operator's WriteTxnMarkers (and next, a follower copying its
- * leader).  What depends on the origin is only the validation before the
- * write; the write itself (append, roll snapshot, producer-state update,
+ * an operator's WriteTxnMarkers, a follower copying its leader.  (The few
+ * writes that are no append, a follower's truncation, are here too.)
+ * What depends on the origin is only the validation before the write;
+ * the write itself (append, roll snapshot, producer-state update,
  * .txnindex entry for an abort, hand-off to group commit) is the same for
  * all, so no caller can forget a step.
  *
@@ -31,6 +32,7 @@
 
 struct cn_topic;
 struct cn_part_snap;
+struct cn_epochs;
 
 struct cn_partition {
     struct cn_topic *topic;    /* owner (the broker's) */
@@ -54,6 +56,10 @@ struct cn_partition {
      * (publish.c), -1 when the image names no leader. */
     int32_t leader;
     int32_t leader_epoch;
+    /* Where each leader epoch begins in the log (epochs.h): stamped and
+     * recorded by the write path, cut by truncation and retention.  NULL
+     * only for an offline partition. */
+    struct cn_epochs *epochs;
 };
 
 /* The last stable offset: the first offset of the oldest open transaction,
@@ -80,8 +86,18 @@ enum cn_part_origin {
      * INVALID_PRODUCER_EPOCH when older than the partition's epoch for
      * that producer, as Kafka refuses a zombie coordinator's. */
     CN_PART_OPERATOR,
-    /* Next: CN_PART_REPLICA, a follower appending its leader's batches
-     * at the leader's offsets, with no check but continuity. */
+    /* A follower appending its leader's batches unchanged (replication):
+     * no producer-state check, no verify or prepare, nothing stamped.
+     * Each batch keeps its base offset, which must not be below the log
+     * end offset (gaps are allowed: a compacted leader's log has them);
+     * a batch below it refuses the whole write, before anything is
+     * written, with KAFKA_OFFSET_OUT_OF_RANGE (the follower's fetch
+     * position and its log disagree: it must truncate or refetch).  The
+     * producer state and the .txnindex are kept as for any origin, so
+     * the follower recognises a client's retry once it leads; a batch's
+     * partition leader epoch newer than the cache's latest is recorded
+     * at the batch's base offset. */
+    CN_PART_REPLICA,
 };
 
 /* Disk work the partition hands to the layer above to run off the loop:
@@ -161,6 +177,49 @@ struct cn_part_append {
 int cn_part_append(struct cn_partition *p, const struct cn_part_env *env,
                    struct cn_part_append *a);
 
+/* ---- replication (replication.c) ----------------------------------------- */
+
+/* Opens p's leader-epoch cache at open, once its log and producer state
+ * are loaded: the checkpoint file, or, when it is missing or corrupt
+ * while the log holds data, a rebuild from the batch headers (each
+ * increase of the partition leader epoch starts an epoch), written back.
+ * The cache is then cut to the log's bounds.  Returns 0, CN_ENOMEM or a
+ * read error of the rebuild. */
+int cn_partition_epochs_load(struct cn_partition *p);
+/* Frees p's cache (the file stays); call where the log is closed. */
+void cn_partition_epochs_close(struct cn_partition *p);
+
+/* This broker now leads p at `epoch` (cluster publish): sets
+ * p->leader_epoch and records that the epoch starts at the log end, as
+ * Kafka does when leadership starts, before any append (so a leader that
+ * writes nothing still answers OffsetsForLeaderEpoch for its epoch).  A
+ * repeated call for the same epoch changes nothing.  Returns 0, or the
+ * checkpoint write's error (the cache is changed in memory anyway: the
+ * file is rebuilt at the next open). */
+int cn_part_become_leader(struct cn_partition *p, int32_t epoch);
+
+/* Cuts p's log so that its end offset becomes `offset` (a batch holding
+ * offset goes whole: the end is then that batch's base; see
+ * cn_log_truncate_to), offset < LEO and >= the log start.  Everything
+ * derived follows: indexes and segments above, the epoch cache
+ * (truncate_from_end), producer snapshots above the new end deleted, the
+ * producer state rebuilt from the newest remaining snapshot and a replay
+ * (so open transactions, the LSO and sequences are as they were there),
+ * .txnindex entries of aborts at or past it removed, the high watermark
+ * and the synced offset capped at it (syncs in flight included).  Returns
+ * 0, CN_EBUSY when it cannot run now (a cleaner pass, or a roll snapshot
+ * write of p, is running: retry later; nothing changed), CN_ERANGE for an
+ * offset outside [log start, LEO], or a log error (env->dir_failed was
+ * told). */
+int cn_part_truncate(struct cn_partition *p, const struct cn_part_env *env,
+                     int64_t offset);
+/* The follower is behind its leader's log start: empties the log and
+ * restarts it at new_start (Kafka's truncateFullyAndStartAt); producer
+ * state, producer snapshots and epochs emptied, high watermark new_start.
+ * Same returns (no CN_ERANGE). */
+int cn_part_truncate_fully(struct cn_partition *p,
+                           const struct cn_part_env *env, int64_t new_start);
+
 /* ---- producer state beside the log (producers.c) ------------------------- */
 
 /* Loads p's producer state at open: the newest snapshot, then the log
@@ -194,9 +253,19 @@ void cn_partition_snap_release(struct cn_partition *p);
  * layer above waits for those first): two writes of one directory at
  * once could tear each other's file. */
 void cn_partition_producers_close(struct cn_partition *p);
-/* Prunes the producer snapshots retention left below the log; not while a
- * roll snapshot is being written (that write prunes after it lands). */
+/* Call after the log start moved (retention, DeleteRecords): cuts the
+ * leader-epoch cache to the new start, and prunes the producer snapshots
+ * retention left below the log; not while a roll snapshot is being
+ * written (that write prunes after it lands). */
 void cn_partition_after_retention(struct cn_partition *p);
+/* After the log was truncated (no roll snapshot being written): drops a
+ * pending roll snapshot above the new end and rebuilds the table from the
+ * newest snapshot at or below it (deleting those above) and a replay.
+ * Returns 0 or an error (the table then holds what was replayed). */
+int cn_partition_producers_rewind(struct cn_partition *p);
+/* After the log was emptied: the table, pending and written snapshots
+ * all go.  Returns 0 or the first unlink error. */
+int cn_partition_producers_reset(struct cn_partition *p);
 /* Reads a control batch's marker: type (CN_CONTROL_*) and coordinator
  * epoch.  Returns 0 or CN_ECORRUPT. */
 int cn_batch_marker(const uint8_t *batch, size_t len, int *type,

@@ -12,6 +12,7 @@
 #include "base/failpoint.h"
 #include "base/rd.h"
 #include "base/say.h"
+#include "partition/epochs.h"
 #include "partition/partition.h"
 #include "proto/batch.h"
 
@@ -307,6 +308,11 @@ void cn_partition_producers_close(struct cn_partition *p)
 
 void cn_partition_after_retention(struct cn_partition *p)
 {
+    /* Epochs whose offsets are all gone cannot answer for them any more
+     * (KIP-101: the follower is told where the log now starts). */
+    if (p->epochs)
+        (void)cn_epochs_truncate_from_start(p->epochs,
+                                            cn_log_start_offset(p->log));
     /* A roll snapshot not yet written may be the only one at or above the
      * new oldest base: pruning now could leave a crash none.  The worker
      * prunes after its rename, and the next pass here. */
@@ -314,4 +320,45 @@ void cn_partition_after_retention(struct cn_partition *p)
         return;
     cn_pstate_snapshot_prune(cn_log_dir(p->log), cn_log_oldest_base(p->log),
                              SNAPSHOTS_KEPT);
+}
+
+int cn_partition_producers_rewind(struct cn_partition *p)
+{
+    int64_t end = cn_log_end_offset(p->log);
+    /* A roll snapshot waiting to be written describes the log below its
+     * offset: above the new end, batches that are gone. */
+    if (p->snap_pending && p->snap_pending->offset > end) {
+        snap_free(p->snap_pending);
+        p->snap_pending = NULL;
+    }
+    struct cn_pstate *ps = cn_pstate_new();
+    if (!ps)
+        return CN_ENOMEM;
+    struct cn_pstate *old = p->pstate;
+    p->pstate = ps;
+    cn_pstate_free(old);
+    /* Deletes the snapshots above the new end, then replays from the
+     * newest left, as at open. */
+    const char *dir = cn_log_dir(p->log);
+    int64_t snap = -1;
+    int rc = cn_pstate_snapshot_load(ps, dir, end, &snap);
+    if (rc)
+        return rc;
+    int64_t from = snap >= 0 ? snap : cn_log_oldest_base(p->log);
+    if (from < cn_log_start_offset(p->log))
+        from = cn_log_start_offset(p->log);
+    int64_t batches = 0;
+    rc = replay(p, from, &batches);
+    p->active_base = cn_log_active_base(p->log);
+    return rc;
+}
+
+int cn_partition_producers_reset(struct cn_partition *p)
+{
+    snap_free(p->snap_pending);
+    p->snap_pending = NULL;
+    cn_pstate_clear(p->pstate);
+    p->active_base = cn_log_active_base(p->log);
+    /* None of them describes the new log. */
+    return cn_pstate_snapshot_prune(cn_log_dir(p->log), INT64_MAX, 0);
 }

@@ -13,6 +13,7 @@
 #include "base/wr.h"
 #include "log/file.h"
 #include "log/log.h"
+#include "partition/epochs.h"
 #include "partition/partition.h"
 #include "proto/batch.h"
 #include "proto/kerr.h"
@@ -80,6 +81,7 @@ static void fx_open(struct fixture *x, int64_t segment_bytes)
         cfg.segment_bytes = segment_bytes;
     CHECK_EQ(cn_log_open(x->dir, &cfg, &x->p.log), 0);
     CHECK_EQ(cn_partition_producers_load(&x->p, "t-0"), 0);
+    CHECK_EQ(cn_partition_epochs_load(&x->p), 0);
     x->env = (struct cn_part_env){&x->f, fake_appended, fake_disk_full,
                                   fake_dir_failed, NULL};
     cn_wr_init(&x->w, 256);
@@ -89,6 +91,7 @@ static void fx_close(struct fixture *x)
 {
     cn_wr_fini(&x->w);
     cn_partition_producers_close(&x->p);
+    cn_partition_epochs_close(&x->p);
     cn_log_close(x->p.log);
     unit_rmtree(x->dir);
     free(x->dir);
@@ -585,6 +588,302 @@ UNIT_TEST(retention_keeps_a_snapshot_while_a_roll_one_is_written)
     fx_close(&x);
 }
 
+/* ---- replication --------------------------------------------------------- */
+
+/* The partition leader epoch stored in the log's batch at offset. */
+static int32_t epoch_at(struct fixture *x, int64_t offset)
+{
+    struct cn_wr r;
+    cn_wr_init(&r, 256);
+    size_t got = 0;
+    CHECK_EQ(cn_log_read(x->p.log, offset, INT64_MAX, 1, true, &r, &got), 0);
+    struct cn_batch_hdr hdr;
+    int32_t epoch = -2;
+    if (got > 0 && cn_batch_hdr_parse(r.buf, got, &hdr) == 0)
+        epoch = hdr.leader_epoch;
+    cn_wr_fini(&r);
+    return epoch;
+}
+
+/* Appends x->w as a follower would, at base with leader epoch `epoch`. */
+static int replica_append(struct fixture *x, int64_t base, int32_t epoch,
+                          struct cn_part_append *a)
+{
+    cn_batch_set_base_offset(x->w.buf, base);
+    cn_batch_set_leader_epoch(x->w.buf, epoch);
+    req_init(x, CN_PART_REPLICA, a);
+    return cn_part_append(&x->p, &x->env, a);
+}
+
+UNIT_TEST(client_appends_stamp_leader_epochs)
+{
+    struct fixture x;
+    struct cn_part_append a;
+    fx_open(&x, 0);
+    /* A single node: epoch 0, recorded at the first append. */
+    x.p.leader_epoch = -1;
+    data_batch(&x, -1, -1, -1, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    CHECK_EQ(epoch_at(&x, 0), 0);
+    CHECK_EQ(cn_epochs_latest(x.p.epochs), 0);
+    CHECK_EQ(cn_epochs_start_of(x.p.epochs, 0), 0);
+    /* Leading at 3: recorded at the log end before any append. */
+    CHECK_EQ(cn_part_become_leader(&x.p, 3), 0);
+    CHECK_EQ(x.p.leader_epoch, 3);
+    CHECK_EQ(cn_epochs_start_of(x.p.epochs, 3), 1);
+    data_batch(&x, 5, 0, 0, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    CHECK_EQ(epoch_at(&x, 1), 3);
+    /* Coordinators' and operators' writes carry it too. */
+    marker_batch(&x, 5, 0, true);
+    CHECK_EQ(append(&x, CN_PART_COORDINATOR, &a), 0);
+    CHECK_EQ(epoch_at(&x, 2), 3);
+    CHECK_EQ(cn_epochs_count(x.p.epochs), 2);
+    int32_t ep;
+    int64_t end;
+    cn_epochs_end_offset_for(x.p.epochs, 0, 3, &ep, &end);
+    CHECK_EQ(ep, 0);
+    CHECK_EQ(end, 1);
+    /* Reopened: from the checkpoint; without it, rebuilt from the
+     * batches (the same entries: both epochs wrote). */
+    cn_partition_epochs_close(&x.p);
+    CHECK_EQ(cn_partition_epochs_load(&x.p), 0);
+    CHECK_EQ(cn_epochs_count(x.p.epochs), 2);
+    cn_partition_epochs_close(&x.p);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", x.dir, CN_EPOCHS_FILE);
+    CHECK_EQ(unlink(path), 0);
+    CHECK_EQ(cn_partition_epochs_load(&x.p), 0);
+    CHECK_EQ(cn_epochs_count(x.p.epochs), 2);
+    CHECK_EQ(cn_epochs_start_of(x.p.epochs, 3), 1);
+    CHECK_EQ(access(path, F_OK), 0);
+    /* Corrupt: rebuilt as well. */
+    cn_partition_epochs_close(&x.p);
+    FILE *f = fopen(path, "w");
+    fputs("garbage\n", f);
+    fclose(f);
+    CHECK_EQ(cn_partition_epochs_load(&x.p), 0);
+    CHECK_EQ(cn_epochs_count(x.p.epochs), 2);
+    fx_close(&x);
+}
+
+UNIT_TEST(replica_append_keeps_offsets_and_epochs)
+{
+    struct fixture x;
+    struct cn_part_append a;
+    fx_open(&x, 0);
+    /* The leader's batches 0..1 of producer 7 at its epoch 4, then a gap
+     * (its cleaner removed 2..9), then 10 at epoch 6. */
+    data_batch(&x, 7, 0, 0, false);
+    CHECK_EQ(replica_append(&x, 0, 4, &a), 0);
+    CHECK_EQ(a.base_offset, 0);
+    data_batch(&x, 7, 0, 1, false);
+    CHECK_EQ(replica_append(&x, 1, 4, &a), 0);
+    data_batch(&x, 7, 0, 2, false);
+    CHECK_EQ(replica_append(&x, 10, 6, &a), 0);
+    CHECK_EQ(a.base_offset, 10);
+    CHECK_EQ(cn_log_end_offset(x.p.log), 11);
+    /* Unchanged: the leader's epochs, not this broker's. */
+    CHECK_EQ(epoch_at(&x, 0), 4);
+    CHECK_EQ(epoch_at(&x, 10), 6);
+    CHECK_EQ(cn_epochs_count(x.p.epochs), 2);
+    CHECK_EQ(cn_epochs_start_of(x.p.epochs, 4), 0);
+    CHECK_EQ(cn_epochs_start_of(x.p.epochs, 6), 10);
+    CHECK_EQ(x.f.appended, 3);
+    /* Overlapping the log: refused before anything is written, the
+     * whole request (a good batch after it included). */
+    struct cn_wr two;
+    cn_wr_init(&two, 256);
+    data_batch(&x, 7, 0, 3, false);
+    cn_batch_set_base_offset(x.w.buf, 10);
+    cn_wr_raw(&two, x.w.buf, x.w.len);
+    cn_batch_set_base_offset(x.w.buf, 11);
+    cn_wr_raw(&two, x.w.buf, x.w.len);
+    req_init(&x, CN_PART_REPLICA, &a);
+    a.batches = two.buf;
+    a.len = two.len;
+    CHECK_EQ(cn_part_append(&x.p, &x.env, &a), -1);
+    CHECK_EQ(a.kerr, KAFKA_OFFSET_OUT_OF_RANGE);
+    CHECK_EQ(cn_log_end_offset(x.p.log), 11);
+    /* Within one request too: the second batch overlaps the first. */
+    cn_wr_reset(&two);
+    cn_batch_set_base_offset(x.w.buf, 11);
+    cn_wr_raw(&two, x.w.buf, x.w.len);
+    cn_wr_raw(&two, x.w.buf, x.w.len);
+    a.batches = two.buf;
+    a.len = two.len;
+    CHECK_EQ(cn_part_append(&x.p, &x.env, &a), -1);
+    CHECK_EQ(a.kerr, KAFKA_OFFSET_OUT_OF_RANGE);
+    CHECK_EQ(cn_log_end_offset(x.p.log), 11);
+    cn_wr_fini(&two);
+    /* The producer state followed: once leading, a client's retry of
+     * sequence 2 is answered with the leader's offset. */
+    CHECK_EQ(cn_part_become_leader(&x.p, 7), 0);
+    data_batch(&x, 7, 0, 2, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    CHECK(a.duplicate);
+    CHECK_EQ(a.base_offset, 10);
+    data_batch(&x, 7, 0, 3, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    CHECK(!a.duplicate);
+    CHECK_EQ(a.base_offset, 11);
+    CHECK_EQ(epoch_at(&x, 11), 7);
+    fx_close(&x);
+}
+
+/* Appends producer 7's next batch as a client; returns its offset. */
+static int64_t client7(struct fixture *x, int32_t *seq)
+{
+    struct cn_part_append a;
+    data_batch(x, 7, 0, (*seq)++, false);
+    CHECK_EQ(append(x, CN_PART_CLIENT, &a), 0);
+    CHECK(!a.duplicate);
+    return a.base_offset;
+}
+
+static bool snapshot_at(const struct fixture *x, int64_t offset)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%020lld.snapshot", x->dir,
+             (long long)offset);
+    return access(path, F_OK) == 0;
+}
+
+static int count_aborted(void *arg, const struct cn_aborted_txn *t)
+{
+    (void)t;
+    (*(int *)arg)++;
+    return 0;
+}
+
+UNIT_TEST(truncate_rewinds_derived_state)
+{
+    struct fixture x;
+    struct cn_part_append a;
+    fx_open(&x, 300);
+    CHECK_EQ(cn_part_become_leader(&x.p, 1), 0);
+    int32_t seq = 0;
+    while (cn_log_active_base(x.p.log) == 0)
+        client7(&x, &seq);
+    int64_t b1 = cn_log_active_base(x.p.log);
+    CHECK(snapshot_at(&x, b1));
+    CHECK_EQ(cn_part_become_leader(&x.p, 2), 0);
+    /* Producer 10 aborts a transaction; producer 9 opens one. */
+    data_batch(&x, 10, 0, 0, true);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    int64_t cut = a.base_offset;
+    CHECK(cut > b1);
+    marker_batch(&x, 10, 0, false);
+    CHECK_EQ(append(&x, CN_PART_COORDINATOR, &a), 0);
+    data_batch(&x, 9, 0, 0, true);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    int64_t open9 = a.base_offset;
+    CHECK_EQ(cn_partition_lso(&x.p), open9);
+    int aborted = 0;
+    CHECK_EQ(cn_log_aborted_txns(x.p.log, 0, INT64_MAX, count_aborted,
+                                 &aborted),
+             0);
+    CHECK_EQ(aborted, 1);
+    int32_t seq_cut = seq;
+    while (cn_log_active_base(x.p.log) == b1)
+        client7(&x, &seq);
+    int64_t b2 = cn_log_active_base(x.p.log);
+    CHECK(snapshot_at(&x, b2));
+    client7(&x, &seq);
+    CHECK_EQ(x.p.high_watermark, cn_log_end_offset(x.p.log));
+
+    CHECK_EQ(cn_part_truncate(&x.p, &x.env, cut), 0);
+    CHECK_EQ(x.f.dir_failed, 0);
+    CHECK_EQ(cn_log_end_offset(x.p.log), cut);
+    CHECK_EQ(x.p.high_watermark, cut);
+    /* The abort marker is gone, and its .txnindex entry with it. */
+    aborted = 0;
+    CHECK_EQ(cn_log_aborted_txns(x.p.log, 0, INT64_MAX, count_aborted,
+                                 &aborted),
+             0);
+    CHECK_EQ(aborted, 0);
+    /* Producer 9's transaction began above the cut: not open any more,
+     * and the LSO is the end again. */
+    CHECK_EQ(cn_pstate_open_count(x.p.pstate), 0);
+    CHECK_EQ(cn_partition_lso(&x.p), cut);
+    struct cn_pentry_info info;
+    CHECK(!cn_pstate_get(x.p.pstate, 9, &info));
+    CHECK(!cn_pstate_get(x.p.pstate, 10, &info));
+    /* The roll snapshot above the cut is gone, the one below stays. */
+    CHECK(!snapshot_at(&x, b2));
+    CHECK(snapshot_at(&x, b1));
+    /* Epoch 2 began at the cut: gone; 1 is the latest again. */
+    CHECK_EQ(cn_epochs_latest(x.p.epochs), 1);
+    /* Producer 7's sequences rewound: the first cut batch is new again
+     * (not a duplicate, not out of order), at the cut offset. */
+    CHECK(cn_pstate_get(x.p.pstate, 7, &info));
+    CHECK_EQ(info.last_sequence, seq_cut - 1);
+    data_batch(&x, 7, 0, seq_cut, false);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    CHECK(!a.duplicate);
+    CHECK_EQ(a.base_offset, cut);
+    /* Out of range. */
+    CHECK_EQ(cn_part_truncate(&x.p, &x.env, cut + 5), CN_ERANGE);
+    fx_close(&x);
+}
+
+UNIT_TEST(truncate_waits_for_roll_snapshot)
+{
+    struct fixture x;
+    struct fake_queue q;
+    fx_open_queued(&x, &q);
+    int32_t seq = 0;
+    int64_t base = append_until_roll(&x, &seq);
+    CHECK_EQ(q.n, 1);
+    CHECK_EQ(cn_part_truncate(&x.p, &x.env, 1), CN_EBUSY);
+    CHECK_EQ(cn_part_truncate_fully(&x.p, &x.env, 1), CN_EBUSY);
+    CHECK(cn_log_end_offset(x.p.log) > base);
+    fake_complete(&q);
+    CHECK_EQ(cn_part_truncate(&x.p, &x.env, 1), 0);
+    CHECK_EQ(cn_log_end_offset(x.p.log), 1);
+    CHECK(!snap_exists(&x, base));
+    fx_close(&x);
+}
+
+UNIT_TEST(truncate_fully_restarts_the_log)
+{
+    struct fixture x;
+    fx_open(&x, 300);
+    CHECK_EQ(cn_part_become_leader(&x.p, 2), 0);
+    int32_t seq = 0;
+    while (cn_log_active_base(x.p.log) == 0)
+        client7(&x, &seq);
+    CHECK(snapshot_at(&x, cn_log_active_base(x.p.log)));
+    CHECK_EQ(cn_part_truncate_fully(&x.p, &x.env, 1000), 0);
+    CHECK_EQ(cn_log_start_offset(x.p.log), 1000);
+    CHECK_EQ(cn_log_end_offset(x.p.log), 1000);
+    CHECK_EQ(x.p.high_watermark, 1000);
+    CHECK_EQ(cn_pstate_count(x.p.pstate), 0);
+    CHECK_EQ(cn_epochs_count(x.p.epochs), 0);
+    CHECK(!snapshot_at(&x, 0) && !snapshot_at(&x, 1000));
+    /* The leader's batches follow from there. */
+    struct cn_part_append a;
+    data_batch(&x, 7, 0, 40, false);
+    CHECK_EQ(replica_append(&x, 1000, 5, &a), 0);
+    CHECK_EQ(cn_epochs_start_of(x.p.epochs, 5), 1000);
+    CHECK_EQ(x.f.dir_failed, 0);
+    fx_close(&x);
+}
+
+UNIT_TEST(retention_moves_epochs_start)
+{
+    struct fixture x;
+    fx_open(&x, 300);
+    int32_t seq = 0;
+    while (cn_log_active_base(x.p.log) == 0)
+        client7(&x, &seq);
+    CHECK_EQ(cn_epochs_start_of(x.p.epochs, 0), 0);
+    CHECK_EQ(cn_log_delete_records(x.p.log, 2), 0);
+    cn_partition_after_retention(&x.p);
+    CHECK_EQ(cn_epochs_start_of(x.p.epochs, 0), 2);
+    fx_close(&x);
+}
+
 UNIT_MAIN(client_idempotent_append_and_duplicate,
           client_producer_state_refusals, client_transactional_verify_and_lso,
           coordinator_markers_move_lso_and_txnindex,
@@ -594,4 +893,8 @@ UNIT_MAIN(client_idempotent_append_and_duplicate,
           roll_snapshots_in_order_newest_pending_wins,
           close_with_roll_snapshot_in_flight,
           roll_snapshot_write_failure_keeps_older,
-          retention_keeps_a_snapshot_while_a_roll_one_is_written)
+          retention_keeps_a_snapshot_while_a_roll_one_is_written,
+          client_appends_stamp_leader_epochs,
+          replica_append_keeps_offsets_and_epochs,
+          truncate_rewinds_derived_state, truncate_waits_for_roll_snapshot,
+          truncate_fully_restarts_the_log, retention_moves_epochs_start)
