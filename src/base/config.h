@@ -287,8 +287,16 @@ struct cn_config {
      * with cn_config_get). */
     bool allow_everyone_if_no_acl_found;
 
+    /* Replication (cluster mode). */
+    int64_t replica_lag_time_max_ms;
+    int32_t replica_fetch_wait_max_ms;
+    int32_t replica_fetch_max_bytes;
+    int32_t replica_fetch_response_max_bytes;
+    int32_t replica_fetch_backoff_ms;
+
     /* Cairn's own. */
     bool cairn_fsync_group_commit;
+    bool cairn_replica_sync; /* a follower syncs before it counts */
     int32_t cairn_internal_compact_slack_records;
     int cairn_log_level;            /* enum cn_cfg_log_level */
     int64_t cairn_ssl_handshake_timeout_ms;

@@ -115,6 +115,13 @@ static const struct cn_config_key broker_keys[] = {
       "per id before it is compacted"),
     B("cairn.log.level", CN_CFG_ENUM, "info", 0, 0, level_enums,
       cairn_log_level, "Cairn: broker log verbosity: error|warn|info|debug"),
+    B("cairn.replica.sync", CN_CFG_BOOL, "true", 0, 0, NULL,
+      cairn_replica_sync,
+      "Cairn: a follower fsyncs what it fetched (group commit) before its "
+      "next fetch, so the high watermark and acks=all count only copies on "
+      "disk: an acknowledged record survives kill -9 of every broker at "
+      "once. false counts appended copies (Kafka's behaviour): faster, "
+      "and safe only while fewer than min.insync.replicas brokers fail"),
     B("cairn.ssl.handshake.timeout.ms", CN_CFG_INT64, "10000", 1, I64_MAX,
       NULL, cairn_ssl_handshake_timeout_ms,
       "Cairn: close a TLS connection whose handshake has not finished "
@@ -331,6 +338,24 @@ static const struct cn_config_key broker_keys[] = {
       quota_window_num, "Samples the client quota rates are measured over"),
     B("quota.window.size.seconds", CN_CFG_INT32, "1", 1, I32_MAX, NULL,
       quota_window_size_seconds, "Length of each client quota sample"),
+    B("replica.fetch.backoff.ms", CN_CFG_INT32, "1000", 0, I32_MAX, NULL,
+      replica_fetch_backoff_ms,
+      "Wait after a follower's fetch failed before it fetches again; ms"),
+    B("replica.fetch.max.bytes", CN_CFG_INT32, "1048576", 0, I32_MAX, NULL,
+      replica_fetch_max_bytes,
+      "Bytes a follower asks for per partition in one fetch (one batch "
+      "still comes when larger)"),
+    B("replica.fetch.response.max.bytes", CN_CFG_INT32, "10485760", 0, I32_MAX,
+      NULL, replica_fetch_response_max_bytes,
+      "Bytes a follower asks for in one whole fetch"),
+    B("replica.fetch.wait.max.ms", CN_CFG_INT32, "500", 0, I32_MAX, NULL,
+      replica_fetch_wait_max_ms,
+      "How long a leader holds a follower's fetch that finds no new data; "
+      "ms"),
+    B("replica.lag.time.max.ms", CN_CFG_INT64, "30000", 1, I64_MAX, NULL,
+      replica_lag_time_max_ms,
+      "A follower that has not caught up to the leader's log end for this "
+      "long leaves the ISR; ms"),
     BX("sasl.enabled.mechanisms", CN_CFG_LIST, "SCRAM-SHA-512,SCRAM-SHA-256",
        0, 0, NULL,
        "Mechanisms SASL_PLAINTEXT and SASL_SSL listeners offer: "

@@ -37,6 +37,7 @@
 #include "node/ctlcall.h"
 #include "node/lifecycle.h"
 #include "node/publish.h"
+#include "node/replica.h"
 #include "node/quorum.h"
 #include "node/txn_exec.h"
 #include "proto/gen/api.h"
@@ -541,6 +542,7 @@ int cn_broker_start(uv_loop_t *loop, struct cn_config *cfg,
 
 out_topics:
     cn_publish_stop(b);
+    cn_replica_stop(b);
     cn_group_coord_stop(b);
     cn_txn_exec_stop(b);
     /* Their timers live inside them, and the producer-id write's callback
@@ -601,6 +603,7 @@ void cn_broker_stop(struct cn_broker *b)
     cn_cleaner_stop(((struct cn_broker_priv *)b)->cleaner);
     ((struct cn_broker_priv *)b)->cleaner = NULL;
     cn_publish_stop(b);
+    cn_replica_stop(b);
     cn_txn_exec_stop(b);
     cn_group_coord_stop(b);
     /* Before the loop ends: raft's handles and its disk work must close;

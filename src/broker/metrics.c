@@ -21,7 +21,9 @@
 #include "handlers/handlers.h"
 #include "net/http.h"
 #include "proto/gen/api.h"
+#include "node/replica.h"
 #include "node/txn_exec.h"
+#include "partition/isr.h"
 
 /* Kafka's highest version of any API is below 20 (Fetch 17 in 4.x). */
 #define VERSION_SLOTS 32
@@ -320,6 +322,87 @@ static void gauge(struct cn_wr *w, const char *name, const char *help,
     out(w, "%s %.17g\n", name, v);
 }
 
+/* Replication (cluster mode), under the names Kafka's JMX exporter gives
+ * its ReplicaManager metrics where Kafka has one. */
+struct repl_sum {
+    struct cn_broker *b;
+    uint64_t led, under_replicated, under_min_isr;
+};
+
+static void sum_topic(struct cn_topic *t, void *arg)
+{
+    struct repl_sum *rs = arg;
+    for (int32_t i = 0; i < t->partition_count; i++) {
+        const struct cn_partition *p = t->partitions[i];
+        if (!p || !cn_partition_led(rs->b, p))
+            continue;
+        rs->led++;
+        if (p->isr && cn_isr_under_replicated(p->isr))
+            rs->under_replicated++;
+        if (cn_replica_isr_size(p) < t->config.min_insync_replicas)
+            rs->under_min_isr++;
+    }
+}
+
+static void lag_topic(struct cn_topic *t, void *arg)
+{
+    struct cn_wr *w = arg;
+    for (int32_t i = 0; i < t->partition_count; i++) {
+        const struct cn_partition *p = t->partitions[i];
+        if (!p || !p->isr)
+            continue;
+        int64_t leo = cn_log_end_offset(p->log);
+        for (int32_t k = 0; k < p->isr->nf; k++) {
+            out(w, "cairn_partition_follower_lag{topic=\"");
+            label_value(w, t->name);
+            out(w, "\",partition=\"%d\",replica=\"%d\"} %lld\n", p->index,
+                p->isr->f[k].id,
+                (long long)cn_isr_follower_lag(p->isr, p->isr->f[k].id, leo));
+        }
+    }
+}
+
+static void render_replication(struct cn_broker *b, struct cn_wr *w)
+{
+    if (!b->cfg->cluster_mode)
+        return;
+    struct repl_sum rs = {.b = b};
+    cn_topics_foreach(b, sum_topic, &rs);
+    struct cn_replica_stats st;
+    cn_replica_stats(b, &st);
+    gauge(w, "kafka_server_replicamanager_leadercount",
+          "Partitions this broker leads.", (double)rs.led);
+    gauge(w, "kafka_server_replicamanager_underreplicatedpartitions",
+          "Partitions this broker leads whose ISR is smaller than their "
+          "replica set.",
+          (double)rs.under_replicated);
+    gauge(w, "kafka_server_replicamanager_underminisrpartitioncount",
+          "Partitions this broker leads whose ISR is below "
+          "min.insync.replicas: acks=all writes to them are refused.",
+          (double)rs.under_min_isr);
+    counter(w, "kafka_server_replicamanager_isrshrinks_total",
+            "ISR shrinks this broker had committed as a leader.",
+            st.isr_shrinks);
+    counter(w, "kafka_server_replicamanager_isrexpands_total",
+            "ISR expansions this broker had committed as a leader.",
+            st.isr_expands);
+    counter(w, "cairn_replica_leader_elections_total",
+            "Times this broker started leading a partition (a new leader "
+            "epoch).",
+            st.leader_elections);
+    counter(w, "cairn_replica_truncations_total",
+            "Follower log truncations where a log diverged from its "
+            "leader's.",
+            st.truncations);
+    counter(w, "cairn_replica_fetch_errors_total",
+            "Follower fetches (or their partitions) that failed.",
+            st.fetch_errors);
+    family(w, "cairn_partition_follower_lag", "gauge",
+           "Offsets a follower's log end is behind its leader's (on the "
+           "leader; the whole log while the follower has not fetched).");
+    cn_topics_foreach(b, lag_topic, w);
+}
+
 static void render_txn(struct cn_broker *b, struct cn_wr *w)
 {
     struct cn_txn_stats st;
@@ -577,6 +660,7 @@ void cn_metrics_render(struct cn_broker *b, struct cn_wr *w)
     counter(w, "cairn_log_file_evictions_total",
             "Segment files closed to stay within the budget.", fs.evictions);
     render_partitions(b, w);
+    render_replication(b, w);
     render_cleaner(b, w);
     render_txn(b, w);
     render_requests(b, w);

@@ -28,6 +28,8 @@ static const char usage_text[] =
     "Commands:\n"
     "  topics list\n"
     "  topics describe [--topic T] [--metrics-url URL]\n"
+    "                  [--under-replicated-partitions]\n"
+    "                  [--unavailable-partitions]\n"
     "    compacted topics show the cleaner state per partition, from\n"
     "    Cairn's metrics endpoint (found via the broker's http.listener)\n"
     "  topics create --topic T [--partitions N] [--replication-factor N]\n"
@@ -345,6 +347,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                    "negative to go back)",
                                    val);
             o->seen |= OPT_SHIFT_BY;
+        } else if (strcmp(name, "--under-replicated-partitions") == 0) {
+            o->seen |= OPT_UNDER_REPLICATED;
+        } else if (strcmp(name, "--unavailable-partitions") == 0) {
+            o->seen |= OPT_UNAVAILABLE;
         } else if (strcmp(name, "--dry-run") == 0) {
             o->seen |= OPT_DRY_RUN;
         } else if (strcmp(name, "--execute") == 0) {
@@ -402,7 +408,8 @@ struct command {
 static const struct command commands[] = {
     {"topics", "list", 0, 0, cmd_topics_list},
     {"cluster", "describe", 0, 0, cmd_cluster_describe},
-    {"topics", "describe", OPT_TOPIC | OPT_METRICS_URL, 0,
+    {"topics", "describe",
+     OPT_TOPIC | OPT_METRICS_URL | OPT_UNDER_REPLICATED | OPT_UNAVAILABLE, 0,
      cmd_topics_describe},
     {"topics", "create", OPT_TOPIC | OPT_PARTITIONS | OPT_RF | OPT_CONFIG,
      OPT_TOPIC, cmd_topics_create},
@@ -458,15 +465,46 @@ static const struct command commands[] = {
 };
 
 static const char *const opt_names[] = {
-    "--topic",  "--partitions", "--replication-factor", "--config", "--set",
-    "--delete", "--all", "--state", "--producer-id", "--duration-ms",
-    "--transactional-id", "--partition", "--broker",
-    "--max-transaction-timeout", "--start-offset", "--producer-epoch",
-    "--coordinator-epoch", "--group", "--all-groups", "--all-topics",
-    "--to-earliest", "--to-latest", "--to-offset", "--shift-by", "--dry-run",
-    "--execute", "--resource", "--pattern-type", "--principal", "--host",
-    "--operation", "--deny", "--user", "--client-id", "--password",
-    "--mechanism", "--iterations", "--metrics-url",
+    "--topic",
+    "--partitions",
+    "--replication-factor",
+    "--config",
+    "--set",
+    "--delete",
+    "--all",
+    "--state",
+    "--producer-id",
+    "--duration-ms",
+    "--transactional-id",
+    "--partition",
+    "--broker",
+    "--max-transaction-timeout",
+    "--start-offset",
+    "--producer-epoch",
+    "--coordinator-epoch",
+    "--group",
+    "--all-groups",
+    "--all-topics",
+    "--to-earliest",
+    "--to-latest",
+    "--to-offset",
+    "--shift-by",
+    "--dry-run",
+    "--execute",
+    "--resource",
+    "--pattern-type",
+    "--principal",
+    "--host",
+    "--operation",
+    "--deny",
+    "--user",
+    "--client-id",
+    "--password",
+    "--mechanism",
+    "--iterations",
+    "--metrics-url",
+    "--under-replicated-partitions",
+    "--unavailable-partitions",
 };
 
 /* How many of the OPT_* bits in mask were given. */

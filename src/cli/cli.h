@@ -69,6 +69,8 @@
 #define OPT_MECHANISM        (UINT64_C(1) << 35)
 #define OPT_ITERATIONS       (UINT64_C(1) << 36)
 #define OPT_METRICS_URL      (UINT64_C(1) << 37)
+#define OPT_UNDER_REPLICATED (UINT64_C(1) << 38)
+#define OPT_UNAVAILABLE (UINT64_C(1) << 39)
 
 struct opts {
     const char *bootstrap; /* HOST:PORT */

@@ -178,7 +178,29 @@ static void cleaner_json(const struct cli_cleaner_view *cv,
     putchar('}');
 }
 
+/* kafka-topics --describe's filters: with --under-replicated-partitions
+ * only partitions whose ISR is smaller than their replica set, with
+ * --unavailable-partitions only those without a live leader; without
+ * either, every partition. */
+static bool filtered(const struct opts *o)
+{
+    return o->seen & (OPT_UNDER_REPLICATED | OPT_UNAVAILABLE);
+}
+
+static bool partition_shown(
+    const struct opts *o,
+    const struct cn_metadata_response_metadata_response_partition *pp)
+{
+    if (!filtered(o))
+        return true;
+    if ((o->seen & OPT_UNDER_REPLICATED) &&
+        pp->isr_nodes_len < pp->replica_nodes_len)
+        return true;
+    return (o->seen & OPT_UNAVAILABLE) && pp->leader_id < 0;
+}
+
 static void describe_one_text(
+    const struct opts *o,
     const struct cn_metadata_response_metadata_response_topic *t,
     const struct cn_describe_configs_response_describe_configs_result *cr,
     int16_t cv, const struct cli_cleaner_view *clv)
@@ -190,6 +212,9 @@ static void describe_one_text(
     int printed = 0;
 
     cli_uuid_text(&t->topic_id, id);
+    /* Filtered, kafka-topics prints the matching partitions alone. */
+    if (filtered(o))
+        goto partitions;
     fputs("Topic: ", stdout);
     cli_put_bytes(t->name);
     printf("\tTopicId: %s\tPartitionCount: %d\tReplicationFactor: %d"
@@ -210,9 +235,12 @@ static void describe_one_text(
             cli_put_bytes(e->value);
     }
     putchar('\n');
+partitions:
     for (int32_t p = 0; p < t->partitions_len; p++) {
         const struct cn_metadata_response_metadata_response_partition *pp =
             &t->partitions[p];
+        if (!partition_shown(o, pp))
+            continue;
         fputs("\tTopic: ", stdout);
         cli_put_bytes(t->name);
         printf("\tPartition: %d\tLeader: ", pp->partition_index);
@@ -241,6 +269,7 @@ static void describe_one_text(
 }
 
 static void describe_one_json(
+    const struct opts *o,
     const struct cn_metadata_response_metadata_response_topic *t,
     const struct cn_describe_configs_response_describe_configs_result *cr,
     int16_t cv, const struct cli_cleaner_view *clv)
@@ -270,13 +299,17 @@ static void describe_one_json(
         cli_json_bytes(stdout, e->value);
     }
     fputs("},\"partition_info\":[", stdout);
+    int shown = 0;
     for (int32_t p = 0; p < t->partitions_len; p++) {
         const struct cn_metadata_response_metadata_response_partition *pp =
             &t->partitions[p];
+        if (!partition_shown(o, pp))
+            continue;
         printf("%s{\"partition\":%d,\"leader\":%d,\"leader_epoch\":%d,"
-               "\"replicas\":",
-               p ? "," : "", pp->partition_index, pp->leader_id,
-               pp->leader_epoch);
+               "\"under_replicated\":%s,\"replicas\":",
+               shown++ ? "," : "", pp->partition_index, pp->leader_id,
+               pp->leader_epoch,
+               pp->isr_nodes_len < pp->replica_nodes_len ? "true" : "false");
         cli_json_ints(pp->replica_nodes, pp->replica_nodes_len);
         fputs(",\"isr\":", stdout);
         cli_json_ints(pp->isr_nodes, pp->isr_nodes_len);
@@ -370,9 +403,9 @@ int cmd_topics_describe(struct ctx *x)
         if (x->o->json) {
             if (i)
                 putchar(',');
-            describe_one_json(v[i], cr, cv, clv);
+            describe_one_json(x->o, v[i], cr, cv, clv);
         } else {
-            describe_one_text(v[i], cr, cv, clv);
+            describe_one_text(x->o, v[i], cr, cv, clv);
         }
     }
     if (x->o->json)

@@ -20,6 +20,8 @@
 #include "base/say.h"
 #include "handlers/handlers.h"
 #include "handlers/quotas.h"
+#include "node/replica.h"
+#include "partition/epochs.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 
@@ -28,6 +30,12 @@ struct fetch_state {
     struct cn_req_header h;     /* copy of the request header */
     struct cn_fetch_request rq; /* decoded; views into the frame */
     bool parked;
+    /* Cluster mode: a follower's fetch (Fetch's ReplicaState), served to
+     * the log end with divergence checks; its fetch offsets were recorded
+     * (cn_replica_follower_fetch) on the first try, and errors[k] holds
+     * what that said of the k-th partition. */
+    int32_t replica_id; /* -1: a consumer */
+    int16_t *replica_errors;
 };
 
 static int64_t fetch_lso(const struct cn_partition *p)
@@ -109,6 +117,78 @@ resolve_topic(struct cn_broker *b, int16_t version,
     return cn_topic_find(b, ft->topic);
 }
 
+/* A follower's log diverges from ours when the last epoch it fetched
+ * ends here before its fetch offset, or is not ours at all (KIP-320,
+ * Fetch v12+): it is told where our log has that epoch end, and
+ * truncates there before fetching again. */
+static bool diverges(const struct cn_partition *p,
+                     const struct cn_fetch_request_fetch_partition *fp,
+                     struct cn_fetch_response_epoch_end_offset *out)
+{
+    if (fp->last_fetched_epoch < 0)
+        return false;
+    int32_t epoch = -1;
+    int64_t end = -1;
+    cn_epochs_end_offset_for(p->epochs, fp->last_fetched_epoch,
+                             cn_log_end_offset(p->log), &epoch, &end);
+    if (epoch >= fp->last_fetched_epoch && end >= fp->fetch_offset)
+        return false;
+    out->epoch = epoch;
+    out->end_offset = end;
+    /* An epoch newer than any of ours (no election makes one): {-1, -1}
+     * would read as "no divergence" and the follower would ask again at
+     * once, forever; our log start makes it start over from what we
+     * hold. */
+    if (epoch < 0 && end < 0)
+        out->end_offset = cn_log_start_offset(p->log);
+    return true;
+}
+
+/* Records a follower's fetch offsets (its log ends), once per request:
+ * they may move the high watermark and the ISR (replica.h). */
+static int record_follower(struct cn_broker *b, struct cn_req *req,
+                           struct fetch_state *fs)
+{
+    const struct cn_fetch_request *rq = &fs->rq;
+    int16_t v = fs->h.api_version;
+    size_t np_total = 0;
+    for (int32_t i = 0; i < rq->topics_len; i++)
+        np_total += rq->topics[i].partitions_len > 0
+                        ? (size_t)rq->topics[i].partitions_len
+                        : 0;
+    fs->replica_errors = cn_arena_calloc(&req->arena, np_total + 1,
+                                         sizeof *fs->replica_errors);
+    if (!fs->replica_errors)
+        return CN_ENOMEM;
+    int64_t epoch = v >= 15 ? rq->replica_state.replica_epoch : -1;
+    size_t k = 0;
+    for (int32_t i = 0; i < rq->topics_len; i++) {
+        const struct cn_fetch_request_fetch_topic *ft = &rq->topics[i];
+        struct cn_topic *t = resolve_topic(b, v, ft);
+        for (int32_t j = 0; j < ft->partitions_len; j++, k++) {
+            const struct cn_fetch_request_fetch_partition *fp =
+                &ft->partitions[j];
+            if (!t || fp->partition < 0 ||
+                fp->partition >= t->partition_count ||
+                !t->partitions[fp->partition])
+                continue; /* answered by try_fetch's own checks */
+            struct cn_partition *p = t->partitions[fp->partition];
+            struct cn_fetch_response_epoch_end_offset div;
+            /* Kafka records nothing for a fetch it answers with a
+             * diverging epoch: that fetch offset is not the follower's
+             * log end for long. */
+            if (!cn_partition_led(b, p) ||
+                (fp->current_leader_epoch >= 0 &&
+                 fp->current_leader_epoch != p->leader_epoch) ||
+                (v >= 12 && diverges(p, fp, &div)))
+                continue;
+            fs->replica_errors[k] = cn_replica_follower_fetch(
+                b, p, fs->replica_id, epoch, fp->fetch_offset);
+        }
+    }
+    return 0;
+}
+
 /*
  * Builds the response.  Returns true when it should be sent now: enough
  * bytes, an error, no waiting asked for, or `final`.  On true, req->resp
@@ -165,7 +245,10 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
         total_max = SIZE_MAX;
     /* Never more than consumer_byte_rate allows in its window (Kafka's
      * getMaxValueInQuotaWindow caps fetch.max.bytes). */
-    int64_t quota_max = cn_quota_fetch_max_bytes(b, req, &fs->h);
+    bool replica = fs->replica_id >= 0;
+    /* Replication is not a client: client quotas do not apply to it. */
+    int64_t quota_max = replica ? -1
+                                : cn_quota_fetch_max_bytes(b, req, &fs->h);
     if (quota_max >= 0 && (uint64_t)quota_max < total_max)
         total_max = (size_t)quota_max;
     /* At least one batch still goes out (first_data below), as Kafka
@@ -204,11 +287,13 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
         tr->partitions_len = np;
         struct cn_topic *t = resolve_topic(b, v, ft);
         /* READ on the topic; a topic id nobody knows stays
-         * UNKNOWN_TOPIC_ID (there is no name to check). */
-        bool denied = t ? !cn_authz_cstr(b, req, CN_ACL_OP_READ,
-                                         CN_ACL_RT_TOPIC, t->name)
-                        : v < 13 && !cn_authz(b, req, CN_ACL_OP_READ,
-                                              CN_ACL_RT_TOPIC, ft->topic);
+         * UNKNOWN_TOPIC_ID (there is no name to check).  A follower was
+         * checked for CLUSTER_ACTION instead, as Kafka does. */
+        bool denied = replica ? false
+                      : t     ? !cn_authz_cstr(b, req, CN_ACL_OP_READ,
+                                               CN_ACL_RT_TOPIC, t->name)
+                              : v < 13 && !cn_authz(b, req, CN_ACL_OP_READ,
+                                                    CN_ACL_RT_TOPIC, ft->topic);
         for (int32_t j = 0; j < np; j++, k++) {
             const struct cn_fetch_request_fetch_partition *fp =
                 &ft->partitions[j];
@@ -266,11 +351,23 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
                 urgent = true;
                 continue;
             }
+            if (replica && fs->replica_errors[k]) {
+                pd->error_code = fs->replica_errors[k];
+                urgent = true;
+                continue;
+            }
             int64_t start = cn_log_start_offset(p->log);
-            int64_t end = visible_end(p, rq->isolation_level);
+            /* A follower copies the whole log; only what the ISR holds is
+             * visible to consumers. */
+            int64_t end = replica ? cn_log_end_offset(p->log)
+                                  : visible_end(p, rq->isolation_level);
             pd->high_watermark = p->high_watermark;
             pd->last_stable_offset = fetch_lso(p);
             pd->log_start_offset = start;
+            if (replica && v >= 12 && diverges(p, fp, &pd->diverging_epoch)) {
+                urgent = true;
+                continue;
+            }
             if (fp->fetch_offset < start ||
                 fp->fetch_offset > cn_log_end_offset(p->log)) {
                 pd->error_code = KAFKA_OFFSET_OUT_OF_RANGE;
@@ -321,7 +418,9 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
     }
     /* KIP-219: a throttled fetch is answered at once, with the time and
      * no partitions; the connection then waits it out. */
-    rs.throttle_time_ms = cn_quota_fetch_answer(b, req, &fs->h, total);
+    rs.throttle_time_ms = replica
+                              ? 0
+                              : cn_quota_fetch_answer(b, req, &fs->h, total);
     if (rs.throttle_time_ms > 0) {
         rs.responses_len = 0;
         goto encode;
@@ -442,6 +541,29 @@ void cn_h_fetch(struct cn_broker *b, struct cn_req *req,
     fs->h = *h;
     fs->wait.req = req;
     fs->wait.broker = b;
+    /* A follower's fetch names itself (ReplicaState from v15, replica_id
+     * before); only cluster mode has followers: a single node serves such
+     * a fetch as a consumer's, as it always did. */
+    fs->replica_id = h->api_version >= 15 ? fs->rq.replica_state.replica_id
+                                          : fs->rq.replica_id;
+    if (!b->cfg->cluster_mode)
+        fs->replica_id = -1;
+    if (fs->replica_id >= 0) {
+        /* Kafka: a follower fetch needs CLUSTER_ACTION on the cluster. */
+        if (!cn_authz_cluster(b, req, CN_ACL_OP_CLUSTER_ACTION)) {
+            struct cn_fetch_response denied;
+            cn_fetch_response_init(&denied);
+            denied.error_code = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+            cn_resp_begin(req, h);
+            cn_fetch_response_encode(&req->resp, h->api_version, &denied);
+            cn_req_done(req);
+            return;
+        }
+        if (record_follower(b, req, fs) != 0) {
+            cn_req_bad(req, h, CN_ENOMEM);
+            return;
+        }
+    }
     if (try_fetch(b, fs, false)) {
         cn_req_done(req);
         return;

@@ -13,6 +13,7 @@
 #include "handlers/handlers.h"
 #include "proto/batch.h"
 #include "proto/gen/msgs.h"
+#include "partition/epochs.h"
 #include "proto/kerr.h"
 
 #define LIST_OFFSETS_LATEST (-1)
@@ -365,11 +366,19 @@ void cn_h_offset_for_leader_epoch(struct cn_broker *b, struct cn_req *req,
                 /* An epoch after ours: undefined, as Kafka answers. */
                 continue;
             }
-            /* The current epoch (and anything before it) ends at the log
-             * end: no epoch history is kept, and a log is only written by
-             * its leader until #14 replicates. */
-            rp->leader_epoch = p->leader_epoch;
-            rp->end_offset = cn_log_end_offset(p->log);
+            /* KIP-101/279 from the leader-epoch cache: the largest epoch
+             * at or below the one asked and where it ends.  An empty log
+             * has no entries yet; its current epoch ends at its end, as
+             * Kafka's (which records the epoch when leadership starts)
+             * answers. */
+            int64_t leo = cn_log_end_offset(p->log);
+            if (!p->epochs || cn_epochs_count(p->epochs) == 0) {
+                rp->leader_epoch = p->leader_epoch < 0 ? 0 : p->leader_epoch;
+                rp->end_offset = leo;
+                continue;
+            }
+            cn_epochs_end_offset_for(p->epochs, qp->leader_epoch, leo,
+                                     &rp->leader_epoch, &rp->end_offset);
         }
     }
     cn_resp_begin(req, h);

@@ -8,6 +8,7 @@
  * the base offset is patched into the frame's bytes, so no copy is made.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "node/authz.h"
@@ -21,13 +22,31 @@
 #include "proto/compress.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
+#include "node/replica.h"
 #include "node/txn_exec.h"
+
+/* An acks=-1 write to a partition with followers: answered once the
+ * high watermark passes what it appended (cluster mode). */
+struct isr_wait {
+    struct cn_uuid topic_id;
+    int32_t index;
+    int64_t required; /* the log end after its append */
+    int32_t min_isr;
+    struct cn_produce_response_partition_produce_response *pr;
+    bool resolved;
+};
 
 struct produce_state {
     struct cn_sync_waiter waiter;  /* for acks=-1 */
     struct cn_req_header h;        /* copy: the caller's is on stack */
     struct cn_produce_response rs; /* filled as partitions are done */
     bool appended;                 /* some partition was written */
+    /* acks=-1 with followers: after the local sync, the ISR's. */
+    struct cn_hw_wait hw;
+    struct isr_wait *isr_waits;
+    int32_t nisr_waits;
+    int32_t timeout_ms;
+    bool hw_waited;
 };
 
 static int16_t kerr_from_batch_err(int err, const struct cn_batch_hdr *hdr)
@@ -364,10 +383,73 @@ produce_partition(struct cn_broker *b, struct cn_req *req, int16_t version,
     return p;
 }
 
+/* Whether every partition waiting for the ISR has its answer: the high
+ * watermark passed its data (NOT_ENOUGH_REPLICAS_AFTER_APPEND when the
+ * ISR shrank below min.insync.replicas meanwhile, as Kafka answers),
+ * leadership moved (NOT_LEADER_OR_FOLLOWER: the client retries, and the
+ * producer state recognises the batch if it was kept), or the request's
+ * timeout passed (REQUEST_TIMED_OUT). */
+static bool isr_waits_done(struct cn_broker *b, struct produce_state *ps,
+                           bool final)
+{
+    bool done = true;
+    for (int32_t i = 0; i < ps->nisr_waits; i++) {
+        struct isr_wait *iw = &ps->isr_waits[i];
+        if (iw->resolved)
+            continue;
+        struct cn_topic *t = cn_topic_find_id(b, &iw->topic_id);
+        struct cn_partition *p = t && iw->index < t->partition_count
+                                     ? t->partitions[iw->index]
+                                     : NULL;
+        if (!p || !p->isr || p->leader != b->node_id)
+            iw->pr->error_code = KAFKA_NOT_LEADER_OR_FOLLOWER;
+        else if (p->high_watermark >= iw->required)
+            iw->pr->error_code = cn_replica_isr_size(p) < iw->min_isr
+                                     ? KAFKA_NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                                     : KAFKA_NONE;
+        else if (final)
+            iw->pr->error_code = KAFKA_REQUEST_TIMED_OUT;
+        else {
+            done = false;
+            continue;
+        }
+        iw->resolved = true;
+    }
+    return done;
+}
+
+static void produce_answer(struct cn_broker *b, struct produce_state *ps);
+
+static bool produce_hw_check(struct cn_broker *b, struct cn_hw_wait *w,
+                             bool final)
+{
+    struct produce_state *ps =
+        (struct produce_state *)((char *)w -
+                                 offsetof(struct produce_state, hw));
+    if (!isr_waits_done(b, ps, final))
+        return false;
+    produce_answer(b, ps);
+    return true;
+}
+
 static void produce_finish(struct cn_broker *b, struct cn_sync_waiter *w)
 {
     struct produce_state *ps = (struct produce_state *)w;
-    struct cn_req *req = w->req;
+    /* Synced here; with followers the ISR must have it too. */
+    if (ps->nisr_waits > 0 && !ps->hw_waited && !b->log_dir_offline) {
+        ps->hw_waited = true;
+        ps->hw.check = produce_hw_check;
+        ps->hw.deadline_ms = cn_clock_mono_ms() +
+                             (ps->timeout_ms > 0 ? ps->timeout_ms : 0);
+        cn_replica_hw_wait(b, &ps->hw);
+        return;
+    }
+    produce_answer(b, ps);
+}
+
+static void produce_answer(struct cn_broker *b, struct produce_state *ps)
+{
+    struct cn_req *req = ps->waiter.req;
     /* A failed sync takes the log directory offline: what this request
      * appended is not known to be durable, so it is not acknowledged. */
     if (b->log_dir_offline && ps->appended) {
@@ -543,6 +625,7 @@ static void produce_run(struct cn_broker *b, struct cn_req *req,
     int32_t nt = rq.topic_data_len > 0 ? rq.topic_data_len : 0;
     if (!ps)
         goto nomem;
+    memset(ps, 0, sizeof *ps);
     ps->h = *h;
     ps->waiter.req = req;
     ps->waiter.finish = produce_finish;
@@ -553,6 +636,18 @@ static void produce_run(struct cn_broker *b, struct cn_req *req,
         goto nomem;
     ps->rs.responses_len = nt;
     bool bad_acks = rq.acks != 0 && rq.acks != 1 && rq.acks != -1;
+    if (rq.acks == -1 && b->cfg->cluster_mode) {
+        size_t np_total = 0;
+        for (int32_t i = 0; i < nt; i++)
+            np_total += rq.topic_data[i].partition_data_len > 0
+                            ? (size_t)rq.topic_data[i].partition_data_len
+                            : 0;
+        ps->isr_waits = cn_arena_calloc(&req->arena, np_total + 1,
+                                        sizeof *ps->isr_waits);
+        if (!ps->isr_waits)
+            goto nomem;
+        ps->timeout_ms = rq.timeout_ms;
+    }
     struct cn_wr scratch;
     cn_wr_init(&scratch, 0);
     for (int32_t i = 0; i < nt; i++) {
@@ -590,17 +685,35 @@ static void produce_run(struct cn_broker *b, struct cn_req *req,
                 pr->error_code = KAFKA_INVALID_REQUIRED_ACKS;
                 continue;
             }
-            /* One broker is one in-sync replica: acks=all cannot meet a
-             * higher min.insync.replicas, and Kafka refuses the write. */
-            if (rq.acks == -1 && t && t->config.min_insync_replicas > 1) {
+            /* acks=all cannot be honoured by an ISR smaller than
+             * min.insync.replicas (one broker alone is an ISR of one):
+             * Kafka refuses before it appends. */
+            int32_t idx = td->partition_data[j].index;
+            struct cn_partition *tp = t && idx >= 0 && idx < t->partition_count
+                                          ? t->partitions[idx]
+                                          : NULL;
+            if (rq.acks == -1 && tp && cn_partition_led(b, tp) &&
+                cn_replica_isr_size(tp) < t->config.min_insync_replicas) {
                 pr->error_code = KAFKA_NOT_ENOUGH_REPLICAS;
                 continue;
             }
             pr->base_offset = -1;
-            if (produce_partition(b, req, h->api_version, rq.transactional_id,
-                                  td->name, t, &td->partition_data[j], pr,
-                                  &scratch))
-                ps->appended = true;
+            struct cn_partition *ap = produce_partition(b, req, h->api_version,
+                                                        rq.transactional_id,
+                                                        td->name, t,
+                                                        &td->partition_data[j],
+                                                        pr, &scratch);
+            if (!ap)
+                continue;
+            ps->appended = true;
+            if (rq.acks == -1 && !pr->error_code && cn_replica_needs_wait(ap))
+                ps->isr_waits[ps->nisr_waits++] = (struct isr_wait){
+                    .topic_id = t->id,
+                    .index = ap->index,
+                    .required = cn_log_end_offset(ap->log),
+                    .min_isr = t->config.min_insync_replicas,
+                    .pr = pr,
+                };
         }
     }
     cn_wr_fini(&scratch);

@@ -106,6 +106,8 @@ struct cn_broker {
     struct cn_lifecycle *lifecycle;
     struct cn_ctlcall *ctlcall; /* calls to the controller (ctlcall.h) */
     struct cn_publish *publish; /* the image made local (publish.h) */
+    struct cn_replica *replica; /* leaders' ISRs, followers' fetchers
+                                   (replica.h) */
     bool stopping;
     bool log_dir_offline;        /* a write or sync failed: see below */
     bool log_dir_full;           /* the last append found no space */

@@ -10,6 +10,7 @@
 #include "node/lifecycle.h"
 #include "node/publish.h"
 #include "node/quorum.h"
+#include "node/replica.h"
 #include "node/txn_exec.h"
 #include "proto/kerr.h"
 #include "txn/coord.h"
@@ -222,8 +223,9 @@ static void set_leaders(struct cn_publish *pub, struct cn_topic *t,
         if (p->leader != ip->leader || p->leader_epoch != ip->leader_epoch)
             CN_DEBUG("%s-%d: leader %d at epoch %d", t->name, i, ip->leader,
                      ip->leader_epoch);
-        p->leader = ip->leader;
-        p->leader_epoch = ip->leader_epoch;
+        /* Leading with followers, following, or neither; it sets
+         * p->leader and p->leader_epoch. */
+        cn_replica_partition(pub->b, t, p, ip);
         if (txn)
             cn_txn_exec_lead(pub->b, i, ip->leader == pub->b->node_id,
                              ip->leader_epoch);
@@ -322,6 +324,7 @@ static void publish(struct cn_publish *pub)
         cn_topics_foreach(b, delete_orphan, &oc);
         pub->orphans_done = true;
     }
+    cn_replica_published(b);
     remember(pub, img);
     pub->published = off;
 }

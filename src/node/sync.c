@@ -21,6 +21,7 @@
 #include "base/failpoint.h"
 #include "base/say.h"
 #include "node/broker_int.h"
+#include "node/replica.h"
 
 /* Rounds that may run at once.  A round that starts while another is
  * still in fdatasync covers what was appended meanwhile without waiting
@@ -102,7 +103,9 @@ static void round_apply(struct cn_broker *b, struct cn_sync_round *r)
             cn_broker_log_dir_failed(b, "fdatasync", r->errs[i]);
         }
         int64_t synced = cn_log_synced_offset(p->log);
-        if (synced > p->high_watermark)
+        if (b->cfg->cluster_mode)
+            cn_replica_durable(b, p, synced);
+        else if (synced > p->high_watermark)
             p->high_watermark = synced;
     }
     b->sync_done_round = r->round;
@@ -228,8 +231,14 @@ void cn_sync_flush(struct cn_broker *b, struct cn_partition *p)
 
 void cn_sync_appended(struct cn_broker *b, struct cn_partition *p)
 {
+    /* Followers copy it while it syncs here, not after. */
+    if (b->cfg->cluster_mode)
+        cn_replica_appended(b, p);
     if (!b->cfg->cairn_fsync_group_commit) {
-        p->high_watermark = cn_log_end_offset(p->log);
+        if (b->cfg->cluster_mode)
+            cn_replica_durable(b, p, cn_log_end_offset(p->log));
+        else
+            p->high_watermark = cn_log_end_offset(p->log);
         return;
     }
     cn_sync_flush(b, p);

@@ -29,6 +29,7 @@
 #include "base/rand.h"
 #include "base/say.h"
 #include "node/broker_int.h"
+#include "node/replica.h"
 #include "node/cleaner.h"
 #include "node/ctlcall.h"
 #include "proto/kerr.h"
@@ -292,7 +293,12 @@ static int partition_open(struct cn_broker *b, struct cn_topic *t,
     p->index = index;
     /* In cluster mode nothing is led before the image says so. */
     p->leader = b->cfg->cluster_mode ? -1 : b->node_id;
-    p->high_watermark = b->cfg->cairn_fsync_group_commit
+    /* In cluster mode what is committed is the ISR's business: nothing is
+     * visible before the partition's leader (maybe this broker, once its
+     * followers fetched) says how far, so a restarted broker never shows
+     * a record its followers lack. */
+    p->high_watermark = b->cfg->cluster_mode ? cn_log_start_offset(p->log)
+                        : b->cfg->cairn_fsync_group_commit
                             ? cn_log_synced_offset(p->log)
                             : cn_log_end_offset(p->log);
     err = cn_partition_producers_load(p, dir + strlen(b->data_dir) + 1);
@@ -346,6 +352,7 @@ static void close_partitions(struct cn_topic *t)
             cn_partition_producers_close(t->partitions[i]);
             cn_partition_epochs_close(t->partitions[i]);
             cn_log_close(t->partitions[i]->log);
+            free(t->partitions[i]->isr);
             free(t->partitions[i]);
             t->partitions[i] = NULL;
         }
@@ -467,6 +474,7 @@ int16_t cn_topic_delete(struct cn_broker *b, struct cn_topic *t)
         /* The topic is freed now; the partition's log may outlive it until
          * the sync round, cleaner pass or snapshot write using it ends. */
         cn_cleaner_forget(b, p);
+        cn_replica_forget(b, p);
         cn_partition_snap_release(p);
         p->topic = NULL;
         p->sync_next = b->doomed;
@@ -490,6 +498,7 @@ void cn_topics_reap(struct cn_broker *b)
         if (p->pstate)
             cn_pstate_free(p->pstate);
         cn_partition_epochs_close(p);
+        free(p->isr);
         free(p);
     }
     /* Taken whole first: a woken request may delete a topic and wait

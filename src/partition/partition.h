@@ -33,6 +33,8 @@
 struct cn_topic;
 struct cn_part_snap;
 struct cn_epochs;
+struct cn_isr;
+struct cn_replica_fetcher;
 
 struct cn_partition {
     struct cn_topic *topic;    /* owner (the broker's) */
@@ -60,6 +62,12 @@ struct cn_partition {
      * recorded by the write path, cut by truncation and retention.  NULL
      * only for an offline partition. */
     struct cn_epochs *epochs;
+    /* This broker leads it with followers (node/replica.c): their fetch
+     * state, the ISR and the high watermark over it.  NULL otherwise. */
+    struct cn_isr *isr;
+    /* This broker follows it: the fetcher of its leader (node/replica.c).
+     * NULL otherwise. */
+    struct cn_replica_fetcher *fetcher;
 };
 
 /* The last stable offset: the first offset of the oldest open transaction,
