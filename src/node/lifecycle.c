@@ -20,6 +20,7 @@
 #include "base/say.h"
 #include "node/broker_int.h"
 #include "node/peer.h"
+#include "meta/image.h"
 #include "node/quorum.h"
 #include "proto/gen/api.h"
 #include "proto/gen/msgs.h"
@@ -786,6 +787,24 @@ void cn_lifecycle_stop(struct cn_broker *b)
     uv_close((uv_handle_t *)&lc->sd_timer, on_timer_closed);
 }
 
+/* Whether the image has another broker leadership could move to
+ * (registered, unfenced, not shutting down itself).  Without one, asking
+ * the controller only waits: the last broker of a cluster being stopped,
+ * or one whose peers are all gone. */
+static bool another_usable(const struct cn_broker *b)
+{
+    if (!b->quorum)
+        return false;
+    const struct cn_image *img = cn_quorum_image(b->quorum);
+    for (size_t i = 0; i < cn_image_broker_count(img); i++) {
+        const struct cn_image_broker *ib = cn_image_broker_at(img, i);
+        if (ib->id != b->node_id && !ib->fenced &&
+            !ib->in_controlled_shutdown)
+            return true;
+    }
+    return false;
+}
+
 int cn_lifecycle_shutdown(struct cn_broker *b, int64_t timeout_ms,
                           cn_lifecycle_shutdown_cb cb)
 {
@@ -793,6 +812,14 @@ int cn_lifecycle_shutdown(struct cn_broker *b, int64_t timeout_ms,
     if (!lc || lc->stopping || lc->m.want_shut_down)
         return CN_EINVAL;
     lc->sd_cb = cb;
+    if (!another_usable(b)) {
+        CN_INFO("cluster: node %d: no other live broker could take its "
+                "leaderships: no controlled shutdown",
+                b->node_id);
+        lc->m.want_shut_down = lc->m.shut_down = true;
+        uv_timer_start(&lc->sd_timer, on_sd_timer, 1, 0);
+        return 0;
+    }
     if (cn_lc_begin_shutdown(&lc->m, lc_now())) {
         CN_INFO("cluster: node %d leads nothing the controller knows of: "
                 "no controlled shutdown needed",
