@@ -330,8 +330,11 @@ static bool try_fetch(struct cn_broker *b, struct fetch_state *fs, bool final)
                 urgent = true;
                 continue;
             }
-            if (!cn_partition_led(b, p)) {
-                /* No replica fetches yet (#14): only the leader serves. */
+            /* KIP-392: from v11 a consumer may read from a follower, up
+             * to the follower's high watermark, as Kafka serves it
+             * (whether or not its rack asked for one). */
+            bool follower_read = v >= 11 && !replica && p->fetcher;
+            if (!cn_partition_led(b, p) && !follower_read) {
                 pd->error_code = KAFKA_NOT_LEADER_OR_FOLLOWER;
                 pd->current_leader.leader_id = p->leader;
                 pd->current_leader.leader_epoch = p->leader_epoch;
