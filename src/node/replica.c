@@ -34,6 +34,10 @@
 #define TICK_MS 100
 /* An AlterPartition gets this long to find the controller. */
 #define ALTER_TIMEOUT_MS 30000
+/* A fetch refused because the leader's image and ours disagree is
+ * tried again after this long: one of them catches up within a metadata
+ * round trip. */
+#define METADATA_RETRY_MS 100
 /* Frames a follower accepts: the response limit plus headroom for one
  * batch larger than it (a leader still sends one). */
 #define FETCH_FRAME_SLACK (64 * 1024 * 1024)
@@ -774,10 +778,17 @@ fetched_partition(struct cn_replica_fetcher *f, const struct cn_uuid *topic_id,
     case CN_FOLLOW_BACKOFF:
     default:
         /* NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, unknown
-         * topic: the leader's image and ours differ for now; a publish
-         * that changes the partition brings it back at once (follow()
-         * sets retry 0). */
-        fp->retry_ms = now_ms() + b->cfg->replica_fetch_backoff_ms;
+         * topic: the leader's image and ours differ for now.  When ours
+         * is behind, a publish that changes the partition brings it back
+         * at once (follow() sets retry 0); when the leader's is, it
+         * catches up within a metadata round trip, and waiting the whole
+         * replica.fetch.backoff.ms would hold acks=all that long after
+         * every failover. */
+        fp->retry_ms = now_ms() +
+                       (act.await_metadata ||
+                                fr.error == KAFKA_UNKNOWN_LEADER_EPOCH
+                            ? METADATA_RETRY_MS
+                            : b->cfg->replica_fetch_backoff_ms);
         return false;
     }
     fl.leo = cn_log_end_offset(p->log);
