@@ -6,6 +6,14 @@
  * then drains, reads every partition read_committed and read_uncommitted,
  * and hands the histories to the checker (verify_check.c).
  *
+ * --cluster (issue #14) owns several brokers instead, one --broker-cmd each,
+ * creates the topics replicated to all of them (min.insync.replicas one
+ * less), runs idempotent acks=all writers and a read_uncommitted tailing
+ * reader, and kills brokers: any one (kill-broker), or the leader of a
+ * partition being written while its followers lag (kill-leader).  One
+ * broker at most is down at a time, and it comes back once its partitions
+ * have new leaders.  No transactions yet: they need issue #15.
+ *
  * Exit: 0 no anomaly, 1 anomalies (or the run failed), 2 bad usage.
  */
 #include <errno.h>
@@ -27,18 +35,24 @@
 #include "cli/verify.h"
 
 #define MAX_WORKERS 32
+#define MAX_BROKERS 9
 #define WAIT_MS 60000 /* longest wait for a drain or an end offset */
+#define BROKER_DOWN_MS 2000    /* cluster: least time a broker is down */
+#define FAILOVER_WAIT_MS 30000 /* cluster: longest wait for new leaders */
 
 enum fault {
     FAULT_KILL_WORKER,
     FAULT_PAUSE_WORKER,
     FAULT_KILL_BROKER,
     FAULT_CRASH_MID_COMMIT,
+    FAULT_KILL_LEADER,
     NFAULTS,
 };
 
 static const char *const fault_names[NFAULTS] = {
-    "kill-worker", "pause-worker", "kill-broker", "crash-mid-commit"};
+    "kill-worker",      "pause-worker", "kill-broker",
+    "crash-mid-commit", "kill-leader",
+};
 
 /* Cairn's coordinator fail points, one per step of a commit or abort:
  * crash-mid-commit restarts the broker with one of them armed, so it dies
@@ -57,10 +71,30 @@ struct child {
     bool paused;      /* SIGSTOPped by us */
 };
 
+/* A broker we own: started by cmd (via /bin/sh) in its own process
+ * group, listening on addr. */
+struct bproc {
+    const char *cmd; /* --broker-cmd */
+    char addr[128];  /* its HOST:PORT in --bootstrap-server */
+    pid_t pid;       /* process group, 0 when not running */
+    int32_t node_id; /* cluster: as Metadata names it, -1 until seen */
+};
+
 struct run {
-    const char *bootstrap;  /* HOST:PORT */
+    const char *bootstrap;      /* HOST:PORT[,HOST:PORT...] */
     const char *command_config; /* --command-config FILE or NULL */
     const char *broker_cmd; /* NULL: we do not own the broker */
+    bool cluster;           /* --cluster */
+    struct bproc bk[MAX_BROKERS]; /* the brokers we own */
+    int nbk;
+    int down;               /* cluster: index of the broker killed, -1 */
+    int64_t down_since;     /* when it was killed (monotonic ms) */
+    int64_t lag_ms;         /* kill-leader: how long followers lag first */
+    rd_kafka_t *meta;       /* cluster: Metadata queries */
+    int64_t *last_ack;      /* cluster: per input partition, last ack seen */
+    int64_t ack_stall_ms;   /* longest time a partition took no ack */
+    int32_t ack_stall_part; /* which one */
+    long hist_pos[MAX_WORKERS]; /* how far writer histories were read */
     bool json;              /* --json */
     int64_t duration_ms;    /* of the fault phase */
     unsigned seed;          /* fault schedule */
@@ -74,7 +108,6 @@ struct run {
     char in[64], out[64], group[64]; /* topic and group names */
     struct child kids[MAX_WORKERS];
     int nkids;
-    pid_t broker;         /* broker process group, 0 when not running */
     const char *armed;    /* CAIRN_FAILPOINTS of the running broker */
     int64_t failpoint_crashes; /* broker deaths at an armed point */
     int64_t injected[NFAULTS]; /* faults by kind */
@@ -109,15 +142,44 @@ static int spawn(struct run *r, struct child *c)
     if (pid < 0)
         return -errno;
     if (pid == 0) {
+        const char *argv[40] = {"cairnctl",
+                                "verify-worker",
+                                "--role",
+                                c->role,
+                                "--bootstrap-server",
+                                r->bootstrap,
+                                "--in",
+                                r->in,
+                                "--out",
+                                r->out,
+                                "--group",
+                                r->group,
+                                "--id",
+                                id,
+                                "--inc",
+                                inc,
+                                "--partitions",
+                                parts,
+                                "--txn-timeout-ms",
+                                tmo,
+                                "--history",
+                                hist};
+        int n = 22;
         FILE *f = freopen(log, "a", stderr);
         (void)f;
         dup2(2, 1);
-        execl(self_exe, "cairnctl", "verify-worker", "--role", c->role,
-              "--bootstrap-server", r->bootstrap, "--in", r->in, "--out",
-              r->out, "--group", r->group, "--id", id, "--inc", inc,
-              "--partitions", parts, "--txn-timeout-ms", tmo, "--history",
-              hist, r->command_config ? "--command-config" : (char *)NULL,
-              r->command_config, (char *)NULL);
+        if (r->cluster) {
+            argv[n++] = "--idempotent";
+            argv[n++] = "1";
+            argv[n++] = "--isolation";
+            argv[n++] = "read_uncommitted";
+        }
+        if (r->command_config) {
+            argv[n++] = "--command-config";
+            argv[n++] = r->command_config;
+        }
+        argv[n] = NULL;
+        execv(self_exe, (char *const *)argv);
         _exit(127);
     }
     c->pid = pid;
@@ -196,13 +258,18 @@ static bool port_open(const char *bootstrap)
     return ok;
 }
 
-static int start_broker(struct run *r)
+/* Starts broker i and waits (bounded) until it listens. */
+static int start_broker_at(struct run *r, int i)
 {
+    struct bproc *bp = &r->bk[i];
     char log[320];
     int64_t end;
     pid_t pid;
 
-    snprintf(log, sizeof log, "%s/broker.log", r->dir);
+    if (r->cluster)
+        snprintf(log, sizeof log, "%s/broker%d.log", r->dir, i + 1);
+    else
+        snprintf(log, sizeof log, "%s/broker.log", r->dir);
     fflush(NULL);
     pid = fork();
     if (pid < 0)
@@ -215,17 +282,19 @@ static int start_broker(struct run *r)
         dup2(2, 1);
         if (r->armed)
             setenv("CAIRN_FAILPOINTS", r->armed, 1);
-        execl("/bin/sh", "sh", "-c", r->broker_cmd, (char *)NULL);
+        execl("/bin/sh", "sh", "-c", bp->cmd, (char *)NULL);
         _exit(127);
     }
     setpgid(pid, pid);
-    r->broker = pid;
+    bp->pid = pid;
     end = cn_clock_mono_ms() + 30000;
-    while (!port_open(r->bootstrap)) {
+    while (!port_open(bp->addr)) {
         if (waitpid(pid, NULL, WNOHANG) == pid || cn_clock_mono_ms() > end) {
             fprintf(stderr, "cairnctl verify: broker did not start; see %s\n",
                     log);
-            r->broker = 0;
+            kill(-pid, SIGKILL);
+            waitpid(pid, NULL, WNOHANG);
+            bp->pid = 0;
             return -1;
         }
         usleep(50000);
@@ -233,24 +302,43 @@ static int start_broker(struct run *r)
     return 0;
 }
 
-static void stop_broker(struct run *r, int sig)
+static int start_broker(struct run *r)
+{
+    return start_broker_at(r, 0);
+}
+
+/* Sends sig to every broker in mask, and waits for them all (SIGKILL
+ * after 15 s). */
+static void stop_brokers(struct run *r, unsigned mask, int sig)
 {
     int64_t end = cn_clock_mono_ms() + 15000;
 
-    if (r->broker <= 0)
-        return;
-    kill(-r->broker, sig);
-    while (waitpid(r->broker, NULL, WNOHANG) != r->broker) {
-        if (cn_clock_mono_ms() > end) {
-            kill(-r->broker, SIGKILL);
-            waitpid(r->broker, NULL, 0);
-            break;
+    for (int i = 0; i < r->nbk; i++)
+        if ((mask >> i & 1) && r->bk[i].pid > 0) {
+            kill(-r->bk[i].pid, SIGCONT);
+            kill(-r->bk[i].pid, sig);
         }
-        usleep(20000);
+    for (int i = 0; i < r->nbk; i++) {
+        pid_t pid = r->bk[i].pid;
+        if (!(mask >> i & 1) || pid <= 0)
+            continue;
+        while (waitpid(pid, NULL, WNOHANG) != pid) {
+            if (cn_clock_mono_ms() > end) {
+                kill(-pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                break;
+            }
+            usleep(20000);
+        }
+        /* The shell may have left the broker itself behind in the group. */
+        kill(-pid, SIGKILL);
+        r->bk[i].pid = 0;
     }
-    /* The shell may have left the broker itself behind in the group. */
-    kill(-r->broker, SIGKILL);
-    r->broker = 0;
+}
+
+static void stop_broker(struct run *r, int sig)
+{
+    stop_brokers(r, 1u, sig);
 }
 
 /* ---- librdkafka helpers ---- */
@@ -263,7 +351,9 @@ static rd_kafka_t *client(const struct run *r, rd_kafka_type_t type,
     rd_kafka_t *rk;
 
     rd_kafka_conf_set(c, "bootstrap.servers", r->bootstrap, err, sizeof err);
-    rd_kafka_conf_set(c, "log_level", "3", err, sizeof err);
+    /* Cluster mode kills brokers: refused connections are expected. */
+    rd_kafka_conf_set(c, "log_level", r->cluster ? "2" : "3", err,
+                      sizeof err);
     if (cli_verify_apply_sec(c, r->command_config)) {
         rd_kafka_conf_destroy(c);
         return NULL;
@@ -285,45 +375,83 @@ static rd_kafka_t *client(const struct run *r, rd_kafka_type_t type,
     return rk;
 }
 
-static int create_topics(struct run *r)
+/* One CreateTopics of both topics; retry is set when a broker may just
+ * not be ready (cluster mode: every broker must have registered before
+ * a topic can have them all as replicas). */
+static int create_topics_once(struct run *r, rd_kafka_t *rk, bool again,
+                              bool *retry, char *why, size_t why_len)
 {
-    rd_kafka_t *rk = client(r, RD_KAFKA_PRODUCER, NULL, NULL);
+    int rf = r->cluster ? r->nbk : 1;
     rd_kafka_NewTopic_t *nt[2];
+    rd_kafka_AdminOptions_t *opts;
     rd_kafka_queue_t *q;
     rd_kafka_event_t *ev;
     const rd_kafka_CreateTopics_result_t *res;
     const rd_kafka_topic_result_t **tr;
     size_t n = 0;
-    char err[256];
+    char err[256], minisr[16];
     int rc = 0;
 
-    if (!rk)
-        return -1;
-    nt[0] = rd_kafka_NewTopic_new(r->in, r->partitions, 1, err, sizeof err);
-    nt[1] = rd_kafka_NewTopic_new(r->out, r->partitions, 1, err, sizeof err);
+    *retry = false;
+    snprintf(minisr, sizeof minisr, "%d", rf > 1 ? rf - 1 : 1);
+    nt[0] = rd_kafka_NewTopic_new(r->in, r->partitions, rf, err, sizeof err);
+    nt[1] = rd_kafka_NewTopic_new(r->out, r->partitions, rf, err, sizeof err);
+    for (int i = 0; r->cluster && i < 2; i++)
+        rd_kafka_NewTopic_set_config(nt[i], "min.insync.replicas", minisr);
     q = rd_kafka_queue_new(rk);
-    rd_kafka_CreateTopics(rk, nt, 2, NULL, q);
-    ev = rd_kafka_queue_poll(q, 30000);
-    res = ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
+    /* A cluster still electing its controller answers late: ask again. */
+    opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_set_request_timeout(opts, 10000, err, sizeof err);
+    rd_kafka_CreateTopics(rk, nt, 2, opts, q);
+    ev = rd_kafka_queue_poll(q, 15000);
+    res = ev && !rd_kafka_event_error(ev)
+              ? rd_kafka_event_CreateTopics_result(ev)
+              : NULL;
     if (!res) {
-        fprintf(stderr, "cairnctl verify: CreateTopics: %s\n",
-                ev ? rd_kafka_event_error_string(ev) : "timed out");
+        snprintf(why, why_len, "CreateTopics: %s",
+                 ev ? rd_kafka_event_error_string(ev) : "timed out");
+        *retry = true;
         rc = -1;
     } else {
         tr = rd_kafka_CreateTopics_result_topics(res, &n);
         for (size_t i = 0; i < n; i++) {
-            if (rd_kafka_topic_result_error(tr[i])) {
-                fprintf(stderr, "cairnctl verify: create %s: %s\n",
-                        rd_kafka_topic_result_name(tr[i]),
-                        rd_kafka_topic_result_error_string(tr[i]));
-                rc = -1;
-            }
+            rd_kafka_resp_err_t e = rd_kafka_topic_result_error(tr[i]);
+            /* A retry may find what an earlier try created. */
+            if (!e || (again && e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
+                continue;
+            snprintf(why, why_len, "create %s: %s",
+                     rd_kafka_topic_result_name(tr[i]),
+                     rd_kafka_topic_result_error_string(tr[i]));
+            *retry = true;
+            rc = -1;
         }
     }
     if (ev)
         rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(opts);
     rd_kafka_NewTopic_destroy_array(nt, 2);
     rd_kafka_queue_destroy(q);
+    return rc;
+}
+
+static int create_topics(struct run *r)
+{
+    rd_kafka_t *rk = client(r, RD_KAFKA_PRODUCER, NULL, NULL);
+    int64_t give_up = cn_clock_mono_ms() + (r->cluster ? WAIT_MS : 0);
+    char why[512] = "";
+    bool retry;
+    int rc;
+
+    if (!rk)
+        return -1;
+    for (bool again = false;; again = true) {
+        rc = create_topics_once(r, rk, again, &retry, why, sizeof why);
+        if (!rc || !retry || cn_clock_mono_ms() >= give_up)
+            break;
+        usleep(500000);
+    }
+    if (rc)
+        fprintf(stderr, "cairnctl verify: %s\n", why);
     rd_kafka_destroy(rk);
     return rc;
 }
@@ -462,6 +590,207 @@ static int group_offsets(struct run *r, int64_t *off)
     return rc;
 }
 
+/* ---- cluster mode ---- */
+
+/*
+ * Asks Metadata: learns each broker's node id (by its port), fills
+ * leaders[p] with the leader of input partition p (-1 for none) when
+ * leaders is given, and sets *healthy when every broker is registered and
+ * every partition of both topics has a leader and all of them in its
+ * ISR.  Returns 0, or -1 when no broker answered.
+ */
+static int cluster_state(struct run *r, int32_t *leaders, bool *healthy)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    bool ok;
+    int seen = 0;
+
+    *healthy = false;
+    if (leaders)
+        for (int32_t p = 0; p < r->partitions; p++)
+            leaders[p] = -1;
+    if (!r->meta || rd_kafka_metadata(r->meta, 1, NULL, &md, 5000) || !md)
+        return -1;
+    for (int j = 0; j < md->broker_cnt; j++) {
+        for (int i = 0; i < r->nbk; i++) {
+            const char *colon = strrchr(r->bk[i].addr, ':');
+            if (colon && atoi(colon + 1) == md->brokers[j].port)
+                r->bk[i].node_id = md->brokers[j].id;
+        }
+    }
+    ok = md->broker_cnt == r->nbk;
+    for (int t = 0; t < md->topic_cnt; t++) {
+        const struct rd_kafka_metadata_topic *mt = &md->topics[t];
+        bool in = !strcmp(mt->topic, r->in);
+
+        if (!in && strcmp(mt->topic, r->out))
+            continue;
+        seen++;
+        if (mt->err || mt->partition_cnt != r->partitions)
+            ok = false;
+        for (int k = 0; k < mt->partition_cnt; k++) {
+            const struct rd_kafka_metadata_partition *mp = &mt->partitions[k];
+            if (mp->err || mp->leader < 0 || mp->isr_cnt != r->nbk)
+                ok = false;
+            if (leaders && in && mp->id >= 0 && mp->id < r->partitions)
+                leaders[mp->id] = mp->err ? -1 : mp->leader;
+        }
+    }
+    *healthy = ok && seen == 2;
+    rd_kafka_metadata_destroy(md);
+    return 0;
+}
+
+static int broker_of_node(const struct run *r, int32_t node)
+{
+    for (int i = 0; i < r->nbk; i++)
+        if (node >= 0 && r->bk[i].node_id == node)
+            return i;
+    return -1;
+}
+
+/* Waits (bounded) until cluster_state says healthy. */
+static bool await_healthy(struct run *r, int64_t wait_ms);
+
+/*
+ * Reads what the writers appended to their histories since the last
+ * call: an acknowledged write (W line) to input partition p means p took
+ * writes at now.  Records the longest time a partition went without.
+ */
+static void scan_acks(struct run *r, int64_t now)
+{
+    char path[320], line[1200], txn[128], topic[128];
+
+    for (int i = 0; i < r->nkids; i++) {
+        const struct child *c = &r->kids[i];
+        FILE *f;
+
+        if (strcmp(c->role, "writer"))
+            continue;
+        hist_path(r, c, path, sizeof path);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fseek(f, r->hist_pos[i], SEEK_SET) == 0) {
+            while (fgets(line, sizeof line, f)) {
+                size_t len = strlen(line);
+                int32_t part;
+                /* Not all written yet: read again next time. */
+                if (!len || line[len - 1] != '\n')
+                    break;
+                r->hist_pos[i] += (long)len;
+                if (line[0] == 'W' &&
+                    sscanf(line, "W %127s %127s %" SCNd32, txn, topic,
+                           &part) == 3 &&
+                    !strcmp(topic, r->in) && part >= 0 && part < r->partitions)
+                    r->last_ack[part] = now;
+            }
+        }
+        fclose(f);
+    }
+    for (int32_t p = 0; p < r->partitions; p++) {
+        if (now - r->last_ack[p] > r->ack_stall_ms) {
+            r->ack_stall_ms = now - r->last_ack[p];
+            r->ack_stall_part = p;
+        }
+    }
+}
+
+static void kill_broker_now(struct run *r, int i)
+{
+    if (r->bk[i].pid <= 0)
+        return;
+    kill(-r->bk[i].pid, SIGKILL);
+    waitpid(r->bk[i].pid, NULL, 0);
+    r->bk[i].pid = 0;
+    r->down = i;
+    r->down_since = cn_clock_mono_ms();
+}
+
+/*
+ * kill-broker and kill-leader in cluster mode.  Only one broker is ever
+ * down, and only when every partition has its full ISR, so min.insync
+ * keeps writes going and no kill takes the last copy of anything
+ * acknowledged.  Returns false when now is no time for it (try again).
+ */
+static bool cluster_kill(struct run *r, unsigned *seed, bool leader)
+{
+    int32_t leaders[64];
+    bool healthy;
+    int victim;
+
+    if (r->down >= 0 || cluster_state(r, leaders, &healthy) || !healthy)
+        return false;
+    if (!leader) {
+        victim = (int)(rand_r(seed) % (unsigned)r->nbk);
+        if (r->bk[victim].pid <= 0)
+            return false;
+        kill_broker_now(r, victim);
+        return true;
+    }
+    victim = broker_of_node(r,
+                            leaders[rand_r(seed) % (unsigned)r->partitions]);
+    if (victim < 0 || r->bk[victim].pid <= 0)
+        return false;
+    /* Its followers stop fetching for a moment while the writers go on:
+     * whatever the leader acknowledges meanwhile only it holds when it
+     * dies, unless acks=all waited for the ISR, as it must. */
+    for (int i = 0; i < r->nbk; i++)
+        if (i != victim && r->bk[i].pid > 0)
+            kill(-r->bk[i].pid, SIGSTOP);
+    usleep((useconds_t)r->lag_ms * 1000);
+    kill_broker_now(r, victim);
+    for (int i = 0; i < r->nbk; i++)
+        if (i != victim && r->bk[i].pid > 0)
+            kill(-r->bk[i].pid, SIGCONT);
+    return true;
+}
+
+/* Brings the killed broker back once it was down BROKER_DOWN_MS and its
+ * input partitions have new leaders (or FAILOVER_WAIT_MS passed), so
+ * every kill forces a failover; at once when force. */
+static void cluster_restart(struct run *r, bool force)
+{
+    int64_t down_for = cn_clock_mono_ms() - r->down_since;
+    int32_t leaders[64];
+    bool healthy;
+    int i = r->down;
+
+    if (i < 0)
+        return;
+    if (!force && down_for < BROKER_DOWN_MS)
+        return;
+    if (!force && down_for < FAILOVER_WAIT_MS) {
+        if (cluster_state(r, leaders, &healthy))
+            return;
+        for (int32_t p = 0; p < r->partitions; p++)
+            if (leaders[p] < 0 || leaders[p] == r->bk[i].node_id)
+                return;
+    }
+    if (start_broker_at(r, i)) {
+        r->down_since = cn_clock_mono_ms(); /* try again later */
+        return;
+    }
+    r->down = -1;
+}
+
+static bool await_healthy(struct run *r, int64_t wait_ms)
+{
+    int64_t end = cn_clock_mono_ms() + wait_ms;
+    bool healthy = false;
+
+    for (;;) {
+        int64_t now = cn_clock_mono_ms();
+        if (r->last_ack)
+            scan_acks(r, now);
+        if (cluster_state(r, NULL, &healthy) == 0 && healthy)
+            return true;
+        if (now > end)
+            return false;
+        usleep(200000);
+    }
+}
+
 /* ---- the run ---- */
 
 static struct child *pick_worker(struct run *r, unsigned *seed)
@@ -476,7 +805,9 @@ static struct child *pick_worker(struct run *r, unsigned *seed)
     return c->pid > 0 && !c->paused ? c : NULL;
 }
 
-static void inject(struct run *r, unsigned *seed, int64_t *resume_at,
+/* Injects one fault of an enabled kind; false when the chosen kind has
+ * to wait (cluster mode: a broker is down or an ISR not full yet). */
+static bool inject(struct run *r, unsigned *seed, int64_t *resume_at,
                    struct child **paused)
 {
     enum fault kinds[NFAULTS];
@@ -487,12 +818,12 @@ static void inject(struct run *r, unsigned *seed, int64_t *resume_at,
         if (r->faults[k])
             kinds[n++] = (enum fault)k;
     if (!n)
-        return;
+        return true;
     switch (kinds[rand_r(seed) % (unsigned)n]) {
     case FAULT_KILL_WORKER:
         c = pick_worker(r, seed);
         if (!c)
-            return;
+            return true;
         kill_child(c, SIGKILL);
         c->inc++;
         spawn(r, c);
@@ -501,7 +832,7 @@ static void inject(struct run *r, unsigned *seed, int64_t *resume_at,
     case FAULT_PAUSE_WORKER:
         c = pick_worker(r, seed);
         if (!c || *paused)
-            return;
+            return true;
         kill(c->pid, SIGSTOP);
         c->paused = true;
         *paused = c;
@@ -509,6 +840,12 @@ static void inject(struct run *r, unsigned *seed, int64_t *resume_at,
         r->injected[FAULT_PAUSE_WORKER]++;
         break;
     case FAULT_KILL_BROKER:
+        if (r->cluster) {
+            if (!cluster_kill(r, seed, false))
+                return false;
+            r->injected[FAULT_KILL_BROKER]++;
+            break;
+        }
         stop_broker(r, SIGKILL);
         r->armed = NULL;
         if (start_broker(r) == 0)
@@ -522,9 +859,15 @@ static void inject(struct run *r, unsigned *seed, int64_t *resume_at,
         if (start_broker(r) == 0)
             r->injected[FAULT_CRASH_MID_COMMIT]++;
         break;
+    case FAULT_KILL_LEADER:
+        if (!cluster_kill(r, seed, true))
+            return false;
+        r->injected[FAULT_KILL_LEADER]++;
+        break;
     default:
         break;
     }
+    return true;
 }
 
 /* True once c's history holds a committed transaction ("C " line). */
@@ -579,7 +922,17 @@ static void fault_phase(struct run *r)
     int64_t next = start + r->fault_every_ms / 2, resume_at = 0;
     struct child *paused = NULL;
 
+    if (r->cluster) {
+        scan_acks(r, start);
+        for (int32_t p = 0; p < r->partitions; p++)
+            r->last_ack[p] = start;
+        r->ack_stall_ms = 0;
+    }
     while ((now = cn_clock_mono_ms()) - start < r->duration_ms) {
+        if (r->cluster) {
+            scan_acks(r, now);
+            cluster_restart(r, false);
+        }
         if (paused && now >= resume_at) {
             kill(paused->pid, SIGCONT);
             paused->paused = false;
@@ -587,18 +940,20 @@ static void fault_phase(struct run *r)
         }
         /* A broker armed by crash-mid-commit died at its point: bring
          * it back clean, to recover what that commit left behind. */
-        if (r->broker > 0 && r->armed &&
-            waitpid(r->broker, NULL, WNOHANG) == r->broker) {
-            kill(-r->broker, SIGKILL);
-            r->broker = 0;
+        if (r->bk[0].pid > 0 && r->armed &&
+            waitpid(r->bk[0].pid, NULL, WNOHANG) == r->bk[0].pid) {
+            kill(-r->bk[0].pid, SIGKILL);
+            r->bk[0].pid = 0;
             r->armed = NULL;
             r->failpoint_crashes++;
             start_broker(r);
         }
         if (now >= next) {
-            inject(r, &seed, &resume_at, &paused);
-            next = now + r->fault_every_ms / 2 +
-                   (int64_t)(rand_r(&seed) % (unsigned)r->fault_every_ms);
+            if (inject(r, &seed, &resume_at, &paused))
+                next = now + r->fault_every_ms / 2 +
+                       (int64_t)(rand_r(&seed) % (unsigned)r->fault_every_ms);
+            else
+                next = now + 250;
         }
         reap(r);
         usleep(50000);
@@ -638,7 +993,8 @@ static void load_histories(struct run *r, struct cn_vcheck *vc)
             } else if (strchr(line, '\n') &&
                        sscanf(line, "R %127s %" SCNd32 " %" SCNd64 " %1023s",
                               topic, &part, &off, value) == 4) {
-                cn_vcheck_read(vc, CN_VC_TAIL_RC, topic, part, off, value);
+                cn_vcheck_read(vc, r->cluster ? CN_VC_TAIL_RU : CN_VC_TAIL_RC,
+                               topic, part, off, value);
             }
         }
         fclose(f);
@@ -663,6 +1019,9 @@ static void print_report(const struct run *r, const struct cn_vc_report *rep,
             printf("%s\"%s\":%" PRId64, k ? "," : "", fault_names[k],
                    r->injected[k]);
         printf("},\"failpoint_crashes\":%" PRId64, r->failpoint_crashes);
+        printf(",\"brokers\":%d,\"cluster\":%s", r->nbk,
+               r->cluster ? "true" : "false");
+        printf(",\"ack_stall_ms\":%" PRId64, r->ack_stall_ms);
         printf(",\"stall_ms\":%" PRId64 ",\"anomalies\":{", r->stall_ms);
         for (int k = 0; k < CN_VC_NKINDS; k++) {
             printf("%s\"%s\":{\"count\":%" PRId64 ",\"examples\":[",
@@ -695,6 +1054,10 @@ static void print_report(const struct run *r, const struct cn_vc_report *rep,
            "point %" PRId64 "\n", r->restarts, r->failpoint_crashes);
     printf("stall       %" PRId64 " ms (bound %" PRId64 " ms)\n", r->stall_ms,
            r->stall_bound_ms);
+    if (r->cluster)
+        printf("cluster     %d brokers; longest a partition took no "
+               "acknowledged write: %" PRId64 " ms (%s %" PRId32 ")\n",
+               r->nbk, r->ack_stall_ms, r->in, r->ack_stall_part);
     printf("\n%-22s %s\n", "ANOMALY", "COUNT");
     for (int k = 0; k < CN_VC_NKINDS; k++) {
         printf("%-22s %" PRId64 "\n", cn_vc_kind_name(k), rep->count[k]);
@@ -718,6 +1081,15 @@ static int finish_run(struct run *r)
 
     if (!vc || !last || !ends || !goff)
         goto out;
+    if (r->cluster) {
+        /* Every broker back and every ISR full before the writers stop,
+         * so what they still hold gets acknowledged; the stall clock runs
+         * on meanwhile. */
+        cluster_restart(r, true);
+        if (!await_healthy(r, r->stall_bound_ms + 30000))
+            fprintf(stderr, "cairnctl verify: some partition still has no "
+                            "leader or no full ISR; checking anyway\n");
+    }
     for (int i = 0; i < r->nkids; i++)
         if (!strcmp(r->kids[i].role, "writer"))
             stop_child(&r->kids[i], 40000);
@@ -727,7 +1099,7 @@ static int finish_run(struct run *r)
     if (read_all(r, NULL, true, last))
         goto out;
     deadline = cn_clock_mono_ms() + WAIT_MS;
-    for (;;) {
+    for (; r->rpws > 0;) {
         bool done = group_offsets(r, goff) == 0;
         for (int32_t p = 0; done && p < r->partitions; p++)
             done = goff[p] >= last[p];
@@ -744,13 +1116,14 @@ static int finish_run(struct run *r)
     for (int i = 0; i < r->nkids; i++)
         stop_child(&r->kids[i], 10000);
 
-    cn_vcheck_set_rpw(vc, r->in, r->out);
+    if (r->rpws > 0)
+        cn_vcheck_set_rpw(vc, r->in, r->out);
     load_histories(r, vc);
     if (read_all(r, vc, true, last) || read_all(r, vc, false, NULL))
         goto out;
-    if (group_offsets(r, goff))
+    if (r->rpws > 0 && group_offsets(r, goff))
         goto out;
-    {
+    if (r->rpws > 0) {
         rd_kafka_t *rk = client(r, RD_KAFKA_CONSUMER, "verify-probe",
                                 "read_committed");
         for (int32_t p = 0; rk && p < r->partitions; p++) {
@@ -764,6 +1137,9 @@ static int finish_run(struct run *r)
             rd_kafka_destroy(rk);
     }
     cn_vcheck_stall(vc, r->stall_ms, r->stall_bound_ms);
+    if (r->cluster)
+        cn_vcheck_ack_stall(vc, r->in, r->ack_stall_part, r->ack_stall_ms,
+                            r->stall_bound_ms);
     if (cn_vcheck_run(vc, &rep))
         goto out;
     print_report(r, &rep,
@@ -793,7 +1169,26 @@ static const char verify_usage[] =
     "at the start and after each kill; it listens on --bootstrap-server.\n"
     "crash-mid-commit (Cairn only) restarts it with CAIRN_FAILPOINTS set to\n"
     "one of the coordinator's commit fail points, so it dies at that step of\n"
-    "a commit, and brings it back clean to recover.\n";
+    "a commit, and brings it back clean to recover.\n"
+    "\n"
+    "Cluster mode (Cairn's replication, or any Kafka cluster):\n"
+    "  cairnctl --bootstrap-server H1:P1,H2:P2,H3:P3 verify --cluster\n"
+    "         --broker-cmd CMD1 --broker-cmd CMD2 --broker-cmd CMD3\n"
+    "         --duration S [--faults kill-broker,kill-leader,kill-worker,\n"
+    "                                pause-worker] [--leader-lag-ms MS] ...\n"
+    "--broker-cmd once per broker, in the order of --bootstrap-server: the\n"
+    "Nth command starts the broker listening on the Nth address.  The topics\n"
+    "get every broker as a replica and min.insync.replicas one less; the\n"
+    "writers are idempotent acks=all producers and the tailing reader reads\n"
+    "read_uncommitted, whose every record must stay in the final log.\n"
+    "kill-broker kills a random broker with -9, kill-leader the leader of a\n"
+    "random input partition after stopping its followers (SIGSTOP) for\n"
+    "--leader-lag-ms (default 500) so they lag; one broker is down at a\n"
+    "time, it restarts once its partitions have new leaders, and the next\n"
+    "kill waits for every ISR to be full.  --stall-bound-ms (default 20000)\n"
+    "also bounds how long a partition may take no acknowledged write.\n"
+    "Transactions across brokers come with issue #15: until then --rpw and\n"
+    "crash-mid-commit are refused with --cluster.\n";
 
 static int verify_usage_error(const char *what, const char *val)
 {
@@ -818,7 +1213,7 @@ static bool num(const char *s, int64_t min, int64_t *out)
 static int parse(struct run *r, int argc, char **argv)
 {
     const char *faults = "";
-    int64_t v;
+    int64_t v, rpws = -1;
 
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -829,6 +1224,10 @@ static int parse(struct run *r, int argc, char **argv)
             continue;
         if (!strcmp(k, "--json")) {
             r->json = true;
+            continue;
+        }
+        if (!strcmp(k, "--cluster")) {
+            r->cluster = true;
             continue;
         }
         if (!strcmp(k, "--help")) {
@@ -850,7 +1249,11 @@ static int parse(struct run *r, int argc, char **argv)
                 return EXIT_USAGE;
             r->command_config = val;
         } else if (!strcmp(k, "--broker-cmd")) {
+            if (r->nbk == MAX_BROKERS)
+                return verify_usage_error("too many", k);
             r->broker_cmd = val;
+            r->bk[r->nbk].node_id = -1;
+            r->bk[r->nbk++].cmd = val;
         } else if (!strcmp(k, "--dir")) {
             snprintf(r->dir, sizeof r->dir, "%s", val);
         } else if (!strcmp(k, "--timeout")) {
@@ -865,7 +1268,9 @@ static int parse(struct run *r, int argc, char **argv)
             else if (!strcmp(k, "--writers") && v <= 8)
                 r->writers = (int)v;
             else if (!strcmp(k, "--rpw") && v <= 8)
-                r->rpws = (int)v;
+                dst = &rpws;
+            else if (!strcmp(k, "--leader-lag-ms") && v <= 10000)
+                r->lag_ms = v;
             else if (!strcmp(k, "--partitions") && v >= 1 && v <= 64)
                 r->partitions = (int)v;
             else if (!strcmp(k, "--txn-timeout-ms") && v >= 1000)
@@ -880,6 +1285,8 @@ static int parse(struct run *r, int argc, char **argv)
                 *dst = v;
         }
     }
+    if (rpws >= 0)
+        r->rpws = (int)rpws;
     for (const char *p = faults; *p;) {
         size_t len = strcspn(p, ",");
         bool found = false;
@@ -900,6 +1307,45 @@ static int parse(struct run *r, int argc, char **argv)
         !r->broker_cmd)
         return verify_usage_error(
             "kill-broker and crash-mid-commit need --broker-cmd", NULL);
+    if (!r->cluster) {
+        if (r->nbk > 1)
+            return verify_usage_error(
+                "--broker-cmd more than once needs --cluster", NULL);
+        if (r->faults[FAULT_KILL_LEADER])
+            return verify_usage_error("kill-leader needs --cluster", NULL);
+        if (r->nbk == 1)
+            snprintf(r->bk[0].addr, sizeof r->bk[0].addr, "%s", r->bootstrap);
+        return 0;
+    }
+    /* Cluster mode: the Nth --broker-cmd listens on the Nth address. */
+    if (rpws > 0)
+        return verify_usage_error(
+            "--rpw needs transactions across brokers, which come with issue "
+            "#15; --cluster runs idempotent writers only",
+            NULL);
+    r->rpws = 0;
+    if (r->faults[FAULT_CRASH_MID_COMMIT])
+        return verify_usage_error(
+            "crash-mid-commit is a transaction fault; --cluster has none "
+            "until issue #15",
+            NULL);
+    {
+        const char *p = r->bootstrap;
+        int n = 0;
+        while (*p) {
+            size_t len = strcspn(p, ",");
+            if (n < MAX_BROKERS && len < sizeof r->bk[0].addr)
+                snprintf(r->bk[n].addr, sizeof r->bk[n].addr, "%.*s", (int)len,
+                         p);
+            n++;
+            p += len + (p[len] == ',');
+        }
+        if (r->nbk < 2 || n != r->nbk)
+            return verify_usage_error(
+                "--cluster needs one --broker-cmd per --bootstrap-server "
+                "address, two or more",
+                NULL);
+    }
     return 0;
 }
 
@@ -918,13 +1364,17 @@ int cmd_verify(int argc, char **argv)
     r->partitions = 3;
     r->txn_timeout_ms = 10000;
     r->fault_every_ms = 5000;
+    r->lag_ms = 500;
+    r->down = -1;
     rc = parse(r, argc, argv);
     if (rc) {
         free(r);
         return rc < 0 ? 0 : rc;
     }
     if (!r->stall_bound_ms)
-        r->stall_bound_ms = 2 * (int64_t)r->txn_timeout_ms + 10000;
+        r->stall_bound_ms = r->cluster
+                                ? 20000
+                                : 2 * (int64_t)r->txn_timeout_ms + 10000;
     if (!r->dir[0]) {
         snprintf(r->dir, sizeof r->dir, "/tmp/cairn-verify-XXXXXX");
         if (!mkdtemp(r->dir)) {
@@ -945,10 +1395,24 @@ int cmd_verify(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     rc = EXIT_FAIL;
-    if (r->broker_cmd && start_broker(r))
-        goto out;
+    for (int i = 0; i < r->nbk; i++)
+        if (start_broker_at(r, i))
+            goto out;
+    if (r->cluster) {
+        r->last_ack = calloc((size_t)r->partitions, sizeof *r->last_ack);
+        r->meta = client(r, RD_KAFKA_PRODUCER, NULL, NULL);
+        if (!r->last_ack || !r->meta)
+            goto out;
+    }
     if (create_topics(r))
         goto out;
+    if (r->cluster && !await_healthy(r, WAIT_MS)) {
+        fprintf(stderr,
+                "cairnctl verify: the topics have no full ISR "
+                "after %d s\n",
+                WAIT_MS / 1000);
+        goto out;
+    }
     r->kids[r->nkids++] = (struct child){.role = "tail"};
     for (int i = 0; i < r->writers; i++)
         r->kids[r->nkids++] = (struct child){.role = "writer", .id = i};
@@ -963,7 +1427,10 @@ int cmd_verify(int argc, char **argv)
 out:
     for (int i = 0; i < r->nkids; i++)
         kill_child(&r->kids[i], SIGKILL);
-    stop_broker(r, SIGTERM);
+    if (r->meta)
+        rd_kafka_destroy(r->meta);
+    stop_brokers(r, ~0u, SIGTERM);
+    free(r->last_ack);
     free(r);
     return rc;
 }

@@ -21,6 +21,16 @@
  * A transaction with C is committed, with A aborted, with S alone unknown
  * (either outcome is allowed, but all or nothing), and otherwise was never
  * committed, so it must end aborted.
+ *
+ * An idempotent (non-transactional) writer, as in cluster mode, names
+ * each record its own transaction ("w1.0.17.0"): S before it sends it,
+ * W and C once acknowledged.  So an acknowledged record must be read, and
+ * one whose send failed may or may not be.
+ *
+ * Every read during the run (the tailing reader) and every acknowledged
+ * offset must match the final log: the final read_uncommitted pass must
+ * hold the same value at that offset, else the record vanished (a leader
+ * showed or acknowledged what a failover later truncated).
  */
 #ifndef CN_CLI_VERIFY_H
 #define CN_CLI_VERIFY_H
@@ -35,7 +45,8 @@ enum cn_vc_kind {
     CN_VC_ORDER,     /* one producer's records out of order in a partition */
     CN_VC_TORN,      /* part of a transaction visible read_committed */
     CN_VC_RPW,       /* input not processed exactly once, or offsets off */
-    CN_VC_STALL,     /* read_committed end stuck past the bound */
+    CN_VC_STALL,     /* read_committed end or acks stuck past the bound */
+    CN_VC_VANISHED,  /* a record read or acked at an offset later lost */
     CN_VC_NKINDS,
 };
 
@@ -82,6 +93,8 @@ enum cn_vc_source {
     CN_VC_FINAL_RU,
     CN_VC_FINAL_RC,
     CN_VC_TAIL_RC,
+    CN_VC_TAIL_RU, /* the tailing reader in cluster mode: no transactions,
+                      checked for duplicates and vanished records */
     CN_VC_NSOURCES,
 };
 
@@ -101,6 +114,13 @@ void cn_vcheck_group_offset(struct cn_vcheck *vc, const char *topic,
  * after the faults ended, and the bound (ms). */
 void cn_vcheck_stall(struct cn_vcheck *vc, int64_t stall_ms,
                      int64_t bound_ms);
+
+/* The longest time one partition went without an acknowledged write while
+ * the writers ran (cluster mode: a leader failover must end within the
+ * bound), and the bound (ms). */
+void cn_vcheck_ack_stall(struct cn_vcheck *vc, const char *topic,
+                         int32_t partition, int64_t stall_ms,
+                         int64_t bound_ms);
 
 /* Runs every check and fills *rep.  Call once. */
 int cn_vcheck_run(struct cn_vcheck *vc, struct cn_vc_report *rep);

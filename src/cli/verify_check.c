@@ -43,6 +43,7 @@ struct vwrite {
     int32_t txn;         /* index in txns, -1 if the value is not ours */
     int32_t tp;          /* acked partition, -1 when not acked */
     bool acked;          /* a W line named it */
+    int64_t acked_offset;          /* the offset its W line gave */
     int32_t seen[CN_VC_NSOURCES];  /* reads per source */
     int64_t first[CN_VC_NSOURCES]; /* offset of the first read, per source */
     int32_t outputs;     /* read_committed rpw outputs naming it */
@@ -69,8 +70,8 @@ struct cn_vcheck {
 };
 
 static const char *const kind_names[CN_VC_NKINDS] = {
-    "lost_committed_write", "aborted_visible", "duplicate", "order",
-    "torn_transaction",     "rpw_exactly_once", "stall",
+    "lost_committed_write", "aborted_visible",  "duplicate", "order",
+    "torn_transaction",     "rpw_exactly_once", "stall",     "vanished",
 };
 
 const char *cn_vc_kind_name(enum cn_vc_kind k)
@@ -374,6 +375,7 @@ int cn_vcheck_history(struct cn_vcheck *vc, const char *line)
         if (vc->writes[w].acked)
             return 0;
         vc->writes[w].acked = true;
+        vc->writes[w].acked_offset = off;
         vc->writes[w].tp = tp;
         vc->txns[vc->writes[w].txn].nacked++;
         vc->rep.writes_acked++;
@@ -443,6 +445,16 @@ void cn_vcheck_stall(struct cn_vcheck *vc, int64_t stall_ms, int64_t bound_ms)
                 "read_committed end offsets stuck %" PRId64
                 " ms after faults ended (bound %" PRId64 " ms)",
                 stall_ms, bound_ms);
+}
+
+void cn_vcheck_ack_stall(struct cn_vcheck *vc, const char *topic,
+                         int32_t partition, int64_t stall_ms, int64_t bound_ms)
+{
+    if (stall_ms > bound_ms)
+        anomaly(vc, CN_VC_STALL,
+                "%s %" PRId32 " took no acknowledged write for %" PRId64
+                " ms (bound %" PRId64 " ms)",
+                topic, partition, stall_ms, bound_ms);
 }
 
 static int cmp_read(const void *a, const void *b)
@@ -515,7 +527,8 @@ static int check_order(struct cn_vcheck *vc)
 static void check_reads(struct cn_vcheck *vc)
 {
     static const char *const src_names[CN_VC_NSOURCES] = {
-        "read_uncommitted", "read_committed", "tailing read_committed"};
+        "read_uncommitted", "read_committed", "tailing read_committed",
+        "tailing read_uncommitted"};
 
     for (size_t i = 0; i < vc->nreads; i++) {
         const struct vread *r = &vc->reads[i];
@@ -523,7 +536,8 @@ static void check_reads(struct cn_vcheck *vc)
 
         if (w->seen[r->src]++ == 0) {
             w->first[r->src] = r->offset;
-            if (r->src != CN_VC_FINAL_RU && w->txn >= 0 &&
+            if ((r->src == CN_VC_FINAL_RC || r->src == CN_VC_TAIL_RC) &&
+                w->txn >= 0 &&
                 w->seen[CN_VC_FINAL_RC] + w->seen[CN_VC_TAIL_RC] == 1)
                 vc->txns[w->txn].nvisible++;
         } else {
@@ -542,6 +556,61 @@ static void check_reads(struct cn_vcheck *vc)
             if (w->acked)
                 t->nacked_seen++;
         }
+    }
+}
+
+/* The final read_uncommitted record at (tp, offset), or NULL: reads[] is
+ * sorted, and that pass (source 0) comes first. */
+static const struct vread *final_at(const struct cn_vcheck *vc, int32_t tp,
+                                    int64_t offset)
+{
+    size_t lo = 0, hi = vc->nreads;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct vread *r = &vc->reads[mid];
+        if (r->src != CN_VC_FINAL_RU || r->tp > tp ||
+            (r->tp == tp && r->offset >= offset))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (lo < vc->nreads && vc->reads[lo].src == CN_VC_FINAL_RU &&
+        vc->reads[lo].tp == tp && vc->reads[lo].offset == offset)
+        return &vc->reads[lo];
+    return NULL;
+}
+
+/* What a reader saw during the run, and the offset a write was
+ * acknowledged at, must still be there in the final log: a leader that
+ * exposed or acknowledged records a failover later truncated fails this.
+ * (An acked record missing everywhere is lost_committed_write instead.) */
+static void check_vanished(struct cn_vcheck *vc)
+{
+    for (size_t i = 0; i < vc->nreads; i++) {
+        const struct vread *r = &vc->reads[i];
+        const struct vread *f;
+
+        if (r->src != CN_VC_TAIL_RC && r->src != CN_VC_TAIL_RU)
+            continue;
+        f = final_at(vc, r->tp, r->offset);
+        if (!f || f->write != r->write)
+            anomaly(vc, CN_VC_VANISHED,
+                    "%s read by the tailing reader at %s offset %" PRId64
+                    "; the final log holds %s there",
+                    vc->writes[r->write].value, tp_name(vc, r->tp), r->offset,
+                    f ? vc->writes[f->write].value : "nothing");
+    }
+    for (size_t i = 0; i < vc->nwrites; i++) {
+        const struct vwrite *w = &vc->writes[i];
+
+        if (w->acked && w->acked_offset >= 0 && w->seen[CN_VC_FINAL_RU] &&
+            w->first[CN_VC_FINAL_RU] != w->acked_offset)
+            anomaly(vc, CN_VC_VANISHED,
+                    "%s acknowledged at %s offset %" PRId64
+                    " but found at %" PRId64,
+                    w->value, tp_name(vc, w->tp), w->acked_offset,
+                    w->first[CN_VC_FINAL_RU]);
     }
 }
 
@@ -658,6 +727,7 @@ int cn_vcheck_run(struct cn_vcheck *vc, struct cn_vc_report *rep)
         }
     }
     check_rpw(vc);
+    check_vanished(vc);
     *rep = vc->rep;
     return 0;
 }

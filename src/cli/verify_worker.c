@@ -6,12 +6,15 @@
  *
  *   writer  transactional producer: TXN_RECORDS values per transaction to
  *           random input partitions; every 7th transaction is aborted on
- *           purpose.
+ *           purpose.  With --idempotent (cluster mode) an idempotent
+ *           acks=all producer instead, each record its own "transaction"
+ *           (verify.h): S before it is sent, W and C once acknowledged.
  *   rpw     read-process-write: consumes the input read_committed in a
  *           group, writes "<own value>:<input value>" to the same output
  *           partition, commits offsets with the transaction.
- *   tail    read_committed consumer of every partition of both topics from
- *           the start, logging "R <topic> <partition> <offset> <value>".
+ *   tail    read_committed (--isolation read_uncommitted in cluster mode)
+ *           consumer of every partition of both topics from the start,
+ *           logging "R <topic> <partition> <offset> <value>".
  *
  * SIGTERM asks a worker to finish its transaction and exit 0; a fatal
  * client error (fenced) exits 3 and the parent starts a new incarnation.
@@ -37,6 +40,7 @@
 #define CALL_TIMEOUT_MS 30000
 #define EXIT_FATAL 3
 #define TXN_ABORTED (-1) /* finish(): aborted instead of committed */
+#define IDEM_IN_FLIGHT 200 /* idempotent writer: unacknowledged records */
 
 struct worker {
     const char *role;      /* writer, rpw, tail */
@@ -49,6 +53,8 @@ struct worker {
     int inc;               /* incarnation, bumped on each restart */
     int partitions;        /* per topic */
     int txn_timeout_ms;    /* transaction.timeout.ms */
+    bool idempotent;       /* writer: idempotent, not transactional */
+    const char *isolation; /* tail: isolation.level */
     int fd;                /* history file */
     int64_t txn;           /* current transaction number */
     int pending;           /* rpw records in the open transaction */
@@ -100,6 +106,9 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
     hist(w, "W %.*s %s %" PRId32 " %" PRId64 " %.*s\n", (int)tl, v,
          rd_kafka_topic_name(m->rkt), m->partition, m->offset, (int)m->len,
          v);
+    /* Its own transaction, committed by the acknowledgement. */
+    if (w->idempotent)
+        hist(w, "C %.*s\n", (int)tl, v);
 }
 
 static int rk_set(void *ctx, const char *key, const char *value)
@@ -304,6 +313,53 @@ static int run_writer(struct worker *w)
     return rc;
 }
 
+/*
+ * Cluster mode: an idempotent acks=all producer (no transactions until
+ * issue #15), one record per "transaction" so the checker holds every
+ * acknowledged record to be read and leaves a failed send open either
+ * way.  A fatal error (the producer state is gone) exits for a new
+ * incarnation.
+ */
+static int run_idempotent_writer(struct worker *w)
+{
+    unsigned seed = (unsigned)(w->id * 7919 + w->inc * 104729 + getpid());
+    rd_kafka_conf_t *c = base_conf(w);
+    char err[256], v[96];
+
+    rd_kafka_conf_set(c, "enable.idempotence", "true", err, sizeof err);
+    rd_kafka_conf_set(c, "acks", "all", err, sizeof err);
+    rd_kafka_conf_set(c, "linger.ms", "5", err, sizeof err);
+    /* Longer than any failover, so a send fails only for a real reason. */
+    rd_kafka_conf_set(c, "message.timeout.ms", "120000", err, sizeof err);
+    rd_kafka_conf_set_dr_msg_cb(c, on_delivery);
+    rd_kafka_conf_set_opaque(c, w);
+    w->prod = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
+    if (!w->prod) {
+        fprintf(stderr, "verify-worker: %s\n", err);
+        return EXIT_FATAL;
+    }
+    while (!stopping) {
+        if (rd_kafka_fatal_error(w->prod, err, sizeof err)) {
+            fprintf(stderr, "verify-worker %s%d: fatal: %s\n", w->role, w->id,
+                    err);
+            return EXIT_FATAL;
+        }
+        if (rd_kafka_outq_len(w->prod) >= IDEM_IN_FLIGHT) {
+            rd_kafka_poll(w->prod, 10);
+            continue;
+        }
+        snprintf(v, sizeof v, "w%d.%d.%" PRId64 ".0", w->id, w->inc, w->txn);
+        hist(w, "S w%d.%d.%" PRId64 "\n", w->id, w->inc, w->txn);
+        if (produce(w, w->in, (int32_t)(rand_r(&seed) % w->partitions), v))
+            fprintf(stderr, "verify-worker %s%d: produce %s failed\n", w->role,
+                    w->id, v);
+        w->txn++;
+        rd_kafka_poll(w->prod, 0);
+        usleep(2000);
+    }
+    return 0;
+}
+
 /* Seeks every assigned partition back to its committed offset. */
 static void rewind_committed(struct worker *w)
 {
@@ -352,8 +408,9 @@ static int make_consumer(struct worker *w, bool group)
 
     snprintf(gid, sizeof gid, "%s", group ? w->group : "verify-tail");
     rd_kafka_conf_set(c, "group.id", gid, err, sizeof err);
-    rd_kafka_conf_set(c, "isolation.level", "read_committed", err,
-                      sizeof err);
+    rd_kafka_conf_set(c, "isolation.level",
+                      group || !w->isolation ? "read_committed" : w->isolation,
+                      err, sizeof err);
     rd_kafka_conf_set(c, "enable.auto.commit", "false", err, sizeof err);
     rd_kafka_conf_set(c, "auto.offset.reset", "earliest", err, sizeof err);
     rd_kafka_conf_set(c, "session.timeout.ms", "6000", err, sizeof err);
@@ -525,6 +582,10 @@ int cmd_verify_worker(int argc, char **argv)
             w.txn_timeout_ms = atoi(v);
         else if (!strcmp(k, "--history"))
             path = v;
+        else if (!strcmp(k, "--idempotent"))
+            w.idempotent = !strcmp(v, "1");
+        else if (!strcmp(k, "--isolation"))
+            w.isolation = v;
     }
     if (!w.role || !w.bootstrap || !w.in || !w.out || !path ||
         w.partitions < 1) {
@@ -545,7 +606,7 @@ int cmd_verify_worker(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
 
     if (!strcmp(w.role, "writer"))
-        rc = run_writer(&w);
+        rc = w.idempotent ? run_idempotent_writer(&w) : run_writer(&w);
     else if (!strcmp(w.role, "rpw"))
         rc = run_rpw(&w);
     else
@@ -559,7 +620,9 @@ int cmd_verify_worker(int argc, char **argv)
     if (w.cons)
         rd_kafka_destroy(w.cons);
     if (w.prod) {
-        rd_kafka_flush(w.prod, 5000);
+        /* Cluster mode stops writers once every partition has a leader:
+         * what is queued gets through, given the time. */
+        rd_kafka_flush(w.prod, w.idempotent ? 30000 : 5000);
         rd_kafka_destroy(w.prod);
     }
     close(w.fd);
