@@ -12,6 +12,8 @@
 #   make bench    throughput against this machine's limits
 #   make bench-cluster  election, fencing, propagation and 1,000-topic
 #                 figures of a three-node quorum (bench/cluster.py)
+#   make bench-replication  produce throughput and latency at replication
+#                 factor 1 and 3, acks=1 and all (bench/replication.py)
 #   make soak     the long tests `make test` leaves out (CAIRN_SOAK=1)
 #   make gen      regenerate src/proto/gen from ../shared/kafka-protocol
 #   make lint     clang-tidy and cppcheck over src/ (CI runs it)
@@ -22,7 +24,7 @@ MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 
-.PHONY: all build build-asan build-tsan build-fuzz build-java build-go build-py deps test-deps run cluster test soak bench bench-cluster gen check-gen lint format-check format clean
+.PHONY: all build build-asan build-tsan build-fuzz build-java build-go build-py deps test-deps run cluster test soak bench bench-cluster bench-replication gen check-gen lint format-check format clean
 
 all: build
 
@@ -106,6 +108,9 @@ bench: build build-java
 
 bench-cluster: build
 	$(PY) bench/cluster.py
+
+bench-replication: build
+	$(PY) bench/replication.py
 
 gen:
 	$(PY) tools/protogen.py
