@@ -352,8 +352,7 @@ static rd_kafka_t *client(const struct run *r, rd_kafka_type_t type,
 
     rd_kafka_conf_set(c, "bootstrap.servers", r->bootstrap, err, sizeof err);
     /* Cluster mode kills brokers: refused connections are expected. */
-    rd_kafka_conf_set(c, "log_level", r->cluster ? "2" : "3", err,
-                      sizeof err);
+    rd_kafka_conf_set(c, "log_level", r->cluster ? "2" : "3", err, sizeof err);
     if (cli_verify_apply_sec(c, r->command_config)) {
         rd_kafka_conf_destroy(c);
         return NULL;
