@@ -6,10 +6,13 @@
  *
  *   e2e_repl_producer --brokers B --topic T --partitions P
  *                     --acked-file F --stop-file S [--count MAX]
- *                     [--rate MSGS_PER_S] [--timeout-ms D]
+ *                     [--rate MSGS_PER_S] [--timeout-ms D] [--prefix X]
  *
  * Message s goes to partition s % P with value "s<s>", as
- * e2e_idem_producer does, so e2e_verify --check-gaps checks the result.
+ * e2e_idem_producer does, so e2e_verify --check-gaps checks the result;
+ * with --prefix the value is "X-s<s>" (two producers of one test write
+ * different values, so each offset's content depends on how they
+ * interleaved).
  * Each delivery report appends "partition offset value" to F (flushed at
  * least every 100 ms).  Sends (at most R per second, default 5000, 0 = no
  * cap) until the file S exists or MAX messages are sent (default: no
@@ -82,13 +85,15 @@ static void usage(void)
 {
     fprintf(stderr, "usage: e2e_repl_producer --brokers B --topic T "
                     "--partitions P --acked-file F --stop-file S "
-                    "[--count MAX] [--rate R] [--timeout-ms D]\n");
+                    "[--count MAX] [--rate R] [--timeout-ms D] "
+                    "[--prefix X]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     const char *brokers = NULL, *topic = NULL, *file = NULL, *stop = NULL;
+    const char *prefix = NULL;
     int partitions = 1;
     long count = -1, rate = 5000, timeout_ms = 120000;
     char errstr[512];
@@ -116,6 +121,8 @@ int main(int argc, char **argv)
             rate = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--timeout-ms"))
             timeout_ms = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--prefix"))
+            prefix = argv[i + 1];
         else
             usage();
     }
@@ -152,7 +159,7 @@ int main(int argc, char **argv)
     last_report = last_check = t0;
     while (!stopped && (count < 0 || seq < count) &&
            !rd_kafka_fatal_error(rk, NULL, 0)) {
-        char val[32];
+        char val[96];
         int len;
         rd_kafka_resp_err_t err;
 
@@ -166,7 +173,8 @@ int main(int argc, char **argv)
             rd_kafka_poll(rk, 5);
             continue;
         }
-        len = snprintf(val, sizeof(val), "s%ld", seq);
+        len = prefix ? snprintf(val, sizeof(val), "%.64s-s%ld", prefix, seq)
+                     : snprintf(val, sizeof(val), "s%ld", seq);
         err = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
                                 RD_KAFKA_V_PARTITION(
                                     (int32_t)(seq % partitions)),
