@@ -798,8 +798,7 @@ static bool another_usable(const struct cn_broker *b)
     const struct cn_image *img = cn_quorum_image(b->quorum);
     for (size_t i = 0; i < cn_image_broker_count(img); i++) {
         const struct cn_image_broker *ib = cn_image_broker_at(img, i);
-        if (ib->id != b->node_id && !ib->fenced &&
-            !ib->in_controlled_shutdown)
+        if (ib->id != b->node_id && !ib->fenced && !ib->in_controlled_shutdown)
             return true;
     }
     return false;
