@@ -122,6 +122,7 @@ run_fuzz fuzz_quotas quotas
 run_fuzz fuzz_sasl_client sasl_client
 run_fuzz fuzz_prom prom
 run_fuzz fuzz_meta_entry meta_entry
+run_fuzz fuzz_epochs epochs
 
 stage "end-to-end with real clients (release build)"
 run_e2e build release
