@@ -13,7 +13,7 @@ teardown (cluster_factory); every wait is a bounded poll (wait_until).
 import struct
 import time
 
-from conftest import SLOW, needs_cairn
+from conftest import SLOW, needs_cairn, wait_until
 import kafka_wire as kw
 from test_cluster_admin import (call, create_topics_v4, metadata,
                                 non_controller,
@@ -127,6 +127,12 @@ def test_describe_quorum_minority_answers_own_view(cluster_factory):
     for b in c.nodes:
         if b.node_id != other.node_id:
             assert c.stop(b.node_id) == 0
+    # A controlled shutdown takes a moment, in which the survivor may have
+    # been elected with the last node's vote; a raft leader that lost its
+    # majority steps down within an election timeout.
+    wait_until("node %d no longer leads a quorum it lost" % other.node_id,
+               lambda: c.describe(other.node_id)[0] != other.node_id,
+               REGISTER_S)
     # No controller to forward to: after the forwarding deadline (5 s)
     # the survivor answers what it knows rather than nothing.
     t0 = time.monotonic()

@@ -89,6 +89,9 @@ def test_verify_cluster_refuses_transactions():
     assert "#15" in res.stderr
 
 
+@pytest.mark.skipif(SANITIZED, reason="a minute of kills: the plain pass "
+                    "only (test_cluster_replication.py kills leaders under "
+                    "the sanitizers)")
 def test_verify_cluster_clean(tmp_path):
     rc, rep = verify(tmp_path, 60, "kill-broker,kill-leader",
                      extra=["--fault-every-ms", "4000"])
