@@ -533,7 +533,9 @@ class Cluster:
         """SIGTERM one node and wait; returns its exit code (expected, not
         reported at teardown)."""
         b = self.node(node_id)
-        rc = b.stop()
+        # A controlled shutdown waits up to 30 s for the controller to move
+        # the node's leaderships: that is a stop, not a hang.
+        rc = b.stop(timeout=40 * SLOW)
         b.proc = None
         return rc
 
