@@ -58,7 +58,7 @@ void cn_log_set_config(struct cn_log *log, const struct cn_log_config *cfg)
     set_cfg(log, cfg);
 }
 
-static struct cn_segment *active(const struct cn_log *log)
+struct cn_segment *log_active(const struct cn_log *log)
 {
     return log->segs[log->nsegs - 1];
 }
@@ -71,7 +71,7 @@ void log_go_offline(struct cn_log *log, const char *what, int err)
     log->offline = true;
 }
 
-static int push_seg(struct cn_log *log, struct cn_segment *seg)
+int log_push_seg(struct cn_log *log, struct cn_segment *seg)
 {
     if (log->nsegs == log->segs_cap) {
         size_t ncap = log->segs_cap ? log->segs_cap * 2 : 8;
@@ -87,7 +87,7 @@ static int push_seg(struct cn_log *log, struct cn_segment *seg)
 
 /* Drops a segment the log no longer lists; a sync holding its fds frees it
  * when it ends. */
-static void seg_release(struct cn_segment *seg)
+void log_seg_release(struct cn_segment *seg)
 {
     seg->dead = true;
     if (seg->refs == 0)
@@ -97,7 +97,7 @@ static void seg_release(struct cn_segment *seg)
 void log_segs_remove(struct cn_log *log, size_t i, size_t n)
 {
     for (size_t j = i; j < i + n; j++)
-        seg_release(log->segs[j]);
+        log_seg_release(log->segs[j]);
     memmove(log->segs + i, log->segs + i + n,
             (log->nsegs - i - n) * sizeof *log->segs);
     log->nsegs -= n;
@@ -105,7 +105,7 @@ void log_segs_remove(struct cn_log *log, size_t i, size_t n)
 
 int log_segs_insert(struct cn_log *log, size_t i, struct cn_segment *seg)
 {
-    int err = push_seg(log, seg);
+    int err = log_push_seg(log, seg);
     if (err)
         return err;
     memmove(log->segs + i + 1, log->segs + i,
@@ -133,14 +133,13 @@ static int drop_first(struct cn_log *log)
     memmove(log->segs, log->segs + 1, (log->nsegs - 1) * sizeof *log->segs);
     log->nsegs--;
     int err = log_seg_unlink(log, seg->base);
-    seg_release(seg);
+    log_seg_release(seg);
     return err;
 }
 
 /* --- checkpoint --------------------------------------------------------- */
 
-static int ckpt_write(struct cn_log *log, int64_t start, int64_t rp,
-                      bool clean)
+int log_ckpt_write(struct cn_log *log, int64_t start, int64_t rp, bool clean)
 {
     char buf[CKPT_MAX];
     int n = snprintf(buf, sizeof buf,
@@ -351,7 +350,7 @@ static void drop_tail(struct cn_log *log, size_t from, const char *why)
 }
 
 /* fdatasyncs every file of seg, on the loop (recovery, clean close). */
-static int sync_seg_all(struct cn_segment *seg)
+int log_seg_sync_all(struct cn_segment *seg)
 {
     int err = 0;
     for (int i = 0; !err && i < LOG_FILES; i++) {
@@ -502,7 +501,7 @@ static int load_seg(struct cn_log *log, struct cn_segment *seg, bool trusted,
     log->stats.recovery_scanned_bytes += scanned;
     log->stats.recovery_truncated_bytes += truncated;
     *cut = truncated > 0;
-    return sync_seg_all(seg);
+    return log_seg_sync_all(seg);
 }
 
 static int recover(struct cn_log *log)
@@ -522,7 +521,7 @@ static int recover(struct cn_log *log)
         struct cn_segment *seg;
         err = log_seg_open_files(log, bases[i], &seg);
         if (!err) {
-            err = push_seg(log, seg);
+            err = log_push_seg(log, seg);
             if (err)
                 log_seg_free(seg);
         }
@@ -581,34 +580,34 @@ static int recover(struct cn_log *log)
      * files removed behind our back get here: start the next offset at
      * the known end rather than hand out offsets a second time. */
     int64_t known_end = start > rp ? start : rp;
-    if (log->nsegs > 0 && active(log)->next_offset < known_end) {
-        if (start > active(log)->next_offset) {
+    if (log->nsegs > 0 && log_active(log)->next_offset < known_end) {
+        if (start > log_active(log)->next_offset) {
             /* DeleteRecords raised the start past data then lost. */
             CN_WARN("log %s: log start %lld past recovered end %lld; "
                     "emptying",
                     log->dir, (long long)start,
-                    (long long)active(log)->next_offset);
+                    (long long)log_active(log)->next_offset);
             drop_tail(log, 0, "below the log start offset");
         } else {
             CN_ERROR("log %s: the segments end at offset %lld but offsets "
                      "below %lld were on disk (checkpoint): the newest "
                      "segment file is missing; offsets %lld..%lld are "
                      "lost and new records start at %lld, reusing none",
-                     log->dir, (long long)active(log)->next_offset,
+                     log->dir, (long long)log_active(log)->next_offset,
                      (long long)known_end,
-                     (long long)active(log)->next_offset,
+                     (long long)log_active(log)->next_offset,
                      (long long)known_end - 1, (long long)known_end);
-            if (active(log)->size == 0)
+            if (log_active(log)->size == 0)
                 drop_tail(log, log->nsegs - 1, "empty, below the log end");
         }
     }
-    if (log->nsegs == 0 || active(log)->next_offset < known_end) {
+    if (log->nsegs == 0 || log_active(log)->next_offset < known_end) {
         struct cn_segment *seg;
         err = log_seg_create(log, known_end > 0 ? known_end : 0, &seg);
         if (err)
             goto out_free;
         seg->durable = true;
-        err = push_seg(log, seg);
+        err = log_push_seg(log, seg);
         if (err) {
             log_seg_free(seg);
             goto out_free;
@@ -620,7 +619,7 @@ static int recover(struct cn_log *log)
     if (start < log->segs[0]->base)
         start = log->segs[0]->base;
     log->start_offset = start;
-    log->end_offset = active(log)->next_offset;
+    log->end_offset = log_active(log)->next_offset;
     log->synced_offset = log->end_offset;
     /* A line left by an earlier partition of the same name (its directory
      * removed without cn_log_delete) would leave this one uncleaned. */
@@ -642,7 +641,7 @@ static int recover(struct cn_log *log)
     }
     log->last_sync_ms = log_now_ms(log);
     /* Not clean from here on: a crash must not be taken for a clean stop. */
-    err = ckpt_write(log, log->start_offset, log->end_offset, false);
+    err = log_ckpt_write(log, log->start_offset, log->end_offset, false);
 out_free:
     free(bases);
     return err;
@@ -651,7 +650,7 @@ out_free:
 static void free_log(struct cn_log *log)
 {
     for (size_t i = 0; i < log->nsegs; i++)
-        seg_release(log->segs[i]);
+        log_seg_release(log->segs[i]);
     free(log->segs);
     free(log->dir);
     free(log);
@@ -709,13 +708,14 @@ void cn_log_close(struct cn_log *log)
         return;
     assert(log->syncs_in_flight == 0 && !log->clean_busy);
     if (!log->offline) {
-        int err = log_seg_seal_timeindex(active(log));
-        active(log)->durable = false; /* the seal may have written */
+        int err = log_seg_seal_timeindex(log_active(log));
+        log_active(log)->durable = false; /* the seal may have written */
         for (size_t i = 0; !err && i < log->nsegs; i++)
             if (!log->segs[i]->durable)
-                err = sync_seg_all(log->segs[i]);
+                err = log_seg_sync_all(log->segs[i]);
         if (!err)
-            err = ckpt_write(log, log->start_offset, log->end_offset, true);
+            err = log_ckpt_write(log, log->start_offset, log->end_offset,
+                                 true);
         if (err)
             CN_ERROR("log %s: clean close failed: %s", log->dir,
                      cn_strerror(err));
@@ -732,7 +732,7 @@ int cn_log_delete(struct cn_log *log)
     /* Close first, then remove everything in the directory, including files
      * other modules keep there (producer snapshots). */
     for (size_t i = 0; i < log->nsegs; i++)
-        seg_release(log->segs[i]);
+        log_seg_release(log->segs[i]);
     log->nsegs = 0;
     DIR *d = opendir(log->dir);
     if (d) {
@@ -823,7 +823,7 @@ static bool out_of_space(int err)
  * follower's batch past a gap). */
 static int roll_at(struct cn_log *log, int64_t base)
 {
-    struct cn_segment *seg, *old = active(log);
+    struct cn_segment *seg, *old = log_active(log);
     struct log_seg_mark mark;
     log_seg_mark(old, &mark);
     int err = log_seg_seal_timeindex(old);
@@ -843,7 +843,7 @@ static int roll_at(struct cn_log *log, int64_t base)
         log_go_offline(log, "segment roll", err);
         return CN_EOFFLINE;
     }
-    err = push_seg(log, seg);
+    err = log_push_seg(log, seg);
     if (err) {
         log_seg_unlink(log, seg->base);
         log_seg_free(seg);
@@ -867,7 +867,7 @@ static int append_batch(struct cn_log *log, const uint8_t *batch, size_t len,
 {
     if (base > INT64_MAX - 1 - h.last_offset_delta)
         return CN_EINVAL;
-    struct cn_segment *seg = active(log);
+    struct cn_segment *seg = log_active(log);
     int64_t now = log_now_ms(log);
     if (seg->size > 0 &&
         ((int64_t)len > log->cfg.segment_bytes - seg->size ||
@@ -882,7 +882,7 @@ static int append_batch(struct cn_log *log, const uint8_t *batch, size_t len,
         int err = roll_at(log, at);
         if (err)
             return err;
-        seg = active(log);
+        seg = log_active(log);
     }
     if (base + h.last_offset_delta - seg->base > INT32_MAX)
         return CN_ERANGE; /* an empty segment too far below the batch */
@@ -1298,7 +1298,7 @@ int cn_log_sync_end(struct cn_log *log, struct cn_log_sync *s, int err)
                 break;
             }
         if (rp > log->ckpt_rp && rp <= log->synced_offset) {
-            int e = ckpt_write(log, log->start_offset, rp, false);
+            int e = log_ckpt_write(log, log->start_offset, rp, false);
             /* On a full disk the old checkpoint stands (an older recovery
              * point only means more to scan after a crash); a later sync
              * tries again. */
@@ -1342,7 +1342,7 @@ static int after_delete(struct cn_log *log, int deleted)
         return 0;
     int err = cn_file_sync_dir(log->dir);
     if (!err && log->ckpt_start != log->start_offset) {
-        err = ckpt_write(log, log->start_offset, log->ckpt_rp, false);
+        err = log_ckpt_write(log, log->start_offset, log->ckpt_rp, false);
         /* Only whole segments went (DeleteRecords checkpointed its own
          * start already), and recovery starts the log at its first
          * segment anyway: a full disk can wait for the next pass. */
@@ -1404,7 +1404,7 @@ int cn_log_delete_records(struct cn_log *log, int64_t offset)
         return 0;
     int64_t old_start = log->start_offset;
     log->start_offset = offset;
-    int err = ckpt_write(log, log->start_offset, log->ckpt_rp, false);
+    int err = log_ckpt_write(log, log->start_offset, log->ckpt_rp, false);
     if (out_of_space(err)) {
         log->start_offset = old_start; /* refused, as if never asked */
         return -ENOSPC;
@@ -1414,7 +1414,7 @@ int cn_log_delete_records(struct cn_log *log, int64_t offset)
         return CN_EOFFLINE;
     }
     /* Everything deleted: roll so the old active segment can go too. */
-    if (offset == log->end_offset && active(log)->size > 0) {
+    if (offset == log->end_offset && log_active(log)->size > 0) {
         err = roll(log);
         if (err)
             return err;
@@ -1434,13 +1434,11 @@ int cn_log_delete_records(struct cn_log *log, int64_t offset)
     return after_delete(log, deleted);
 }
 
-/* --- truncation (replication) ------------------------------------------- */
-
 /* The log now ends at end: nothing above it is synced, whatever a sync in
  * flight covered when it began, and cut (if any) lost its rolled,
  * synced-whole state. */
-static void syncs_cap(struct cn_log *log, int64_t end,
-                      const struct cn_segment *cut)
+void log_syncs_cap(struct cn_log *log, int64_t end,
+                   const struct cn_segment *cut)
 {
     for (struct cn_log_sync *s = log->syncs; s; s = s->next) {
         if (s->end_offset > end)
@@ -1451,119 +1449,4 @@ static void syncs_cap(struct cn_log *log, int64_t end,
     }
     if (log->synced_offset > end)
         log->synced_offset = end;
-}
-
-/* The cleaner's checkpoint must not call offsets clean that the log no
- * longer holds (new batches will get them): cleaning starts over. */
-static void forget_cleaned(struct cn_log *log, int64_t end)
-{
-    if (log->clean_first_dirty <= end)
-        return;
-    log->clean_first_dirty = -1;
-    int err = cn_log_clean_forget(log->dir);
-    if (err)
-        CN_WARN("log %s: cannot forget its cleaner checkpoint: %s", log->dir,
-                cn_strerror(err));
-}
-
-/* Unlinks and drops segs[from..], newest first: a crash midway leaves a
- * prefix of the log, never a hole. */
-static int drop_from(struct cn_log *log, size_t from)
-{
-    while (log->nsegs > from) {
-        struct cn_segment *seg = log->segs[log->nsegs - 1];
-        log->nsegs--;
-        int err = log_seg_unlink(log, seg->base);
-        seg_release(seg);
-        if (err)
-            return err;
-    }
-    return 0;
-}
-
-int cn_log_truncate_to(struct cn_log *log, int64_t offset)
-{
-    if (log->offline)
-        return CN_EOFFLINE;
-    if (offset < log->start_offset || offset > log->end_offset)
-        return CN_ERANGE;
-    if (offset == log->end_offset)
-        return 0;
-    /* A pass reads these segments on a worker and may swap them. */
-    if (log->clean_busy)
-        return CN_EBUSY;
-    size_t si = log_find_seg(log, offset);
-    int err = drop_from(log, si + 1);
-    struct cn_segment *seg = active(log);
-    const char *what = "truncation";
-    if (!err)
-        err = log_seg_truncate(log, seg, offset);
-    /* Synced now: a crash must not bring the cut batches back (they are
-     * the diverged ones a follower must not serve again). */
-    if (!err)
-        err = sync_seg_all(seg);
-    if (!err)
-        err = cn_file_sync_dir(log->dir);
-    if (err) {
-        log_go_offline(log, what, err);
-        return CN_EOFFLINE;
-    }
-    log->end_offset = seg->next_offset;
-    syncs_cap(log, log->end_offset, seg);
-    log_recompute_max_ts(log);
-    forget_cleaned(log, log->end_offset);
-    CN_INFO("log %s: truncated to offset %lld (asked %lld)", log->dir,
-            (long long)log->end_offset, (long long)offset);
-    /* The cut segment is active again and not synced whole: recovery must
-     * scan it (and anything rolled after it) after a crash. */
-    if (log->ckpt_rp > seg->base) {
-        err = ckpt_write(log, log->start_offset, seg->base, false);
-        if (err) {
-            log_go_offline(log, "checkpoint write", err);
-            return CN_EOFFLINE;
-        }
-    }
-    if (log->end_offset < log->start_offset)
-        return cn_log_reset_at(log, log->start_offset);
-    return 0;
-}
-
-int cn_log_reset_at(struct cn_log *log, int64_t new_start)
-{
-    if (log->offline)
-        return CN_EOFFLINE;
-    if (new_start < 0)
-        return CN_EINVAL;
-    if (log->clean_busy)
-        return CN_EBUSY;
-    struct cn_segment *seg = NULL;
-    int err = drop_from(log, 0);
-    if (!err)
-        err = cn_file_sync_dir(log->dir);
-    if (!err)
-        err = log_seg_create(log, new_start, &seg);
-    if (!err) {
-        err = push_seg(log, seg);
-        if (err)
-            log_seg_free(seg);
-    }
-    if (err) {
-        /* No segment left to serve from: offline until a restart. */
-        log_go_offline(log, "log reset", err);
-        return CN_EOFFLINE;
-    }
-    seg->durable = true;
-    log->start_offset = log->end_offset = new_start;
-    syncs_cap(log, new_start, NULL);
-    log->synced_offset = new_start;
-    log->max_ts = log->max_ts_offset = -1;
-    forget_cleaned(log, -1);
-    err = ckpt_write(log, new_start, new_start, false);
-    if (err) {
-        log_go_offline(log, "checkpoint write", err);
-        return CN_EOFFLINE;
-    }
-    CN_INFO("log %s: emptied, restarting at offset %lld", log->dir,
-            (long long)new_start);
-    return 0;
 }

@@ -335,4 +335,20 @@ void log_go_offline(struct cn_log *log, const char *what, int err);
 /* Index of the segment holding offset: the last with base <= offset. */
 size_t log_find_seg(const struct cn_log *log, int64_t offset);
 
+/* log.c, shared with log_trunc.c. */
+/* The newest segment, the one appended to. */
+struct cn_segment *log_active(const struct cn_log *log);
+/* Appends seg to the segment array; 0 or CN_ENOMEM. */
+int log_push_seg(struct cn_log *log, struct cn_segment *seg);
+/* Drops a segment the array no longer holds (its files stay). */
+void log_seg_release(struct cn_segment *seg);
+/* fdatasyncs a segment's log and index files. */
+int log_seg_sync_all(struct cn_segment *seg);
+/* Writes the checkpoint: log start, recovery point, clean close. */
+int log_ckpt_write(struct cn_log *log, int64_t start, int64_t rp, bool clean);
+/* The log now ends at end: syncs in flight cover no more, cut (if any) is
+ * no longer synced whole. */
+void log_syncs_cap(struct cn_log *log, int64_t end,
+                   const struct cn_segment *cut);
+
 #endif
