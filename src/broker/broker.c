@@ -36,10 +36,12 @@
 #include "node/hanging.h"
 #include "node/ctlcall.h"
 #include "node/lifecycle.h"
+#include "node/markers.h"
 #include "node/publish.h"
 #include "node/replica.h"
 #include "node/quorum.h"
 #include "node/txn_exec.h"
+#include "node/txn_remote.h"
 #include "proto/gen/api.h"
 #include "proto/kerr.h"
 
@@ -545,6 +547,8 @@ out_topics:
     cn_replica_stop(b);
     cn_group_coord_stop(b);
     cn_txn_exec_stop(b);
+    cn_markers_remote_stop(b);
+    cn_txn_remote_stop(b);
     /* Their timers live inside them, and the producer-id write's callback
      * uses b, as do the sync rounds the coordinators' start-up writes
      * began (their workers use the logs, their waiters the coordinators),
@@ -606,6 +610,8 @@ void cn_broker_stop(struct cn_broker *b)
     cn_replica_stop(b);
     cn_txn_exec_stop(b);
     cn_group_coord_stop(b);
+    cn_markers_remote_stop(b);
+    cn_txn_remote_stop(b);
     /* Before the loop ends: raft's handles and its disk work must close;
      * cn_broker_free frees it once uv_run has returned. */
     cn_lifecycle_stop(b);

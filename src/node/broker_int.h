@@ -32,6 +32,8 @@
 struct cn_topic;
 struct cn_broker;
 struct cn_txn_exec;
+struct cn_markers_remote;
+struct cn_txn_remote;
 struct cn_group_coord;
 struct cn_sync_round;
 struct cn_txn_answer;
@@ -108,6 +110,11 @@ struct cn_broker {
     struct cn_publish *publish; /* the image made local (publish.h) */
     struct cn_replica *replica; /* leaders' ISRs, followers' fetchers
                                    (replica.h) */
+    /* Markers for partitions other brokers lead (markers.h) and KIP-890
+     * checks asked of other brokers' coordinators (txn_remote.h); NULL
+     * until first used. */
+    struct cn_markers_remote *markers_remote;
+    struct cn_txn_remote *txn_remote;
     bool stopping;
     bool log_dir_offline;        /* a write or sync failed: see below */
     bool log_dir_full;           /* the last append found no space */

@@ -65,6 +65,10 @@ struct cn_marker_channel {
 /* Delivers to this broker's partitions. */
 extern const struct cn_marker_channel cn_marker_channel_local;
 
+/* At broker stop: requests in flight and queued markers end (their
+ * results reported as errors); nothing is sent after this. */
+void cn_markers_remote_stop(struct cn_broker *b);
+
 /*
  * One marker for producer_id/producer_epoch to p, through the partition
  * layer (origin CN_PART_COORDINATOR or CN_PART_OPERATOR).  Returns a
