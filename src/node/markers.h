@@ -49,6 +49,10 @@ struct cn_marker_send {
     int16_t producer_epoch;
     bool commit; /* commit or abort marker */
     int32_t coordinator_epoch;
+    /* The __transaction_state partition whose coordinator sends them (-1:
+     * none, an operator's): a remote channel stops retrying once this
+     * broker no longer leads it at coordinator_epoch. */
+    int32_t txn_partition;
     const struct cn_marker_tp *tps;
     size_t n;
     /* Partition tps[i]'s result: KAFKA_NONE once its marker is written

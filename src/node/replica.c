@@ -234,6 +234,71 @@ void cn_replica_hw_wait(struct cn_broker *b, struct cn_hw_wait *w)
     r->waits = w;
 }
 
+static struct cn_partition *find_part(struct cn_broker *b,
+                                      const struct cn_uuid *id, int32_t index)
+{
+    struct cn_topic *t = cn_topic_find_id(b, id);
+    if (!t || index < 0 || index >= t->partition_count)
+        return NULL;
+    return t->partitions[index];
+}
+
+/* A coordinator's record or a marker waiting for the ISR. */
+struct hw_await {
+    struct cn_hw_wait hw; /* first */
+    struct cn_uuid topic_id;
+    int32_t index;
+    int32_t leader_epoch;
+    int64_t end;
+    int32_t min_isr;
+    void (*done)(struct cn_broker *b, void *arg, int16_t kerr);
+    void *arg;
+};
+
+static bool await_check(struct cn_broker *b, struct cn_hw_wait *w, bool final)
+{
+    struct hw_await *a = (struct hw_await *)w;
+    struct cn_partition *p = find_part(b, &a->topic_id, a->index);
+    int16_t kerr;
+    if (!p || p->leader != b->node_id || p->leader_epoch != a->leader_epoch)
+        kerr = KAFKA_NOT_LEADER_OR_FOLLOWER;
+    else if (p->high_watermark >= a->end)
+        kerr = cn_replica_isr_size(p) < a->min_isr
+                   ? KAFKA_NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                   : KAFKA_NONE;
+    else if (final)
+        kerr = KAFKA_REQUEST_TIMED_OUT;
+    else
+        return false;
+    void (*done)(struct cn_broker *, void *, int16_t) = a->done;
+    void *arg = a->arg;
+    free(a);
+    done(b, arg, kerr);
+    return true;
+}
+
+int cn_replica_await_hw(struct cn_broker *b, struct cn_partition *p,
+                        int64_t end, int32_t min_isr, int64_t timeout_ms,
+                        void (*done)(struct cn_broker *b, void *arg,
+                                     int16_t kerr),
+                        void *arg)
+{
+    struct hw_await *a = calloc(1, sizeof *a);
+    if (!a)
+        return CN_ENOMEM;
+    a->hw.check = await_check;
+    a->hw.deadline_ms = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    a->topic_id = p->topic ? p->topic->id : (struct cn_uuid){0};
+    a->index = p->index;
+    a->leader_epoch = p->leader_epoch;
+    a->end = end;
+    a->min_isr = min_isr;
+    a->done = done;
+    a->arg = arg;
+    cn_replica_hw_wait(b, &a->hw);
+    return 0;
+}
+
 void cn_replica_stats(const struct cn_broker *b, struct cn_replica_stats *out)
 {
     if (b->replica)
@@ -251,15 +316,6 @@ struct alter_ctx {
     int32_t leader_epoch;
     int32_t old_nisr;
 };
-
-static struct cn_partition *find_part(struct cn_broker *b,
-                                      const struct cn_uuid *id, int32_t index)
-{
-    struct cn_topic *t = cn_topic_find_id(b, id);
-    if (!t || index < 0 || index >= t->partition_count)
-        return NULL;
-    return t->partitions[index];
-}
 
 static void on_altered(void *arg, const struct cn_ctlcall_alter_result *res)
 {

@@ -109,6 +109,23 @@ struct cn_hw_wait {
 /* Queues w (checked once at once; it may answer inside this call). */
 void cn_replica_hw_wait(struct cn_broker *b, struct cn_hw_wait *w);
 
+/*
+ * What a coordinator's record or a transaction marker waits for in
+ * cluster mode, after its local sync: that p's high watermark passes end,
+ * so the ISR holds it ("replicated before acted on").  done(b, arg, kerr)
+ * runs once: NONE; NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR is below
+ * min_isr as the high watermark passes (as acks=all); NOT_LEADER_OR_
+ * FOLLOWER when this broker stops leading p or its leader epoch moves
+ * (what was appended may have been truncated); REQUEST_TIMED_OUT after
+ * timeout_ms.  It may run before this returns.  Returns 0, or CN_ENOMEM
+ * with done not called.
+ */
+int cn_replica_await_hw(struct cn_broker *b, struct cn_partition *p,
+                        int64_t end, int32_t min_isr, int64_t timeout_ms,
+                        void (*done)(struct cn_broker *b, void *arg,
+                                     int16_t kerr),
+                        void *arg);
+
 /* What /metrics and cairnctl show (Kafka's names where they exist). */
 struct cn_replica_stats {
     uint64_t isr_shrinks;      /* IsrShrinksPerSec's count */

@@ -347,6 +347,8 @@ static void do_markers(struct cn_txn_exec *x, const struct cn_txn_action *a)
         .producer_epoch = a->u.markers.producer_epoch,
         .commit = a->u.markers.commit,
         .coordinator_epoch = a->u.markers.coordinator_epoch,
+        .txn_partition = cn_txn_partition_for((const uint8_t *)id, strlen(id),
+                                              x->nparts),
         .tps = tps,
         .n = n,
         .result = marker_result,
