@@ -69,6 +69,11 @@ struct cn_marker_channel {
 /* Delivers to this broker's partitions. */
 extern const struct cn_marker_channel cn_marker_channel_local;
 
+/* Cluster mode: to each partition's leader, this broker's through the
+ * local path (reported once replicated), other brokers' by
+ * WriteTxnMarkers (markers_remote.c). */
+extern const struct cn_marker_channel cn_marker_channel_cluster;
+
 /* At broker stop: requests in flight and queued markers end (their
  * results reported as errors); nothing is sent after this. */
 void cn_markers_remote_stop(struct cn_broker *b);
