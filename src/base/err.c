@@ -20,6 +20,8 @@ const char *cn_strerror(int err)
     case CN_EUNSUPPORTED: return "unsupported";
     case CN_ETOOBIG: return "too big";
     case CN_ERANGE: return "out of range";
+    case CN_ENOTLEADER: return "not the partition's leader";
+    case CN_EREPLICAS: return "not enough in-sync replicas";
     default:
         if (err < 0 && err > -4096)
             return strerror(-err);

@@ -20,7 +20,9 @@ enum {
     CN_EFAILPOINT, /* a fail point configured as "error" fired */
     CN_EUNSUPPORTED,
     CN_ETOOBIG,
-    CN_ERANGE,   /* offset outside the log */
+    CN_ERANGE,     /* offset outside the log */
+    CN_ENOTLEADER, /* this broker does not (or no longer) lead the partition */
+    CN_EREPLICAS,  /* too few in-sync replicas took a write, or in time */
 };
 
 const char *cn_strerror(int err);

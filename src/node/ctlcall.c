@@ -52,7 +52,8 @@ struct ensure {
     struct cn_create_topics_request rq;
     struct cn_create_topics_request_creatable_topic t;
     struct cn_create_topics_request_creatable_topic_config
-        cfg[CN_INTERNAL_TOPIC_NCONFIGS];
+        cfg[CN_INTERNAL_TOPIC_NCONFIGS + 1];
+    char min_isr[16];
     struct ensure *next;
 };
 
@@ -408,6 +409,30 @@ static int32_t unfenced_brokers(struct cn_broker *b)
     return n;
 }
 
+/* The transaction log's min.insync.replicas: transaction.state.log.min.isr,
+ * as Kafka sets it, but no more than the replicas it gets (a log of fewer
+ * replicas than its min ISR could never be written: every transaction
+ * would stop). */
+static void add_txn_min_isr(struct cn_broker *b, struct ensure *e, int16_t rf)
+{
+    int32_t isr = b->cfg->transaction_state_log_min_isr;
+    if (rf > 0 && isr > rf) {
+        CN_WARN("cluster: creating __transaction_state with "
+                "min.insync.replicas %d, not the configured "
+                "transaction.state.log.min.isr %d: it has only %d "
+                "replica(s)",
+                rf, isr, rf);
+        isr = rf;
+    }
+    snprintf(e->min_isr, sizeof e->min_isr, "%d", (int)isr);
+    struct cn_create_topics_request_creatable_topic_config *c =
+        &e->cfg[e->t.configs_len];
+    cn_create_topics_request_creatable_topic_config_init(c);
+    c->name = cn_bytes_str("min.insync.replicas");
+    c->value = cn_bytes_str(e->min_isr);
+    e->t.configs_len++;
+}
+
 void cn_ctlcall_ensure_topic(struct cn_broker *b, const char *name,
                              int32_t nparts, int16_t rf, bool internal)
 {
@@ -462,6 +487,8 @@ void cn_ctlcall_ensure_topic(struct cn_broker *b, const char *name,
         }
         e->t.configs = e->cfg;
         e->t.configs_len = CN_INTERNAL_TOPIC_NCONFIGS;
+        if (strcmp(name, "__transaction_state") == 0)
+            add_txn_min_isr(b, e, rf);
     }
     e->rq.topics = &e->t;
     e->rq.topics_len = 1;

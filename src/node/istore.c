@@ -8,8 +8,14 @@
 #include "base/clock.h"
 #include "base/say.h"
 #include "node/istore.h"
+#include "node/replica.h"
 #include "proto/batch.h"
+#include "proto/kerr.h"
 #include "txn/txn_state.h"
+
+/* How long a coordinator's record may wait for the ISR in a cluster:
+ * Kafka's request.timeout.ms, which its coordinators' appends use. */
+#define REPLICA_TIMEOUT_MS 30000
 
 struct cn_istore {
     struct cn_broker *b;
@@ -193,9 +199,8 @@ static void pending_unlink(struct cn_istore_wait *w)
     *w->pprev = w->next;
 }
 
-static void write_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
+static void write_end(struct cn_istore_wait *w, int err)
 {
-    struct cn_istore_wait *w = (struct cn_istore_wait *)sw;
     /* Not in flight any more before done applies it, so that done's own
      * compaction may run; a write of the same round whose waiter has not
      * run yet still holds the partition. */
@@ -203,8 +208,44 @@ static void write_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
         w->store->inflight[w->part]--;
         pending_unlink(w);
     }
+    w->done(w, err);
+}
+
+static void write_replicated(struct cn_broker *b, void *arg, int16_t kerr)
+{
+    (void)b;
+    write_end(arg, kerr == KAFKA_NONE                     ? 0
+                   : kerr == KAFKA_NOT_LEADER_OR_FOLLOWER ? CN_ENOTLEADER
+                                                          : CN_EREPLICAS);
+}
+
+static void write_synced(struct cn_broker *b, struct cn_sync_waiter *sw)
+{
+    struct cn_istore_wait *w = (struct cn_istore_wait *)sw;
     /* A sync round that failed takes the log directory offline. */
-    w->done(w, b->log_dir_offline ? CN_EOFFLINE : 0);
+    if (b->log_dir_offline) {
+        write_end(w, CN_EOFFLINE);
+        return;
+    }
+    /* In a cluster a coordinator acts only on what the ISR holds: a
+     * record only this broker has is gone when another replica leads
+     * (Kafka writes coordinator records with acks=all).  Still in flight
+     * meanwhile: a checkpoint must not replace it before it is applied. */
+    if (b->cfg->cluster_mode) {
+        struct cn_partition *p = w->store ? cn_istore_partition(w->store,
+                                                                w->part, false)
+                                          : NULL;
+        if (!p) {
+            write_end(w, CN_ENOTLEADER);
+            return;
+        }
+        if (cn_replica_await_hw(b, p, w->end,
+                                p->topic->config.min_insync_replicas,
+                                REPLICA_TIMEOUT_MS, write_replicated, w) != 0)
+            write_end(w, CN_EREPLICAS);
+        return;
+    }
+    write_end(w, 0);
 }
 
 int cn_istore_write(struct cn_istore *s, int32_t part,
@@ -216,6 +257,17 @@ int cn_istore_write(struct cn_istore *s, int32_t part,
     if (!p) {
         CN_ERROR("cannot append to %s-%d: no such partition", s->name, part);
         return CN_ENOTFOUND;
+    }
+    if (s->b->cfg->cluster_mode) {
+        if (!cn_partition_led(s->b, p))
+            return CN_ENOTLEADER;
+        if (cn_replica_isr_size(p) < p->topic->config.min_insync_replicas) {
+            CN_WARN("cannot write to %s-%d: %d in-sync replica(s), "
+                    "min.insync.replicas is %d",
+                    s->name, part, (int)cn_replica_isr_size(p),
+                    (int)p->topic->config.min_insync_replicas);
+            return CN_EREPLICAS;
+        }
     }
     struct cn_batch_params bp = CN_BATCH_PARAMS_INIT;
     if (producer_id >= 0) {
@@ -238,6 +290,7 @@ int cn_istore_write(struct cn_istore *s, int32_t part,
         w->part = part;
         s->inflight[part]++;
         pending_link(s, w);
+        w->end = cn_log_end_offset(p->log) + (int64_t)n;
         /* Synced before it is acted on whatever the flush policy for data
          * says; done may run before this returns. */
         rc = cn_sync_append_internal(s->b, p, batch.buf, batch.len,

@@ -62,10 +62,15 @@ struct cn_istore_wait {
     struct cn_sync_waiter waiter;         /* private to istore */
     struct cn_istore *store;              /* private; NULL once it is freed */
     int32_t part;                         /* private */
+    int64_t end;                          /* private: log end after it */
     struct cn_istore_wait *next, **pprev; /* private: the store's pending */
     /* The batch is durable (err 0), or the sync failed and took the log
-     * directory offline (CN_EOFFLINE).  May free w and write again.  Runs
-     * even when the store was freed first. */
+     * directory offline (CN_EOFFLINE); in cluster mode durable means held
+     * by the ISR (its high watermark passed it), else CN_ENOTLEADER (this
+     * broker stopped leading the partition: the record may be truncated)
+     * or CN_EREPLICAS (fewer in-sync replicas than min.insync.replicas,
+     * or they did not take it in time).  May free w and write again.
+     * Runs even when the store was freed first. */
     void (*done)(struct cn_istore_wait *w, int err);
 };
 
@@ -109,7 +114,10 @@ int cn_istore_replay(struct cn_istore *s, int32_t part,
  * w->done runs once it is durable, whatever the flush policy for data
  * (do not count on it running only after this returns).  Returns 0, or
  * an error with w->done not called
- * (CN_EOFFLINE, CN_ENOTFOUND when the topic cannot be made, CN_ENOMEM).
+ * (CN_EOFFLINE, CN_ENOTFOUND when the topic cannot be made, CN_ENOMEM; in
+ * cluster mode CN_ENOTLEADER when another broker leads part, CN_EREPLICAS
+ * when its ISR is below min.insync.replicas: nothing is appended, as
+ * Kafka refuses an acks=all write).
  */
 int cn_istore_write(struct cn_istore *s, int32_t part,
                     const struct cn_bytes *keys, const struct cn_bytes *values,

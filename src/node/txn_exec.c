@@ -217,13 +217,27 @@ static void feed_written(struct cn_txn_exec *x, const char *id, uint64_t seq,
     exec_feed(x, &ev, part, NULL);
 }
 
+/* What a failed write of __transaction_state means to the machine (and
+ * to the client waiting on it), as Kafka's TransactionStateManager maps
+ * its append errors: another leader has the partition -> NOT_COORDINATOR
+ * (the client looks for the coordinator again); too few in-sync replicas
+ * or none in time, a failed sync (the log directory is offline: the
+ * record is not known to be durable) -> COORDINATOR_NOT_AVAILABLE, which
+ * clients retry. */
+static int16_t written_kerr(int err)
+{
+    switch (err) {
+    case 0: return KAFKA_NONE;
+    case CN_ENOTLEADER: return KAFKA_NOT_COORDINATOR;
+    default: return KAFKA_COORDINATOR_NOT_AVAILABLE;
+    }
+}
+
 static void write_done(struct cn_istore_wait *iw, int err)
 {
     struct exec_write *w = (struct exec_write *)iw;
     struct cn_txn_exec *x = w->b->txn;
-    /* A failed sync took the log directory offline: the record is not
-     * known to be durable. */
-    int16_t kerr = err ? KAFKA_COORDINATOR_NOT_AVAILABLE : KAFKA_NONE;
+    int16_t kerr = written_kerr(err);
     if (x && x->draining) {
         struct exec_q *q = &w->q;
         cn_arena_init(&q->arena);
@@ -239,9 +253,9 @@ static void write_done(struct cn_istore_wait *iw, int err)
 }
 
 static void written_failed(struct cn_txn_exec *x, const char *id, uint64_t seq,
-                           int32_t part)
+                           int32_t part, int err)
 {
-    feed_written(x, id, seq, part, KAFKA_COORDINATOR_NOT_AVAILABLE);
+    feed_written(x, id, seq, part, written_kerr(err));
 }
 
 /* The record appended to its partition and synced whatever the flush
@@ -255,7 +269,7 @@ static void do_append(struct cn_txn_exec *x, int32_t part, const char *id,
     struct exec_write *w = x->b->stopping ? NULL
                                           : calloc(1, sizeof *w + idlen + 1);
     if (!w) {
-        written_failed(x, id, seq, part);
+        written_failed(x, id, seq, part, CN_ENOMEM);
         return;
     }
     w->iw.done = write_done;
@@ -265,9 +279,10 @@ static void do_append(struct cn_txn_exec *x, int32_t part, const char *id,
     memcpy(w->id, id, idlen + 1);
     /* write_done may run before this returns (group commit off): it
      * queues its event. */
-    if (cn_istore_write(x->store, part, &key, &value, 1, -1, -1, &w->iw)) {
+    int rc = cn_istore_write(x->store, part, &key, &value, 1, -1, -1, &w->iw);
+    if (rc) {
         free(w);
-        written_failed(x, id, seq, part);
+        written_failed(x, id, seq, part, rc);
     }
 }
 
@@ -832,6 +847,20 @@ void cn_txn_exec_lead(struct cn_broker *b, int32_t part, bool leads,
     int32_t was = x->led_epoch[part];
     if (leads ? was == epoch : was < 0)
         return;
+    if (leads && was >= 0 && epoch == was + 1) {
+        /* Led on at the next epoch (KAFKA-15468): every leader change
+         * bumps the epoch once, so nobody else led it in between and the
+         * state held is the log's; only the markers' epoch moves.  A
+         * reload would drop the writes in flight. */
+        struct cn_txn_event ev = {.kind = CN_TXE_LEADER};
+        ev.u.leader.part = part;
+        ev.u.leader.coordinator_epoch = epoch;
+        exec_feed(x, &ev, -1, NULL);
+        x->led_epoch[part] = epoch;
+        CN_INFO("%s-%d: transaction coordinator at epoch %d (was %d)",
+                CN_TXN_TOPIC, part, epoch, was);
+        return;
+    }
     if (was >= 0) {
         /* Also when it leads again at a newer epoch: what another leader
          * did in between is in the log, so the state is reloaded. */

@@ -130,7 +130,10 @@ void cn_tc_retry_markers(struct txn_ctx *x)
             }
             e->marker_retry_mono_ms = 0;
             c->retries--;
-            cn_tc_send_markers(x, e, e->commit, false);
+            if (e->complete_retry && !c->stopping)
+                markers_synced(x, e);
+            else if (!e->complete_retry)
+                cn_tc_send_markers(x, e, e->commit, false);
         }
     if (due < c->retry_due_mono_ms)
         c->retry_due_mono_ms = due;
@@ -140,13 +143,31 @@ static void complete_written(struct txn_ctx *x, struct txn_entry *e,
                              int16_t err)
 {
     struct cn_txn_coord *c = x->c;
-    if (err) {
-        /* Markers are in the partitions; the Complete record will be
-         * written again by the next start's recovery. */
-        CN_ERROR("transactional id %s: cannot record completion",
-                 e->meta.transactional_id);
+    if (err == KAFKA_NOT_COORDINATOR) {
+        /* Its partition has another leader now, which finishes it from
+         * the PrepareX it reads; this one forgets the id. */
         return;
     }
+    if (err) {
+        /* Every marker is in: only the Complete record is written again
+         * (Kafka's log-append retry queue), e.g. once the transaction
+         * log's ISR is back to min.insync.replicas.  A new leader or the
+         * next start's recovery would also finish it. */
+        if (!e->complete_retry)
+            CN_ERROR("transactional id %s: cannot record completion (%s); "
+                     "retrying every %lld ms",
+                     e->meta.transactional_id, cn_kerr_name(err),
+                     (long long)c->cfg.marker_retry_ms);
+        e->complete_retry = true;
+        e->marker_retry_mono_ms = x->now->mono_ms + c->cfg.marker_retry_ms;
+        if (e->marker_retry_mono_ms <= 0)
+            e->marker_retry_mono_ms = 1;
+        c->retries++;
+        if (e->marker_retry_mono_ms < c->retry_due_mono_ms)
+            c->retry_due_mono_ms = e->marker_retry_mono_ms;
+        return;
+    }
+    e->complete_retry = false;
     e->busy = false;
     if (e->decide_us > 0) {
         double ms = (double)(x->now->mono_us - e->decide_us) / 1000.0;

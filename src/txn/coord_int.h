@@ -42,6 +42,8 @@ struct txn_entry {
     size_t markers_pending;       /* results not yet in */
     bool markers_failed;          /* some partition's marker failed */
     int64_t marker_retry_mono_ms; /* markers go again then; 0: none */
+    bool complete_retry;          /* ...or, with every marker in, only the
+                                     Complete record is written again */
     int32_t part;                 /* its __transaction_state partition */
     int64_t decide_us;            /* mono us the decision began, or 0 */
     struct txn_entry *next;       /* hash chain by id */

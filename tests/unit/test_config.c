@@ -41,7 +41,9 @@ UNIT_TEST(defaults_match_kafka)
     CHECK_EQ(cfg.queued_max_requests, 500);
     CHECK_EQ(cfg.group_initial_rebalance_delay_ms, 3000);
     CHECK_EQ(cfg.offsets_topic_num_partitions, 50);
-    CHECK_EQ(cfg.offsets_topic_replication_factor, 1);
+    CHECK_EQ(cfg.offsets_topic_replication_factor, 3);
+    CHECK_EQ(cfg.transaction_state_log_replication_factor, 3);
+    CHECK_EQ(cfg.transaction_state_log_min_isr, 2);
     CHECK_EQ(cfg.transaction_state_log_num_partitions, 50);
     CHECK_EQ(cfg.transaction_max_timeout_ms, 900000);
     CHECK_EQ(cfg.transactional_id_expiration_ms, 604800000);

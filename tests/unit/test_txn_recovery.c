@@ -459,10 +459,11 @@ UNIT_TEST(test_durable_fail_decision)
     fk_fini();
 }
 
-/* A failed Complete keeps the id busy in PrepareCommit: the markers are
- * in, the next start's recovery writes it (txn_markers.c:29-37); nothing
- * is retried meanwhile and requests wait out park_max_ms. */
-UNIT_TEST(test_complete_fail_stays_busy)
+/* A failed Complete (the transaction log below min ISR, say) is written
+ * again after marker_retry_ms, without the markers, which are all in;
+ * the id stays busy in PrepareCommit until it is durable (Kafka's log-
+ * append retry queue), and requests meanwhile wait out park_max_ms. */
+UNIT_TEST(test_complete_fail_retried)
 {
     fk_init();
     fk_decided(ID, "t:0", true);
@@ -470,9 +471,40 @@ UNIT_TEST(test_complete_fail_stays_busy)
     fk_durable(KAFKA_COORDINATOR_NOT_AVAILABLE);
     CHECK(cn_txn_busy(F.c, ID));
     CHECK(fk_find(ID) && fk_find(ID)->state == CN_TXN_PREPARE_COMMIT);
+    CHECK_EQ(fk_stats().marker_retry_queue, 1);
     int t = fk_init_pid(ID);
-    fk_advance(3 * F.cfg.marker_retry_ms);
+    fk_advance(F.cfg.marker_retry_ms - 1);
+    CHECK_EQ(fk_nnew_appends() + fk_nnew_markers(), 0);
+    fk_advance(1);
+    CHECK_EQ(fk_nnew_markers(), 0);
+    CHECK_EQ(fk_nnew_appends(), 1);
+    CHECK_EQ(fk_stats().marker_retry_queue, 0);
+    fk_durable(KAFKA_COORDINATOR_NOT_AVAILABLE); /* and again */
+    fk_advance(F.cfg.marker_retry_ms);
+    CHECK_EQ(fk_nnew_appends(), 1);
+    fk_durable(KAFKA_NONE);
+    CHECK(fk_find(ID) && fk_find(ID)->state == CN_TXN_COMPLETE_COMMIT);
+    CHECK_EQ(fk_stats().commits, 1);
+    /* The InitPid parked at the first failure waited its longest. */
     CHECK_EQ(fk_err(t), KAFKA_CONCURRENT_TRANSACTIONS);
+    t = fk_init_pid(ID);
+    fk_settle();
+    CHECK_EQ(fk_err(t), KAFKA_NONE);
+    fk_fini();
+}
+
+/* A Complete refused because the partition has another leader is not
+ * retried: the new coordinator finishes the transaction from its
+ * PrepareCommit, and this one is about to forget the partition. */
+UNIT_TEST(test_complete_fail_not_coordinator)
+{
+    fk_init();
+    fk_decided(ID, "t:0", true);
+    fk_markers(-1);
+    fk_durable(KAFKA_NOT_COORDINATOR);
+    CHECK(cn_txn_busy(F.c, ID));
+    CHECK_EQ(fk_stats().marker_retry_queue, 0);
+    fk_advance(3 * F.cfg.marker_retry_ms);
     CHECK_EQ(fk_nnew_appends() + fk_nnew_markers(), 0);
     fk_fini();
 }
@@ -745,9 +777,9 @@ UNIT_MAIN(test_timeout_abort, test_timeout_skips_busy,
           test_markers_carry_coordinator_epoch, test_marker_retry,
           test_marker_retry_among_many, test_marker_stale_seq_ignored,
           test_durable_fail, test_durable_fail_decision,
-          test_complete_fail_stays_busy, test_park_order, test_park_deadline,
-          test_stop_answers_parked, test_pids_eagain,
-          test_pids_eagain_overflow_end, test_pids_error,
+          test_complete_fail_retried, test_complete_fail_not_coordinator,
+          test_park_order, test_park_deadline, test_stop_answers_parked,
+          test_pids_eagain, test_pids_eagain_overflow_end, test_pids_error,
           test_unleader_drops_part, test_loading_part, test_timer_action,
           test_unleader_answers_writer, test_stop_answers_pids_parked,
           test_foreach_by_part, test_unleader_loading_part_forgets)
