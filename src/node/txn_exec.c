@@ -715,7 +715,9 @@ int cn_txn_exec_start(struct cn_broker *b)
     x->b = b;
     x->tail = &x->head;
     x->timer_at = INT64_MAX;
-    x->markers = &cn_marker_channel_local;
+    /* In a cluster some partitions are led by other brokers. */
+    x->markers = b->cfg->cluster_mode ? &cn_marker_channel_cluster
+                                      : &cn_marker_channel_local;
     x->verifier = &cn_txn_verifier_local;
     cn_txn_actions_init(&x->acts);
     /* The topic is made at the first write. */
