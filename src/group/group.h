@@ -217,6 +217,18 @@ void cn_groups_free(struct cn_groups *gs);
 void cn_groups_shutdown(struct cn_groups *gs);
 
 /*
+ * Forgets every group for which match(arg, group_id) is true, as a broker
+ * does for a __consumer_offsets partition it no longer leads (the log
+ * keeps the groups; the new leader loads them): members waiting in a
+ * JoinGroup or SyncGroup get error (NOT_COORDINATOR, so the clients find
+ * the coordinator again) and pending store writes are then ignored.
+ * match must not call into gs.  Returns how many groups went.
+ */
+size_t cn_groups_unload(struct cn_groups *gs,
+                        bool (*match)(void *arg, const char *group_id),
+                        void *arg, int16_t error);
+
+/*
  * JoinGroup.  waiter is answered through ops->join_done exactly once,
  * maybe before this returns (errors, MEMBER_ID_REQUIRED, a follower
  * rejoining a Stable group) or later (when the join phase completes).

@@ -173,6 +173,26 @@ void cn_groups_shutdown(struct cn_groups *gs)
     }
 }
 
+size_t cn_groups_unload(struct cn_groups *gs,
+                        bool (*match)(void *arg, const char *group_id),
+                        void *arg, int16_t error)
+{
+    struct cn_group *g, *next;
+    size_t gone = 0;
+
+    for (g = gs->head; g; g = next) {
+        next = g->next;
+        if (!match(arg, g->id))
+            continue;
+        /* Answered with the caller's error first: group_destroy's own
+         * clearing then finds no members. */
+        group_clear_members(gs, g, error);
+        group_destroy(gs, g);
+        gone++;
+    }
+    return gone;
+}
+
 void cn_groups_free(struct cn_groups *gs)
 {
     if (!gs)

@@ -590,6 +590,26 @@ static size_t group_destroy(struct cn_offsets *os, struct group *g)
     return nkeys;
 }
 
+size_t cn_offsets_unload(struct cn_offsets *os, cn_offsets_match_fn match,
+                         void *arg)
+{
+    struct hnode *n, *next;
+    size_t i, gone = 0;
+
+    /* Unlinking keeps the buckets, so the walk goes on from next. */
+    for (i = 0; i < os->groups.nslots; i++) {
+        for (n = os->groups.slots[i]; n; n = next) {
+            struct group *g = (struct group *)n;
+            next = n->next;
+            if (match(arg, g->name)) {
+                group_destroy(os, g);
+                gone++;
+            }
+        }
+    }
+    return gone;
+}
+
 void cn_offsets_free(struct cn_offsets *os)
 {
     size_t i;
@@ -774,8 +794,40 @@ int cn_offsets_txn_put(struct cn_offsets *os, const char *group,
                          partition, v);
 }
 
+/* Ends one pending offset: visible on commit unless the key was
+ * committed later outside the transaction; freed either way. */
+static void pend_complete(struct cn_offsets *os, struct pend *e, bool commit)
+{
+    struct part *p = e->part;
+
+    pend_unlink_part(e);
+    /* Kafka 4.x keeps whichever commit came later in the log, so a plain
+     * commit made while the transaction was open survives it. */
+    if (commit && (!p->has_value || p->seq < e->seq)) {
+        if (p->has_value) {
+            free(p->v.meta);
+        } else {
+            p->has_value = true;
+            p->topic->group->ncommitted++;
+        }
+        p->v = e->v;
+        p->seq = e->seq;
+        e->v.meta = NULL;
+    }
+    free(e->v.meta);
+    free(e);
+    prune(os, p);
+}
+
 size_t cn_offsets_txn_complete(struct cn_offsets *os, int64_t producer_id,
                                bool commit)
+{
+    return cn_offsets_txn_complete_match(os, producer_id, commit, NULL, NULL);
+}
+
+size_t cn_offsets_txn_complete_match(struct cn_offsets *os,
+                                     int64_t producer_id, bool commit,
+                                     cn_offsets_match_fn match, void *arg)
 {
     struct producer *prod = prod_find(os, producer_id);
     struct pend *e, *next;
@@ -783,30 +835,15 @@ size_t cn_offsets_txn_complete(struct cn_offsets *os, int64_t producer_id,
 
     if (!prod)
         return 0;
-    ht_unlink(&os->producers, &prod->hn);
     for (e = prod->head; e; e = next) {
-        struct part *p = e->part;
         next = e->p_next;
-        pend_unlink_part(e);
-        /* Kafka 4.x keeps whichever commit came later in the log, so a
-         * plain commit made while the transaction was open survives it. */
-        if (commit && (!p->has_value || p->seq < e->seq)) {
-            if (p->has_value) {
-                free(p->v.meta);
-            } else {
-                p->has_value = true;
-                p->topic->group->ncommitted++;
-            }
-            p->v = e->v;
-            p->seq = e->seq;
-            e->v.meta = NULL;
-        }
-        free(e->v.meta);
-        free(e);
-        prune(os, p);
+        if (match && !match(arg, e->part->topic->group->name))
+            continue;
+        pend_unlink_prod(e);
+        pend_complete(os, e, commit);
         n++;
     }
-    free(prod);
+    prod_release(os, prod);
     return n;
 }
 

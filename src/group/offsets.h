@@ -165,6 +165,31 @@ int cn_offsets_txn_put(struct cn_offsets *os, const char *group,
 size_t cn_offsets_txn_complete(struct cn_offsets *os, int64_t producer_id,
                                bool commit);
 
+/* Which groups a call is about: true for those it touches (a cluster's
+ * broker asks whether the group lives on a given __consumer_offsets
+ * partition). */
+typedef bool (*cn_offsets_match_fn)(void *arg, const char *group);
+
+/*
+ * As cn_offsets_txn_complete, for the pending offsets of the groups match
+ * accepts (match NULL: all): a marker ends the transaction on one
+ * __consumer_offsets partition only, and the producer's offsets on other
+ * partitions wait for their own marker.  The producer's epoch is kept
+ * while it still has pending offsets.
+ */
+size_t cn_offsets_txn_complete_match(struct cn_offsets *os,
+                                     int64_t producer_id, bool commit,
+                                     cn_offsets_match_fn match, void *arg);
+
+/*
+ * Forgets every visible and pending offset of the groups match accepts
+ * (a __consumer_offsets partition this broker no longer coordinates: its
+ * log keeps them).  Returns how many groups went.  match must not change
+ * the store.
+ */
+size_t cn_offsets_unload(struct cn_offsets *os, cn_offsets_match_fn match,
+                         void *arg);
+
 /* True when some open transaction holds an offset for the key: OffsetFetch
  * with require_stable answers UNSTABLE_OFFSET_COMMIT then.  O(1). */
 bool cn_offsets_has_pending(const struct cn_offsets *os, const char *group,

@@ -117,6 +117,10 @@ static void commit_written(struct cn_broker *b, struct cn_sync_waiter *w)
     bool txn = op->producer_id >= 0;
     int16_t fail = b->log_dir_offline ? KAFKA_COORDINATOR_NOT_AVAILABLE
                                       : KAFKA_NONE;
+    /* The partition was unloaded meanwhile (its leadership went): the
+     * new coordinator loads the record from its log. */
+    if (!fail && !cn_gc_serves(b, op->gp))
+        fail = KAFKA_NOT_COORDINATOR;
     /* The transaction may have ended (a timeout abort's marker) while the
      * records were being synced: its marker has then passed, and pending
      * offsets would wait for a marker that never comes. */

@@ -39,6 +39,25 @@ struct cn_partition *cn_group_coord_partition(struct cn_broker *b,
     return part >= 0 ? cn_istore_partition(b->gc->store, part, true) : NULL;
 }
 
+bool cn_gc_serves(struct cn_broker *b, const struct cn_partition *p)
+{
+    struct cn_group_coord *gc = b->gc;
+    if (!gc || !gc->loaded_epoch || p->index < 0 ||
+        p->index >= cn_istore_nparts(gc->store))
+        return false;
+    int32_t at = gc->loaded_epoch[p->index];
+    if (!b->cfg->cluster_mode)
+        return at >= 0;
+    return at >= 0 && cn_partition_led(b, p) && p->leader_epoch == at;
+}
+
+/* cn_gc_serves by partition number; false when the topic is not here. */
+static bool serves_part(struct cn_group_coord *gc, int32_t part)
+{
+    struct cn_partition *p = cn_istore_partition(gc->store, part, false);
+    return p && cn_gc_serves(gc->b, p);
+}
+
 int16_t cn_group_coord_check(struct cn_broker *b, struct cn_bytes group_id)
 {
     if (!b->cfg->cluster_mode)
@@ -46,7 +65,11 @@ int16_t cn_group_coord_check(struct cn_broker *b, struct cn_bytes group_id)
     struct cn_partition *p = cn_group_coord_partition(b, group_id);
     if (!p)
         return KAFKA_COORDINATOR_NOT_AVAILABLE;
-    return cn_partition_led(b, p) ? KAFKA_NONE : KAFKA_NOT_COORDINATOR;
+    /* Loading is synchronous (cn_group_coord_lead), so a led partition
+     * not loaded at its epoch is one whose replay failed, or whose
+     * leadership this broker has not published yet: NOT_COORDINATOR
+     * rather than COORDINATOR_LOAD_IN_PROGRESS, the client asks again. */
+    return cn_gc_serves(b, p) ? KAFKA_NONE : KAFKA_NOT_COORDINATOR;
 }
 
 char *cn_gc_cstr(struct cn_req *req, struct cn_bytes s)
@@ -100,7 +123,19 @@ struct cn_bytes cn_gc_arena_bytes(struct cn_req *req, const struct cn_wr *w)
     return cn_bytes_of(p, (int32_t)w->len);
 }
 
-/* ---- replay at start ---------------------------------------------------- */
+/* ---- replay ------------------------------------------------------------- */
+
+/* A group and a partition: cn_offsets_match_fn and the groups' match. */
+struct on_part {
+    struct cn_group_coord *gc;
+    int32_t part;
+};
+
+static bool group_on_part(void *arg, const char *group)
+{
+    struct on_part *op = arg;
+    return group_part(op->gc, group) == op->part;
+}
 
 static int load_record(void *ctx, int32_t part, struct cn_bytes key,
                        struct cn_bytes value, int64_t producer_id, bool txn)
@@ -121,8 +156,12 @@ static void load_marker(void *ctx, int32_t part, int64_t producer_id,
                         bool commit)
 {
     struct cn_group_coord *gc = ctx;
-    (void)part;
-    cn_offsets_txn_complete(gc->offsets, producer_id, commit);
+    /* Only this partition's groups: the producer's offsets on another
+     * partition wait for the marker there (an older transaction's marker
+     * replayed here must not end a newer one's offsets elsewhere). */
+    struct on_part op = {gc, part};
+    cn_offsets_txn_complete_match(gc->offsets, producer_id, commit,
+                                  group_on_part, &op);
 }
 
 static int load_all(struct cn_group_coord *gc)
@@ -131,8 +170,10 @@ static int load_all(struct cn_group_coord *gc)
     gc->load_now_ms = cn_clock_wall_ms();
     int64_t t0 = cn_clock_mono_ms();
     int rc = 0;
-    for (int32_t i = 0; i < cn_istore_nparts(gc->store) && !rc; i++)
+    for (int32_t i = 0; i < cn_istore_nparts(gc->store) && !rc; i++) {
         rc = cn_istore_replay(gc->store, i, &n);
+        gc->loaded_epoch[i] = 0;
+    }
     if (n.bad)
         CN_WARN("%s: %zu records could not be read and were skipped",
                 CN_OFFSETS_TOPIC, n.bad);
@@ -152,7 +193,13 @@ void cn_group_coord_marker(struct cn_broker *b, struct cn_partition *p,
     /* With cairn.fsync.group.commit=false the data flush policy would
      * never sync it, yet the coordinators act on it. */
     cn_istore_sync(b->gc->store, p->index);
-    cn_offsets_txn_complete(b->gc->offsets, producer_id, commit);
+    /* Not loaded here: nothing of it is held (the replay at the next load
+     * reads this marker). */
+    if (!cn_gc_serves(b, p))
+        return;
+    struct on_part op = {b->gc, p->index};
+    cn_offsets_txn_complete_match(b->gc->offsets, producer_id, commit,
+                                  group_on_part, &op);
 }
 
 /* ---- keeping __consumer_offsets bounded ------------------------------- */
@@ -163,6 +210,10 @@ static bool want_compact(void *ctx, int32_t part, int64_t start, int64_t end)
 {
     struct cn_group_coord *gc = ctx;
     int64_t slack = gc->b->cfg->cairn_internal_compact_slack_records;
+    /* The checkpoint is what memory holds of the partition: nothing while
+     * it is not loaded, or not led, here. */
+    if (!serves_part(gc, part))
+        return false;
     if (end - start < slack || end < gc->next_check[part])
         return false;
     gc->next_check[part] = end + slack / 2;
@@ -209,6 +260,10 @@ static int checkpoint(void *ctx, int32_t part, struct cn_batch_builder *bb,
                       int64_t now_ms, size_t *live)
 {
     struct cn_group_coord *gc = ctx;
+    if (!serves_part(gc, part)) {
+        *live = 0;
+        return CN_EEXIST;
+    }
     struct compact_ctx cc = {.bb = bb, .now = now_ms};
     cn_wr_init(&cc.key, 64);
     cn_wr_init(&cc.value, 256);
@@ -435,7 +490,7 @@ static void on_retention_timer(uv_timer_t *t)
             const char *id = cn_group_id(g);
             struct expire_ctx ec = {b, NULL, id, {{0}}, 0};
             ec.p = cn_group_coord_partition(b, cn_bytes_str(id));
-            if (ec.p) {
+            if (ec.p && cn_gc_serves(b, ec.p)) {
                 cn_offsets_expire(gc->offsets, id, now, retention, expired_key,
                                   &ec);
                 flush_tombstones(&ec);
@@ -447,13 +502,86 @@ static void on_retention_timer(uv_timer_t *t)
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
+/* A group known only by its offsets exists, Empty, as in Kafka; arg is
+ * a struct on_part (part -1: every partition). */
 static int touch_group(void *arg, const char *group, size_t ncommitted,
                        size_t npending)
 {
-    struct cn_broker *b = arg;
+    struct on_part *op = arg;
     (void)ncommitted;
     (void)npending;
-    return cn_groups_touch(b->gc->groups, group, cn_clock_wall_ms());
+    if (op->part >= 0 && !group_on_part(op, group))
+        return 0;
+    return cn_groups_touch(op->gc->groups, group, op->gc->load_now_ms);
+}
+
+/* Forgets what memory holds of part: its groups (waiting members get
+ * NOT_COORDINATOR) and offsets. */
+static void unload_part(struct cn_group_coord *gc, int32_t part)
+{
+    struct on_part op = {gc, part};
+    size_t ng = cn_groups_unload(gc->groups, group_on_part, &op,
+                                 KAFKA_NOT_COORDINATOR);
+    size_t no = cn_offsets_unload(gc->offsets, group_on_part, &op);
+    gc->loaded_epoch[part] = -1;
+    gc->next_check[part] = 0;
+    if (ng || no)
+        CN_DEBUG("%s-%d: %zu groups and the offsets of %zu left memory",
+                 CN_OFFSETS_TOPIC, part, ng, no);
+}
+
+void cn_group_coord_lead(struct cn_broker *b, int32_t part, bool leads,
+                         int32_t epoch)
+{
+    struct cn_group_coord *gc = b->gc;
+    if (!gc || !gc->timers_armed || !b->cfg->cluster_mode || part < 0 ||
+        part >= cn_istore_nparts(gc->store))
+        return;
+    int32_t was = gc->loaded_epoch[part];
+    if (leads && was >= 0) {
+        /* KAFKA-15468: an epoch bump while this broker goes on leading
+         * keeps the state (see group_coord.h). */
+        if (was != epoch)
+            CN_DEBUG("%s-%d: group coordinator goes on at epoch %d",
+                     CN_OFFSETS_TOPIC, part, epoch);
+        gc->loaded_epoch[part] = epoch;
+        return;
+    }
+    /* Loading is synchronous, so no partition is ever half loaded when it
+     * is lost (KAFKA-18137 cannot happen here).  When gained, anything a
+     * write that finished after the last unload left is dropped too. */
+    unload_part(gc, part);
+    if (!leads) {
+        if (was >= 0)
+            CN_INFO("%s-%d: no longer its group coordinator", CN_OFFSETS_TOPIC,
+                    part);
+        cn_gc_rearm(b);
+        return;
+    }
+    struct cn_istore_counts n = {0, 0};
+    int64_t t0 = cn_clock_mono_ms();
+    gc->load_now_ms = cn_clock_wall_ms();
+    int rc = cn_istore_replay(gc->store, part, &n);
+    struct on_part op = {gc, part};
+    if (!rc)
+        rc = cn_offsets_foreach_group(gc->offsets, touch_group, &op);
+    if (rc) {
+        /* Not served: its groups answer NOT_COORDINATOR; the next
+         * leadership change tries again. */
+        unload_part(gc, part);
+        CN_ERROR("%s-%d: cannot load it (%s); not coordinating its groups",
+                 CN_OFFSETS_TOPIC, part, cn_strerror(rc));
+        cn_gc_rearm(b);
+        return;
+    }
+    if (n.bad)
+        CN_WARN("%s-%d: %zu records could not be read and were skipped",
+                CN_OFFSETS_TOPIC, part, n.bad);
+    gc->loaded_epoch[part] = epoch;
+    CN_INFO("%s-%d: group coordinator at epoch %d (%zu records in %lld ms)",
+            CN_OFFSETS_TOPIC, part, epoch, n.records,
+            (long long)(cn_clock_mono_ms() - t0));
+    cn_gc_rearm(b);
 }
 
 int cn_group_coord_start(struct cn_broker *b)
@@ -488,26 +616,29 @@ int cn_group_coord_start(struct cn_broker *b)
         .checkpoint = checkpoint,
     };
     /* In cluster mode the controller makes the topic (publish.c creates
-     * its local logs), asked at the first group request: the groups load
-     * from what the local log holds at start, whoever leads its
-     * partitions (until #15 loads a partition when its leadership comes
-     * here). */
+     * its local logs), asked at the first group request, and a partition
+     * loads when its leadership comes here (cn_group_coord_lead). */
     int rc = cn_istore_open(b, CN_OFFSETS_TOPIC,
                             b->cfg->offsets_topic_num_partitions, &store_ops,
                             gc, !b->cfg->cluster_mode, &gc->store);
     if (rc)
         return rc;
-    gc->next_check = calloc((size_t)cn_istore_nparts(gc->store),
-                            sizeof *gc->next_check);
-    if (!gc->next_check)
+    size_t np = (size_t)cn_istore_nparts(gc->store);
+    gc->next_check = calloc(np, sizeof *gc->next_check);
+    gc->loaded_epoch = malloc((np ? np : 1) * sizeof *gc->loaded_epoch);
+    if (!gc->next_check || !gc->loaded_epoch)
         return CN_ENOMEM;
-    rc = load_all(gc);
-    if (rc)
-        return rc;
-    /* A group known only by its offsets exists, Empty, as in Kafka. */
-    rc = cn_offsets_foreach_group(gc->offsets, touch_group, b);
-    if (rc)
-        return rc;
+    for (size_t i = 0; i < np; i++)
+        gc->loaded_epoch[i] = -1;
+    if (!b->cfg->cluster_mode) {
+        rc = load_all(gc);
+        if (rc)
+            return rc;
+        struct on_part all = {gc, -1};
+        rc = cn_offsets_foreach_group(gc->offsets, touch_group, &all);
+        if (rc)
+            return rc;
+    }
     uv_timer_init(b->loop, &gc->timer);
     gc->timer.data = b;
     uv_timer_init(b->loop, &gc->retention_timer);
@@ -544,6 +675,7 @@ void cn_group_coord_free(struct cn_broker *b)
     cn_offsets_free(gc->offsets);
     cn_istore_free(gc->store);
     free(gc->next_check);
+    free(gc->loaded_epoch);
     free(gc);
     b->gc = NULL;
 }

@@ -21,9 +21,26 @@
 #define CN_OFFSETS_TOPIC "__consumer_offsets"
 
 /* Creates __consumer_offsets if missing, replays it into the group and
- * offsets tables, and arms the group timers.  Returns 0 or a negative
- * error. */
+ * offsets tables, and arms the group timers; in cluster mode only arms
+ * the timers (the image decides which partitions load here,
+ * cn_group_coord_lead).  Returns 0 or a negative error. */
 int cn_group_coord_start(struct cn_broker *b);
+/*
+ * Cluster mode (publish.c): this broker leads partition part of
+ * __consumer_offsets at leader epoch `epoch`, or does not.  Gaining it:
+ * what was held of it is forgotten and it is replayed from the local log
+ * (pending transactional offsets included), synchronously on the loop, so
+ * no request sees it half loaded; then its groups are served.  Losing it:
+ * members waiting in JoinGroup/SyncGroup get NOT_COORDINATOR and its
+ * groups and offsets leave memory (clients find the new coordinator,
+ * which loads them from its log).  Leading it already at another epoch
+ * (an epoch bump without a change of leader): the state is kept and the
+ * new epoch taken (KAFKA-15468), since another leader's records could
+ * only have reached this log while this broker followed it, which would
+ * have unloaded the partition first.  Nothing when already so.
+ */
+void cn_group_coord_lead(struct cn_broker *b, int32_t part, bool leads,
+                         int32_t epoch);
 /* Answers every parked JoinGroup/SyncGroup and stops the timers. */
 void cn_group_coord_stop(struct cn_broker *b);
 void cn_group_coord_free(struct cn_broker *b);
@@ -34,7 +51,8 @@ struct cn_partition *cn_group_coord_partition(struct cn_broker *b,
                                               struct cn_bytes group_id);
 /* Whether this broker coordinates the group: KAFKA_NONE (always on a
  * single node), or in cluster mode NOT_COORDINATOR when the image names
- * another leader of its __consumer_offsets partition and
+ * another leader of its __consumer_offsets partition or the partition is
+ * not loaded here at its current leader epoch, and
  * COORDINATOR_NOT_AVAILABLE while that topic is not here yet (asked of
  * the controller).  Every group request passes it before its group is
  * touched. */

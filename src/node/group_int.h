@@ -21,7 +21,10 @@ struct cn_group_coord {
     struct cn_istore *store; /* __consumer_offsets */
     int64_t *next_check;     /* per partition: end offset at which
                                    compaction is considered again */
-    int64_t load_now_ms;     /* the wall clock of the replay at start */
+    int64_t load_now_ms;     /* the wall clock of the last replay */
+    int32_t *loaded_epoch;   /* per partition: the leader epoch its groups
+                                are held at (0 on a single node), -1 when
+                                not loaded here */
 };
 
 /* A NUL-terminated copy of a wire string in the request's arena ("" for
@@ -43,6 +46,11 @@ struct cn_bytes cn_gc_arena_bytes(struct cn_req *req, const struct cn_wr *w);
 /* Compacts p by checkpoint when it has grown past its live keys plus
  * cairn.internal.compact.slack.records and nothing of it is in flight. */
 void cn_gc_maybe_compact(struct cn_broker *b, struct cn_partition *p);
+/* Whether this broker serves the groups of p (a __consumer_offsets
+ * partition) now: loaded here and, in cluster mode, led at the epoch it
+ * was loaded at.  A durable write of a partition no longer served is not
+ * applied (the new coordinator loads it from the log). */
+bool cn_gc_serves(struct cn_broker *b, const struct cn_partition *p);
 /* Re-arms the membership timer at the state machine's next deadline;
  * call after every call that may change it. */
 void cn_gc_rearm(struct cn_broker *b);

@@ -7,6 +7,7 @@
 #include "base/say.h"
 #include "meta/image.h"
 #include "node/broker_int.h"
+#include "node/group_coord.h"
 #include "node/lifecycle.h"
 #include "node/publish.h"
 #include "node/quorum.h"
@@ -215,6 +216,7 @@ static void set_leaders(struct cn_publish *pub, struct cn_topic *t,
                         const struct cn_image_topic *it)
 {
     bool txn = strcmp(t->name, CN_TXN_TOPIC) == 0;
+    bool offsets = strcmp(t->name, CN_OFFSETS_TOPIC) == 0;
     for (int32_t i = 0; i < t->partition_count && i < it->nparts; i++) {
         struct cn_partition *p = t->partitions[i];
         const struct cn_image_part *ip = &it->parts[i];
@@ -229,6 +231,9 @@ static void set_leaders(struct cn_publish *pub, struct cn_topic *t,
         if (txn)
             cn_txn_exec_lead(pub->b, i, ip->leader == pub->b->node_id,
                              ip->leader_epoch);
+        else if (offsets)
+            cn_group_coord_lead(pub->b, i, ip->leader == pub->b->node_id,
+                                ip->leader_epoch);
     }
 }
 

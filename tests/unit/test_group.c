@@ -1081,10 +1081,73 @@ UNIT_TEST(test_failed_creation_removes_group)
     check_all_answered();
 }
 
+static bool match_prefix(void *arg, const char *group_id)
+{
+    return strncmp(group_id, arg, strlen(arg)) == 0;
+}
+
+/* A __consumer_offsets partition this broker no longer leads: its groups
+ * go from memory, their waiting members get NOT_COORDINATOR, a store
+ * report for them is ignored; the other groups go on. */
+UNIT_TEST(test_unload_answers_and_forgets)
+{
+    struct cn_groups_ops ops = {on_join,       on_sync, on_store,
+                                on_store_sync, NULL,    NULL};
+    nstore_syncs = 0;
+    struct cn_groups *gs = setup_ops(&ops, 0);
+    /* "lost-a": A and B in JoinGroup, then B waiting in SyncGroup while
+     * the leader's assignment is being stored. */
+    struct jw *a = join_new(gs, "lost-a", "A", 0);
+    struct jw *b = join_new(gs, "lost-a", "B", 0);
+    cn_groups_tick(gs, 3000);
+    cn_groups_tick(gs, 6000);
+    CHECK_EQ(a->error, KAFKA_NONE);
+    struct cn_sync_assignment asg[2] = {
+        {a->member_id, (const uint8_t *)"asg-A", 5},
+        {b->member_id, (const uint8_t *)"asg-B", 5},
+    };
+    struct sw *sb = sync_(gs, "lost-a", b->member_id, 1, 6001);
+    struct sw *sa = sync_ex(gs, "lost-a", a->member_id, NULL, 1, asg, 2, 6002);
+    uint64_t token = last_token;
+    CHECK_EQ(sa->called + sb->called, 0);
+    /* "lost-b": one member waiting in its first JoinGroup. */
+    struct jw *c = join_new(gs, "lost-b", "C", 6003);
+    CHECK_EQ(c->called, 0);
+    /* "kept": a member waiting too, on another partition. */
+    struct jw *k = join_new(gs, "kept", "K", 6003);
+    CHECK_EQ(cn_groups_count(gs), 3);
+
+    CHECK_EQ(cn_groups_unload(gs, match_prefix, "lost-",
+                              KAFKA_NOT_COORDINATOR),
+             2);
+    CHECK_EQ(sa->error, KAFKA_NOT_COORDINATOR);
+    CHECK_EQ(sb->error, KAFKA_NOT_COORDINATOR);
+    CHECK_EQ(c->error, KAFKA_NOT_COORDINATOR);
+    CHECK_EQ(k->called, 0);
+    CHECK_EQ(cn_groups_count(gs), 1);
+    CHECK_EQ(cn_groups_state(gs, "lost-a"), CN_GROUP_DEAD);
+    CHECK_EQ(cn_groups_state(gs, "lost-b"), CN_GROUP_DEAD);
+    CHECK_EQ(cn_groups_state(gs, "kept"), CN_GROUP_PREPARING_REBALANCE);
+    /* The write that was in flight ends after the unload: ignored. */
+    cn_groups_stored(gs, "lost-a", token, KAFKA_NONE, 6004);
+    CHECK_EQ(cn_groups_state(gs, "lost-a"), CN_GROUP_DEAD);
+    /* Nothing of the unloaded groups is left for the timers. */
+    cn_groups_tick(gs, 6003 + 3000);
+    CHECK_EQ(k->called, 1);
+    CHECK_EQ(k->error, KAFKA_NONE);
+    CHECK_EQ(cn_groups_unload(gs, match_prefix, "lost-",
+                              KAFKA_NOT_COORDINATOR),
+             0);
+    cn_groups_shutdown(gs);
+    check_all_answered();
+    cn_groups_free(gs);
+}
+
 UNIT_MAIN(test_three_members_join_sync, test_leave_rebalance,
           test_session_expiry, test_rebalance_timeout, test_member_id_required,
           test_pending_member_delays_join, test_static_member_rejoin,
           test_errors, test_max_size, test_describe_list_delete,
           test_record_round_trip, test_shutdown_answers_waiters,
           test_commit_check, test_pending_sync_expiry, test_protocol_vote,
-          test_sync_waits_for_store, test_failed_creation_removes_group)
+          test_sync_waits_for_store, test_failed_creation_removes_group,
+          test_unload_answers_and_forgets)

@@ -5,6 +5,7 @@
  * Byte tables were written by hand from internal/OffsetCommitKey.json and
  * OffsetCommitValue.json (int16 version, then the body at that version).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -309,6 +310,79 @@ UNIT_TEST(test_txn_commit_and_abort)
     CHECK_EQ(cn_offsets_ngroups(os), 1); /* h had only the pending one */
     CHECK(!cn_offsets_has_pending(os, "g", "t", 0));
     CHECK_EQ(cn_offsets_txn_complete(os, 424242, true), 0);
+    cn_offsets_free(os);
+}
+
+static bool match_prefix(void *arg, const char *group)
+{
+    return strncmp(group, arg, strlen(arg)) == 0;
+}
+
+/* A marker on one __consumer_offsets partition ends the transaction for
+ * that partition's groups only; the producer's other pending offsets (and
+ * its epoch fence) stay until their own marker. */
+UNIT_TEST(test_txn_complete_match)
+{
+    struct cn_offsets *os = cn_offsets_new();
+    struct cn_offset_value v = val(10, NULL, 1);
+
+    CHECK_EQ(cn_offsets_txn_put(os, "p0-g", 77, 5, "t", 0, &v), 0);
+    CHECK_EQ(cn_offsets_txn_put(os, "p0-g", 77, 5, "t", 1, &v), 0);
+    v = val(20, NULL, 1);
+    CHECK_EQ(cn_offsets_txn_put(os, "p1-g", 77, 5, "t", 0, &v), 0);
+    CHECK_EQ(cn_offsets_txn_complete_match(os, 77, true, match_prefix, "p0-"),
+             2);
+    CHECK_EQ(got(os, "p0-g", "t", 0), 10);
+    CHECK_EQ(got(os, "p0-g", "t", 1), 10);
+    CHECK_EQ(got(os, "p1-g", "t", 0), -1);
+    CHECK(cn_offsets_has_pending(os, "p1-g", "t", 0));
+    /* Still open elsewhere: an older epoch is still a zombie. */
+    CHECK_EQ(cn_offsets_txn_put(os, "p1-g", 77, 4, "t", 2, &v), CN_EINVAL);
+    /* A marker that matches nothing here ends nothing. */
+    CHECK_EQ(cn_offsets_txn_complete_match(os, 77, true, match_prefix, "p9-"),
+             0);
+    CHECK_EQ(cn_offsets_txn_complete_match(os, 77, false, match_prefix, "p1-"),
+             1);
+    CHECK_EQ(got(os, "p1-g", "t", 0), -1);
+    CHECK_EQ(cn_offsets_ngroups(os), 1);
+    /* The producer is gone: its next transaction starts afresh. */
+    CHECK_EQ(cn_offsets_txn_complete(os, 77, true), 0);
+    CHECK_EQ(cn_offsets_txn_put(os, "p1-g", 77, 1, "t", 0, &v), 0);
+    CHECK_EQ(cn_offsets_txn_complete_match(os, 77, true, NULL, NULL), 1);
+    CHECK_EQ(got(os, "p1-g", "t", 0), 20);
+    cn_offsets_free(os);
+}
+
+/* Unloading a partition's groups drops their visible and pending offsets
+ * (pending ones off their producers too) and leaves the others. */
+UNIT_TEST(test_unload)
+{
+    struct cn_offsets *os = cn_offsets_new();
+    struct cn_offset_value v = val(5, "m", 1);
+    char name[32];
+
+    for (int i = 0; i < 40; i++) {
+        snprintf(name, sizeof name, "%s-%d", i % 2 ? "lost" : "kept", i);
+        CHECK_EQ(cn_offsets_put(os, name, "t", 0, &v), 0);
+        CHECK_EQ(cn_offsets_put(os, name, "u", 3, &v), 0);
+    }
+    CHECK_EQ(cn_offsets_txn_put(os, "lost-1", 9, 0, "t", 1, &v), 0);
+    CHECK_EQ(cn_offsets_txn_put(os, "kept-0", 9, 0, "t", 1, &v), 0);
+    CHECK_EQ(cn_offsets_txn_put(os, "lost-3", 8, 0, "t", 1, &v), 0);
+    CHECK_EQ(cn_offsets_ngroups(os), 40);
+    CHECK_EQ(cn_offsets_unload(os, match_prefix, "lost-"), 20);
+    CHECK_EQ(cn_offsets_ngroups(os), 20);
+    CHECK_EQ(got(os, "lost-1", "t", 0), -1);
+    CHECK_EQ(cn_offsets_pending_count(os, "lost-1"), 0);
+    CHECK_EQ(got(os, "kept-0", "u", 3), 5);
+    CHECK_EQ(got(os, "kept-38", "t", 0), 5);
+    /* Producer 8 had only unloaded offsets; 9 keeps its other one. */
+    CHECK_EQ(cn_offsets_txn_complete(os, 8, true), 0);
+    CHECK_EQ(cn_offsets_txn_complete(os, 9, true), 1);
+    CHECK_EQ(got(os, "kept-0", "t", 1), 5);
+    CHECK_EQ(cn_offsets_unload(os, match_prefix, "lost-"), 0);
+    CHECK_EQ(cn_offsets_unload(os, match_prefix, ""), 20);
+    CHECK_EQ(cn_offsets_ngroups(os), 0);
     cn_offsets_free(os);
 }
 
@@ -958,12 +1032,12 @@ UNIT_TEST(test_random_against_model)
     cn_offsets_free(os);
 }
 
-UNIT_MAIN(test_put_get_overwrite_delete, test_invalid_args,
-          test_delete_group, test_foreach_group_offsets, test_foreach_groups,
+UNIT_MAIN(test_put_get_overwrite_delete, test_invalid_args, test_delete_group,
+          test_foreach_group_offsets, test_foreach_groups,
           test_txn_commit_and_abort, test_txn_epoch_fence,
           test_pending_counts_across_producers_and_groups,
           test_plain_and_txn_commit_order, test_delete_drops_pending,
           test_free_with_open_transactions, test_record_bytes,
           test_load_roundtrip, test_load_old_versions,
           test_load_not_an_offset_key, test_load_malformed, test_expire,
-          test_random_against_model)
+          test_random_against_model, test_txn_complete_match, test_unload)
