@@ -553,9 +553,12 @@ def cluster_factory(tmp_path):
     and a broker that died on its own fails the test."""
     made = []
 
-    def make(n=3, **sets):
+    def make(n=3, failpoints=None, **sets):
+        """failpoints: {node id: CAIRN_FAILPOINTS} for the first start."""
         c = Cluster(tmp_path / ("c%d" % len(made)), n, sets)
         made.append(c)
+        for node_id, spec in (failpoints or {}).items():
+            c.node(node_id).failpoints = spec
         c.start()
         return c
 
@@ -571,3 +574,95 @@ def cluster_factory(tmp_path):
             b.kill9()
     if problems:
         pytest.fail("\n".join(problems))
+
+
+# ---- transactions on a cluster (issue #15): who coordinates, who leads ----
+
+TXN_STATE_TOPIC = "__transaction_state"
+TXN_STATE_PARTITIONS = 50     # Kafka's transaction.state.log.num.partitions
+
+
+def java_string_hash(s):
+    """Java's String.hashCode: over UTF-16 code units, int32 wrap."""
+    units = s.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def txn_partition_for(transactional_id, partitions=TXN_STATE_PARTITIONS):
+    """The __transaction_state partition of a transactional id: Kafka's
+    Utils.abs(hashCode) % partitions (abs(INT_MIN) is 0), as
+    cn_txn_partition_for in src/txn/txn_state.c."""
+    h = java_string_hash(transactional_id)
+    h = 0 if h == -(1 << 31) else abs(h)
+    return h % partitions
+
+
+def partition_leaders(port, topic):
+    """{partition: leader id} as the broker on port answers Metadata v1,
+    or None while it does not know the topic (leader -1 stays -1)."""
+    import kafka_wire as kw
+    cli = kw.TxnClient(port, timeout=5)
+    try:
+        _, _, topics = cli.metadata([topic])
+    finally:
+        cli.close()
+    t = topics.get(topic)
+    if t is None or t["error"] or not t["partitions"]:
+        return None
+    return {p: leader for p, (_, leader) in t["partitions"].items()}
+
+
+def find_coordinator(port, key, key_type=1):
+    """(error, node id) of FindCoordinator v1 asked of the broker on port
+    (key_type 1: a transactional id, 0: a group)."""
+    import kafka_wire as kw
+    cli = kw.TxnClient(port, timeout=5)
+    try:
+        (e,) = cli.find_coordinator(key, key_type=key_type, version=1)
+    finally:
+        cli.close()
+    return e["error"], e["node_id"]
+
+
+def wait_txn_state_led(c, timeout):
+    """Asks for a transaction coordinator until __transaction_state
+    exists with a leader for every partition on every live node, and the
+    nodes agree; returns {partition: leader}."""
+    def agreed():
+        seen = None
+        for b in c.live():
+            find_coordinator(b.port, "cairn-e2e-warmup")
+            led = partition_leaders(b.port, TXN_STATE_TOPIC)
+            if not led or len(led) != TXN_STATE_PARTITIONS or \
+                    min(led.values()) < 0:
+                return None
+            if seen is not None and led != seen:
+                return None
+            seen = led
+        return seen
+    return wait_until("%s led on every partition, all nodes agreeing"
+                      % TXN_STATE_TOPIC, agreed, timeout)
+
+
+def txn_id_coordinated_by(leaders, node_id, prefix):
+    """The first "<prefix>-<n>" whose __transaction_state partition is led
+    by node_id in leaders ({partition: leader})."""
+    for n in range(100000):
+        tid = "%s-%d" % (prefix, n)
+        if leaders.get(txn_partition_for(tid)) == node_id:
+            return tid
+    raise AssertionError("node %d leads no %s partition: %r"
+                         % (node_id, TXN_STATE_TOPIC, leaders))
+
+
+def expect_exit(c, node_id, why, timeout):
+    """Waits until node_id's process has exited on its own (a fail point
+    planted a crash), then forgets it as expected; fails naming why."""
+    b = c.node(node_id)
+    wait_until("node %d exits (%s)" % (node_id, why),
+               lambda: b.proc is None or b.proc.poll() is not None, timeout)
+    b.unexpected_exit = None
+    b.proc = None
