@@ -21,6 +21,7 @@
 #include "handlers/handlers.h"
 #include "net/http.h"
 #include "proto/gen/api.h"
+#include "node/markers.h"
 #include "node/replica.h"
 #include "node/txn_exec.h"
 #include "partition/isr.h"
@@ -432,11 +433,37 @@ static void render_txn(struct cn_broker *b, struct cn_wr *w)
           "Transactions whose markers wait for a retry after a failed "
           "append (Kafka's LogAppendRetryQueueSize).",
           (double)st.marker_retry_queue);
+    struct cn_markers_remote_counts mc;
+    cn_markers_remote_counts(b, &mc);
     gauge(w, "cairn_txn_marker_unknown_destination_queue_size",
           "Markers waiting for an unknown partition leader (Kafka's "
           "UnknownDestinationQueueSize); always 0 on one node, where this "
           "broker leads every partition.",
-          0);
+          (double)mc.unknown_destination);
+    /* Kafka's TransactionMarkerChannelManager gauges under the names its
+     * JMX exporter gives them. */
+    gauge(w,
+          "kafka_coordinator_transaction_transactionmarkerchannelmanager_"
+          "unknowndestinationqueuesize",
+          "Markers the coordinator's channel holds for partitions with no "
+          "leader in this broker's image (cluster mode).",
+          (double)mc.unknown_destination);
+    gauge(w,
+          "kafka_coordinator_transaction_transactionmarkerchannelmanager_"
+          "logappendretryqueuesize",
+          "Markers waiting for a retry to a known leader after a retriable "
+          "error (cluster mode).  Cairn retries a failed Complete record "
+          "append in the coordinator, not in a queue, so this counts what "
+          "the channel retries instead.",
+          (double)mc.retry_waiting);
+    counter(w, "cairn_txn_marker_requests_total",
+            "WriteTxnMarkers requests the coordinator's channel sent to "
+            "other brokers' leaders.",
+            mc.requests);
+    counter(w, "cairn_txn_marker_retries_total",
+            "Markers the coordinator's channel sent again after a "
+            "retriable error (NOT_LEADER_OR_FOLLOWER, a timeout...).",
+            mc.retries);
     gauge(w, "cairn_txn_parked_requests",
           "Coordinator requests waiting for a busy transactional id.",
           (double)st.parked_requests);

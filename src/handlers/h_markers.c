@@ -30,16 +30,51 @@
  * and the partition answers once it is visible.  A marker
  * for a producer with no open transaction on the partition is appended
  * as Kafka does: it closes nothing and fences older epochs.
+ *
+ * In a cluster, another broker's transaction coordinator sends its
+ * markers for the partitions this broker leads (markers_remote.c).  Its
+ * request is told from an operator's by its client id,
+ * "cairn-txn-marker-sender-<N>" (N another broker's node id, cluster
+ * mode only), together with CLUSTER_ACTION on the cluster, which only
+ * brokers hold (without an authorizer anyone does, as in Kafka, where
+ * WriteTxnMarkers is then open to all); any other request is an
+ * operator's and is handled as above.  A coordinator's
+ * commit and abort markers are written directly (origin coordinator, no
+ * operator checks) and each partition answers once the ISR holds its
+ * marker (Kafka appends them with acks=-1).  They are fenced two ways:
+ *
+ *  (a) in the partition layer, for every coordinator marker: a
+ *      coordinator epoch older than the producer's last marker on the
+ *      partition is TRANSACTION_COORDINATOR_FENCED (Kafka's
+ *      ProducerStateManager rule);
+ *  (b) here, against this broker's image: the marker's coordinator epoch
+ *      is the leader epoch of the __transaction_state partition N
+ *      coordinates from.  The request does not say which partition, so:
+ *      N leads some __transaction_state partition at exactly that epoch
+ *      -> accepted; otherwise, if every __transaction_state partition in
+ *      the image is at that epoch or newer, N no longer coordinates at
+ *      that epoch -> TRANSACTION_COORDINATOR_FENCED; if some partition
+ *      is at an older epoch, this image may lag the sender's (the
+ *      partition may have moved to N since) -> accepted, (a) still
+ *      applies.  A lagging image therefore never fences a current
+ *      coordinator: at the sender's real epoch E its partition is, here,
+ *      either older than E or at E led by N.
+ *
+ * Markers on __transaction_state itself stay refused (INVALID_REQUEST).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "node/authz.h"
 #include "base/say.h"
 #include "handlers/handlers.h"
 #include "node/hanging.h"
+#include "meta/image.h"
 #include "node/markers.h"
+#include "node/quorum.h"
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
+#include "txn/coord.h"
 #include "txn/txn_state.h"
 #include "node/txn_exec.h"
 
@@ -94,6 +129,111 @@ static int16_t commit_refusal(struct cn_broker *b, int64_t producer_id,
         return KAFKA_INVALID_TXN_STATE;
     }
     return KAFKA_NONE;
+}
+
+/* The node id in a coordinator's marker client id, or -1. */
+static int32_t sender_node(struct cn_bytes client_id)
+{
+    static const char prefix[] = "cairn-txn-marker-sender-";
+    size_t pl = sizeof prefix - 1;
+    if (client_id.len <= (int32_t)pl || client_id.len > (int32_t)pl + 10 ||
+        memcmp(client_id.ptr, prefix, pl) != 0)
+        return -1;
+    int64_t n = 0;
+    for (int32_t i = (int32_t)pl; i < client_id.len; i++) {
+        uint8_t c = client_id.ptr[i];
+        if (c < '0' || c > '9')
+            return -1;
+        n = n * 10 + (c - '0');
+    }
+    return n <= INT32_MAX ? (int32_t)n : -1;
+}
+
+/* Rule (b) above: whether node's coordinator epoch is out of date in
+ * this broker's image. */
+static bool coordinator_deposed(struct cn_broker *b, int32_t node,
+                                int32_t coordinator_epoch)
+{
+    const struct cn_image *img = b->quorum ? cn_quorum_image(b->quorum) : NULL;
+    const struct cn_image_topic *t =
+        img ? cn_image_topic_find(img, cn_bytes_str(CN_TXN_TOPIC)) : NULL;
+    if (!t)
+        return false; /* nothing to judge by: this image lags */
+    bool older = false;
+    for (int32_t i = 0; i < t->nparts; i++) {
+        const struct cn_image_part *ip = &t->parts[i];
+        if (ip->leader_epoch == coordinator_epoch && ip->leader == node)
+            return false;
+        if (ip->leader_epoch < coordinator_epoch)
+            older = true;
+    }
+    return !older;
+}
+
+/* One partition of a coordinator's request, until its marker is
+ * replicated. */
+struct coord_part {
+    struct markers_state *ms;
+    int16_t *error_code;
+};
+
+static void coord_replicated(struct cn_broker *b, void *arg, int16_t kerr)
+{
+    struct coord_part *cp = arg;
+    (void)b;
+    *cp->error_code = kerr;
+    if (--cp->ms->pending == 0)
+        markers_answer(cp->ms);
+}
+
+/* Writes *error_code: at once for a refusal, from coord_replicated for a
+ * marker written (which may run before this returns). */
+static void write_coordinator(
+    struct cn_broker *b, struct markers_state *ms, int32_t node,
+    const struct cn_write_txn_markers_request_writable_txn_marker *m,
+    struct cn_bytes topic, int32_t partition, int16_t *error_code)
+{
+    struct cn_partition *p = cn_partition_find(b, topic, partition);
+    *error_code = KAFKA_NONE;
+    if (!p) {
+        *error_code = cn_partition_missing(b, topic, partition);
+        return;
+    }
+    if (!cn_partition_led(b, p)) {
+        *error_code = KAFKA_NOT_LEADER_OR_FOLLOWER;
+        return;
+    }
+    if (coordinator_deposed(b, node, m->coordinator_epoch)) {
+        CN_INFO("WriteTxnMarkers from broker %d: marker of producer %lld on "
+                "%s-%d fenced: coordinator epoch %d is no longer current "
+                "here",
+                node, (long long)m->producer_id, p->topic->name, partition,
+                m->coordinator_epoch);
+        *error_code = KAFKA_TRANSACTION_COORDINATOR_FENCED;
+        return;
+    }
+    struct coord_part *cp = cn_arena_calloc(&ms->req->arena, 1, sizeof *cp);
+    if (!cp) {
+        *error_code = KAFKA_KAFKA_STORAGE_ERROR;
+        return;
+    }
+    cp->ms = ms;
+    cp->error_code = error_code;
+    ms->pending++;
+    int16_t err = cn_marker_write_replicated(b, p, CN_PART_COORDINATOR,
+                                             m->producer_id, m->producer_epoch,
+                                             m->transaction_result,
+                                             m->coordinator_epoch,
+                                             coord_replicated, cp);
+    if (err) {
+        ms->pending--; /* coord_replicated is not called on an error */
+        *error_code = err;
+        CN_INFO("WriteTxnMarkers from broker %d: %s marker for producer "
+                "%lld epoch %d on %s-%d: %s",
+                node, m->transaction_result ? "commit" : "abort",
+                (long long)m->producer_id, m->producer_epoch, p->topic->name,
+                partition, cn_kerr_name(err));
+    }
 }
 
 static int16_t
@@ -171,6 +311,11 @@ void cn_h_write_txn_markers(struct cn_broker *b, struct cn_req *req,
     bool allowed = cn_authz_quiet(b, req, CN_ACL_OP_ALTER, CN_ACL_RT_CLUSTER,
                                   cn_bytes_str(CN_ACL_CLUSTER_NAME)) ||
                    cn_authz_cluster(b, req, CN_ACL_OP_CLUSTER_ACTION);
+    /* Another broker's coordinator (see the top of the file). */
+    int32_t node = sender_node(h->client_id);
+    if (node >= 0 && (!b->cfg->cluster_mode || node == b->node_id ||
+                      !cn_authz_cluster(b, req, CN_ACL_OP_CLUSTER_ACTION)))
+        node = -1;
     ms = cn_arena_calloc(&req->arena, 1, sizeof *ms);
     if (!ms)
         goto nomem;
@@ -232,10 +377,15 @@ void cn_h_write_txn_markers(struct cn_broker *b, struct cn_req *req,
                 cn_write_txn_markers_response_writable_txn_marker_partition_result_init(
                     rp);
                 rp->partition_index = m->topics[j].partition_indexes[k];
-                rp->error_code = allowed
-                                     ? write_one(b, ms, m, m->topics[j].name,
-                                                 rp->partition_index)
-                                     : KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+                if (node >= 0)
+                    write_coordinator(b, ms, node, m, m->topics[j].name,
+                                      rp->partition_index, &rp->error_code);
+                else
+                    rp->error_code = allowed
+                                         ? write_one(b, ms, m,
+                                                     m->topics[j].name,
+                                                     rp->partition_index)
+                                         : KAFKA_CLUSTER_AUTHORIZATION_FAILED;
             }
         }
     }

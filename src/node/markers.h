@@ -74,6 +74,20 @@ extern const struct cn_marker_channel cn_marker_channel_local;
  * WriteTxnMarkers (markers_remote.c). */
 extern const struct cn_marker_channel cn_marker_channel_cluster;
 
+/* What /metrics shows of the cluster channel (Kafka's
+ * TransactionMarkerChannelManager gauges): markers waiting for their
+ * partition to have a leader, markers waiting for a retry to a known
+ * one, WriteTxnMarkers sent, markers requeued after a retriable error.
+ * Zeros before the first cluster send. */
+struct cn_markers_remote_counts {
+    size_t unknown_destination;
+    size_t retry_waiting;
+    uint64_t requests;
+    uint64_t retries;
+};
+void cn_markers_remote_counts(const struct cn_broker *b,
+                              struct cn_markers_remote_counts *out);
+
 /* At broker stop: requests in flight and queued markers end (their
  * results reported as errors); nothing is sent after this. */
 void cn_markers_remote_stop(struct cn_broker *b);
@@ -93,5 +107,18 @@ int16_t cn_marker_write_local(struct cn_broker *b, struct cn_partition *p,
                               int32_t coordinator_epoch,
                               void (*done)(struct cn_broker *b, void *arg),
                               void *arg);
+
+/*
+ * cn_marker_write_local, but done(b, arg, kerr) hears the outcome: on a
+ * single node NONE once the marker is visible; in cluster mode once the
+ * ISR holds it (cn_replica_await_hw's code: NONE, NOT_ENOUGH_REPLICAS_
+ * AFTER_APPEND, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT), as Kafka
+ * appends markers with acks=-1.  A refusal is returned, done not called.
+ */
+int16_t cn_marker_write_replicated(
+    struct cn_broker *b, struct cn_partition *p, enum cn_part_origin origin,
+    int64_t producer_id, int16_t producer_epoch, bool commit,
+    int32_t coordinator_epoch,
+    void (*done)(struct cn_broker *b, void *arg, int16_t kerr), void *arg);
 
 #endif

@@ -68,6 +68,25 @@ static int16_t check_operator(struct cn_partition *p,
     return KAFKA_NONE;
 }
 
+/* A marker from a coordinator older than the last one that wrote this
+ * producer's marker here is a deposed coordinator's (Kafka's
+ * ProducerStateManager: TRANSACTION_COORDINATOR_FENCED).  Coordinator
+ * epochs are __transaction_state leader epochs, so they only grow. */
+static int16_t check_coordinator(struct cn_partition *p, const uint8_t *batch,
+                                 size_t len, const struct cn_batch_hdr *hdr)
+{
+    struct cn_pentry_info info;
+    int type = -1;
+    int32_t coord_epoch = -1;
+    if (!cn_batch_is_control(hdr) ||
+        cn_batch_marker(batch, len, &type, &coord_epoch) != 0)
+        return KAFKA_NONE;
+    if (cn_pstate_get(p->pstate, hdr->producer_id, &info) &&
+        info.coordinator_epoch > coord_epoch)
+        return KAFKA_TRANSACTION_COORDINATOR_FENCED;
+    return KAFKA_NONE;
+}
+
 /* A follower's batch keeps its leader's offsets, which must go on from
  * where its log (and the batches before it in the request) end. */
 static int16_t check_replica(const struct cn_batch_hdr *hdr, int64_t *next)
@@ -94,6 +113,8 @@ static int16_t check_all(struct cn_partition *p, struct cn_part_append *a)
             kerr = check_client(p, a, &hdr, &dup, &dup_offset);
         else if (a->origin == CN_PART_OPERATOR)
             kerr = check_operator(p, &hdr);
+        else if (a->origin == CN_PART_COORDINATOR)
+            kerr = check_coordinator(p, pos, cn_batch_size(&hdr), &hdr);
         else if (a->origin == CN_PART_REPLICA)
             kerr = check_replica(&hdr, &next);
         if (kerr)

@@ -182,6 +182,25 @@ size_t cn_mq_ready(const struct cn_mq *q, int32_t *dests, size_t n)
     return k;
 }
 
+/* Whether it cannot go in the same request as items[0..k): a leader
+ * answers per producer id (Kafka keys its answer by it), so one request
+ * holds one marker per producer id and partition, all of one transaction
+ * result and epochs. */
+static bool clashes(const struct cn_mq_item *it, struct cn_mq_item **items,
+                    size_t k)
+{
+    for (size_t i = 0; i < k; i++) {
+        const struct cn_mq_marker *a = &items[i]->m, *m = &it->m;
+        if (a->producer_id != m->producer_id)
+            continue;
+        if (a->producer_epoch != m->producer_epoch || a->commit != m->commit ||
+            a->coordinator_epoch != m->coordinator_epoch ||
+            (a->partition == m->partition && strcmp(a->topic, m->topic) == 0))
+            return true;
+    }
+    return false;
+}
+
 size_t cn_mq_take(struct cn_mq *q, int32_t dest, struct cn_mq_item **items,
                   size_t max)
 {
@@ -197,7 +216,8 @@ size_t cn_mq_take(struct cn_mq *q, int32_t dest, struct cn_mq_item **items,
     }
     size_t k = 0;
     for (struct cn_mq_item *it = q->head; it && k < max; it = it->next) {
-        if (it->state != CN_MQ_ROUTED || it->dest != dest)
+        if (it->state != CN_MQ_ROUTED || it->dest != dest ||
+            clashes(it, items, k))
             continue;
         it->state = CN_MQ_INFLIGHT;
         it->attempts++;

@@ -132,7 +132,10 @@ size_t cn_mq_ready(const struct cn_mq *q, int32_t *dests, size_t n);
 
 /*
  * The next request to dest: every item routed there, up to max, marked
- * in flight (in *items), and dest busy until cn_mq_answered.  Returns how
+ * in flight (in *items), and dest busy until cn_mq_answered.  One
+ * request carries at most one marker per producer id and partition, and
+ * one transaction result and epoch pair per producer id (a leader
+ * answers per producer id): the others wait for the next.  Returns how
  * many (0: nothing to send, dest not marked busy).
  */
 size_t cn_mq_take(struct cn_mq *q, int32_t dest, struct cn_mq_item **items,

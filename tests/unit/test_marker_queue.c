@@ -394,7 +394,43 @@ UNIT_TEST(exactly_one_result)
     cn_mq_free(q);
 }
 
-UNIT_MAIN(batches_per_destination, unknown_destination_waits_for_a_leader,
+UNIT_TEST(one_marker_per_producer_and_partition_per_request)
+{
+    struct fake f = fake_init();
+    struct cn_mq_view v = view_of(&f);
+    struct cn_mq *q = cn_mq_new();
+    struct cn_mq_marker m = marker(10, "t0", 0);
+    CHECK(cn_mq_add(q, &m, NULL, 0, 0));
+    CHECK(cn_mq_add(q, &m, NULL, 1, 0)); /* the same marker again */
+    m = marker(10, "t0", 1);
+    m.commit = false; /* another result for the same producer */
+    CHECK(cn_mq_add(q, &m, NULL, 2, 0));
+    m = marker(10, "t0", 2);
+    CHECK(cn_mq_add(q, &m, NULL, 3, 0));
+    struct cn_mq_item *local[4], *items[4];
+    cn_mq_route(q, &v, 0, local, 4);
+    CHECK_EQ(cn_mq_take(q, 2, items, 4), 2);
+    CHECK_EQ(items[0]->index, 0);
+    CHECK_EQ(items[1]->index, 3);
+    CHECK(cn_mq_done(q, items[0], KAFKA_NONE, 1));
+    CHECK(cn_mq_done(q, items[1], KAFKA_NONE, 1));
+    cn_mq_answered(q, 2);
+    CHECK_EQ(cn_mq_take(q, 2, items, 4), 1);
+    CHECK_EQ(items[0]->index, 1);
+    CHECK(cn_mq_done(q, items[0], KAFKA_NONE, 1));
+    cn_mq_answered(q, 2);
+    CHECK_EQ(cn_mq_take(q, 2, items, 4), 1);
+    CHECK_EQ(items[0]->index, 2);
+    cn_mq_fail_all(q, KAFKA_NOT_COORDINATOR);
+    int16_t res[4];
+    res_init(res, 4);
+    CHECK_EQ(pop_all(q, res, 4), 4);
+    CHECK_EQ(res[2], KAFKA_NOT_COORDINATOR);
+    cn_mq_free(q);
+}
+
+UNIT_MAIN(one_marker_per_producer_and_partition_per_request,
+          batches_per_destination, unknown_destination_waits_for_a_leader,
           deleted_topic_needs_no_marker, error_table,
           local_errors_follow_the_table, local_room_is_bounded, stop_condition,
           exactly_one_result)

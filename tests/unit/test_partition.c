@@ -292,6 +292,48 @@ UNIT_TEST(operator_marker_fenced_by_epoch)
     fx_close(&x);
 }
 
+UNIT_TEST(coordinator_marker_fenced_by_coordinator_epoch)
+{
+    struct fixture x;
+    struct cn_part_append a;
+    fx_open(&x, 0);
+    data_batch(&x, 31, 2, 0, true);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    /* The coordinator at epoch 7 commits. */
+    cn_wr_reset(&x.w);
+    CHECK_EQ(cn_batch_build_control(&x.w, 31, 2, true, 7, 1000), 0);
+    CHECK_EQ(append(&x, CN_PART_COORDINATOR, &a), 0);
+    struct cn_pentry_info pe;
+    CHECK(cn_pstate_get(x.p.pstate, 31, &pe));
+    CHECK_EQ(pe.coordinator_epoch, 7);
+    /* A deposed coordinator (epoch 6) comes late: fenced, nothing
+     * written. */
+    data_batch(&x, 31, 2, 1, true);
+    CHECK_EQ(append(&x, CN_PART_CLIENT, &a), 0);
+    int64_t end = cn_log_end_offset(x.p.log);
+    cn_wr_reset(&x.w);
+    CHECK_EQ(cn_batch_build_control(&x.w, 31, 2, false, 6, 1000), 0);
+    CHECK_EQ(append(&x, CN_PART_COORDINATOR, &a), -1);
+    CHECK_EQ(a.kerr, KAFKA_TRANSACTION_COORDINATOR_FENCED);
+    CHECK_EQ(cn_log_end_offset(x.p.log), end);
+    CHECK_EQ(cn_pstate_open_count(x.p.pstate), 1);
+    /* The same epoch, or a newer one, writes. */
+    cn_wr_reset(&x.w);
+    CHECK_EQ(cn_batch_build_control(&x.w, 31, 2, false, 8, 1000), 0);
+    CHECK_EQ(append(&x, CN_PART_COORDINATOR, &a), 0);
+    CHECK_EQ(cn_pstate_open_count(x.p.pstate), 0);
+    CHECK(cn_pstate_get(x.p.pstate, 31, &pe));
+    CHECK_EQ(pe.coordinator_epoch, 8);
+    cn_wr_reset(&x.w);
+    CHECK_EQ(cn_batch_build_control(&x.w, 31, 2, false, 8, 1000), 0);
+    CHECK_EQ(append(&x, CN_PART_COORDINATOR, &a), 0);
+    /* A producer this partition has not seen takes any epoch. */
+    cn_wr_reset(&x.w);
+    CHECK_EQ(cn_batch_build_control(&x.w, 32, 0, true, 0, 1000), 0);
+    CHECK_EQ(append(&x, CN_PART_COORDINATOR, &a), 0);
+    fx_close(&x);
+}
+
 static int16_t refuse(void *arg, struct cn_part_append *a)
 {
     (void)a;
@@ -887,8 +929,9 @@ UNIT_TEST(retention_moves_epochs_start)
 UNIT_MAIN(client_idempotent_append_and_duplicate,
           client_producer_state_refusals, client_transactional_verify_and_lso,
           coordinator_markers_move_lso_and_txnindex,
-          operator_marker_fenced_by_epoch, prepare_runs_after_producer_checks,
-          roll_snapshots_and_caller_syncs,
+          operator_marker_fenced_by_epoch,
+          coordinator_marker_fenced_by_coordinator_epoch,
+          prepare_runs_after_producer_checks, roll_snapshots_and_caller_syncs,
           roll_snapshot_written_later_on_worker,
           roll_snapshots_in_order_newest_pending_wins,
           close_with_roll_snapshot_in_flight,
