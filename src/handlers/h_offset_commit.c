@@ -19,6 +19,7 @@
 #include "proto/gen/msgs.h"
 #include "proto/kerr.h"
 #include "node/txn_exec.h"
+#include "node/txn_remote.h"
 
 /* Kafka's offset.metadata.max.bytes default. */
 #define OFFSET_METADATA_MAX_BYTES 4096
@@ -383,12 +384,16 @@ static void answer_txn_commit(struct commit_op *op)
  */
 static int16_t txn_commit_check(struct cn_broker *b, struct cn_req *req,
                                 const struct cn_txn_offset_commit_request *rq,
-                                const struct commit_op *op)
+                                const struct commit_op *op,
+                                const int16_t *remote_kerr)
 {
     int16_t v = op->h.api_version;
-    int16_t kerr = cn_txn_exec_verify(b, rq->transactional_id, rq->producer_id,
-                                      rq->producer_epoch, CN_OFFSETS_TOPIC,
-                                      op->gp->index);
+    int16_t kerr = remote_kerr
+                       ? *remote_kerr
+                       : cn_txn_exec_verify(b, rq->transactional_id,
+                                            rq->producer_id,
+                                            rq->producer_epoch,
+                                            CN_OFFSETS_TOPIC, op->gp->index);
     struct cn_pentry_info pe;
     if (!kerr && cn_pstate_get(op->gp->pstate, rq->producer_id, &pe) &&
         pe.epoch > rq->producer_epoch)
@@ -408,13 +413,18 @@ static int16_t txn_commit_check(struct cn_broker *b, struct cn_req *req,
 struct txn_commit_wait {
     struct commit_op *op;
     struct cn_txn_offset_commit_request rq;
+    /* Cluster mode, the transaction's coordinator on another broker: the
+     * group's partition as asked of it (txn_remote.h). */
+    struct cn_req *req;
+    int16_t version; /* as sent: <= 3 knows no TRANSACTION_ABORTABLE */
+    struct cn_txn_remote_tp tp;
 };
 
 static void txn_commit_go(struct cn_broker *b, struct cn_req *req,
                           const struct cn_txn_offset_commit_request *rq,
-                          struct commit_op *op)
+                          struct commit_op *op, const int16_t *remote_kerr)
 {
-    int16_t kerr = txn_commit_check(b, req, rq, op);
+    int16_t kerr = txn_commit_check(b, req, rq, op, remote_kerr);
     if (kerr) {
         fail_items(op, kerr);
         answer_txn_commit(op);
@@ -429,7 +439,53 @@ void cn_h_txn_offset_commit_resume(struct cn_broker *b, struct cn_req *req,
 {
     struct txn_commit_wait *w = req->handler_state;
     (void)err;
-    txn_commit_go(b, req, &w->rq, w->op);
+    txn_commit_go(b, req, &w->rq, w->op, NULL);
+}
+
+/* The remote coordinator answered.  Kafka's group coordinator passes the
+ * verification's error on as it is (after the AddPartitionsToTxnManager's
+ * own mapping); NOT_ENOUGH_REPLICAS is the produce path's only. */
+static void txn_commit_remote_done(struct cn_broker *b, void *arg)
+{
+    struct txn_commit_wait *w = arg;
+    int16_t kerr = cn_txn_remote_coord_error(w->tp.error, w->version <= 3);
+    txn_commit_go(b, w->req, &w->rq, w->op, &kerr);
+}
+
+/*
+ * Cluster mode: this broker coordinates the group, but the transactional
+ * id's coordinator is another broker (or none is known).  The group's
+ * partition is asked of it (added for a TV2 v5 request, else verified)
+ * before the offsets are taken.  True: taken, it goes on in
+ * txn_commit_remote_done.
+ */
+static bool txn_commit_remote(struct cn_broker *b, struct cn_req *req,
+                              const struct cn_txn_offset_commit_request *rq,
+                              struct commit_op *op, int16_t version, bool v5)
+{
+    int32_t node = -1;
+    if (!b->cfg->cluster_mode ||
+        !b->cfg->transaction_partition_verification_enable ||
+        (!cn_txn_remote_coordinator_is_remote(b, rq->transactional_id,
+                                              &node) &&
+         node == b->node_id))
+        return false;
+    struct txn_commit_wait *w = cn_arena_calloc(&req->arena, 1, sizeof *w);
+    if (!w)
+        return false; /* the local verifier refuses */
+    w->op = op;
+    w->rq = *rq;
+    w->req = req;
+    w->version = version;
+    w->tp = (struct cn_txn_remote_tp){op->gp->topic->name, op->gp->index,
+                                      KAFKA_NONE};
+    req->handler_state = w;
+    bool add = v5 && b->cfg->cairn_transaction_version >= 2;
+    if (!cn_txn_remote_check(b, rq->transactional_id, rq->producer_id,
+                             rq->producer_epoch, add, &w->tp, 1,
+                             txn_commit_remote_done, w))
+        txn_commit_remote_done(b, w); /* answered already */
+    return true;
 }
 
 void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
@@ -517,6 +573,8 @@ void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
         answer_txn_commit(op);
         return;
     }
+    if (txn_commit_remote(b, req, &rq, op, h0->api_version, v5))
+        return;
     if (v5) {
         /* Added (durably) first; the request then resumes and finds the
          * partition in the transaction.  A refused add resumes it too, so
@@ -543,5 +601,5 @@ void cn_h_txn_offset_commit(struct cn_broker *b, struct cn_req *req,
         if (cn_txn_exec_produce_add(b, &tr))
             return;
     }
-    txn_commit_go(b, req, &rq, op);
+    txn_commit_go(b, req, &rq, op, NULL);
 }

@@ -24,6 +24,7 @@
 #include "proto/kerr.h"
 #include "node/replica.h"
 #include "node/txn_exec.h"
+#include "node/txn_remote.h"
 
 /* An acks=-1 write to a partition with followers: answered once the
  * high watermark passes what it appended (cluster mode). */
@@ -229,10 +230,29 @@ keyless_refused(struct cn_req *req, const struct cn_topic *t,
     return true;
 }
 
+#define REMOTE_CHECK_MAX 64
+
+/*
+ * Cluster mode, a transactional produce whose coordinator is another
+ * broker: the partitions that need its word were asked before anything
+ * is appended (cn_txn_remote_check; req->handler_state while it is out),
+ * and the append's verification answers from what it said.
+ */
+struct produce_remote {
+    struct cn_req *req;
+    struct cn_req_header h; /* as decoded (v12 as v11) */
+    struct cn_produce_request rq;
+    int16_t version; /* as sent: <= 10 knows no TRANSACTION_ABORTABLE */
+    bool add;        /* TV2: asked to add, not only to verify */
+    struct cn_txn_remote_tp tps[REMOTE_CHECK_MAX];
+    size_t n;
+};
+
 /* One partition's append, as the partition layer calls back into it. */
 struct produce_prep {
     struct cn_broker *b;
-    struct cn_bytes txn_id; /* the request's transactional id */
+    struct cn_bytes txn_id;              /* the request's transactional id */
+    const struct produce_remote *remote; /* NULL: the coordinator is here */
     struct cn_partition *p;
     struct cn_req *req;
     struct cn_topic *t;
@@ -246,6 +266,20 @@ struct produce_prep {
 static int16_t produce_verify(void *arg, int64_t producer_id, int16_t epoch)
 {
     struct produce_prep *pp = arg;
+    const struct produce_remote *pr = pp->remote;
+    if (pr) {
+        for (size_t i = 0; i < pr->n; i++)
+            if (pr->tps[i].partition == pp->p->index &&
+                strcmp(pr->tps[i].topic, pp->p->topic->name) == 0)
+                return cn_txn_remote_produce_error(
+                    cn_txn_remote_coord_error(pr->tps[i].error,
+                                              pr->version <= 10),
+                    pr->add);
+        /* Open when the coordinator was asked, closed since (a marker
+         * came): as Kafka's log refuses an unverified transactional
+         * batch. */
+        return KAFKA_INVALID_TXN_STATE;
+    }
     return cn_txn_exec_verify(pp->b, pp->txn_id, producer_id, epoch,
                               pp->p->topic->name, pp->p->index);
 }
@@ -277,8 +311,8 @@ static int16_t produce_prepare(void *arg, struct cn_part_append *a)
 /* Returns the partition appended to, or NULL when nothing was. */
 static struct cn_partition *
 produce_partition(struct cn_broker *b, struct cn_req *req, int16_t version,
-                  struct cn_bytes txn_id, struct cn_bytes topic,
-                  struct cn_topic *t,
+                  struct cn_bytes txn_id, const struct produce_remote *remote,
+                  struct cn_bytes topic, struct cn_topic *t,
                   const struct cn_produce_request_partition_produce_data *pd,
                   struct cn_produce_response_partition_produce_response *pr,
                   struct cn_wr *scratch)
@@ -332,8 +366,8 @@ produce_partition(struct cn_broker *b, struct cn_req *req, int16_t version,
         pr->error_code = KAFKA_INVALID_RECORD;
         return NULL;
     }
-    struct produce_prep pp = {b,         txn_id,  p,   req, t,
-                              pd->index, scratch, {0}, pr};
+    struct produce_prep pp = {b, txn_id,    remote,  p,   req,
+                              t, pd->index, scratch, {0}, pr};
     cn_wr_init(&pp.recomp, 0);
     struct cn_part_env env = cn_sync_part_env(b);
     /* The frame belongs to this request; writing into it is ours to do. */
@@ -566,7 +600,92 @@ static bool implicit_adds(struct cn_broker *b, struct cn_req *req,
 static void produce_run(struct cn_broker *b, struct cn_req *req,
                         const struct cn_req_header *h,
                         const struct cn_produce_request *rq,
-                        int16_t txn_denied);
+                        int16_t txn_denied,
+                        const struct produce_remote *remote);
+
+static void produce_remote_done(struct cn_broker *b, void *arg)
+{
+    struct produce_remote *pr = arg;
+    produce_run(b, pr->req, &pr->h, &pr->rq, KAFKA_NONE, pr);
+}
+
+/*
+ * Cluster mode: when the transactional id's coordinator is not this
+ * broker, the partitions whose batch needs its word (not part of the
+ * producer's open transaction here at that epoch) are asked of it in one
+ * check before anything is appended, to add them when the producer uses
+ * transaction version 2 (Produce v12; Kafka's ADD_PARTITION operation),
+ * else to verify them.  True: the request was taken (it resumes in
+ * produce_remote_done, or has been run).
+ */
+static bool remote_checks(struct cn_broker *b, struct cn_req *req,
+                          const struct cn_req_header *h,
+                          const struct cn_req_header *hv,
+                          const struct cn_produce_request *rq, bool v12)
+{
+    int32_t node = -1;
+    if (!b->cfg->transaction_partition_verification_enable ||
+        (!cn_txn_remote_coordinator_is_remote(b, rq->transactional_id,
+                                              &node) &&
+         node == b->node_id))
+        return false;
+    struct produce_remote *pr = cn_arena_calloc(&req->arena, 1, sizeof *pr);
+    if (!pr)
+        return false; /* the local verifier refuses */
+    int64_t pid = -1;
+    int16_t epoch = -1;
+    for (int32_t i = 0; i < rq->topic_data_len && pr->n < REMOTE_CHECK_MAX;
+         i++) {
+        const struct cn_produce_request_topic_produce_data *td =
+            &rq->topic_data[i];
+        struct cn_topic *t = cn_topic_find(b, td->name);
+        if (!t)
+            continue;
+        for (int32_t j = 0;
+             j < td->partition_data_len && pr->n < REMOTE_CHECK_MAX; j++) {
+            const struct cn_produce_request_partition_produce_data *pd =
+                &td->partition_data[j];
+            struct cn_batch_hdr hdr;
+            if (pd->index < 0 || pd->index >= t->partition_count ||
+                pd->records.len <= 0 ||
+                cn_batch_hdr_parse(pd->records.ptr, (size_t)pd->records.len,
+                                   &hdr) != 0)
+                continue;
+            struct cn_partition *p = t->partitions[pd->index];
+            if (!cn_partition_led(b, p))
+                continue;
+            struct cn_pentry_info pe;
+            bool known = cn_batch_has_producer_id(&hdr) &&
+                         cn_pstate_get(p->pstate, hdr.producer_id, &pe);
+            if (!cn_txn_remote_batch_needs_check(&hdr, known ? &pe : NULL))
+                continue;
+            /* One producer per request (Kafka refuses more); another's
+             * batch finds no answer and is refused. */
+            if (pid < 0) {
+                pid = hdr.producer_id;
+                epoch = hdr.producer_epoch;
+            } else if (hdr.producer_id != pid || hdr.producer_epoch != epoch) {
+                continue;
+            }
+            pr->tps[pr->n].topic = t->name;
+            pr->tps[pr->n].partition = pd->index;
+            pr->tps[pr->n].error = KAFKA_NONE;
+            pr->n++;
+        }
+    }
+    if (pr->n == 0)
+        return false; /* nothing to ask: the local path, no verification */
+    pr->req = req;
+    pr->h = *hv;
+    pr->rq = *rq;
+    pr->version = h->api_version;
+    pr->add = v12 && b->cfg->cairn_transaction_version >= 2;
+    req->handler_state = pr;
+    if (!cn_txn_remote_check(b, rq->transactional_id, pid, epoch, pr->add,
+                             pr->tps, pr->n, produce_remote_done, pr))
+        produce_remote_done(b, pr); /* answered already */
+    return true;
+}
 
 void cn_h_produce(struct cn_broker *b, struct cn_req *req,
                   const struct cn_req_header *h, struct cn_rd *body)
@@ -604,9 +723,12 @@ void cn_h_produce(struct cn_broker *b, struct cn_req *req,
         topic_denied = !cn_authz_quiet(b, req, CN_ACL_OP_WRITE,
                                        CN_ACL_RT_TOPIC, rq.topic_data[i].name);
     if (rq.transactional_id.len > 0 && !txn_denied && !topic_denied &&
+        b->cfg->cluster_mode && remote_checks(b, req, h, &hv, &rq, v12))
+        return; /* produce_remote_done goes on */
+    if (rq.transactional_id.len > 0 && !txn_denied && !topic_denied &&
         implicit_adds(b, req, h, &hv, &rq, v12))
         return; /* cn_h_produce_resume goes on */
-    produce_run(b, req, &hv, &rq, txn_denied);
+    produce_run(b, req, &hv, &rq, txn_denied, NULL);
 }
 
 /* The add was made durable (or failed, or was not needed after a wait):
@@ -615,14 +737,15 @@ void cn_h_produce_resume(struct cn_broker *b, struct cn_req *req, int16_t err)
 {
     struct produce_wait *pw = req->handler_state;
     (void)err;
-    produce_run(b, req, &pw->h, &pw->rq,
-                KAFKA_NONE); /* adds only when allowed */
+    produce_run(b, req, &pw->h, &pw->rq, KAFKA_NONE,
+                NULL); /* adds only when allowed */
 }
 
 static void produce_run(struct cn_broker *b, struct cn_req *req,
                         const struct cn_req_header *h,
                         const struct cn_produce_request *rqp,
-                        int16_t txn_denied)
+                        int16_t txn_denied,
+                        const struct produce_remote *remote)
 {
     const struct cn_produce_request rq = *rqp;
     struct produce_state *ps = cn_arena_alloc(&req->arena, sizeof *ps);
@@ -704,7 +827,7 @@ static void produce_run(struct cn_broker *b, struct cn_req *req,
             pr->base_offset = -1;
             struct cn_partition *ap = produce_partition(b, req, h->api_version,
                                                         rq.transactional_id,
-                                                        td->name, t,
+                                                        remote, td->name, t,
                                                         &td->partition_data[j],
                                                         pr, &scratch);
             if (!ap)

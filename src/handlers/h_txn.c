@@ -16,6 +16,7 @@
 #include "proto/kerr.h"
 #include "txn/txn_state.h"
 #include "node/txn_exec.h"
+#include "node/txn_remote.h"
 
 /* What a request fed to the coordinator keeps for its answer
  * (req->handler_state). */
@@ -223,6 +224,20 @@ static void add_batched_one(struct cn_broker *b, struct cn_req *req,
      * id's Ongoing transaction. */
     const struct cn_txn_meta *m = NULL;
     if (qt->verify_only) {
+        /* Cluster mode: a broker that does not lead the id's
+         * __transaction_state partition in the image is not its
+         * coordinator (Kafka's getTransactionState: NOT_COORDINATOR), even
+         * if it still has the id from when it was; the asking leader maps
+         * it to a retriable error.  Adds (v5, not VerifyOnly) go through
+         * the machine, which answers the same. */
+        int32_t node = -1;
+        if (b->cfg->cluster_mode &&
+            (cn_txn_remote_coordinator_is_remote(b, qt->transactional_id,
+                                                 &node) ||
+             node != b->node_id)) {
+            result_set(r, KAFKA_NOT_COORDINATOR);
+            return;
+        }
         const struct cn_txn_coord *c = cn_txn_exec_coord(b);
         int16_t kerr = c ? cn_txn_check_batched(c, id, qt->producer_id,
                                                 qt->producer_epoch)
