@@ -1,6 +1,7 @@
 /*
  * group_coord.c - consumer groups on the broker: __consumer_offsets, its
- * replay at start, compaction, group metadata records, offset expiry and
+ * replay (at start, or per partition as its leadership comes and goes),
+ * compaction, group metadata records, offset expiry and
  * the coordinator's timers.  See group_coord.h.
  *
  * The APIs are in h_group.c (membership), h_offset_commit.c,

@@ -1,7 +1,8 @@
 /*
  * group_coord.h - the consumer group coordinator's broker side: the
- * __consumer_offsets topic, its loading at start, and the Kafka APIs of
- * the classic group protocol and of committed offsets.
+ * __consumer_offsets topic, its loading (all of it at start on a single
+ * node; in cluster mode each partition while this broker leads it), and
+ * the Kafka APIs of the classic group protocol and of committed offsets.
  *
  * Membership logic lives in src/group/group.c and the offsets table in
  * src/group/offsets.c; this file gives them durability.  Every offset
