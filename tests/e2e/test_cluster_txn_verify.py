@@ -67,7 +67,10 @@ def txn_batch(pid, epoch, seq, values):
 
 def test_librdkafka_commit_abort_remote_verification(cluster_factory):
     """A TV1 client (librdkafka) writes to partitions two of which are led
-    by brokers that are not its coordinator: each verifies remotely."""
+    by brokers that are not its coordinator: each verifies remotely.  The
+    commit's markers go to those brokers too, so this also needs the
+    remote marker channel (markers_remote.c) and the coordinator's
+    completion across brokers."""
     c, tid = spread_cluster(cluster_factory, "xv-rdk")
     p = Producer({"bootstrap.servers": c.bootstrap,
                   "transactional.id": tid, "linger.ms": 5})
