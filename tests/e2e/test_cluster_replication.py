@@ -16,7 +16,7 @@ one of the two followers there: the voters left still make a quorum.
 Record counts: RECORDS (100,000 under `make test`, a tenth under the
 sanitizers, 500,000 under CAIRN_SOAK=1, or CAIRN_REPL_RECORDS) is how
 many acknowledged records the leader-kill tests wait for at least;
-e2e_repl_producer writes at RATE per second until the test has done its
+repl_producer.py writes at RATE per second until the test has done its
 kills and seen that many acknowledged.  About 90 s in all on two cores
 (release build), 80 s under ASan.
 """
@@ -34,10 +34,13 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, \
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kafka_wire as kw
+from client_stacks import VENV_PY
 from conftest import SLOW, metrics, needs_cairn, run, scaled, tool, \
     wait_until
 
 pytestmark = [needs_cairn]
+
+HERE = Path(__file__).resolve().parent
 
 SOAK = bool(os.environ.get("CAIRN_SOAK"))
 RECORDS = int(os.environ.get("CAIRN_REPL_RECORDS",
@@ -178,7 +181,7 @@ def count_acked(path):
 
 
 class ReplProducer:
-    """e2e_repl_producer writing "s<n>" (or "<prefix>-s<n>") to partition 0
+    """repl_producer.py writing "s<n>" (or "<prefix>-s<n>") to partition 0
     of topic until finish(); every delivery report lands in an acked
     file."""
 
@@ -188,7 +191,8 @@ class ReplProducer:
         self.acked = str(tmp_path / ("%s-acked.txt" % name))
         self.stop_file = str(tmp_path / ("%s-stop" % name))
         self.topic = topic
-        args = [tool("e2e_repl_producer"), "--brokers", bootstrap, "--topic",
+        args = [str(VENV_PY), str(HERE / "repl_producer.py"),
+                "--brokers", bootstrap, "--topic",
                 topic, "--partitions", "1", "--acked-file", self.acked,
                 "--stop-file", self.stop_file, "--rate", str(rate),
                 "--timeout-ms", str(120000 * SLOW)]
