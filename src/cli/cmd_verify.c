@@ -6,13 +6,16 @@
  * then drains, reads every partition read_committed and read_uncommitted,
  * and hands the histories to the checker (verify_check.c).
  *
- * --cluster (issue #14) owns several brokers instead, one --broker-cmd each,
- * creates the topics replicated to all of them (min.insync.replicas one
- * less), runs idempotent acks=all writers and a read_uncommitted tailing
- * reader, and kills brokers: any one (kill-broker), or the leader of a
- * partition being written while its followers lag (kill-leader).  One
- * broker at most is down at a time, and it comes back once its partitions
- * have new leaders.  No transactions yet: they need issue #15.
+ * --cluster (issues #14, #15) owns several brokers instead, one
+ * --broker-cmd each, creates the topics replicated to all of them
+ * (min.insync.replicas one less), and runs the same transactional writers
+ * and read-process-write workers (or, with --idempotent, idempotent
+ * acks=all writers) with two tailing readers: read_committed, and
+ * read_uncommitted, whose every record must stay in the final log.  It
+ * kills brokers: any one (kill-broker), or the leader of a partition
+ * being written while its followers lag (kill-leader).  One broker at
+ * most is down at a time, and it comes back once its partitions have new
+ * leaders.
  *
  * Exit: 0 no anomaly, 1 anomalies (or the run failed), 2 bad usage.
  */
@@ -85,6 +88,8 @@ struct run {
     const char *command_config; /* --command-config FILE or NULL */
     const char *broker_cmd; /* NULL: we do not own the broker */
     bool cluster;           /* --cluster */
+    bool idempotent;        /* --idempotent: writers without transactions */
+    int ntails;             /* tailing readers: kids[0..ntails-1] */
     struct bproc bk[MAX_BROKERS]; /* the brokers we own */
     int nbk;
     int down;               /* cluster: index of the broker killed, -1 */
@@ -168,9 +173,13 @@ static int spawn(struct run *r, struct child *c)
         FILE *f = freopen(log, "a", stderr);
         (void)f;
         dup2(2, 1);
-        if (r->cluster) {
+        if (r->idempotent) {
             argv[n++] = "--idempotent";
             argv[n++] = "1";
+        }
+        /* Cluster mode's second tailing reader reads read_uncommitted:
+         * what it saw must stay in the final log (vanished). */
+        if (!strcmp(c->role, "tail") && c->id == 1) {
             argv[n++] = "--isolation";
             argv[n++] = "read_uncommitted";
         }
@@ -799,8 +808,8 @@ static struct child *pick_worker(struct run *r, unsigned *seed)
 
     if (n == 0)
         return NULL;
-    /* kids[0] is the tailing reader, never a fault target. */
-    c = &r->kids[1 + rand_r(seed) % (unsigned)n];
+    /* The tailing readers come first and are never fault targets. */
+    c = &r->kids[r->ntails + rand_r(seed) % (unsigned)n];
     return c->pid > 0 && !c->paused ? c : NULL;
 }
 
@@ -992,7 +1001,7 @@ static void load_histories(struct run *r, struct cn_vcheck *vc)
             } else if (strchr(line, '\n') &&
                        sscanf(line, "R %127s %" SCNd32 " %" SCNd64 " %1023s",
                               topic, &part, &off, value) == 4) {
-                cn_vcheck_read(vc, r->cluster ? CN_VC_TAIL_RU : CN_VC_TAIL_RC,
+                cn_vcheck_read(vc, c->id == 1 ? CN_VC_TAIL_RU : CN_VC_TAIL_RC,
                                topic, part, off, value);
             }
         }
@@ -1177,17 +1186,17 @@ static const char verify_usage[] =
     "                                pause-worker] [--leader-lag-ms MS] ...\n"
     "--broker-cmd once per broker, in the order of --bootstrap-server: the\n"
     "Nth command starts the broker listening on the Nth address.  The topics\n"
-    "get every broker as a replica and min.insync.replicas one less; the\n"
-    "writers are idempotent acks=all producers and the tailing reader reads\n"
-    "read_uncommitted, whose every record must stay in the final log.\n"
+    "get every broker as a replica and min.insync.replicas one less.  The\n"
+    "writers and read-process-write workers are transactional, as without\n"
+    "--cluster (--idempotent: idempotent acks=all writers instead, each\n"
+    "record its own transaction); a read_committed and a read_uncommitted\n"
+    "reader tail the topics, and what the latter saw must stay in the log.\n"
     "kill-broker kills a random broker with -9, kill-leader the leader of a\n"
     "random input partition after stopping its followers (SIGSTOP) for\n"
     "--leader-lag-ms (default 500) so they lag; one broker is down at a\n"
     "time, it restarts once its partitions have new leaders, and the next\n"
     "kill waits for every ISR to be full.  --stall-bound-ms (default 20000)\n"
-    "also bounds how long a partition may take no acknowledged write.\n"
-    "Transactions across brokers come with issue #15: until then --rpw and\n"
-    "crash-mid-commit are refused with --cluster.\n";
+    "also bounds how long a partition may take no acknowledged write.\n";
 
 static int verify_usage_error(const char *what, const char *val)
 {
@@ -1227,6 +1236,10 @@ static int parse(struct run *r, int argc, char **argv)
         }
         if (!strcmp(k, "--cluster")) {
             r->cluster = true;
+            continue;
+        }
+        if (!strcmp(k, "--idempotent")) {
+            r->idempotent = true;
             continue;
         }
         if (!strcmp(k, "--help")) {
@@ -1317,17 +1330,6 @@ static int parse(struct run *r, int argc, char **argv)
         return 0;
     }
     /* Cluster mode: the Nth --broker-cmd listens on the Nth address. */
-    if (rpws > 0)
-        return verify_usage_error(
-            "--rpw needs transactions across brokers, which come with issue "
-            "#15; --cluster runs idempotent writers only",
-            NULL);
-    r->rpws = 0;
-    if (r->faults[FAULT_CRASH_MID_COMMIT])
-        return verify_usage_error(
-            "crash-mid-commit is a transaction fault; --cluster has none "
-            "until issue #15",
-            NULL);
     {
         const char *p = r->bootstrap;
         int n = 0;
@@ -1412,7 +1414,9 @@ int cmd_verify(int argc, char **argv)
                 WAIT_MS / 1000);
         goto out;
     }
-    r->kids[r->nkids++] = (struct child){.role = "tail"};
+    r->ntails = r->cluster ? 2 : 1;
+    for (int i = 0; i < r->ntails; i++)
+        r->kids[r->nkids++] = (struct child){.role = "tail", .id = i};
     for (int i = 0; i < r->writers; i++)
         r->kids[r->nkids++] = (struct child){.role = "writer", .id = i};
     for (int i = 0; i < r->rpws; i++)

@@ -6,14 +6,13 @@
  *
  *   writer  transactional producer: TXN_RECORDS values per transaction to
  *           random input partitions; every 7th transaction is aborted on
- *           purpose.  With --idempotent (cluster mode) an idempotent
- *           acks=all producer instead, each record its own "transaction"
+ *           purpose.  With --idempotent an idempotent acks=all
+ *           producer instead, each record its own "transaction"
  *           (verify.h): S before it is sent, W and C once acknowledged.
  *   rpw     read-process-write: consumes the input read_committed in a
  *           group, writes "<own value>:<input value>" to the same output
  *           partition, commits offsets with the transaction.
- *   tail    read_committed (--isolation read_uncommitted in cluster mode)
- *           consumer of every partition of both topics from the start,
+ *   tail    read_committed (or --isolation read_uncommitted) consumer of every partition of both topics from the start,
  *           logging "R <topic> <partition> <offset> <value>".
  *
  * SIGTERM asks a worker to finish its transaction and exit 0; a fatal
@@ -314,8 +313,7 @@ static int run_writer(struct worker *w)
 }
 
 /*
- * Cluster mode: an idempotent acks=all producer (no transactions until
- * issue #15), one record per "transaction" so the checker holds every
+ * --idempotent: an idempotent acks=all producer, one record per "transaction" so the checker holds every
  * acknowledged record to be read and leaves a failed send open either
  * way.  A fatal error (the producer state is gone) exits for a new
  * incarnation.
