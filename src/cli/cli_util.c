@@ -385,7 +385,8 @@ void cli_table_print(const struct table *t)
 
 /*
  * A connection to host:port: the bootstrap one when it is the same address,
- * else x->ctl (re)connected.  NULL after printing why not.
+ * else x->ctl, connected anew unless it is already there.  NULL after
+ * printing why not.
  */
 struct cn_kclient *cli_conn_to(struct ctx *x, struct cn_bytes host,
                                   int32_t port)
@@ -400,6 +401,10 @@ struct cn_kclient *cli_conn_to(struct ctx *x, struct cn_bytes host,
     h[host.len] = '\0';
     if (x->boot.fd >= 0 && port == x->boot.port && strcmp(h, x->boot.host) == 0)
         return &x->boot;
+    /* Kept while the next broker asked is the same one (a command going
+     * over the partitions of one leader, or to one coordinator). */
+    if (x->ctl.fd >= 0 && port == x->ctl.port && strcmp(h, x->ctl.host) == 0)
+        return &x->ctl;
     cn_kclient_close(&x->ctl);
     if (cn_kclient_connect(&x->ctl, h, port, x->o->timeout_ms)) {
         fprintf(stderr, "cairnctl: %s\n", x->ctl.err);

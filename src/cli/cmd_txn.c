@@ -1,6 +1,12 @@
 /*
- * cmd_txn.c - cairnctl txn list|describe|describe-producers, modelled on
- * kafka-transactions.sh (KIP-664).
+ * cmd_txn.c - cairnctl txn list|describe|describe-producers|find-hanging|
+ * abort and lso-gap, modelled on kafka-transactions.sh (KIP-664).
+ *
+ * Whatever the bootstrap broker, each request goes where the state lives,
+ * as Kafka's admin client sends it: anything about a partition (producer
+ * state, offsets, markers) to its leader from Metadata; a transactional
+ * id's state to its coordinator from FindCoordinator; ListTransactions to
+ * every broker.  On a single node all of these are the one broker.
  */
 #include <errno.h>
 #include <limits.h>
@@ -8,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/err.h"
@@ -169,19 +176,75 @@ int cmd_txn_list(struct ctx *x)
     return 0;
 }
 
-/* The transaction coordinator for id: its connection and node id. */
-static int find_txn_coordinator(struct ctx *x, const char *id,
-                                struct cn_kclient **out, int32_t *node)
+/* Answers after which a client asks FindCoordinator again and retries, as
+ * Kafka's admin client does: the coordinator moved, is loading its
+ * partition, or has no leader yet (a cluster electing one). */
+static bool coord_retriable(int16_t err)
 {
-    struct cn_bytes msg;
-    int16_t err;
+    return err == KAFKA_NOT_COORDINATOR ||
+           err == KAFKA_COORDINATOR_LOAD_IN_PROGRESS ||
+           err == KAFKA_COORDINATOR_NOT_AVAILABLE;
+}
 
-    if (cli_find_coordinator(x, COORDINATOR_TRANSACTION, id, out, node, &err,
-                             &msg))
-        return EXIT_FAIL;
-    if (err)
-        return txn_error(x->o, "cannot find the coordinator of", id, err, msg);
-    return 0;
+/* One transactional id as its coordinator describes it. */
+struct txn_at {
+    int32_t node; /* the coordinator's node id, -1 not found */
+    int16_t err;  /* KAFKA_NONE: s is the answer */
+    bool finding; /* err is FindCoordinator's, with msg */
+    struct cn_bytes msg;
+    const struct cn_describe_transactions_response_transaction_state *s;
+};
+
+/*
+ * DescribeTransactions for id at its coordinator, wherever the bootstrap
+ * is: FindCoordinator (any broker answers it), then the coordinator;
+ * both again every 100 ms, within the admin timeout, while the answer is
+ * retriable.  0 with *r filled (r->err set when there is no answer);
+ * EXIT_FAIL after printing a transport failure.
+ */
+static int txn_describe_at(struct ctx *x, const char *id, struct txn_at *r)
+{
+    int64_t give_up = cn_clock_mono_ms() + cli_admin_timeout(x->o);
+
+    for (;;) {
+        struct cn_describe_transactions_request rq;
+        struct cn_describe_transactions_response rs;
+        struct cn_bytes key = cn_bytes_str(id);
+        struct cn_kclient *c = NULL;
+        int16_t v;
+
+        memset(r, 0, sizeof *r);
+        r->node = -1;
+        if (cli_find_coordinator(x, COORDINATOR_TRANSACTION, id, &c, &r->node,
+                                 &r->err, &r->msg))
+            return EXIT_FAIL;
+        r->finding = r->err != KAFKA_NONE;
+        if (!r->err) {
+            v = cli_need_version(c, CN_API_DESCRIBE_TRANSACTIONS,
+                                 "DescribeTransactions");
+            if (v < 0)
+                return EXIT_FAIL;
+            cn_describe_transactions_request_init(&rq);
+            rq.transactional_ids = &key;
+            rq.transactional_ids_len = 1;
+            if (cli_call(c, CN_API_DESCRIBE_TRANSACTIONS, v, &rq, &rs,
+                         &x->arena))
+                return EXIT_FAIL;
+            if (rs.transaction_states_len < 1) {
+                fprintf(stderr, "cairnctl: DescribeTransactions response "
+                                "has no result\n");
+                return EXIT_FAIL;
+            }
+            r->err = rs.transaction_states[0].error_code;
+            if (!r->err) {
+                r->s = &rs.transaction_states[0];
+                return 0;
+            }
+        }
+        if (!coord_retriable(r->err) || cn_clock_mono_ms() >= give_up)
+            return 0;
+        usleep(100000);
+    }
 }
 
 static void describe_txn_json(
@@ -221,40 +284,23 @@ static void describe_txn_json(
 int cmd_txn_describe(struct ctx *x)
 {
     const struct opts *o = x->o;
-    struct cn_describe_transactions_request rq;
-    struct cn_describe_transactions_response rs;
     const struct cn_describe_transactions_response_transaction_state *s;
-    struct cn_bytes id = cn_bytes_str(o->txn_id);
-    struct cn_kclient *c = NULL;
+    struct txn_at at;
     struct table t;
     char tp[1024];
     size_t len = 0;
     int32_t node;
     int64_t now;
-    int16_t v;
-    int rc;
 
-    rc = find_txn_coordinator(x, o->txn_id, &c, &node);
-    if (rc)
-        return rc;
-    v = cli_need_version(c, CN_API_DESCRIBE_TRANSACTIONS,
-                         "DescribeTransactions");
-    if (v < 0)
+    if (txn_describe_at(x, o->txn_id, &at))
         return EXIT_FAIL;
-    cn_describe_transactions_request_init(&rq);
-    rq.transactional_ids = &id;
-    rq.transactional_ids_len = 1;
-    if (cli_call(c, CN_API_DESCRIBE_TRANSACTIONS, v, &rq, &rs, &x->arena))
-        return EXIT_FAIL;
-    if (rs.transaction_states_len < 1) {
-        fprintf(stderr, "cairnctl: DescribeTransactions response has no "
-                        "result\n");
-        return EXIT_FAIL;
-    }
-    s = &rs.transaction_states[0];
-    if (s->error_code)
-        return txn_error(o, "cannot describe transaction", o->txn_id,
-                         s->error_code, CN_BYTES_NULL);
+    if (at.err)
+        return at.finding ? txn_error(o, "cannot find the coordinator of",
+                                      o->txn_id, at.err, at.msg)
+                          : txn_error(o, "cannot describe transaction",
+                                      o->txn_id, at.err, CN_BYTES_NULL);
+    s = at.s;
+    node = at.node;
     now = cn_clock_wall_ms();
     if (o->json) {
         describe_txn_json(node, s, now);
@@ -555,10 +601,11 @@ static int producers_of(
         return EXIT_FAIL;
     }
     if ((*out)->error_code) {
-        fprintf(stderr, "cairnctl: cannot describe producers of %.*s-%d: "
-                        "%s\n",
-                (int)tp->topic.len, (const char *)tp->topic.ptr,
-                tp->partition, cn_kerr_name((*out)->error_code));
+        fprintf(stderr,
+                "cairnctl: cannot describe producers of %.*s-%d at "
+                "its leader %d: %s\n",
+                (int)tp->topic.len, (const char *)tp->topic.ptr, tp->partition,
+                tp->leader, cn_kerr_name((*out)->error_code));
         return EXIT_FAIL;
     }
     return 0;
@@ -588,19 +635,18 @@ static void copy_bytes(char *out, size_t len, struct cn_bytes b)
 }
 
 /*
- * ListTransactions filtered by producer id on every broker, then
- * DescribeTransactions at the coordinator that knows it.  A producer id
- * no coordinator lists is not an error: it is what an idempotent
- * producer, or an expired transactional id, looks like.
+ * ListTransactions filtered by producer id on every broker (each lists
+ * the ids it coordinates), then DescribeTransactions at the id's
+ * coordinator (txn_describe_at).  A producer id no coordinator lists is
+ * not an error: it is what an idempotent producer, or an expired
+ * transactional id, looks like.
  */
 static int pid_lookup(struct ctx *x, const struct cn_metadata_response *md,
                       int64_t pid, struct cn_bytes topic, int32_t partition,
                       struct pid_coord *pc)
 {
     struct cn_list_transactions_request rq;
-    struct cn_describe_transactions_request dq;
-    struct cn_describe_transactions_response ds;
-    struct cn_bytes id;
+    struct txn_at at;
     int64_t filter = pid;
 
     memset(pc, 0, sizeof *pc);
@@ -635,28 +681,20 @@ static int pid_lookup(struct ctx *x, const struct cn_metadata_response *md,
     }
     if (!pc->known)
         return 0;
-    struct cn_kclient *c = cli_node_conn(x, md, pc->coordinator);
-    int16_t v;
-    if (!c)
+    if (txn_describe_at(x, pc->txn_id, &at))
         return EXIT_FAIL;
-    v = cli_need_version(c, CN_API_DESCRIBE_TRANSACTIONS,
-                         "DescribeTransactions");
-    if (v < 0)
-        return EXIT_FAIL;
-    id = cn_bytes_str(pc->txn_id);
-    cn_describe_transactions_request_init(&dq);
-    dq.transactional_ids = &id;
-    dq.transactional_ids_len = 1;
-    if (cli_call(c, CN_API_DESCRIBE_TRANSACTIONS, v, &dq, &ds, &x->arena))
-        return EXIT_FAIL;
-    if (ds.transaction_states_len < 1 || ds.transaction_states[0].error_code)
-        return 0; /* gone meanwhile: keep what ListTransactions said */
-    const struct cn_describe_transactions_response_transaction_state *s =
-        &ds.transaction_states[0];
+    if (at.err)
+        return 0; /* gone or moved meanwhile: keep what the list said */
+    const struct cn_describe_transactions_response_transaction_state *s = at.s;
+    pc->coordinator = at.node;
     copy_bytes(pc->state, sizeof pc->state, s->transaction_state);
     pc->epoch = s->producer_epoch;
     pc->start_ms = s->transaction_start_time_ms;
     pc->timeout_ms = s->transaction_timeout_ms;
+    /* The id may have a new producer id by now; its transaction is then
+     * not this producer's. */
+    if (s->producer_id != pid)
+        return 0;
     for (int32_t i = 0; i < s->topics_len; i++)
         if (cli_cmp_bytes(s->topics[i].topic, topic) == 0)
             for (int32_t p = 0; p < s->topics[i].partitions_len; p++)

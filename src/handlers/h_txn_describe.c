@@ -157,6 +157,29 @@ void cn_h_find_coordinator(struct cn_broker *b, struct cn_req *req,
 
 /* ---- DescribeTransactions and ListTransactions -------------------------- */
 
+/*
+ * Cluster mode: whether this broker coordinates id, as FindCoordinator
+ * answers it (the image's leader of its __transaction_state partition).
+ * Another broker's id answers NOT_COORDINATOR, as Kafka's does, so a
+ * client asks FindCoordinator again instead of reading "not found".  A
+ * single node coordinates every id.
+ */
+static bool coordinates(struct cn_broker *b, struct cn_bytes id)
+{
+    if (!b->quorum)
+        return true;
+    const struct cn_image *img = cn_quorum_image(b->quorum);
+    const struct cn_image_topic *it =
+        cn_image_topic_find(img, cn_bytes_str("__transaction_state"));
+    if (!it || it->nparts <= 0)
+        return false;
+    int32_t part = cn_txn_partition_for(id.len > 0 ? id.ptr
+                                                   : (const uint8_t *)"",
+                                        id.len > 0 ? (size_t)id.len : 0,
+                                        it->nparts);
+    return part >= 0 && it->parts[part].leader == b->node_id;
+}
+
 void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
                                 const struct cn_req_header *h,
                                 struct cn_rd *body)
@@ -185,6 +208,11 @@ void cn_h_describe_transactions(struct cn_broker *b, struct cn_req *req,
         if (!cn_authz(b, req, CN_ACL_OP_DESCRIBE, CN_ACL_RT_TXN_ID,
                       rq.transactional_ids[i])) {
             ts->error_code = KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            ts->transaction_state = cn_bytes_str("");
+            continue;
+        }
+        if (!coordinates(b, rq.transactional_ids[i])) {
+            ts->error_code = KAFKA_NOT_COORDINATOR;
             ts->transaction_state = cn_bytes_str("");
             continue;
         }
