@@ -111,6 +111,18 @@ def lso(c, topic, part):
     return stable, hw
 
 
+def wait_offsets(c, topic, cond, what, timeout=T):
+    """Waits until cond(partition, (LSO, high watermark)) holds for every
+    partition; returns {partition: (LSO, HW)}, or fails showing the last
+    ones."""
+    def check():
+        s = {q: lso(c, topic, q) for q in range(PARTS)}
+        if all(cond(q, v) for q, v in s.items()):
+            return s
+        raise ValueError("(LSO, HW) by partition: %r" % s)
+    return wait_until(what, check, timeout)
+
+
 def marker_kinds(c, topic, part):
     """The control types of the partition's markers, in log order, read
     from its leader."""
@@ -138,6 +150,9 @@ def test_librdkafka_commit_abort_three_leaders(cluster_factory):
         p.begin_transaction()
         for i in range(per * PARTS):
             p.produce(topic, value=b"%s-%d" % (tag, i), partition=i % PARTS)
+        # Flushed first, so an aborted transaction's records are in the
+        # log too (abort_transaction purges what is still queued).
+        assert p.flush(T) == 0
         if commit:
             p.commit_transaction(T)
         else:
@@ -148,26 +163,25 @@ def test_librdkafka_commit_abort_three_leaders(cluster_factory):
     txn(b"c2", True)
 
     # An open transaction holds every partition's LSO below its records.
-    wait_until("LSO = high watermark on every partition after three ended "
-               "transactions", lambda: all(
-                   (lambda s: s[0] == s[1])(lso(c, topic, q))
-                   for q in range(PARTS)), T)
-    before = {q: lso(c, topic, q) for q in range(PARTS)}
+    # Each partition: 4 records and a marker per transaction.  The LSO
+    # may be read before the last marker is below the high watermark:
+    # wait for the whole log.
+    before = wait_offsets(c, topic, lambda q, s: s == (15, 15),
+                          "LSO = high watermark = 15 on every partition "
+                          "after three ended transactions")
     p.begin_transaction()
     for i in range(PARTS):
         p.produce(topic, value=b"open-%d" % i, partition=i)
     assert p.flush(T) == 0
-    wait_until("open transaction's records above the LSO on every "
-               "partition", lambda: all(
-                   (lambda s: s[1] > before[q][1] and s[0] == before[q][0])(
-                       lso(c, topic, q)) for q in range(PARTS)), T)
+    wait_offsets(c, topic, lambda q, s: s[1] > before[q][1] and
+                 s[0] == before[q][0], "open transaction's records above "
+                 "the LSO (%r before) on every partition" % before)
     seen = read_committed(c.bootstrap, topic, PARTS, 8 * PARTS)
     assert all(b"open-%d" % q not in seen[q] for q in range(PARTS)), seen
     p.commit_transaction(T)
-    wait_until("LSO past the committed transaction on every partition",
-               lambda: all((lambda s: s[0] == s[1] and
-                            s[0] > before[q][1] + 1)(lso(c, topic, q))
-                           for q in range(PARTS)), T)
+    wait_offsets(c, topic, lambda q, s: s[0] == s[1] and
+                 s[0] > before[q][1] + 1, "LSO past the committed "
+                 "transaction on every partition")
 
     got = read_committed(c.bootstrap, topic, PARTS, 9 * PARTS)
     for q in range(PARTS):

@@ -235,7 +235,10 @@ def test_coordinator_crash_at_fail_point(cluster_factory, fail_point,
         assert got[q] == want_q, "partition %d read committed %r, want " \
             "%r" % (q, got[q], want_q)
 
-    # The old coordinator back (unarmed) finishes nothing a second time.
+    if outcome != "commit":
+        return
+    # The old coordinator back (unarmed) finishes nothing a second time
+    # (once per fail point: a restart costs seconds).
     c.node(1).failpoints = None
     c.node(1).start()
     c.wait_registered([1, 2, 3], REGISTER_S)
@@ -334,7 +337,7 @@ def test_deposed_coordinator_gets_nothing_stale_in(cluster_factory):
     wait_until("every node names node 1 the coordinator of %s" % tid,
                lambda: coordinator_everywhere(c, tid) == 1, REGISTER_S)
     p1 = producer(c, tid, **{"transaction.timeout.ms": TXN_TIMEOUT_MS,
-                             "message.timeout.ms": 5000})
+                             "message.timeout.ms": TXN_TIMEOUT_MS})
     p1.init_transactions(T)
     p1.begin_transaction()
     send(p1, topic, b"zombie")
@@ -444,7 +447,7 @@ def test_read_process_write_with_broker_kills(cluster_factory, tmp_path):
     rng = random.Random(seed)
     print("seed %d (CAIRN_RPW_SEED)" % seed)
     app = App([c.bootstrap, src, dst, group, tid, "--batch", "20",
-               "--sleep", "0.1", "--max-seconds", str(240 * SLOW)],
+               "--sleep", "0.3", "--max-seconds", str(240 * SLOW)],
               tmp_path)
     checker = Consumer({"bootstrap.servers": c.bootstrap,
                         "group.id": group, "enable.auto.commit": False,
@@ -470,7 +473,7 @@ def test_read_process_write_with_broker_kills(cluster_factory, tmp_path):
             now = progress()
             if now == ends:
                 break
-            if len(kills) < (12 if SOAK else 5):
+            if len(kills) < (12 if SOAK else 4):
                 time.sleep(rng.uniform(1.0, 3.0))
                 victim = rng.choice([1, 2, 3])
                 kills.append((round(time.monotonic() - t_start, 1), victim,
