@@ -99,3 +99,24 @@ def test_markers_to_remote_leaders(cluster_factory):
     assert "cairn_txn_marker_retries_total" in m
     for n in (2, 3):
         assert GAUGE + "unknowndestinationqueuesize" in metrics(c.node(n))
+
+    # A leader dies with a transaction open on it: the commit's marker for
+    # its partition fails (connection refused or NOT_LEADER_OR_FOLLOWER),
+    # is retried at the new leader, and the commit is still read in full.
+    p.begin_transaction()
+    for i in range(4):
+        p.produce(topic, value=b"c3-%d" % i, partition=i % 2)
+    assert p.flush(T) == 0
+    c.kill9(3)
+    p.commit_transaction(T)
+    got = read_committed(c.bootstrap, topic, 2, 16)
+    for q in range(2):
+        assert got[q][-2:] == [b"c3-%d" % i for i in range(4)
+                               if i % 2 == q], (q, got[q])
+    m = metrics(c.node(1))
+    assert m[GAUGE + "unknowndestinationqueuesize"] == 0, m
+    assert m[GAUGE + "logappendretryqueuesize"] == 0, m
+    p.flush(T)
+    del p
+    # The coordinator stops cleanly, its channel with it.
+    assert c.stop(1) == 0
