@@ -66,8 +66,9 @@ static void offset_delete_synced(struct cn_broker *b, struct cn_sync_waiter *w)
                 *rp = &rs->topics[i].partitions[j];
             if (rp->error_code)
                 continue;
-            if (b->log_dir_offline || !topic)
-                rp->error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
+            if (w->err || !topic)
+                rp->error_code = w->err ? cn_gc_write_kerr(w->err)
+                                        : KAFKA_COORDINATOR_NOT_AVAILABLE;
             else
                 cn_offsets_delete(b->gc->offsets, tw->group, topic,
                                   rp->partition_index);
@@ -270,8 +271,9 @@ static void delete_synced(struct cn_broker *b, struct cn_sync_waiter *w)
     struct cn_delete_groups_response_deletable_group_result *r =
         &ds->rs.results[ds->next];
     char *group = cn_gc_cstr(w->req, r->group_id);
-    if (b->log_dir_offline || !group)
-        r->error_code = KAFKA_COORDINATOR_NOT_AVAILABLE;
+    if (w->err || !group)
+        r->error_code = w->err ? cn_gc_write_kerr(w->err)
+                               : KAFKA_COORDINATOR_NOT_AVAILABLE;
     else
         cn_offsets_delete_group(b->gc->offsets, group);
     ds->next++;

@@ -116,8 +116,7 @@ static void commit_written(struct cn_broker *b, struct cn_sync_waiter *w)
     if (hold_until_gone(op))
         return;
     bool txn = op->producer_id >= 0;
-    int16_t fail = b->log_dir_offline ? KAFKA_COORDINATOR_NOT_AVAILABLE
-                                      : KAFKA_NONE;
+    int16_t fail = cn_gc_write_kerr(w->err);
     /* The partition was unloaded meanwhile (its leadership went): the
      * new coordinator loads the record from its log. */
     if (!fail && !cn_gc_serves(b, op->gp))
@@ -247,9 +246,10 @@ static void commit_start(struct cn_broker *b, struct cn_req *req,
         op->answer(op);
         return;
     }
-    if (cn_gc_write(b, op->gp, keys, vals, k, op->producer_id,
-                    op->producer_epoch, &op->waiter) != 0) {
-        fail_items(op, KAFKA_COORDINATOR_NOT_AVAILABLE);
+    int rc = cn_gc_write(b, op->gp, keys, vals, k, op->producer_id,
+                         op->producer_epoch, &op->waiter);
+    if (rc != 0) {
+        fail_items(op, cn_gc_write_kerr(rc));
         op->answer(op);
     }
 }

@@ -61,6 +61,7 @@ struct cn_sync_waiter {
     uint64_t round; /* done when this sync round has completed */
     void (*finish)(struct cn_broker *b, struct cn_sync_waiter *w);
     struct cn_sync_waiter *next;
+    int err; /* a coordinator's write (cn_gc_write): 0 or how it failed */
 };
 
 /* A request that creates a topic whose name a deleted topic's logs still

@@ -92,7 +92,7 @@ static void gc_write_done(struct cn_istore_wait *iw, int err)
     struct gc_write *gw = (struct gc_write *)iw;
     struct cn_broker *b = gw->b;
     struct cn_sync_waiter *w = gw->w;
-    (void)err; /* the callers look at b->log_dir_offline */
+    w->err = err;
     free(gw);
     w->finish(b, w);
 }
@@ -319,6 +319,15 @@ static int16_t store_error(bool no_partition)
                         : KAFKA_NOT_COORDINATOR;
 }
 
+int16_t cn_gc_write_kerr(int err)
+{
+    switch (err) {
+    case 0: return KAFKA_NONE;
+    case CN_ENOTLEADER: return KAFKA_NOT_COORDINATOR;
+    default: return KAFKA_COORDINATOR_NOT_AVAILABLE;
+    }
+}
+
 static void store_synced(struct cn_istore_wait *w, int err)
 {
     struct store_write *sw = (struct store_write *)w;
@@ -326,7 +335,9 @@ static void store_synced(struct cn_istore_wait *w, int err)
     struct cn_partition *p = sw->p;
     if (sw->token && b->gc)
         cn_groups_stored(b->gc->groups, sw->group_id, sw->token,
-                         err ? store_error(false) : KAFKA_NONE,
+                         err == CN_EREPLICAS ? KAFKA_COORDINATOR_NOT_AVAILABLE
+                         : err               ? store_error(false)
+                                             : KAFKA_NONE,
                          cn_clock_wall_ms());
     free(w);
     cn_gc_maybe_compact(b, p);

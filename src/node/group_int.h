@@ -33,13 +33,19 @@ char *cn_gc_cstr(struct cn_req *req, struct cn_bytes s);
 /*
  * Appends records (a value with len -1 is a tombstone) to p as one batch
  * (transactional when producer_id >= 0) through the store (istore.h);
- * w->finish runs once durable, then look at b->log_dir_offline.  Returns
- * 0 or an error, with w not called.
+ * w->finish runs once durable (w->err 0) or failed (w->err: istore.h's
+ * errors; cn_gc_write_kerr).  Returns 0 or an error, with w not called.
  */
 int cn_gc_write(struct cn_broker *b, struct cn_partition *p,
                 const struct cn_bytes *keys, const struct cn_bytes *values,
                 size_t n, int64_t producer_id, int16_t producer_epoch,
                 struct cn_sync_waiter *w);
+/* What a client hears of a failed offset write (w->err after
+ * cn_gc_write): another leader has the partition -> NOT_COORDINATOR (the
+ * client looks for the coordinator again); too few in-sync replicas, an
+ * offline log directory -> COORDINATOR_NOT_AVAILABLE, which it retries
+ * (Kafka's GroupMetadataManager maps NOT_ENOUGH_REPLICAS so). */
+int16_t cn_gc_write_kerr(int err);
 /* A finished writer's bytes copied into the request's arena (null when
  * memory is short or the writer failed). */
 struct cn_bytes cn_gc_arena_bytes(struct cn_req *req, const struct cn_wr *w);
