@@ -245,6 +245,11 @@ struct produce_remote {
     int16_t version; /* as sent: <= 10 knows no TRANSACTION_ABORTABLE */
     bool add;        /* TV2: asked to add, not only to verify */
     struct cn_txn_remote_tp tps[REMOTE_CHECK_MAX];
+    /* Kafka's verification guard: the producer's marker count on each
+     * partition when the coordinator was asked.  A marker between the
+     * answer and the append ended the transaction the answer vouched
+     * for; appending then would open one nobody will ever close. */
+    uint32_t guard[REMOTE_CHECK_MAX];
     size_t n;
 };
 
@@ -268,13 +273,20 @@ static int16_t produce_verify(void *arg, int64_t producer_id, int16_t epoch)
     struct produce_prep *pp = arg;
     const struct produce_remote *pr = pp->remote;
     if (pr) {
-        for (size_t i = 0; i < pr->n; i++)
-            if (pr->tps[i].partition == pp->p->index &&
-                strcmp(pr->tps[i].topic, pp->p->topic->name) == 0)
-                return cn_txn_remote_produce_error(
-                    cn_txn_remote_coord_error(pr->tps[i].error,
-                                              pr->version <= 10),
-                    pr->add);
+        for (size_t i = 0; i < pr->n; i++) {
+            if (pr->tps[i].partition != pp->p->index ||
+                strcmp(pr->tps[i].topic, pp->p->topic->name) != 0)
+                continue;
+            struct cn_pentry_info pe;
+            uint32_t markers = cn_pstate_get(pp->p->pstate, producer_id, &pe)
+                                   ? pe.markers
+                                   : 0;
+            if (markers != pr->guard[i])
+                return KAFKA_INVALID_TXN_STATE;
+            return cn_txn_remote_produce_error(
+                cn_txn_remote_coord_error(pr->tps[i].error, pr->version <= 10),
+                pr->add);
+        }
         /* Open when the coordinator was asked, closed since (a marker
          * came): as Kafka's log refuses an unverified transactional
          * batch. */
@@ -670,6 +682,7 @@ static bool remote_checks(struct cn_broker *b, struct cn_req *req,
             pr->tps[pr->n].topic = t->name;
             pr->tps[pr->n].partition = pd->index;
             pr->tps[pr->n].error = KAFKA_NONE;
+            pr->guard[pr->n] = known ? pe.markers : 0;
             pr->n++;
         }
     }

@@ -75,6 +75,7 @@ struct pentry {
     int16_t epoch;             /* -1 = no epoch yet */
     uint8_t nbatches;          /* remembered batches, 0..5 */
     uint8_t head;              /* ring index of the oldest batch */
+    uint32_t markers;          /* markers taken (cn_pentry_info) */
     struct pbatch batches[CN_PSTATE_BATCHES]; /* ring */
 };
 
@@ -390,6 +391,7 @@ int cn_pstate_update(struct cn_pstate *ps, const struct cn_batch_hdr *hdr,
             open_remove(ps, e->txn_first_offset);
         e->txn_first_offset = -1;
         e->coordinator_epoch = coordinator_epoch;
+        e->markers++;
         return 0;
     }
     struct pbatch b = {
@@ -449,6 +451,7 @@ static void fill_info(const struct pentry *e, struct cn_pentry_info *out)
     out->coordinator_epoch = e->coordinator_epoch;
     out->txn_first_offset = e->txn_first_offset;
     out->batches = e->nbatches;
+    out->markers = e->markers;
 }
 
 bool cn_pstate_get(const struct cn_pstate *ps, int64_t producer_id,

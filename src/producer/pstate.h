@@ -56,6 +56,9 @@ struct cn_pentry_info {
     int32_t coordinator_epoch;  /* from its last marker, -1 none */
     int64_t txn_first_offset;   /* open transaction's first offset, -1 */
     int batches;                /* remembered batches, 0..5 */
+    uint32_t markers;           /* markers taken since the entry was made
+                                   in memory (not kept in snapshots): a
+                                   change says a transaction ended */
 };
 
 struct cn_pstate *cn_pstate_new(void);

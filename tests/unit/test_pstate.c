@@ -202,6 +202,8 @@ UNIT_TEST(test_transactions)
     CHECK_EQ(e.txn_first_offset, -1);
     CHECK_EQ(e.coordinator_epoch, 7);
     CHECK_EQ(e.last_timestamp, 12);
+    /* The verification guard counts markers; data batches leave it. */
+    CHECK_EQ(e.markers, 1);
     /* Markers leave sequences alone. */
     CHECK_EQ(e.batches, 2);
     CHECK_EQ(e.last_sequence, 3);
