@@ -87,7 +87,9 @@ static void scan_topic(struct cn_topic *t, void *arg)
 
     for (int32_t i = 0; i < t->partition_count && !s->nomem; i++) {
         s->p = t->partitions[i];
-        if (!s->p || cn_pstate_open_count(s->p->pstate) == 0)
+        /* A follower's copy is its leader's to judge (and to abort). */
+        if (!s->p || !cn_partition_led(s->b, s->p) ||
+            cn_pstate_open_count(s->p->pstate) == 0)
             continue;
         cn_pstate_foreach_open(s->p->pstate, scan_open, s);
     }
@@ -101,9 +103,13 @@ static bool live_state(enum cn_txn_state st)
 
 /* Why the coordinator will not close it, in words for the log. */
 static void coord_words(const struct cn_txn_meta *v, bool has_partition,
-                        char *out, size_t len)
+                        bool cluster, char *out, size_t len)
 {
-    if (!v)
+    if (!v && cluster)
+        snprintf(out, len,
+                 "unknown to this broker's coordinator (another "
+                 "broker may coordinate it)");
+    else if (!v)
         snprintf(out, len, "unknown to the coordinator");
     else if (live_state(v->state) && !has_partition)
         snprintf(out, len,
@@ -155,7 +161,7 @@ int cn_hanging_check_now(struct cn_broker *b, bool auto_abort)
         if (!cn_pstate_get(p->pstate, x->producer_id, &info))
             continue;
         found++;
-        coord_words(v, has_partition, why, sizeof why);
+        coord_words(v, has_partition, b->cfg->cluster_mode, why, sizeof why);
         CN_WARN("hanging transaction on %s-%d: producer id %" PRId64
                 " epoch %d%s%s%s, first offset %" PRId64 ", open %" PRId64
                 " ms (threshold %" PRId64
@@ -169,6 +175,22 @@ int cn_hanging_check_now(struct cn_broker *b, bool auto_abort)
                 cn_partition_lso(p), p->high_watermark);
         if (!auto_abort)
             continue;
+        /*
+         * In a cluster only the producer's own coordinator can say the
+         * transaction is dead, and this check asks the local one only: a
+         * producer it does not know may belong to a transaction another
+         * broker's coordinator is committing (its markers late while that
+         * coordinator fails over), which an abort marker here would tear
+         * apart.  Left to the operator (cairnctl txn find-hanging asks
+         * every coordinator).
+         */
+        if (b->cfg->cluster_mode && !known) {
+            CN_WARN("transaction.hanging.auto.abort: not aborting producer "
+                    "id %" PRId64 " on %s-%d: its coordinator is not on "
+                    "this broker",
+                    x->producer_id, p->topic->name, p->index);
+            continue;
+        }
         int16_t err = cn_hanging_abort(b, p, x->producer_id, info.epoch,
                                        info.coordinator_epoch, NULL, NULL,
                                        &by_coord);

@@ -102,7 +102,7 @@ def settled(port, topic, part, end):
                lambda: offsets(port, topic, part) == (end, end), T)
 
 
-def plant_hanging(c, tid, parts):
+def plant_hanging(c, tid, parts, txn_timeout_ms=60000):
     """Transactional batches of tid's producer on hx-p for p in parts,
     each at its leader, with no AddPartitionsToTxn (verification is off):
     open transactions the coordinator does not know.  Returns (pid,
@@ -113,7 +113,8 @@ def plant_hanging(c, tid, parts):
         deadline = time.monotonic() + T
         while True:
             err, pid, epoch = cli.init_producer_id(
-                version=4, transactional_id=tid, txn_timeout_ms=60000)
+                version=4, transactional_id=tid,
+                txn_timeout_ms=txn_timeout_ms)
             if err not in (15, 14, 51) or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
@@ -276,3 +277,46 @@ def test_txn_tools_ask_leaders_and_coordinators(cluster_factory):
     p.commit_transaction(T)
     for q in (1, 2):
         settled(c.node(q + 1).port, "xo", q, 2)
+
+
+def test_broker_hanging_check_in_a_cluster(cluster_factory):
+    """The broker's own hanging check (transaction.hanging.auto.abort)
+    judges only partitions it leads, and aborts only a producer its own
+    coordinator knows to be dead: hx-2 (led by node 3, the planted id's
+    coordinator) is aborted by node 3; hx-1 (led by node 2) is reported by
+    node 2 but left to the operator, who finds and aborts it with
+    cairnctl through node 1."""
+    c = cluster_factory(3, **{
+        "transaction.partition.verification.enable": "false",
+        "transaction.max.timeout.ms": "2000",
+        "cairn.transaction.hanging.check.interval.ms": "200",
+        "cairn.transaction.hanging.margin.ms": "0",
+        "transaction.hanging.auto.abort": "true"})
+    c.wait_registered([1, 2, 3], REGISTER_S)
+    create_spread(c, "hx")
+    led = wait_txn_state_led(c, REGISTER_S)
+    htid = txn_id_coordinated_by(led, 3, "planted")
+    hpid, hepoch, starts = plant_hanging(c, htid, (1, 2),
+                                         txn_timeout_ms=1000)
+    settled(c.node(3).port, "hx", 2, starts[2] + 4)
+    assert "aborting producer id %d epoch %d on hx-2" % (hpid, hepoch) in \
+        c.node(3).log_tail(2000)
+    wait_until("node 2 declines to abort hx-1 itself", lambda:
+               "not aborting producer id %d on hx-1" % hpid
+               in c.node(2).log_tail(2000), T)
+    assert offsets(c.node(2).port, "hx", 1) == (starts[1] + 3, starts[1])
+    # Followers judge nothing.
+    for n, part in ((1, 1), (3, 1), (1, 2), (2, 2)):
+        assert "hanging transaction on hx-%d" % part not in \
+            c.node(n).log_tail(2000), (n, part)
+
+    boot = c.node(1)
+    doc = json.loads(ok(ctl(boot, "--json", "txn", "find-hanging",
+                            "--broker", "2",
+                            "--max-transaction-timeout", "0")))
+    assert [(h["topic"], h["partition"], h["producer_id"],
+             h["coordinator_state"]) for h in doc["hanging"]] == \
+        [("hx", 1, hpid, "Empty")], doc
+    ok(ctl(boot, "txn", "abort", "--topic", "hx", "--partition", "1",
+           "--start-offset", str(starts[1])))
+    settled(c.node(2).port, "hx", 1, starts[1] + 4)
