@@ -944,6 +944,24 @@ int cmd_txn_abort(struct ctx *x)
     rc = pid_lookup(x, &md, s->producer_id, parts[0].topic, part, &pc);
     if (rc)
         return rc;
+    /*
+     * A leader hands the abort to its own coordinator when that one holds
+     * the transaction (it then aborts all of it).  Another broker's
+     * coordinator is not asked: a marker here would end this partition's
+     * part alone while that coordinator may still commit the rest.  Such
+     * a transaction is not hanging; its coordinator will end it.
+     */
+    if (pc.known && coord_live(pc.state) && pc.has_partition &&
+        pc.coordinator != parts[0].leader)
+        return abort_error(o,
+                           "transactional id '%s' (producer id %lld) is %s "
+                           "with %s-%d at its coordinator, broker %d, which "
+                           "will write its marker; an abort marker from "
+                           "the leader, broker %d, would split the "
+                           "transaction",
+                           pc.txn_id, (long long)s->producer_id, pc.state,
+                           o->topic, o->partition, pc.coordinator,
+                           parts[0].leader);
     c = cli_node_conn(x, &md, parts[0].leader);
     if (!c)
         return EXIT_FAIL;

@@ -270,6 +270,14 @@ def test_txn_tools_ask_leaders_and_coordinators(cluster_factory):
                  "--max-transaction-timeout", "0"))
     assert "no hanging transactions" in out, out
 
+    # An abort of a live transaction's partition led away from its
+    # coordinator is refused: the marker would split the transaction.
+    res = ctl(boot, "txn", "abort", "--topic", "xo", "--partition", "2",
+              "--start-offset", "0")
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    assert "is Ongoing with xo-2 at its coordinator, broker 2" in \
+        res.stderr, res.stderr
+
     # The live transaction is untouched and still commits.
     (d,) = table(ok(ctl(boot, "txn", "describe", "--transactional-id",
                         tid)))
