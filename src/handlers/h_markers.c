@@ -93,16 +93,6 @@ static void markers_answer(struct markers_state *ms)
     cn_req_done(ms->req);
 }
 
-/* One partition's marker is visible. */
-static void part_durable(struct cn_broker *b, void *arg)
-{
-    struct markers_state *ms = arg;
-
-    (void)b;
-    if (--ms->pending == 0)
-        markers_answer(ms);
-}
-
 /*
  * Why a client's COMMIT marker for producer_id may not be written:
  * KAFKA_NONE when it may (the operator key is on and no coordinator knows
@@ -236,10 +226,15 @@ static void write_coordinator(
     }
 }
 
-static int16_t
-write_one(struct cn_broker *b, struct markers_state *ms,
-          const struct cn_write_txn_markers_request_writable_txn_marker *m,
-          struct cn_bytes topic, int32_t partition)
+/* An operator's marker (KIP-664's abort, or a commit under
+ * cairn.transaction.operator.commit.enable): its refusal, or NONE with
+ * *error_code written later by coord_replicated, once the marker is
+ * visible and, in a cluster, replicated (Kafka appends markers with
+ * acks=-1). */
+static int16_t operator_marker(
+    struct cn_broker *b, struct markers_state *ms,
+    const struct cn_write_txn_markers_request_writable_txn_marker *m,
+    struct cn_bytes topic, int32_t partition, int16_t *error_code)
 {
     struct cn_partition *p = cn_partition_find(b, topic, partition);
     bool by_coord = false;
@@ -262,17 +257,23 @@ write_one(struct cn_broker *b, struct markers_state *ms,
             return err;
         }
     }
+    struct coord_part *cp = cn_arena_calloc(&ms->req->arena, 1, sizeof *cp);
+    if (!cp)
+        return KAFKA_KAFKA_STORAGE_ERROR;
+    cp->ms = ms;
+    cp->error_code = error_code;
     ms->pending++;
     if (m->transaction_result)
-        err = cn_marker_write_local(b, p, CN_PART_OPERATOR, m->producer_id,
-                                    m->producer_epoch, true,
-                                    m->coordinator_epoch, part_durable, ms);
+        err = cn_marker_write_replicated(b, p, CN_PART_OPERATOR,
+                                         m->producer_id, m->producer_epoch,
+                                         true, m->coordinator_epoch,
+                                         coord_replicated, cp);
     else
         err = cn_hanging_abort(b, p, m->producer_id, m->producer_epoch,
-                               m->coordinator_epoch, part_durable, ms,
+                               m->coordinator_epoch, coord_replicated, cp,
                                &by_coord);
     if (err)
-        ms->pending--; /* part_durable is not called on an error */
+        ms->pending--; /* coord_replicated is not called on an error */
     if (!m->transaction_result && (err == KAFKA_INVALID_TXN_STATE ||
                                    err == KAFKA_CONCURRENT_TRANSACTIONS))
         b->counters.client_markers_refused++;
@@ -293,6 +294,17 @@ write_one(struct cn_broker *b, struct markers_state *ms,
             : by_coord ? "the coordinator aborts the whole transaction"
                        : "written");
     return err;
+}
+
+static void
+write_one(struct cn_broker *b, struct markers_state *ms,
+          const struct cn_write_txn_markers_request_writable_txn_marker *m,
+          struct cn_bytes topic, int32_t partition, int16_t *error_code)
+{
+    *error_code = KAFKA_NONE;
+    int16_t err = operator_marker(b, ms, m, topic, partition, error_code);
+    if (err)
+        *error_code = err;
 }
 
 void cn_h_write_txn_markers(struct cn_broker *b, struct cn_req *req,
@@ -380,12 +392,11 @@ void cn_h_write_txn_markers(struct cn_broker *b, struct cn_req *req,
                 if (node >= 0)
                     write_coordinator(b, ms, node, m, m->topics[j].name,
                                       rp->partition_index, &rp->error_code);
+                else if (allowed)
+                    write_one(b, ms, m, m->topics[j].name, rp->partition_index,
+                              &rp->error_code);
                 else
-                    rp->error_code = allowed
-                                         ? write_one(b, ms, m,
-                                                     m->topics[j].name,
-                                                     rp->partition_index)
-                                         : KAFKA_CLUSTER_AUTHORIZATION_FAILED;
+                    rp->error_code = KAFKA_CLUSTER_AUTHORIZATION_FAILED;
             }
         }
     }

@@ -24,7 +24,8 @@ struct cn_hanging {
 int16_t cn_hanging_abort(struct cn_broker *b, struct cn_partition *p,
                          int64_t producer_id, int16_t producer_epoch,
                          int32_t coordinator_epoch,
-                         void (*done)(struct cn_broker *b, void *arg),
+                         void (*done)(struct cn_broker *b, void *arg,
+                                      int16_t kerr),
                          void *arg, bool *by_coordinator)
 {
     int16_t err = cn_txn_exec_operator_abort(b, producer_id, p->topic->name,
@@ -33,12 +34,12 @@ int16_t cn_hanging_abort(struct cn_broker *b, struct cn_partition *p,
         return err;
     if (*by_coordinator) {
         if (done)
-            done(b, arg);
+            done(b, arg, KAFKA_NONE);
         return KAFKA_NONE;
     }
-    return cn_marker_write_local(b, p, CN_PART_OPERATOR, producer_id,
-                                 producer_epoch, false, coordinator_epoch,
-                                 done, arg);
+    return cn_marker_write_replicated(b, p, CN_PART_OPERATOR, producer_id,
+                                      producer_epoch, false, coordinator_epoch,
+                                      done, arg);
 }
 
 /* ---- the periodic check ------------------------------------------------ */

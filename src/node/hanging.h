@@ -42,15 +42,18 @@ void cn_hanging_stop(struct cn_hanging *h);
  * transaction (epoch bump, markers follow) or is aborting it already, and
  * *by_coordinator is true, or it refuses (INVALID_TXN_STATE while it
  * commits, CONCURRENT_TRANSACTIONS while a change is written); otherwise
- * the abort marker is written here (cn_marker_write_local, origin
- * operator).  done may be NULL (fire and forget); when the coordinator
- * takes over done is called at once.  Returns a Kafka error code as
- * cn_marker_write_local, or the coordinator's refusal (done not called).
+ * the abort marker is written here (cn_marker_write_replicated, origin
+ * operator: done hears NONE once it is visible and, in a cluster,
+ * replicated, or why not).  done may be NULL (fire and forget); when the
+ * coordinator takes over done is called at once with NONE.  Returns a
+ * Kafka error code as cn_marker_write_replicated, or the coordinator's
+ * refusal (done not called).
  */
 int16_t cn_hanging_abort(struct cn_broker *b, struct cn_partition *p,
                          int64_t producer_id, int16_t producer_epoch,
                          int32_t coordinator_epoch,
-                         void (*done)(struct cn_broker *b, void *arg),
+                         void (*done)(struct cn_broker *b, void *arg,
+                                      int16_t kerr),
                          void *arg, bool *by_coordinator);
 
 /* Runs one check now (tests); returns how many hanging transactions it
