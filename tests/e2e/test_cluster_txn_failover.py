@@ -23,6 +23,8 @@
 Data topics are placed by hand (partition p led by node p + 1, RF 3,
 min.insync.replicas 2).  Every broker is killed by pid at teardown
 (cluster_factory); every wait is bounded and waits for a condition.
+About 200 s on two cores (release build): a cluster per fail point and
+outcome (8-20 s each), the read-process-write run about 30 s.
 """
 
 import os
@@ -255,8 +257,12 @@ def test_leader_killed_with_marker_in_flight(cluster_factory):
     """Node 3 leads xf-2.  It is paused before the commit, so the marker
     for xf-2 cannot land; once the coordinator (node 1) has decided and
     the markers of xf-0 and xf-1 are written, node 3 is killed: xf-2's
-    new leader gets the marker and its LSO moves."""
-    c = cluster_factory(3, **SETS)
+    new leader gets the marker and its LSO moves.  A replica lag time
+    well below the session timeout lets the paused node leave the ISRs
+    (so the decision and the other markers are durable) while it still
+    leads xf-2, so the marker is sent to it."""
+    c = cluster_factory(3, **dict(SETS, **{
+        "replica.lag.time.max.ms": str(1500 * SLOW)}))
     c.wait_registered([1, 2, 3], REGISTER_S)
     topic = "xf"
     create_spread(c, topic)
@@ -290,10 +296,15 @@ def test_leader_killed_with_marker_in_flight(cluster_factory):
                        "PrepareCommit", "CompleteCommit") and all(
                        COMMIT in pid_markers_at(c, topic, q, pid, q + 1)
                        for q in (0, 1)), FAILOVER_S)
+        print("xf-2's leader as node 1 sees it at the kill: %r" % (
+            partition_leaders(c.node(1).port, topic)[2],))
     finally:
         c.kill9(3)
+    t_kill = time.monotonic()
     th.join(T + 10)
     assert not th.is_alive(), "commit_transaction did not return"
+    print("commit_transaction returned %.1fs after the kill"
+          % (time.monotonic() - t_kill))
     assert done.get("ok"), "commit_transaction failed: %r" % done.get("err")
     wait_until("xf-2 led by a live node", lambda: partition_leaders(
         c.node(1).port, topic)[2] in (1, 2), FAILOVER_S)
@@ -302,6 +313,8 @@ def test_leader_killed_with_marker_in_flight(cluster_factory):
     wait_until("xf-2's LSO past the transaction (before: %r)" % (before,),
                lambda: (lambda s: s[0] == s[1] and s[0] > before[1])(
                    lso(c, topic, 2)), FAILOVER_S)
+    print("xf-2's LSO moved %.1fs after the kill"
+          % (time.monotonic() - t_kill))
     got = read_committed(",".join(b.bootstrap for b in c.live()), topic,
                          PARTS, 2 * PARTS)
     assert got == sent, "read_committed %r, committed %r" % (got, sent)
