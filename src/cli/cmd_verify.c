@@ -24,6 +24,7 @@
 #include <librdkafka/rdkafka.h>
 #include <netdb.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@
 #include "base/clock.h"
 #include "cli/cli.h"
 #include "cli/verify.h"
+#include "cli/verify_net.h"
 
 #define MAX_WORKERS 32
 #define MAX_BROKERS 9
@@ -49,13 +51,30 @@ enum fault {
     FAULT_KILL_BROKER,
     FAULT_CRASH_MID_COMMIT,
     FAULT_KILL_LEADER,
+    FAULT_PAUSE_BROKER,
+    FAULT_PARTITION_BROKER,
     NFAULTS,
 };
 
 static const char *const fault_names[NFAULTS] = {
-    "kill-worker",      "pause-worker", "kill-broker",
-    "crash-mid-commit", "kill-leader",
+    "kill-worker", "pause-worker", "kill-broker",      "crash-mid-commit",
+    "kill-leader", "pause-broker", "partition-broker",
 };
+
+/* How the one disturbed broker of cluster mode is disturbed. */
+enum disturb {
+    DOWN_KILLED, /* kill -9: restarts once its partitions moved */
+    DOWN_PAUSED, /* SIGSTOP past the session timeout: SIGCONT after */
+    DOWN_CUT,    /* its veth down (--netns): set up again after */
+};
+
+static volatile sig_atomic_t interrupted; /* SIGINT, SIGTERM, SIGHUP */
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
 
 /* Cairn's coordinator fail points, one per step of a commit or abort:
  * crash-mid-commit restarts the broker with one of them armed, so it dies
@@ -92,13 +111,25 @@ struct run {
     int ntails;             /* tailing readers: kids[0..ntails-1] */
     struct bproc bk[MAX_BROKERS]; /* the brokers we own */
     int nbk;
-    int down;               /* cluster: index of the broker killed, -1 */
-    int64_t down_since;     /* when it was killed (monotonic ms) */
-    int64_t lag_ms;         /* kill-leader: how long followers lag first */
-    rd_kafka_t *meta;       /* cluster: Metadata queries */
-    int64_t *last_ack;      /* cluster: per input partition, last ack seen */
-    int64_t ack_stall_ms;   /* longest time a partition took no ack */
-    int32_t ack_stall_part; /* which one */
+    int down;                 /* cluster: index of the broker disturbed, -1 */
+    enum disturb down_how;    /* how */
+    int64_t down_since;       /* since when (monotonic ms) */
+    int64_t session_ms;       /* the brokers' broker.session.timeout.ms */
+    int64_t pause_ms;         /* pause-broker: how long */
+    int64_t cut_ms;           /* partition-broker: how long */
+    const char *netns;        /* --netns PREFIX, or NULL */
+    char netlog[320];         /* what ip(8) said, in dir */
+    int armed_bk;             /* broker started with r->armed, -1 for none */
+    int cmc_victim;           /* crash-mid-commit: broker to kill next, -1 */
+    int32_t cmc_part;         /* the __transaction_state partition it leads */
+    int64_t cmc_since;        /* when the armed broker was started */
+    int64_t unexpected_exits; /* broker deaths nobody asked for */
+    int64_t t0;               /* start (monotonic ms), for note() */
+    int64_t lag_ms;           /* kill-leader: how long followers lag first */
+    rd_kafka_t *meta;         /* cluster: Metadata queries */
+    int64_t *last_ack;        /* cluster: per input partition, last ack seen */
+    int64_t ack_stall_ms;     /* longest time a partition took no ack */
+    int32_t ack_stall_part;   /* which one */
     long hist_pos[MAX_WORKERS]; /* how far writer histories were read */
     bool json;              /* --json */
     int64_t duration_ms;    /* of the fault phase */
@@ -289,8 +320,15 @@ static int start_broker_at(struct run *r, int i)
         f = freopen(log, "a", stderr);
         (void)f;
         dup2(2, 1);
-        if (r->armed)
+        if (r->armed && r->armed_bk == i)
             setenv("CAIRN_FAILPOINTS", r->armed, 1);
+        if (r->netns) {
+            char ns[32];
+            cn_vnet_ns(r->netns, i, ns, sizeof ns);
+            execlp("ip", "ip", "netns", "exec", ns, "/bin/sh", "-c", bp->cmd,
+                   (char *)NULL);
+            _exit(127);
+        }
         execl("/bin/sh", "sh", "-c", bp->cmd, (char *)NULL);
         _exit(127);
     }
@@ -298,7 +336,8 @@ static int start_broker_at(struct run *r, int i)
     bp->pid = pid;
     end = cn_clock_mono_ms() + 30000;
     while (!port_open(bp->addr)) {
-        if (waitpid(pid, NULL, WNOHANG) == pid || cn_clock_mono_ms() > end) {
+        if (waitpid(pid, NULL, WNOHANG) == pid || cn_clock_mono_ms() > end ||
+            interrupted) {
             fprintf(stderr, "cairnctl verify: broker did not start; see %s\n",
                     log);
             kill(-pid, SIGKILL);
@@ -704,15 +743,92 @@ static void scan_acks(struct run *r, int64_t now)
     }
 }
 
+/* One line on stderr per broker fault, for whoever reads the logs. */
+__attribute__((format(printf, 2, 3))) static void note(const struct run *r,
+                                                       const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "cairnctl verify: +%.1fs ",
+            (double)(cn_clock_mono_ms() - r->t0) / 1000.0);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
 static void kill_broker_now(struct run *r, int i)
 {
+    note(r, "broker %d killed (-9)", i + 1);
     if (r->bk[i].pid <= 0)
         return;
     kill(-r->bk[i].pid, SIGKILL);
     waitpid(r->bk[i].pid, NULL, 0);
     r->bk[i].pid = 0;
     r->down = i;
+    r->down_how = DOWN_KILLED;
     r->down_since = cn_clock_mono_ms();
+}
+
+/* Kafka's Utils.abs(transactionalId.hashCode) % partitions: where the
+ * coordinator of a transactional id keeps its state. */
+static int32_t txn_partition_for(const char *tid, int32_t partitions)
+{
+    uint32_t h = 0;
+    int32_t sh;
+
+    for (const unsigned char *p = (const unsigned char *)tid; *p; p++)
+        h = 31 * h + *p;
+    memcpy(&sh, &h, sizeof sh);
+    sh = sh == INT32_MIN ? 0 : sh < 0 ? -sh : sh;
+    return sh % partitions;
+}
+
+/*
+ * Where the coordinator of transactional id tid is: *part its
+ * __transaction_state partition, *leader the index of the broker leading
+ * it, *next the broker Kafka's election rule (meta/elect.c: the first
+ * replica in assignment order that is in the ISR) picks when the leader
+ * dies, *next_in_isr whether it is in the ISR now.  Returns 0, or -1 when
+ * Metadata does not say (no answer, no such topic yet, a broker we do not
+ * own).
+ */
+static int txn_coordinator(struct run *r, const char *tid, int32_t *part,
+                           int *leader, int *next, bool *next_in_isr)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    int rc = -1;
+
+    if (!r->meta || rd_kafka_metadata(r->meta, 1, NULL, &md, 5000) || !md)
+        return -1;
+    for (int t = 0; t < md->topic_cnt; t++) {
+        const struct rd_kafka_metadata_topic *mt = &md->topics[t];
+        const struct rd_kafka_metadata_partition *mp = NULL;
+
+        if (strcmp(mt->topic, "__transaction_state") || mt->err ||
+            mt->partition_cnt <= 0)
+            continue;
+        *part = txn_partition_for(tid, mt->partition_cnt);
+        for (int k = 0; k < mt->partition_cnt; k++)
+            if (mt->partitions[k].id == *part)
+                mp = &mt->partitions[k];
+        if (!mp || mp->err || mp->leader < 0)
+            break;
+        *leader = broker_of_node(r, mp->leader);
+        *next = -1;
+        for (int k = 0; k < mp->replica_cnt && *next < 0; k++)
+            if (mp->replicas[k] != mp->leader)
+                *next = broker_of_node(r, mp->replicas[k]);
+        *next_in_isr = false;
+        for (int k = 0; *next >= 0 && k < mp->isr_cnt; k++)
+            if (mp->isrs[k] == r->bk[*next].node_id)
+                *next_in_isr = true;
+        if (*leader >= 0 && *next >= 0 && *leader != *next)
+            rc = 0;
+        break;
+    }
+    rd_kafka_metadata_destroy(md);
+    return rc;
 }
 
 /*
@@ -754,9 +870,142 @@ static bool cluster_kill(struct run *r, unsigned *seed, bool leader)
     return true;
 }
 
-/* Brings the killed broker back once it was down BROKER_DOWN_MS and its
- * input partitions have new leaders (or FAILOVER_WAIT_MS passed), so
- * every kill forces a failover; at once when force. */
+/*
+ * pause-broker (SIGSTOP for --pause-ms, past the session timeout, so the
+ * controller fences it and its partitions and coordinators move; after
+ * SIGCONT it must notice it was deposed) and partition-broker (its veth
+ * down for --partition-ms: the same, but the process runs on, cut off
+ * from the others and the clients).  Like cluster_kill, only with every
+ * ISR full and nobody else disturbed.
+ */
+static bool cluster_disturb(struct run *r, unsigned *seed, enum disturb how)
+{
+    bool healthy;
+    int victim;
+
+    if (r->down >= 0 || cluster_state(r, NULL, &healthy) || !healthy)
+        return false;
+    victim = (int)(rand_r(seed) % (unsigned)r->nbk);
+    if (r->bk[victim].pid <= 0)
+        return false;
+    if (how == DOWN_PAUSED) {
+        kill(-r->bk[victim].pid, SIGSTOP);
+    } else if (cn_vnet_run(CN_VNET_CUT, r->netns, r->nbk, victim, r->netlog)) {
+        fprintf(stderr, "cairnctl verify: could not cut broker %d off\n",
+                victim + 1);
+        return false;
+    }
+    note(r, "broker %d %s", victim + 1,
+         how == DOWN_PAUSED ? "paused (SIGSTOP)" : "cut off the network");
+    r->down = victim;
+    r->down_how = how;
+    r->down_since = cn_clock_mono_ms();
+    return true;
+}
+
+/*
+ * crash-mid-commit in cluster mode.  The armed broker must coordinate a
+ * commit, and a restarted broker leads nothing until someone else fails,
+ * so this is two steps: restart (kill -9) the broker that takes over the
+ * coordinator of one of our transactional ids when its leader dies, with
+ * a commit fail point armed; then, once it is back in that partition's
+ * ISR, kill the coordinator (cmc_step).  The armed broker then dies at
+ * that step of the next commit it coordinates, and fault_phase restarts
+ * it clean; the killed coordinator restarts as after kill-broker, so for
+ * a moment two brokers can be down.
+ */
+static bool cluster_crash_mid_commit(struct run *r, unsigned *seed)
+{
+    char tid[32];
+    int n = (r->idempotent ? 0 : r->writers) + r->rpws, k, leader, next;
+    int32_t part;
+    bool healthy, in_isr;
+
+    if (r->down >= 0 || r->cmc_victim >= 0 || n == 0 ||
+        cluster_state(r, NULL, &healthy) || !healthy)
+        return false;
+    k = (int)(rand_r(seed) % (unsigned)n);
+    if (!r->idempotent && k < r->writers)
+        snprintf(tid, sizeof tid, "verify-w%d", k);
+    else
+        snprintf(tid, sizeof tid, "verify-r%d",
+                 k - (r->idempotent ? 0 : r->writers));
+    if (txn_coordinator(r, tid, &part, &leader, &next, &in_isr) ||
+        r->bk[leader].pid <= 0)
+        return false;
+    /* An earlier arming that never fired is restarted clean first. */
+    if (r->armed_bk >= 0 && r->armed_bk != next) {
+        int old = r->armed_bk;
+        stop_brokers(r, 1u << old, SIGKILL);
+        r->armed_bk = -1;
+        start_broker_at(r, old);
+        return false;
+    }
+    stop_brokers(r, 1u << next, SIGKILL);
+    r->armed_bk = next;
+    r->armed = commit_failpoints[rand_r(seed) % (sizeof commit_failpoints /
+                                                 sizeof *commit_failpoints)];
+    if (start_broker_at(r, next)) {
+        r->armed_bk = -1;
+        return false;
+    }
+    note(r,
+         "broker %d restarted with %s; broker %d, coordinator of %s "
+         "(__transaction_state %" PRId32 "), dies next",
+         next + 1, r->armed, leader + 1, tid, part);
+    r->cmc_victim = leader;
+    r->cmc_part = part;
+    r->cmc_since = cn_clock_mono_ms();
+    return true;
+}
+
+/* crash-mid-commit's second step: kills the coordinator once the armed
+ * broker is back in its partition's ISR and every data partition's ISR
+ * is full (or gives up after FAILOVER_WAIT_MS; the arming stays).  A
+ * broker restarted within its session timeout may never have left the
+ * ISR, so the step waits that long first: until then Metadata shows the
+ * ISR from before the restart. */
+static void cmc_step(struct run *r)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    int64_t since = cn_clock_mono_ms() - r->cmc_since;
+    bool ready = false, healthy;
+
+    if (r->cmc_victim < 0 || r->down >= 0)
+        return;
+    if (since > r->session_ms + FAILOVER_WAIT_MS || r->armed_bk < 0) {
+        r->cmc_victim = -1;
+        return;
+    }
+    if (since < r->session_ms + 500 || cluster_state(r, NULL, &healthy) ||
+        !healthy)
+        return;
+    if (!r->meta || rd_kafka_metadata(r->meta, 1, NULL, &md, 5000) || !md)
+        return;
+    for (int t = 0; t < md->topic_cnt; t++) {
+        const struct rd_kafka_metadata_topic *mt = &md->topics[t];
+        if (strcmp(mt->topic, "__transaction_state"))
+            continue;
+        for (int k = 0; k < mt->partition_cnt; k++) {
+            const struct rd_kafka_metadata_partition *mp = &mt->partitions[k];
+            if (mp->id != r->cmc_part)
+                continue;
+            for (int j = 0; j < mp->isr_cnt; j++)
+                if (mp->isrs[j] == r->bk[r->armed_bk].node_id)
+                    ready = mp->leader == r->bk[r->cmc_victim].node_id;
+        }
+    }
+    rd_kafka_metadata_destroy(md);
+    if (!ready)
+        return;
+    kill_broker_now(r, r->cmc_victim);
+    r->cmc_victim = -1;
+}
+
+/* Ends the disturbance of the one disturbed broker when its time is up;
+ * at once when force.  A killed broker comes back once it was down
+ * BROKER_DOWN_MS and its input partitions have new leaders (or
+ * FAILOVER_WAIT_MS passed), so every kill forces a failover. */
 static void cluster_restart(struct run *r, bool force)
 {
     int64_t down_for = cn_clock_mono_ms() - r->down_since;
@@ -766,6 +1015,26 @@ static void cluster_restart(struct run *r, bool force)
 
     if (i < 0)
         return;
+    if (r->down_how == DOWN_PAUSED) {
+        if (force || down_for >= r->pause_ms) {
+            kill(-r->bk[i].pid, SIGCONT);
+            note(r, "broker %d resumed (SIGCONT)", i + 1);
+            r->down = -1;
+        }
+        return;
+    }
+    if (r->down_how == DOWN_CUT) {
+        if (force || down_for >= r->cut_ms) {
+            if (cn_vnet_run(CN_VNET_HEAL, r->netns, r->nbk, i, r->netlog))
+                fprintf(stderr,
+                        "cairnctl verify: could not heal broker "
+                        "%d's link\n",
+                        i + 1);
+            note(r, "broker %d back on the network", i + 1);
+            r->down = -1;
+        }
+        return;
+    }
     if (!force && down_for < BROKER_DOWN_MS)
         return;
     if (!force && down_for < FAILOVER_WAIT_MS) {
@@ -779,6 +1048,7 @@ static void cluster_restart(struct run *r, bool force)
         r->down_since = cn_clock_mono_ms(); /* try again later */
         return;
     }
+    note(r, "broker %d restarted", i + 1);
     r->down = -1;
 }
 
@@ -793,7 +1063,7 @@ static bool await_healthy(struct run *r, int64_t wait_ms)
             scan_acks(r, now);
         if (cluster_state(r, NULL, &healthy) == 0 && healthy)
             return true;
-        if (now > end)
+        if (now > end || interrupted)
             return false;
         usleep(200000);
     }
@@ -818,7 +1088,7 @@ static struct child *pick_worker(struct run *r, unsigned *seed)
 static bool inject(struct run *r, unsigned *seed, int64_t *resume_at,
                    struct child **paused)
 {
-    enum fault kinds[NFAULTS];
+    enum fault kinds[NFAULTS], kind;
     int n = 0;
     struct child *c;
 
@@ -827,7 +1097,8 @@ static bool inject(struct run *r, unsigned *seed, int64_t *resume_at,
             kinds[n++] = (enum fault)k;
     if (!n)
         return true;
-    switch (kinds[rand_r(seed) % (unsigned)n]) {
+    kind = kinds[rand_r(seed) % (unsigned)n];
+    switch (kind) {
     case FAULT_KILL_WORKER:
         c = pick_worker(r, seed);
         if (!c)
@@ -855,12 +1126,19 @@ static bool inject(struct run *r, unsigned *seed, int64_t *resume_at,
             break;
         }
         stop_broker(r, SIGKILL);
-        r->armed = NULL;
+        r->armed_bk = -1;
         if (start_broker(r) == 0)
             r->injected[FAULT_KILL_BROKER]++;
         break;
     case FAULT_CRASH_MID_COMMIT:
+        if (r->cluster) {
+            if (!cluster_crash_mid_commit(r, seed))
+                return false;
+            r->injected[FAULT_CRASH_MID_COMMIT]++;
+            break;
+        }
         stop_broker(r, SIGKILL);
+        r->armed_bk = 0;
         r->armed = commit_failpoints[rand_r(seed) %
                                      (sizeof commit_failpoints /
                                       sizeof commit_failpoints[0])];
@@ -871,6 +1149,14 @@ static bool inject(struct run *r, unsigned *seed, int64_t *resume_at,
         if (!cluster_kill(r, seed, true))
             return false;
         r->injected[FAULT_KILL_LEADER]++;
+        break;
+    case FAULT_PAUSE_BROKER:
+    case FAULT_PARTITION_BROKER:
+        if (!cluster_disturb(r, seed,
+                             kind == FAULT_PAUSE_BROKER ? DOWN_PAUSED
+                                                        : DOWN_CUT))
+            return false;
+        r->injected[kind]++;
         break;
     default:
         break;
@@ -912,7 +1198,7 @@ static void await_first_commits(struct run *r)
                 all = child_committed(r, &r->kids[i]);
         if (all)
             return;
-        if (cn_clock_mono_ms() >= give_up) {
+        if (cn_clock_mono_ms() >= give_up || interrupted) {
             fprintf(stderr, "cairnctl verify: a worker committed no "
                             "transaction within %" PRId64 " ms; going on\n",
                     r->stall_bound_ms);
@@ -920,6 +1206,49 @@ static void await_first_commits(struct run *r)
         }
         reap(r);
         usleep(50000);
+    }
+}
+
+/*
+ * Restarts (clean) a broker that exited while we thought it up: the one
+ * armed by crash-mid-commit dying at its fail point, as intended, to
+ * recover what that commit left behind; any other is a broker crash,
+ * counted and reported.
+ */
+static void watch_brokers(struct run *r)
+{
+    for (int i = 0; i < r->nbk; i++) {
+        pid_t pid = r->bk[i].pid;
+        int st;
+
+        if (pid <= 0 || (r->down == i && r->down_how == DOWN_PAUSED) ||
+            waitpid(pid, &st, WNOHANG) != pid)
+            continue;
+        kill(-pid, SIGKILL);
+        r->bk[i].pid = 0;
+        if (r->down == i && r->down_how == DOWN_CUT)
+            cn_vnet_run(CN_VNET_HEAL, r->netns, r->nbk, i, r->netlog);
+        /* A fail point's crash is a SIGKILL of itself (failpoint.c). */
+        if (i == r->armed_bk &&
+            ((WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) ||
+             (WIFEXITED(st) && WEXITSTATUS(st) == 137))) {
+            note(r, "broker %d died at its fail point; restarting it clean",
+                 i + 1);
+            r->armed_bk = -1;
+            r->failpoint_crashes++;
+        } else {
+            if (i == r->armed_bk)
+                r->armed_bk = -1;
+            r->unexpected_exits++;
+            fprintf(stderr,
+                    "cairnctl verify: broker %d exited unexpectedly (%s %d); "
+                    "see its log\n",
+                    i + 1, WIFSIGNALED(st) ? "signal" : "status",
+                    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+        }
+        if (r->down == i)
+            r->down = -1;
+        start_broker_at(r, i);
     }
 }
 
@@ -936,26 +1265,19 @@ static void fault_phase(struct run *r)
             r->last_ack[p] = start;
         r->ack_stall_ms = 0;
     }
-    while ((now = cn_clock_mono_ms()) - start < r->duration_ms) {
+    while ((now = cn_clock_mono_ms()) - start < r->duration_ms &&
+           !interrupted) {
         if (r->cluster) {
             scan_acks(r, now);
             cluster_restart(r, false);
+            cmc_step(r);
         }
         if (paused && now >= resume_at) {
             kill(paused->pid, SIGCONT);
             paused->paused = false;
             paused = NULL;
         }
-        /* A broker armed by crash-mid-commit died at its point: bring
-         * it back clean, to recover what that commit left behind. */
-        if (r->bk[0].pid > 0 && r->armed &&
-            waitpid(r->bk[0].pid, NULL, WNOHANG) == r->bk[0].pid) {
-            kill(-r->bk[0].pid, SIGKILL);
-            r->bk[0].pid = 0;
-            r->armed = NULL;
-            r->failpoint_crashes++;
-            start_broker(r);
-        }
+        watch_brokers(r);
         if (now >= next) {
             if (inject(r, &seed, &resume_at, &paused))
                 next = now + r->fault_every_ms / 2 +
@@ -970,12 +1292,14 @@ static void fault_phase(struct run *r)
         kill(paused->pid, SIGCONT);
         paused->paused = false;
     }
-    /* The checks need a broker that stays up. */
-    if (r->armed) {
-        stop_broker(r, SIGKILL);
-        r->armed = NULL;
-        start_broker(r);
+    /* The checks need brokers that stay up. */
+    if (r->armed_bk >= 0) {
+        int i = r->armed_bk;
+        stop_brokers(r, 1u << i, SIGKILL);
+        r->armed_bk = -1;
+        start_broker_at(r, i);
     }
+    r->cmc_victim = -1;
 }
 
 /* Feeds every history file to the checker. */
@@ -1027,6 +1351,7 @@ static void print_report(const struct run *r, const struct cn_vc_report *rep,
             printf("%s\"%s\":%" PRId64, k ? "," : "", fault_names[k],
                    r->injected[k]);
         printf("},\"failpoint_crashes\":%" PRId64, r->failpoint_crashes);
+        printf(",\"unexpected_broker_exits\":%" PRId64, r->unexpected_exits);
         printf(",\"brokers\":%d,\"cluster\":%s", r->nbk,
                r->cluster ? "true" : "false");
         printf(",\"ack_stall_ms\":%" PRId64, r->ack_stall_ms);
@@ -1059,7 +1384,8 @@ static void print_report(const struct run *r, const struct cn_vc_report *rep,
         printf(" %s %" PRId64 "%s", fault_names[k], r->injected[k],
                k + 1 < NFAULTS ? "," : "");
     printf("; worker restarts %" PRId64 "; broker crashes at a commit fail "
-           "point %" PRId64 "\n", r->restarts, r->failpoint_crashes);
+           "point %" PRId64 ", unexpected broker exits %" PRId64 "\n",
+           r->restarts, r->failpoint_crashes, r->unexpected_exits);
     printf("stall       %" PRId64 " ms (bound %" PRId64 " ms)\n", r->stall_ms,
            r->stall_bound_ms);
     if (r->cluster)
@@ -1182,8 +1508,11 @@ static const char verify_usage[] =
     "Cluster mode (Cairn's replication, or any Kafka cluster):\n"
     "  cairnctl --bootstrap-server H1:P1,H2:P2,H3:P3 verify --cluster\n"
     "         --broker-cmd CMD1 --broker-cmd CMD2 --broker-cmd CMD3\n"
-    "         --duration S [--faults kill-broker,kill-leader,kill-worker,\n"
-    "                                pause-worker] [--leader-lag-ms MS] ...\n"
+    "         --duration S [--faults kill-broker,kill-leader,pause-broker,\n"
+    "                 partition-broker,crash-mid-commit,kill-worker,\n"
+    "                 pause-worker] [--leader-lag-ms MS] [--idempotent]\n"
+    "         [--session-timeout-ms MS] [--pause-ms MS] [--partition-ms MS]\n"
+    "         [--netns PREFIX] ...\n"
     "--broker-cmd once per broker, in the order of --bootstrap-server: the\n"
     "Nth command starts the broker listening on the Nth address.  The topics\n"
     "get every broker as a replica and min.insync.replicas one less.  The\n"
@@ -1196,7 +1525,22 @@ static const char verify_usage[] =
     "--leader-lag-ms (default 500) so they lag; one broker is down at a\n"
     "time, it restarts once its partitions have new leaders, and the next\n"
     "kill waits for every ISR to be full.  --stall-bound-ms (default 20000)\n"
-    "also bounds how long a partition may take no acknowledged write.\n";
+    "also bounds how long a partition may take no acknowledged write.\n"
+    "pause-broker stops a random broker (SIGSTOP) for --pause-ms, default\n"
+    "1.5 x --session-timeout-ms (the brokers' broker.session.timeout.ms;\n"
+    "default 9000, Kafka's), so it is fenced and deposed, then SIGCONT.\n"
+    "crash-mid-commit restarts the broker that would take over the\n"
+    "coordinator of one of the workers' transactional ids with a commit fail\n"
+    "point armed, then kills that coordinator (-9): the armed broker dies at\n"
+    "that step of the next commit it coordinates and restarts clean.\n"
+    "--netns PREFIX (root): each broker runs in network namespace\n"
+    "PREFIX-<N> at 10.77.0.<N>, joined by bridge PREFIX-br (10.77.0.254);\n"
+    "the Nth --bootstrap-server address must be 10.77.0.<N>.  All of it is\n"
+    "deleted at the end, on SIGINT/SIGTERM, and (leftovers of a killed run,\n"
+    "with the processes in them) at the start.  partition-broker needs it:\n"
+    "a random broker's link goes down for --partition-ms (default 2 x the\n"
+    "session timeout), cutting it off from the others and the clients.\n"
+    "One broker at most is disturbed (killed, paused, cut off) at a time.\n";
 
 static int verify_usage_error(const char *what, const char *val)
 {
@@ -1266,6 +1610,11 @@ static int parse(struct run *r, int argc, char **argv)
             r->broker_cmd = val;
             r->bk[r->nbk].node_id = -1;
             r->bk[r->nbk++].cmd = val;
+        } else if (!strcmp(k, "--netns")) {
+            if (!cn_vnet_prefix_ok(val))
+                return verify_usage_error("--netns wants 1-8 of [a-z0-9], not",
+                                          val);
+            r->netns = val;
         } else if (!strcmp(k, "--dir")) {
             snprintf(r->dir, sizeof r->dir, "%s", val);
         } else if (!strcmp(k, "--timeout")) {
@@ -1283,6 +1632,12 @@ static int parse(struct run *r, int argc, char **argv)
                 dst = &rpws;
             else if (!strcmp(k, "--leader-lag-ms") && v <= 10000)
                 r->lag_ms = v;
+            else if (!strcmp(k, "--session-timeout-ms") && v >= 100)
+                r->session_ms = v;
+            else if (!strcmp(k, "--pause-ms") && v >= 1)
+                r->pause_ms = v;
+            else if (!strcmp(k, "--partition-ms") && v >= 1)
+                r->cut_ms = v;
             else if (!strcmp(k, "--partitions") && v >= 1 && v <= 64)
                 r->partitions = (int)v;
             else if (!strcmp(k, "--txn-timeout-ms") && v >= 1000)
@@ -1323,13 +1678,19 @@ static int parse(struct run *r, int argc, char **argv)
         if (r->nbk > 1)
             return verify_usage_error(
                 "--broker-cmd more than once needs --cluster", NULL);
-        if (r->faults[FAULT_KILL_LEADER])
-            return verify_usage_error("kill-leader needs --cluster", NULL);
+        if (r->faults[FAULT_KILL_LEADER] || r->faults[FAULT_PAUSE_BROKER] ||
+            r->faults[FAULT_PARTITION_BROKER] || r->netns)
+            return verify_usage_error("kill-leader, pause-broker, "
+                                      "partition-broker and --netns need "
+                                      "--cluster",
+                                      NULL);
         if (r->nbk == 1)
             snprintf(r->bk[0].addr, sizeof r->bk[0].addr, "%s", r->bootstrap);
         return 0;
     }
     /* Cluster mode: the Nth --broker-cmd listens on the Nth address. */
+    if (r->faults[FAULT_PARTITION_BROKER] && !r->netns)
+        return verify_usage_error("partition-broker needs --netns", NULL);
     {
         const char *p = r->bootstrap;
         int n = 0;
@@ -1358,6 +1719,7 @@ int cmd_verify(int argc, char **argv)
 
     if (!r)
         return EXIT_FAIL;
+    r->t0 = cn_clock_mono_ms();
     r->bootstrap = "127.0.0.1:9092";
     r->seed = (unsigned)(t0 ^ getpid());
     r->writers = 2;
@@ -1366,12 +1728,19 @@ int cmd_verify(int argc, char **argv)
     r->txn_timeout_ms = 10000;
     r->fault_every_ms = 5000;
     r->lag_ms = 500;
+    r->session_ms = 9000; /* Kafka's broker.session.timeout.ms */
     r->down = -1;
+    r->armed_bk = -1;
+    r->cmc_victim = -1;
     rc = parse(r, argc, argv);
     if (rc) {
         free(r);
         return rc < 0 ? 0 : rc;
     }
+    if (!r->pause_ms)
+        r->pause_ms = r->session_ms * 3 / 2;
+    if (!r->cut_ms)
+        r->cut_ms = r->session_ms * 2;
     if (!r->stall_bound_ms)
         r->stall_bound_ms = r->cluster
                                 ? 20000
@@ -1394,8 +1763,28 @@ int cmd_verify(int argc, char **argv)
     fprintf(stderr, "cairnctl verify: seed %u, histories in %s\n", r->seed,
             r->dir);
     signal(SIGPIPE, SIG_IGN);
+    {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal; /* no SA_RESTART: waits end early */
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+    }
 
     rc = EXIT_FAIL;
+    if (r->netns) {
+        snprintf(r->netlog, sizeof r->netlog, "%s/netns.log", r->dir);
+        /* What a run of the same prefix killed before its end left. */
+        cn_vnet_run(CN_VNET_TEARDOWN, r->netns, r->nbk, 0, r->netlog);
+        if (cn_vnet_run(CN_VNET_SETUP, r->netns, r->nbk, 0, r->netlog)) {
+            fprintf(stderr,
+                    "cairnctl verify: --netns: could not set up the "
+                    "namespaces (root needed); see %s\n",
+                    r->netlog);
+            goto out;
+        }
+    }
     for (int i = 0; i < r->nbk; i++)
         if (start_broker_at(r, i))
             goto out;
@@ -1426,13 +1815,18 @@ int cmd_verify(int argc, char **argv)
             goto out;
     await_first_commits(r);
     fault_phase(r);
-    rc = finish_run(r);
+    if (!interrupted)
+        rc = finish_run(r);
 out:
     for (int i = 0; i < r->nkids; i++)
         kill_child(&r->kids[i], SIGKILL);
     if (r->meta)
         rd_kafka_destroy(r->meta);
     stop_brokers(r, ~0u, SIGTERM);
+    if (r->netns)
+        cn_vnet_run(CN_VNET_TEARDOWN, r->netns, r->nbk, 0, r->netlog);
+    if (interrupted)
+        fprintf(stderr, "cairnctl verify: interrupted\n");
     free(r->last_ack);
     free(r);
     return rc;

@@ -358,24 +358,50 @@ static int run_idempotent_writer(struct worker *w)
     return 0;
 }
 
-/* Seeks every assigned partition back to its committed offset. */
-static void rewind_committed(struct worker *w)
+/*
+ * Seeks every assigned partition back to its committed offset, after an
+ * abort.  Returns 0, or EXIT_FATAL when it could not (the group
+ * coordinator unreachable, say, while its broker is down): going on from
+ * the position would skip what the aborted transaction consumed, and the
+ * next commit would move the group past it for good, so the worker exits
+ * and its next incarnation starts from the committed offsets.
+ */
+static int rewind_committed(struct worker *w)
 {
     rd_kafka_topic_partition_list_t *parts = NULL;
+    rd_kafka_resp_err_t err;
+    int rc = 0;
 
     if (rd_kafka_assignment(w->cons, &parts) || !parts)
-        return;
-    if (parts->cnt &&
-        !rd_kafka_committed(w->cons, parts, CALL_TIMEOUT_MS)) {
-        for (int i = 0; i < parts->cnt; i++)
-            if (parts->elems[i].offset < 0)
+        return EXIT_FATAL;
+    if (parts->cnt) {
+        err = rd_kafka_committed(w->cons, parts, CALL_TIMEOUT_MS);
+        for (int i = 0; !err && i < parts->cnt; i++) {
+            if (parts->elems[i].err)
+                err = parts->elems[i].err;
+            else if (parts->elems[i].offset < 0)
                 parts->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
-        rd_kafka_error_t *e =
-            rd_kafka_seek_partitions(w->cons, parts, CALL_TIMEOUT_MS);
-        if (e)
-            rd_kafka_error_destroy(e);
+        }
+        if (!err) {
+            rd_kafka_error_t *e = rd_kafka_seek_partitions(w->cons, parts,
+                                                           CALL_TIMEOUT_MS);
+            if (e) {
+                fprintf(stderr, "verify-worker %s%d: seek: %s\n", w->role,
+                        w->id, rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+                rc = EXIT_FATAL;
+            }
+            for (int i = 0; !rc && i < parts->cnt; i++)
+                if (parts->elems[i].err)
+                    rc = EXIT_FATAL;
+        } else {
+            fprintf(stderr, "verify-worker %s%d: committed offsets: %s\n",
+                    w->role, w->id, rd_kafka_err2str(err));
+            rc = EXIT_FATAL;
+        }
     }
     rd_kafka_topic_partition_list_destroy(parts);
+    return rc;
 }
 
 /* An open transaction may hold records of partitions being revoked:
@@ -447,10 +473,8 @@ static int rpw_commit(struct worker *w)
     rd_kafka_consumer_group_metadata_destroy(md);
     rd_kafka_topic_partition_list_destroy(pos);
     rc = e ? txn_failed(w, e) : finish(w, true);
-    if (rc == TXN_ABORTED) {
-        rewind_committed(w);
-        rc = 0;
-    }
+    if (rc == TXN_ABORTED)
+        rc = rewind_committed(w);
     return rc;
 }
 
@@ -491,9 +515,8 @@ static int run_rpw(struct worker *w)
             } else {
                 rd_kafka_message_destroy(m);
                 rc = finish(w, false);
-                if (rc == TXN_ABORTED)
-                    rc = 0;
-                rewind_committed(w);
+                if (rc == 0 || rc == TXN_ABORTED)
+                    rc = rewind_committed(w);
                 w->txn++;
                 w->pending = 0;
                 if (!rc)
