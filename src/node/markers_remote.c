@@ -208,6 +208,7 @@ static struct cn_peer *peer_for(struct cn_markers_remote *r, int32_t node)
         .backoff_ms = 50,
         .backoff_max_ms = 1000,
         .max_frame_bytes = 16 << 20,
+        .fail_unsent = true,
     };
     if (cn_peer_new(b->loop, &o, &d->peer) != 0) {
         d->peer = NULL;

@@ -68,6 +68,7 @@ struct cn_peer {
     int64_t backoff_first_ms;
     int64_t backoff_max_ms;
     int32_t max_frame_bytes;
+    bool fail_unsent;
 
     enum peer_state state;
     struct peer_conn *conn; /* the current connection, or NULL */
@@ -143,7 +144,7 @@ static void on_conn_closed(uv_handle_t *h)
 
 /* Closes the current connection and fails what it had sent: the
  * expired ones with -ETIMEDOUT, the others with err.  Unsent calls stay
- * for the next connection. */
+ * for the next connection, unless p->fail_unsent. */
 static void drop_connection(struct cn_peer *p, int err)
 {
     struct peer_conn *conn = p->conn;
@@ -159,7 +160,12 @@ static void drop_connection(struct cn_peer *p, int err)
                                                           : p->backoff_ms * 2;
 
     int64_t now = (int64_t)uv_now(p->loop);
-    while (p->head && p->head->sent) {
+    /* Only the calls there now: a callback may queue new ones, which get
+     * the next connection. */
+    size_t n = 0;
+    for (struct peer_call *c = p->head; c; c = c->next)
+        n++;
+    while (n-- > 0 && p->head && (p->head->sent || p->fail_unsent)) {
         struct peer_call *c = p->head;
         unlink_call(p, c);
         if (!finish_call(p, c, now >= c->deadline_ms ? -ETIMEDOUT : err, NULL,
@@ -465,6 +471,7 @@ int cn_peer_new(uv_loop_t *loop, const struct cn_peer_opts *opts,
     p->backoff_ms = p->backoff_first_ms;
     p->max_frame_bytes = opts->max_frame_bytes > 4 ? opts->max_frame_bytes
                                                    : 100 * 1024 * 1024;
+    p->fail_unsent = opts->fail_unsent;
     p->state = PEER_IDLE;
     uv_timer_init(loop, &p->timer);
     p->timer.data = p;

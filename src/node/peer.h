@@ -13,7 +13,8 @@
  * comes late would otherwise be read as the answer to a later request).
  * When a connection is lost, calls already sent fail with -ECONNRESET
  * (the caller decides whether a retry is safe) and calls not yet sent wait
- * for the next connection, each until its own deadline.
+ * for the next connection, each until its own deadline (or fail at once,
+ * with fail_unsent).
  *
  * Plaintext only: the listener a peer reaches is one the brokers trust
  * (the CONTROLLER listener, or inter.broker.listener.name).
@@ -40,6 +41,12 @@ struct cn_peer_opts {
                                  reconnect.backoff.ms: 50) */
     int64_t backoff_max_ms;  /* cap of the doubling (1000) */
     int32_t max_frame_bytes; /* a larger response closes the connection */
+    /* A failed connect or a lost connection also fails the calls not yet
+     * sent (with its error), as Kafka's inter-broker send threads do: for
+     * callers that look the destination up again (a partition's leader,
+     * a coordinator), which may have moved, rather than wait for this
+     * one to come back. */
+    bool fail_unsent;
 };
 
 /*

@@ -334,6 +334,7 @@ static bool dest_peer(struct tr_dest *d)
         .backoff_ms = 50,
         .backoff_max_ms = 1000,
         .max_frame_bytes = b->cfg->socket_request_max_bytes,
+        .fail_unsent = true,
     };
     if (cn_peer_new(b->loop, &o, &d->peer) != 0) {
         d->peer = NULL;

@@ -332,6 +332,43 @@ UNIT_TEST(never_connected_times_out)
     finish(&loop, &srv, p);
 }
 
+/* fail_unsent (the marker and verification senders): a refused connect
+ * fails the calls waiting for it at once, not at their deadline, so the
+ * caller can look up a destination that moved. */
+UNIT_TEST(fail_unsent_fails_at_the_refused_connect)
+{
+    uv_loop_t loop;
+    struct server srv = {.mode = ANSWER};
+    struct result r = {0};
+    uv_loop_init(&loop);
+    server_start(&srv, &loop, 0);
+    int port = srv.port;
+    server_stop(&srv);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    struct cn_peer_opts o = {.host = "127.0.0.1",
+                             .port = port,
+                             .client_id = "test",
+                             .backoff_ms = 10,
+                             .backoff_max_ms = 40,
+                             .fail_unsent = true};
+    struct cn_peer *p = NULL;
+    CHECK_EQ(cn_peer_new(&loop, &o, &p), 0);
+    CHECK_EQ(call(p, 1, 60000, &r), 0);
+    CHECK_EQ(call(p, 2, 60000, &r), 0);
+    run_until(&loop, &r.calls, 2);
+    CHECK_EQ(r.calls, 2);
+    CHECK_EQ(r.err, -ECONNREFUSED);
+    CHECK_EQ(cn_peer_pending(p), 0);
+    /* The next call tries again, and goes once the server is there. */
+    server_start(&srv, &loop, port);
+    CHECK_EQ(call(p, 3, 5000, &r), 0);
+    run_until(&loop, &r.calls, 3);
+    CHECK_EQ(r.calls, 3);
+    CHECK_EQ(r.err, 0);
+    CHECK_EQ(r.broker, 3);
+    finish(&loop, &srv, p);
+}
+
 UNIT_TEST(timeout_drops_the_connection_and_the_next_call_reconnects)
 {
     uv_loop_t loop;
@@ -472,6 +509,7 @@ UNIT_TEST(unknown_api_version_is_refused_at_once)
 }
 
 UNIT_MAIN(answers_are_decoded_in_call_order,
+          fail_unsent_fails_at_the_refused_connect,
           refused_then_reconnects_when_the_server_comes,
           never_connected_times_out,
           timeout_drops_the_connection_and_the_next_call_reconnects,
