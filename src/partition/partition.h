@@ -70,11 +70,13 @@ struct cn_partition {
     struct cn_replica_fetcher *fetcher;
 };
 
-/* The last stable offset: the first offset of the oldest open transaction,
- * capped at the high watermark.  read_committed readers stop there. */
+/* The last stable offset: the first offset of the oldest open transaction
+ * (or of one whose marker is not below the high watermark yet), capped at
+ * the high watermark.  read_committed readers stop there. */
 static inline int64_t cn_partition_lso(const struct cn_partition *p)
 {
-    int64_t open = cn_pstate_first_open_offset(p->pstate);
+    int64_t open = cn_pstate_first_unstable_offset(p->pstate,
+                                                   p->high_watermark);
     return open >= 0 && open < p->high_watermark ? open : p->high_watermark;
 }
 

@@ -56,6 +56,7 @@ int cn_partition_record_batch(struct cn_partition *p, const uint8_t *batch,
         cn_batch_marker(batch, len, &type, &coord_epoch) != 0)
         return 0; /* not a marker Kafka would write: nothing to track */
     int64_t closed = -1;
+    cn_pstate_stable_at(p->pstate, p->high_watermark);
     int rc = cn_pstate_update(p->pstate, hdr, type, coord_epoch, &closed);
     if (rc || type != CN_CONTROL_ABORT || closed < 0)
         return rc;

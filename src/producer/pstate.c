@@ -86,6 +86,11 @@ struct open_txn {
     int64_t start_ms;     /* max timestamp of its first batch */
 };
 
+struct unrepl_txn {
+    int64_t first_offset;  /* the transaction's first offset */
+    int64_t marker_offset; /* where its marker is */
+};
+
 struct cn_pstate {
     struct pentry *entries; /* dense, [0..count) used */
     size_t count;           /* entries in use */
@@ -97,6 +102,12 @@ struct cn_pstate {
     struct open_txn *open;
     size_t open_head, open_n, open_cap;
     size_t open_live;       /* open transactions (holes not counted) */
+    /* Transactions closed by a marker the high watermark has not passed
+     * yet, in marker order: [unrepl_head, unrepl_n) of unrepl.  Still
+     * unstable (Kafka's unreplicatedTxns): a new leader without the
+     * marker would hold them open again. */
+    struct unrepl_txn *unrepl;
+    size_t unrepl_head, unrepl_n, unrepl_cap;
 };
 
 static uint64_t hash_pid(int64_t pid)
@@ -318,6 +329,7 @@ void cn_pstate_free(struct cn_pstate *ps)
     free(ps->entries);
     free(ps->slots);
     free(ps->open);
+    free(ps->unrepl);
     free(ps);
 }
 
@@ -326,6 +338,7 @@ void cn_pstate_clear(struct cn_pstate *ps)
     free(ps->entries);
     free(ps->slots);
     free(ps->open);
+    free(ps->unrepl);
     memset(ps, 0, sizeof *ps);
 }
 
@@ -366,6 +379,8 @@ enum cn_pcheck cn_pstate_check(const struct cn_pstate *ps,
     return CN_PCHECK_APPEND;
 }
 
+static int unrepl_push(struct cn_pstate *ps, int64_t first, int64_t marker);
+
 int cn_pstate_update(struct cn_pstate *ps, const struct cn_batch_hdr *hdr,
                      int control_type, int32_t coordinator_epoch,
                      int64_t *closed_first_offset)
@@ -387,8 +402,11 @@ int cn_pstate_update(struct cn_pstate *ps, const struct cn_batch_hdr *hdr,
          * carry no producer sequence. */
         if (closed_first_offset)
             *closed_first_offset = e->txn_first_offset;
-        if (e->txn_first_offset >= 0)
+        if (e->txn_first_offset >= 0) {
             open_remove(ps, e->txn_first_offset);
+            if (unrepl_push(ps, e->txn_first_offset, hdr->base_offset) != 0)
+                return CN_ENOMEM;
+        }
         e->txn_first_offset = -1;
         e->coordinator_epoch = coordinator_epoch;
         e->markers++;
@@ -407,6 +425,55 @@ int cn_pstate_update(struct cn_pstate *ps, const struct cn_batch_hdr *hdr,
     }
     push_batch(e, &b);
     return 0;
+}
+
+static int unrepl_push(struct cn_pstate *ps, int64_t first, int64_t marker)
+{
+    if (ps->unrepl_head > 0 && ps->unrepl_n == ps->unrepl_cap) {
+        memmove(ps->unrepl, ps->unrepl + ps->unrepl_head,
+                (ps->unrepl_n - ps->unrepl_head) * sizeof *ps->unrepl);
+        ps->unrepl_n -= ps->unrepl_head;
+        ps->unrepl_head = 0;
+    }
+    if (ps->unrepl_n == ps->unrepl_cap) {
+        size_t cap = ps->unrepl_cap ? ps->unrepl_cap * 2 : 8;
+        struct unrepl_txn *v = realloc(ps->unrepl, cap * sizeof *v);
+        if (!v)
+            return CN_ENOMEM;
+        ps->unrepl = v;
+        ps->unrepl_cap = cap;
+    }
+    ps->unrepl[ps->unrepl_n++] = (struct unrepl_txn){first, marker};
+    return 0;
+}
+
+void cn_pstate_stable_at(struct cn_pstate *ps, int64_t high_watermark)
+{
+    while (ps->unrepl_head < ps->unrepl_n &&
+           ps->unrepl[ps->unrepl_head].marker_offset < high_watermark)
+        ps->unrepl_head++;
+    if (ps->unrepl_head == ps->unrepl_n)
+        ps->unrepl_head = ps->unrepl_n = 0;
+}
+
+int64_t cn_pstate_first_unstable_offset(const struct cn_pstate *ps,
+                                        int64_t high_watermark)
+{
+    int64_t first = cn_pstate_first_open_offset(ps);
+    /* Markers are in offset order: skip those below the high watermark
+     * (not pruned yet), then the oldest transaction among the rest. */
+    size_t lo = ps->unrepl_head, hi = ps->unrepl_n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ps->unrepl[mid].marker_offset < high_watermark)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < ps->unrepl_n; i++)
+        if (first < 0 || ps->unrepl[i].first_offset < first)
+            first = ps->unrepl[i].first_offset;
+    return first;
 }
 
 int64_t cn_pstate_first_open_offset(const struct cn_pstate *ps)

@@ -99,6 +99,17 @@ int cn_pstate_update(struct cn_pstate *ps, const struct cn_batch_hdr *hdr,
  * caps it at the high watermark).
  */
 int64_t cn_pstate_first_open_offset(const struct cn_pstate *ps);
+/*
+ * The first unstable offset, given the high watermark: the oldest open
+ * transaction's first offset, or older, that of a transaction whose
+ * marker is at or above the high watermark (not replicated yet: a new
+ * leader without it would hold the transaction open again, so it is not
+ * stable, as Kafka keeps it).  -1 when there is none.
+ */
+int64_t cn_pstate_first_unstable_offset(const struct cn_pstate *ps,
+                                        int64_t high_watermark);
+/* Forgets transactions whose markers are below the high watermark. */
+void cn_pstate_stable_at(struct cn_pstate *ps, int64_t high_watermark);
 size_t cn_pstate_open_count(const struct cn_pstate *ps);
 /* Calls fn for each open transaction, oldest first, with the max
  * timestamp of its first batch as start_ms (ms; after a restart from a

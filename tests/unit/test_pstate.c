@@ -670,8 +670,36 @@ UNIT_TEST(test_open_transactions_ordered)
     free(dir);
 }
 
-UNIT_MAIN(test_append_in_sequence, test_open_transactions_ordered, test_duplicates_last_five, test_epochs,
-          test_sequence_wrap, test_transactions, test_expiry,
+/* A transaction closed by a marker the high watermark has not passed is
+ * still unstable (Kafka's unreplicated transactions): the LSO stays at
+ * its first offset until the marker is below the high watermark. */
+UNIT_TEST(test_unreplicated_marker_keeps_lso)
+{
+    struct cn_pstate *ps = cn_pstate_new();
+    CHECK_EQ(put(ps, txn_hdr(5, 0, 0, 2, 100, 10)), CN_PCHECK_APPEND);
+    CHECK_EQ(put(ps, txn_hdr(6, 0, 0, 1, 102, 10)), CN_PCHECK_APPEND);
+    CHECK_EQ(cn_pstate_first_unstable_offset(ps, 103), 100);
+    struct cn_batch_hdr m = marker(5, 0, 103, 12);
+    CHECK_EQ(cn_pstate_update(ps, &m, CN_CONTROL_COMMIT, 0, NULL), 0);
+    CHECK_EQ(cn_pstate_first_open_offset(ps), 102);
+    /* Marker at 103, high watermark 103: not replicated yet. */
+    CHECK_EQ(cn_pstate_first_unstable_offset(ps, 103), 100);
+    CHECK_EQ(cn_pstate_first_unstable_offset(ps, 104), 102);
+    m = marker(6, 0, 104, 13);
+    CHECK_EQ(cn_pstate_update(ps, &m, CN_CONTROL_ABORT, 0, NULL), 0);
+    CHECK_EQ(cn_pstate_first_unstable_offset(ps, 104), 102);
+    CHECK_EQ(cn_pstate_first_unstable_offset(ps, 105), -1);
+    /* Pruned once stable; what is left still counts. */
+    cn_pstate_stable_at(ps, 104);
+    CHECK_EQ(cn_pstate_first_unstable_offset(ps, 104), 102);
+    cn_pstate_stable_at(ps, 105);
+    CHECK_EQ(cn_pstate_first_unstable_offset(ps, 0), -1);
+    cn_pstate_free(ps);
+}
+
+UNIT_MAIN(test_append_in_sequence, test_unreplicated_marker_keeps_lso,
+          test_open_transactions_ordered, test_duplicates_last_five,
+          test_epochs, test_sequence_wrap, test_transactions, test_expiry,
           test_snapshot_round_trip, test_snapshot_corrupt_fallback,
           test_snapshot_above_max_offset, test_snapshot_prune,
           test_memory_100k)
