@@ -101,7 +101,8 @@ soak: test-deps build build-java
 	CAIRN_SOAK=1 CAIRN_BUILD_DIR=$(CURDIR)/build CAIRN_BIN=$(CURDIR)/build/cairn \
 	    $(PY) -m pytest -q -p no:cacheprovider tests/e2e/test_kafka_ref_cluster.py \
 	    tests/e2e/test_kafka_cli.py tests/e2e/test_cairnctl_secured.py \
-	    tests/e2e/test_cluster_vs_kafka.py tests/e2e/test_cluster_replication.py
+	    tests/e2e/test_cluster_vs_kafka.py tests/e2e/test_cluster_replication.py \
+	    tests/e2e/test_verify_cluster.py
 
 bench: build build-java
 	@tools/deps.sh bench

@@ -111,25 +111,28 @@ struct run {
     int ntails;             /* tailing readers: kids[0..ntails-1] */
     struct bproc bk[MAX_BROKERS]; /* the brokers we own */
     int nbk;
-    int down;                 /* cluster: index of the broker disturbed, -1 */
-    enum disturb down_how;    /* how */
-    int64_t down_since;       /* since when (monotonic ms) */
-    int64_t session_ms;       /* the brokers' broker.session.timeout.ms */
-    int64_t pause_ms;         /* pause-broker: how long */
-    int64_t cut_ms;           /* partition-broker: how long */
-    const char *netns;        /* --netns PREFIX, or NULL */
-    char netlog[320];         /* what ip(8) said, in dir */
-    int armed_bk;             /* broker started with r->armed, -1 for none */
-    int cmc_victim;           /* crash-mid-commit: broker to kill next, -1 */
-    int32_t cmc_part;         /* the __transaction_state partition it leads */
-    int64_t cmc_since;        /* when the armed broker was started */
-    int64_t unexpected_exits; /* broker deaths nobody asked for */
-    int64_t t0;               /* start (monotonic ms), for note() */
-    int64_t lag_ms;           /* kill-leader: how long followers lag first */
-    rd_kafka_t *meta;         /* cluster: Metadata queries */
-    int64_t *last_ack;        /* cluster: per input partition, last ack seen */
-    int64_t ack_stall_ms;     /* longest time a partition took no ack */
-    int32_t ack_stall_part;   /* which one */
+    int down;                  /* cluster: index of the broker disturbed, -1 */
+    enum disturb down_how;     /* how */
+    int64_t down_since;        /* since when (monotonic ms) */
+    int64_t session_ms;        /* the brokers' broker.session.timeout.ms */
+    int64_t pause_ms;          /* pause-broker: how long */
+    int64_t cut_ms;            /* partition-broker: how long */
+    const char *netns;         /* --netns PREFIX, or NULL */
+    char netlog[320];          /* what ip(8) said, in dir */
+    int armed_bk;              /* broker started with r->armed, -1 for none */
+    int cmc_victim;            /* crash-mid-commit: broker to kill next, -1 */
+    int32_t cmc_part;          /* the __transaction_state partition it leads */
+    int64_t cmc_since;         /* when the armed broker was started */
+    int64_t unexpected_exits;  /* broker deaths nobody asked for */
+    int64_t t0;                /* start (monotonic ms), for note() */
+    enum fault round[NFAULTS]; /* faults left in this round, last first */
+    int nround;
+    int64_t settle_until;   /* no broker fault before (monotonic ms) */
+    int64_t lag_ms;         /* kill-leader: how long followers lag first */
+    rd_kafka_t *meta;       /* cluster: Metadata queries */
+    int64_t *last_ack;      /* cluster: per input partition, last ack seen */
+    int64_t ack_stall_ms;   /* longest time a partition took no ack */
+    int32_t ack_stall_part; /* which one */
     long hist_pos[MAX_WORKERS]; /* how far writer histories were read */
     bool json;              /* --json */
     int64_t duration_ms;    /* of the fault phase */
@@ -770,6 +773,15 @@ static void kill_broker_now(struct run *r, int i)
     r->down_since = cn_clock_mono_ms();
 }
 
+/* Whether a broker may be disturbed now: none is, no crash-mid-commit
+ * step is pending, and no broker restarted within a session timeout (it
+ * may not have been fenced yet, so Metadata's ISRs would still count it). */
+static bool may_disturb(const struct run *r)
+{
+    return r->down < 0 && r->cmc_victim < 0 &&
+           cn_clock_mono_ms() >= r->settle_until;
+}
+
 /* Kafka's Utils.abs(transactionalId.hashCode) % partitions: where the
  * coordinator of a transactional id keeps its state. */
 static int32_t txn_partition_for(const char *tid, int32_t partitions)
@@ -843,7 +855,7 @@ static bool cluster_kill(struct run *r, unsigned *seed, bool leader)
     bool healthy;
     int victim;
 
-    if (r->down >= 0 || cluster_state(r, leaders, &healthy) || !healthy)
+    if (!may_disturb(r) || cluster_state(r, leaders, &healthy) || !healthy)
         return false;
     if (!leader) {
         victim = (int)(rand_r(seed) % (unsigned)r->nbk);
@@ -883,7 +895,7 @@ static bool cluster_disturb(struct run *r, unsigned *seed, enum disturb how)
     bool healthy;
     int victim;
 
-    if (r->down >= 0 || cluster_state(r, NULL, &healthy) || !healthy)
+    if (!may_disturb(r) || cluster_state(r, NULL, &healthy) || !healthy)
         return false;
     victim = (int)(rand_r(seed) % (unsigned)r->nbk);
     if (r->bk[victim].pid <= 0)
@@ -921,8 +933,8 @@ static bool cluster_crash_mid_commit(struct run *r, unsigned *seed)
     int32_t part;
     bool healthy, in_isr;
 
-    if (r->down >= 0 || r->cmc_victim >= 0 || n == 0 ||
-        cluster_state(r, NULL, &healthy) || !healthy)
+    if (!may_disturb(r) || n == 0 || cluster_state(r, NULL, &healthy) ||
+        !healthy)
         return false;
     k = (int)(rand_r(seed) % (unsigned)n);
     if (!r->idempotent && k < r->writers)
@@ -939,6 +951,7 @@ static bool cluster_crash_mid_commit(struct run *r, unsigned *seed)
         stop_brokers(r, 1u << old, SIGKILL);
         r->armed_bk = -1;
         start_broker_at(r, old);
+        r->settle_until = cn_clock_mono_ms() + r->session_ms + 500;
         return false;
     }
     stop_brokers(r, 1u << next, SIGKILL);
@@ -1083,21 +1096,13 @@ static struct child *pick_worker(struct run *r, unsigned *seed)
     return c->pid > 0 && !c->paused ? c : NULL;
 }
 
-/* Injects one fault of an enabled kind; false when the chosen kind has
- * to wait (cluster mode: a broker is down or an ISR not full yet). */
-static bool inject(struct run *r, unsigned *seed, int64_t *resume_at,
-                   struct child **paused)
+/* Injects one fault of kind; false when it has to wait (cluster mode: a
+ * broker is disturbed or an ISR not full yet). */
+static bool inject_kind(struct run *r, enum fault kind, unsigned *seed,
+                        int64_t *resume_at, struct child **paused)
 {
-    enum fault kinds[NFAULTS], kind;
-    int n = 0;
     struct child *c;
 
-    for (int k = 0; k < NFAULTS; k++)
-        if (r->faults[k])
-            kinds[n++] = (enum fault)k;
-    if (!n)
-        return true;
-    kind = kinds[rand_r(seed) % (unsigned)n];
     switch (kind) {
     case FAULT_KILL_WORKER:
         c = pick_worker(r, seed);
@@ -1161,6 +1166,34 @@ static bool inject(struct run *r, unsigned *seed, int64_t *resume_at,
     default:
         break;
     }
+    return true;
+}
+
+/*
+ * Injects one fault; false when it has to wait, and the same kind is
+ * tried again next time.  The kinds come in rounds, each enabled kind
+ * once per round in a seeded order, so a short run sees every kind, even
+ * those that often have to wait for a healthy cluster.
+ */
+static bool inject(struct run *r, unsigned *seed, int64_t *resume_at,
+                   struct child **paused)
+{
+    if (r->nround == 0) {
+        for (int k = 0; k < NFAULTS; k++)
+            if (r->faults[k])
+                r->round[r->nround++] = (enum fault)k;
+        if (r->nround == 0)
+            return true;
+        for (int i = r->nround - 1; i > 0; i--) {
+            int j = (int)(rand_r(seed) % (unsigned)(i + 1));
+            enum fault t = r->round[i];
+            r->round[i] = r->round[j];
+            r->round[j] = t;
+        }
+    }
+    if (!inject_kind(r, r->round[r->nround - 1], seed, resume_at, paused))
+        return false;
+    r->nround--;
     return true;
 }
 
@@ -1249,6 +1282,7 @@ static void watch_brokers(struct run *r)
         if (r->down == i)
             r->down = -1;
         start_broker_at(r, i);
+        r->settle_until = cn_clock_mono_ms() + r->session_ms + 500;
     }
 }
 
@@ -1424,10 +1458,12 @@ static int finish_run(struct run *r)
             fprintf(stderr, "cairnctl verify: some partition still has no "
                             "leader or no full ISR; checking anyway\n");
     }
+    note(r, "faults over; stopping the writers");
     for (int i = 0; i < r->nkids; i++)
         if (!strcmp(r->kids[i].role, "writer"))
             stop_child(&r->kids[i], 40000);
     wait_stable(r, r->in, NULL);
+    note(r, "draining the read-process-write workers");
 
     /* Drain: the group must commit past every committed input record. */
     if (read_all(r, NULL, true, last))
@@ -1446,6 +1482,7 @@ static int finish_run(struct run *r)
         if (!strcmp(r->kids[i].role, "rpw"))
             stop_child(&r->kids[i], 40000);
     wait_stable(r, r->in, r->out);
+    note(r, "final reads");
     usleep(1000000); /* let the tailing reader catch up */
     for (int i = 0; i < r->nkids; i++)
         stop_child(&r->kids[i], 10000);

@@ -96,7 +96,7 @@ def verify(tmp_path, duration, faults, binary=CAIRN_BIN, failpoints=None,
             "verify", "--cluster", "--duration", str(duration),
             "--faults", faults, "--seed", "42",
             "--session-timeout-ms", str(Cluster.SESSION_MS),
-            "--stall-bound-ms", str(20000 * SLOW),
+            "--stall-bound-ms", str(30000 * SLOW),
             "--dir", str(tmp_path / "hist")]
     for cmd in cmds:
         args += ["--broker-cmd", cmd]
