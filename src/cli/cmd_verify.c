@@ -38,6 +38,7 @@
 #include "cli/cli.h"
 #include "cli/verify.h"
 #include "cli/verify_net.h"
+#include "cli/verify_proxy.h"
 
 #define MAX_WORKERS 32
 #define MAX_BROKERS 9
@@ -53,12 +54,15 @@ enum fault {
     FAULT_KILL_LEADER,
     FAULT_PAUSE_BROKER,
     FAULT_PARTITION_BROKER,
+    FAULT_DELAY_PRODUCE,
+    FAULT_DELAY_ENDTXN,
     NFAULTS,
 };
 
 static const char *const fault_names[NFAULTS] = {
-    "kill-worker", "pause-worker", "kill-broker",      "crash-mid-commit",
-    "kill-leader", "pause-broker", "partition-broker",
+    "kill-worker",      "pause-worker",  "kill-broker",
+    "crash-mid-commit", "kill-leader",   "pause-broker",
+    "partition-broker", "delay-produce", "delay-endtxn",
 };
 
 /* How the one disturbed broker of cluster mode is disturbed. */
@@ -127,7 +131,13 @@ struct run {
     int64_t t0;                /* start (monotonic ms), for note() */
     enum fault round[NFAULTS]; /* faults left in this round, last first */
     int nround;
-    int64_t settle_until;   /* no broker fault before (monotonic ms) */
+    int64_t settle_until; /* no broker fault before (monotonic ms) */
+    const char *proxy_listen[CN_VPROXY_MAX]; /* --proxy LISTEN=TARGET */
+    const char *proxy_target[CN_VPROXY_MAX];
+    int nproxy;
+    int64_t hold_ms; /* delay-produce, delay-endtxn: --hold-ms */
+    char writer_bootstrap[CN_VPROXY_MAX * 64]; /* the proxy's addresses */
+    struct cn_vproxy *proxy;                   /* running, or NULL */
     int64_t lag_ms;         /* kill-leader: how long followers lag first */
     rd_kafka_t *meta;       /* cluster: Metadata queries */
     int64_t *last_ack;      /* cluster: per input partition, last ack seen */
@@ -186,7 +196,9 @@ static int spawn(struct run *r, struct child *c)
                                 "--role",
                                 c->role,
                                 "--bootstrap-server",
-                                r->bootstrap,
+                                r->proxy && !strcmp(c->role, "writer")
+                                    ? r->writer_bootstrap
+                                    : r->bootstrap,
                                 "--in",
                                 r->in,
                                 "--out",
@@ -1155,6 +1167,17 @@ static bool inject_kind(struct run *r, enum fault kind, unsigned *seed,
             return false;
         r->injected[FAULT_KILL_LEADER]++;
         break;
+    case FAULT_DELAY_PRODUCE:
+    case FAULT_DELAY_ENDTXN:
+        /* Past the transaction timeout: the coordinator aborts, or the
+         * client gives up and retries, before the request arrives. */
+        if (cn_vproxy_hold(r->proxy, kind == FAULT_DELAY_PRODUCE ? 0 : 26,
+                           r->hold_ms))
+            return false;
+        note(r, "the next %s request of a writer is held %" PRId64 " ms",
+             kind == FAULT_DELAY_PRODUCE ? "Produce" : "EndTxn", r->hold_ms);
+        r->injected[kind]++;
+        break;
     case FAULT_PAUSE_BROKER:
     case FAULT_PARTITION_BROKER:
         if (!cluster_disturb(r, seed,
@@ -1386,6 +1409,8 @@ static void print_report(const struct run *r, const struct cn_vc_report *rep,
                    r->injected[k]);
         printf("},\"failpoint_crashes\":%" PRId64, r->failpoint_crashes);
         printf(",\"unexpected_broker_exits\":%" PRId64, r->unexpected_exits);
+        printf(",\"requests_held\":%" PRId64,
+               r->proxy ? cn_vproxy_held(r->proxy) : 0);
         printf(",\"brokers\":%d,\"cluster\":%s", r->nbk,
                r->cluster ? "true" : "false");
         printf(",\"ack_stall_ms\":%" PRId64, r->ack_stall_ms);
@@ -1546,10 +1571,11 @@ static const char verify_usage[] =
     "  cairnctl --bootstrap-server H1:P1,H2:P2,H3:P3 verify --cluster\n"
     "         --broker-cmd CMD1 --broker-cmd CMD2 --broker-cmd CMD3\n"
     "         --duration S [--faults kill-broker,kill-leader,pause-broker,\n"
-    "                 partition-broker,crash-mid-commit,kill-worker,\n"
-    "                 pause-worker] [--leader-lag-ms MS] [--idempotent]\n"
+    "                 partition-broker,crash-mid-commit,delay-produce,\n"
+    "                 delay-endtxn,kill-worker,pause-worker]\n"
+    "         [--leader-lag-ms MS] [--idempotent]\n"
     "         [--session-timeout-ms MS] [--pause-ms MS] [--partition-ms MS]\n"
-    "         [--netns PREFIX] ...\n"
+    "         [--netns PREFIX] [--proxy LISTEN=TARGET [--hold-ms MS]] ...\n"
     "--broker-cmd once per broker, in the order of --bootstrap-server: the\n"
     "Nth command starts the broker listening on the Nth address.  The topics\n"
     "get every broker as a replica and min.insync.replicas one less.  The\n"
@@ -1577,7 +1603,15 @@ static const char verify_usage[] =
     "with the processes in them) at the start.  partition-broker needs it:\n"
     "a random broker's link goes down for --partition-ms (default 2 x the\n"
     "session timeout), cutting it off from the others and the clients.\n"
-    "One broker at most is disturbed (killed, paused, cut off) at a time.\n";
+    "One broker at most is disturbed (killed, paused, cut off) at a time.\n"
+    "--proxy LISTEN=TARGET, once per broker: the writers (only) reach the\n"
+    "brokers through a proxy cairnctl runs, listening on LISTEN and\n"
+    "forwarding to TARGET, a client listener whose advertised address is\n"
+    "LISTEN (inter-broker traffic on another listener).  delay-produce and\n"
+    "delay-endtxn need it: the next Produce (EndTxn) request of a writer,\n"
+    "and what follows it on its connection, is held --hold-ms (default\n"
+    "--txn-timeout-ms + 5000) before it goes on, even if the client gave up\n"
+    "on it (KIP-890, KAFKA-17754).\n";
 
 static int verify_usage_error(const char *what, const char *val)
 {
@@ -1647,6 +1681,17 @@ static int parse(struct run *r, int argc, char **argv)
             r->broker_cmd = val;
             r->bk[r->nbk].node_id = -1;
             r->bk[r->nbk++].cmd = val;
+        } else if (!strcmp(k, "--proxy")) {
+            const char *eq = strchr(val, '=');
+            if (!eq || eq == val || !eq[1] || r->nproxy == CN_VPROXY_MAX ||
+                (size_t)(eq - val) >= 64)
+                return verify_usage_error("--proxy wants LISTEN=TARGET, not",
+                                          val);
+            snprintf(r->writer_bootstrap + strlen(r->writer_bootstrap),
+                     sizeof r->writer_bootstrap - strlen(r->writer_bootstrap),
+                     "%s%.*s", r->nproxy ? "," : "", (int)(eq - val), val);
+            r->proxy_listen[r->nproxy] = val;
+            r->proxy_target[r->nproxy++] = eq + 1;
         } else if (!strcmp(k, "--netns")) {
             if (!cn_vnet_prefix_ok(val))
                 return verify_usage_error("--netns wants 1-8 of [a-z0-9], not",
@@ -1675,6 +1720,8 @@ static int parse(struct run *r, int argc, char **argv)
                 r->pause_ms = v;
             else if (!strcmp(k, "--partition-ms") && v >= 1)
                 r->cut_ms = v;
+            else if (!strcmp(k, "--hold-ms") && v >= 1)
+                r->hold_ms = v;
             else if (!strcmp(k, "--partitions") && v >= 1 && v <= 64)
                 r->partitions = (int)v;
             else if (!strcmp(k, "--txn-timeout-ms") && v >= 1000)
@@ -1716,7 +1763,8 @@ static int parse(struct run *r, int argc, char **argv)
             return verify_usage_error(
                 "--broker-cmd more than once needs --cluster", NULL);
         if (r->faults[FAULT_KILL_LEADER] || r->faults[FAULT_PAUSE_BROKER] ||
-            r->faults[FAULT_PARTITION_BROKER] || r->netns)
+            r->faults[FAULT_PARTITION_BROKER] || r->netns || r->nproxy ||
+            r->faults[FAULT_DELAY_PRODUCE] || r->faults[FAULT_DELAY_ENDTXN])
             return verify_usage_error("kill-leader, pause-broker, "
                                       "partition-broker and --netns need "
                                       "--cluster",
@@ -1728,6 +1776,13 @@ static int parse(struct run *r, int argc, char **argv)
     /* Cluster mode: the Nth --broker-cmd listens on the Nth address. */
     if (r->faults[FAULT_PARTITION_BROKER] && !r->netns)
         return verify_usage_error("partition-broker needs --netns", NULL);
+    if ((r->faults[FAULT_DELAY_PRODUCE] || r->faults[FAULT_DELAY_ENDTXN]) &&
+        !r->nproxy)
+        return verify_usage_error("delay-produce and delay-endtxn need "
+                                  "--proxy",
+                                  NULL);
+    if (r->nproxy && r->nproxy != r->nbk)
+        return verify_usage_error("--proxy once per --broker-cmd", NULL);
     {
         const char *p = r->bootstrap;
         int n = 0;
@@ -1778,6 +1833,8 @@ int cmd_verify(int argc, char **argv)
         r->pause_ms = r->session_ms * 3 / 2;
     if (!r->cut_ms)
         r->cut_ms = r->session_ms * 2;
+    if (!r->hold_ms)
+        r->hold_ms = r->txn_timeout_ms + 5000;
     if (!r->stall_bound_ms)
         r->stall_bound_ms = r->cluster
                                 ? 20000
@@ -1831,6 +1888,23 @@ int cmd_verify(int argc, char **argv)
         if (!r->last_ack || !r->meta)
             goto out;
     }
+    if (r->nproxy) {
+        /* Each --proxy's listen address is the text before its '='. */
+        char listen[CN_VPROXY_MAX][64], err[256];
+        const char *lp[CN_VPROXY_MAX];
+        for (int i = 0; i < r->nproxy; i++) {
+            snprintf(listen[i], sizeof listen[i], "%.*s",
+                     (int)(r->proxy_target[i] - 1 - r->proxy_listen[i]),
+                     r->proxy_listen[i]);
+            lp[i] = listen[i];
+        }
+        r->proxy = cn_vproxy_start(r->nproxy, lp, r->proxy_target, err,
+                                   sizeof err);
+        if (!r->proxy) {
+            fprintf(stderr, "cairnctl verify: --proxy: %s\n", err);
+            goto out;
+        }
+    }
     if (create_topics(r))
         goto out;
     if (r->cluster && !await_healthy(r, WAIT_MS)) {
@@ -1860,6 +1934,7 @@ out:
     if (r->meta)
         rd_kafka_destroy(r->meta);
     stop_brokers(r, ~0u, SIGTERM);
+    cn_vproxy_stop(r->proxy);
     if (r->netns)
         cn_vnet_run(CN_VNET_TEARDOWN, r->netns, r->nbk, 0, r->netlog);
     if (interrupted)

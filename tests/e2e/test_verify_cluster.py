@@ -35,8 +35,8 @@ import subprocess
 
 import pytest
 
-from conftest import (CAIRN_BIN, SANITIZED, SLOW, Cluster, needs_cairn, run,
-                      scaled, tool)
+from conftest import (CAIRN_BIN, SANITIZED, SLOW, Cluster, free_port,
+                      needs_cairn, run, scaled, tool)
 
 pytestmark = needs_cairn
 
@@ -60,13 +60,43 @@ def netns_usable():
     return ok
 
 
-def broker_cmds(tmp_path, binary=CAIRN_BIN, failpoints=None, netns=False):
-    """(bootstrap, [start command per broker]) for three nodes of one
-    quorum, their ports and data dirs fixed across restarts.  With netns
-    node N listens on 10.77.0.N (cairnctl verify --netns) instead of
-    127.0.0.1."""
+def proxied(c, ip):
+    """The --set options and --proxy arguments that put cairnctl verify's
+    proxy in front of the writers' connections: each node gets a CLIENT
+    listener (which it advertises as the proxy's address) and a REPL one
+    for inter-broker traffic; everyone else keeps the first listener
+    (DIRECT), which advertises itself."""
+    sets, args = [], []
+    for i, b in enumerate(c.nodes):
+        host = ip(i)
+        client, repl, proxy = free_port(), free_port(), free_port()
+        sets.append({
+            "listeners": "DIRECT://%s:%d,CLIENT://%s:%d,REPL://%s:%d,"
+                         "CONTROLLER://%s:%d" % (
+                             host, b.port, host, client, host, repl, host,
+                             c.controller_ports[i]),
+            "advertised.listeners": "DIRECT://%s:%d,CLIENT://127.0.0.1:%d,"
+                                    "REPL://%s:%d" % (host, b.port, proxy,
+                                                      host, repl),
+            "listener.security.protocol.map":
+                "DIRECT:PLAINTEXT,CLIENT:PLAINTEXT,REPL:PLAINTEXT,"
+                "CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "REPL"})
+        args += ["--proxy", "127.0.0.1:%d=%s:%d" % (proxy, host, client)]
+    return sets, args
+
+
+def broker_cmds(tmp_path, binary=CAIRN_BIN, failpoints=None, netns=False,
+                proxy=False):
+    """(bootstrap, [start command per broker], extra cairnctl arguments)
+    for three nodes of one quorum, their ports and data dirs fixed across
+    restarts.  With netns node N listens on 10.77.0.N (cairnctl verify
+    --netns) instead of 127.0.0.1; with proxy the writers go through
+    cairnctl verify's proxy (proxied())."""
     c = Cluster(tmp_path / "cluster",
                 sets={"group.initial.rebalance.delay.ms": "0"})
+    psets, pargs = proxied(c, lambda i: "10.77.0.%d" % (i + 1) if netns
+                           else "127.0.0.1") if proxy else ([{}] * 3, [])
     hosts = {}
     for i, b in enumerate(c.nodes):
         ip = "10.77.0.%d" % (i + 1) if netns else "127.0.0.1"
@@ -74,24 +104,27 @@ def broker_cmds(tmp_path, binary=CAIRN_BIN, failpoints=None, netns=False):
         hosts["127.0.0.1:%d" % c.controller_ports[i]] = \
             "%s:%d" % (ip, c.controller_ports[i])
     cmds = []
-    for b in c.nodes:
+    for n, b in enumerate(c.nodes):
         argv = b._argv()
         argv[0] = str(binary)
         for i, a in enumerate(argv):
             for old, new in hosts.items():
                 a = a.replace(old, new)
             argv[i] = a
+        for k, v in psets[n].items():
+            argv += ["--set", "%s=%s" % (k, v)]
         cmd = "exec " + " ".join(shlex.quote(a) for a in argv)
         if failpoints:
             cmd = "CAIRN_FAILPOINTS=%s %s" % (shlex.quote(failpoints), cmd)
         cmds.append(cmd)
     bootstrap = ",".join(hosts["127.0.0.1:%d" % b.port] for b in c.nodes)
-    return bootstrap, cmds
+    return bootstrap, cmds, pargs
 
 
 def verify(tmp_path, duration, faults, binary=CAIRN_BIN, failpoints=None,
-           extra=(), netns=False):
-    bootstrap, cmds = broker_cmds(tmp_path, binary, failpoints, netns)
+           extra=(), netns=False, proxy=False):
+    bootstrap, cmds, pargs = broker_cmds(tmp_path, binary, failpoints, netns,
+                                         proxy)
     args = [tool("cairnctl"), "--bootstrap-server", bootstrap, "--json",
             "verify", "--cluster", "--duration", str(duration),
             "--faults", faults, "--seed", "42",
@@ -102,7 +135,7 @@ def verify(tmp_path, duration, faults, binary=CAIRN_BIN, failpoints=None,
         args += ["--broker-cmd", cmd]
     if netns:
         args += ["--netns", NETNS]
-    args += list(extra)
+    args += pargs + list(extra)
     res = run(args, timeout=duration + 240 * SLOW)
     print(res.stderr[-3000:])
     assert res.returncode in (0, 1), (res.returncode, res.stderr[-3000:])
@@ -136,16 +169,18 @@ def test_verify_cluster_usage():
 def test_verify_cluster_clean(tmp_path):
     netns = netns_usable()
     faults = ["kill-broker", "kill-leader", "pause-broker",
-              "crash-mid-commit", "kill-worker", "pause-worker"]
+              "crash-mid-commit", "delay-produce", "delay-endtxn",
+              "kill-worker", "pause-worker"]
     if netns:
         faults.append("partition-broker")
     else:
         print("no network namespaces here: partition-broker left out")
     duration = 3600 if SOAK else 45
     rc, rep = verify(tmp_path, duration, ",".join(faults), netns=netns,
-                     extra=["--fault-every-ms", "3000"])
+                     proxy=True, extra=["--fault-every-ms", "2500"])
     print("faults", rep["faults"], "ack stall", rep["ack_stall_ms"],
           "fail point crashes", rep["failpoint_crashes"],
+          "requests held", rep["requests_held"],
           "operations", rep["operations"])
     assert rc == 0, summary(rep)
     assert rep["ok"] and rep["cluster"] and rep["brokers"] == 3
