@@ -12,10 +12,16 @@
  * and read-process-write workers (or, with --idempotent, idempotent
  * acks=all writers) with two tailing readers: read_committed, and
  * read_uncommitted, whose every record must stay in the final log.  It
- * kills brokers: any one (kill-broker), or the leader of a partition
- * being written while its followers lag (kill-leader).  One broker at
- * most is down at a time, and it comes back once its partitions have new
- * leaders.
+ * disturbs brokers: kills any one (kill-broker) or the leader of a
+ * partition being written while its followers lag (kill-leader), pauses
+ * one past its session timeout (pause-broker), cuts one off the network
+ * (partition-broker: --netns runs each broker in a network namespace,
+ * verify_net.c), crashes a transaction coordinator at a commit fail point
+ * (crash-mid-commit), and, through a proxy in front of the writers'
+ * connections (--proxy, verify_proxy.c), holds a Produce or an EndTxn
+ * past the transaction timeout (delay-produce, delay-endtxn: KIP-890's
+ * race).  One broker at most is disturbed at a time; a killed one comes
+ * back once its partitions have new leaders.
  *
  * Exit: 0 no anomaly, 1 anomalies (or the run failed), 2 bad usage.
  */
