@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -224,6 +225,8 @@ static int spawn(struct run *r, struct child *c)
         int n = 22;
         FILE *f = freopen(log, "a", stderr);
         (void)f;
+        /* Killed with us, even by SIGKILL (a test's timeout). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(2, 1);
         if (r->idempotent) {
             argv[n++] = "--idempotent";
@@ -338,6 +341,7 @@ static int start_broker_at(struct run *r, int i)
     if (pid == 0) {
         FILE *f;
         setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* see spawn() */
         f = freopen(log, "a", stderr);
         (void)f;
         dup2(2, 1);

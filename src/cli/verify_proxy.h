@@ -33,9 +33,9 @@ int cn_vproxy_frame(const uint8_t *buf, size_t len, int16_t *api_key,
 
 struct cn_vproxy;
 
-/* Listens on listen[i] ("HOST:PORT") and forwards each connection to
+/* Listens on addrs[i] ("HOST:PORT") and forwards each connection to
  * target[i], for i < n.  NULL on failure, with the reason in err. */
-struct cn_vproxy *cn_vproxy_start(int n, const char *const *listen,
+struct cn_vproxy *cn_vproxy_start(int n, const char *const *addrs,
                                   const char *const *target, char *err,
                                   size_t err_len);
 
