@@ -15,7 +15,7 @@ each broker in its own namespace on a bridge, 10.77.0.N; without them the
 run leaves that fault out and says so.  The delays need cairnctl's proxy
 in front of the writers (--proxy): the brokers advertise it on a CLIENT
 listener and replicate over a REPL one (proxied()).  CAIRN_SOAK=1 (make
-soak) runs it for an hour.
+soak) runs it for an hour, CAIRN_VERIFY_SECONDS=N for N seconds.
 test_verify_cluster_finds_acks_before_isr: the brokers (cairn-testbugs)
 answer acks=all before the followers have the data
 (bug.acks_all_before_isr); kill-leader stops the followers for a moment
@@ -185,7 +185,8 @@ def test_verify_cluster_clean(tmp_path):
         faults.append("partition-broker")
     else:
         print("no network namespaces here: partition-broker left out")
-    duration = 3600 if SOAK else 45
+    duration = int(os.environ.get("CAIRN_VERIFY_SECONDS",
+                                  3600 if SOAK else 45))
     rc, rep = verify(tmp_path, duration, ",".join(faults), netns=netns,
                      proxy=True, extra=["--fault-every-ms", "2500"])
     print("faults", rep["faults"], "ack stall", rep["ack_stall_ms"],
