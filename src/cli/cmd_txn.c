@@ -237,7 +237,7 @@ static int txn_describe_at(struct ctx *x, const char *id, struct txn_at *r)
             }
             r->err = rs.transaction_states[0].error_code;
             if (!r->err) {
-                r->s = &rs.transaction_states[0];
+                r->s = rs.transaction_states; /* arena memory */
                 return 0;
             }
         }

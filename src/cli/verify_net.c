@@ -126,6 +126,8 @@ static int run_line(const char *line, int fd)
          w = strtok_r(NULL, " ", &save))
         argv[argc++] = w;
     argv[argc] = NULL;
+    if (argc == 0)
+        return -1;
     fflush(NULL);
     pid = fork();
     if (pid < 0)
