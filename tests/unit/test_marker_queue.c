@@ -12,14 +12,15 @@
 
 /* A fake image: topic "tN" partition p is led by leaders[N][p]. */
 struct fake {
-    int32_t leaders[4][4];
+    int32_t leaders[4][8];
     int32_t txn_epoch[4]; /* this broker leads txn partition i at it (-1) */
 };
 
 static int32_t fake_leader(void *ctx, const char *topic, int32_t partition)
 {
     struct fake *f = ctx;
-    if (topic[0] != 't' || topic[1] < '0' || topic[1] > '3')
+    if (topic[0] != 't' || topic[1] < '0' || topic[1] > '3' || partition < 0 ||
+        partition >= 8)
         return CN_MQ_GONE;
     return f->leaders[topic[1] - '0'][partition];
 }
@@ -39,7 +40,7 @@ static struct fake fake_init(void)
 {
     struct fake f;
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < 8; j++)
             f.leaders[i][j] = 2; /* broker 2 leads everything */
     for (int i = 0; i < 4; i++)
         f.txn_epoch[i] = 5;
