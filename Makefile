@@ -102,7 +102,7 @@ soak: test-deps build build-java
 	    $(PY) -m pytest -q -p no:cacheprovider tests/e2e/test_kafka_ref_cluster.py \
 	    tests/e2e/test_kafka_cli.py tests/e2e/test_cairnctl_secured.py \
 	    tests/e2e/test_cluster_vs_kafka.py tests/e2e/test_cluster_replication.py \
-	    tests/e2e/test_verify_cluster.py
+	    tests/e2e/test_cluster_txn_failover.py tests/e2e/test_verify_cluster.py
 
 bench: build build-java
 	@tools/deps.sh bench
