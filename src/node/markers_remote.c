@@ -19,6 +19,7 @@
 #include "base/say.h"
 #include "meta/image.h"
 #include "node/markers.h"
+#include "node/replica.h"
 #include "node/peer.h"
 #include "node/quorum.h"
 #include "proto/gen/api.h"
@@ -147,39 +148,12 @@ static bool view_coordinates(void *ctx, int32_t txn_partition,
     return ip->leader == b->node_id && ip->leader_epoch == coordinator_epoch;
 }
 
-/* The inter-broker endpoint of broker id, as replica.c picks it. */
-static bool endpoint_of(struct cn_broker *b, int32_t id, char *host,
-                        size_t hostsz, int *port)
-{
-    const struct cn_image *img = image_of(b);
-    const struct cn_image_broker *ib = img ? cn_image_broker_find(img, id)
-                                           : NULL;
-    if (!ib || ib->neps == 0)
-        return false;
-    const char *want = NULL;
-    if (cn_config_get(b->cfg, "inter.broker.listener.name", &want, NULL) !=
-            0 ||
-        !want || !*want)
-        want = "PLAINTEXT";
-    const struct cn_image_endpoint *ep = &ib->eps[0];
-    for (size_t i = 0; i < ib->neps; i++)
-        if (strcmp(ib->eps[i].name, want) == 0) {
-            ep = &ib->eps[i];
-            break;
-        }
-    if (strlen(ep->host) >= hostsz)
-        return false;
-    strcpy(host, ep->host);
-    *port = ep->port;
-    return true;
-}
-
 static struct cn_peer *peer_for(struct cn_markers_remote *r, int32_t node)
 {
     struct cn_broker *b = r->b;
     char host[CN_CONFIG_HOST_MAX];
     int port = -1;
-    if (!endpoint_of(b, node, host, sizeof host, &port))
+    if (!cn_replica_broker_endpoint(b, node, host, sizeof host, &port))
         return NULL;
     struct mr_dest *d = r->dests;
     while (d && d->node != node)

@@ -525,8 +525,8 @@ static void fetcher_remove(struct cn_partition *p)
 /* The endpoint of broker id a follower fetches from: the inter-broker
  * listener's (inter.broker.listener.name, else PLAINTEXT, else the
  * first).  Returns false when the image has none. */
-static bool leader_endpoint(struct cn_broker *b, int32_t id, char *host,
-                            size_t hostsz, int *port)
+bool cn_replica_broker_endpoint(struct cn_broker *b, int32_t id, char *host,
+                                size_t hostsz, int *port)
 {
     const struct cn_image_broker *ib =
         cn_image_broker_find(cn_quorum_image(b->quorum), id);
@@ -927,7 +927,7 @@ static bool fetcher_connect(struct cn_replica_fetcher *f)
     struct cn_broker *b = f->r->b;
     char host[CN_CONFIG_HOST_MAX];
     int port = -1;
-    if (!leader_endpoint(b, f->leader, host, sizeof host, &port))
+    if (!cn_replica_broker_endpoint(b, f->leader, host, sizeof host, &port))
         return false;
     if (f->peer && port == f->port && strcmp(host, f->host) == 0)
         return true;

@@ -37,6 +37,7 @@
 #define CN_NODE_REPLICA_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct cn_broker;
@@ -125,6 +126,14 @@ int cn_replica_await_hw(struct cn_broker *b, struct cn_partition *p,
                         void (*done)(struct cn_broker *b, void *arg,
                                      int16_t kerr),
                         void *arg);
+
+/* Broker id's address on the inter-broker listener
+ * (inter.broker.listener.name, PLAINTEXT by default; its first listener
+ * when it has no such one), from the image: where followers fetch, and
+ * where markers and KIP-890 checks go.  False when the image has no such
+ * broker or the host does not fit. */
+bool cn_replica_broker_endpoint(struct cn_broker *b, int32_t id, char *host,
+                                size_t hostsz, int *port);
 
 /* What /metrics and cairnctl show (Kafka's names where they exist). */
 struct cn_replica_stats {

@@ -9,6 +9,7 @@
  * call that happened to replace its check); an answer from the
  * coordinator runs them at once, from the peer's callback.
  */
+#include "node/replica.h"
 #include "node/txn_remote.h"
 
 #include <stdio.h>
@@ -143,33 +144,6 @@ bool cn_txn_remote_coordinator_is_remote(struct cn_broker *b,
     if (node)
         *node = c;
     return c >= 0 && c != b->node_id;
-}
-
-/* The broker's address on the inter-broker listener (replica.c does the
- * same for a partition's leader). */
-static bool endpoint_of(struct cn_broker *b, int32_t id, char *host,
-                        size_t hostsz, int *port)
-{
-    const struct cn_image_broker *ib =
-        cn_image_broker_find(cn_quorum_image(b->quorum), id);
-    if (!ib || ib->neps == 0)
-        return false;
-    const char *want = NULL;
-    if (cn_config_get(b->cfg, "inter.broker.listener.name", &want, NULL) !=
-            0 ||
-        !want || !*want)
-        want = "PLAINTEXT";
-    const struct cn_image_endpoint *ep = &ib->eps[0];
-    for (size_t i = 0; i < ib->neps; i++)
-        if (strcmp(ib->eps[i].name, want) == 0) {
-            ep = &ib->eps[i];
-            break;
-        }
-    if (strlen(ep->host) >= hostsz)
-        return false;
-    strcpy(host, ep->host);
-    *port = ep->port;
-    return true;
 }
 
 /* ---- answering ------------------------------------------------------------ */
@@ -317,7 +291,7 @@ static bool dest_peer(struct tr_dest *d)
     struct cn_broker *b = d->r->b;
     char host[CN_CONFIG_HOST_MAX];
     int port = 0;
-    if (!endpoint_of(b, d->node, host, sizeof host, &port))
+    if (!cn_replica_broker_endpoint(b, d->node, host, sizeof host, &port))
         return false;
     if (d->peer && port == d->port && strcmp(host, d->host) == 0)
         return true;
