@@ -12,8 +12,9 @@ set -euo pipefail
 build_pkgs=(build-essential cmake pkg-config libuv1-dev zlib1g-dev
             liblz4-dev libzstd-dev libsnappy-dev librdkafka-dev
             libssl-dev)
+# iproute2: cairnctl verify --cluster's network partitions (ip netns).
 test_pkgs=(clang libclang-rt-14-dev kcat openssl python3 python3-pytest
-           python3-confluent-kafka python3-venv)
+           python3-confluent-kafka python3-venv iproute2)
 # pytest: bench/peers.py imports the e2e harness (tests/e2e/kafka_ref.py).
 bench_pkgs=(python3-confluent-kafka python3-matplotlib python3-pytest)
 # The unversioned names (14 on Debian 12) bring git-clang-format and
