@@ -230,8 +230,6 @@ keyless_refused(struct cn_req *req, const struct cn_topic *t,
     return true;
 }
 
-#define REMOTE_CHECK_MAX 64
-
 /*
  * Cluster mode, a transactional produce whose coordinator is another
  * broker: the partitions that need its word were asked before anything
@@ -244,12 +242,12 @@ struct produce_remote {
     struct cn_produce_request rq;
     int16_t version; /* as sent: <= 10 knows no TRANSACTION_ABORTABLE */
     bool add;        /* TV2: asked to add, not only to verify */
-    struct cn_txn_remote_tp tps[REMOTE_CHECK_MAX];
+    struct cn_txn_remote_tp *tps; /* one per partition of the request */
     /* Kafka's verification guard: the producer's marker count on each
      * partition when the coordinator was asked.  A marker between the
      * answer and the append ended the transaction the answer vouched
      * for; appending then would open one nobody will ever close. */
-    uint32_t guard[REMOTE_CHECK_MAX];
+    uint32_t *guard;
     size_t n;
 };
 
@@ -641,20 +639,26 @@ static bool remote_checks(struct cn_broker *b, struct cn_req *req,
                                               &node) &&
          node == b->node_id))
         return false;
+    size_t cap = 0;
+    for (int32_t i = 0; i < rq->topic_data_len; i++)
+        if (rq->topic_data[i].partition_data_len > 0)
+            cap += (size_t)rq->topic_data[i].partition_data_len;
     struct produce_remote *pr = cn_arena_calloc(&req->arena, 1, sizeof *pr);
-    if (!pr)
+    if (pr && cap) {
+        pr->tps = cn_arena_calloc(&req->arena, cap, sizeof *pr->tps);
+        pr->guard = cn_arena_calloc(&req->arena, cap, sizeof *pr->guard);
+    }
+    if (!pr || !cap || !pr->tps || !pr->guard)
         return false; /* the local verifier refuses */
     int64_t pid = -1;
     int16_t epoch = -1;
-    for (int32_t i = 0; i < rq->topic_data_len && pr->n < REMOTE_CHECK_MAX;
-         i++) {
+    for (int32_t i = 0; i < rq->topic_data_len && pr->n < cap; i++) {
         const struct cn_produce_request_topic_produce_data *td =
             &rq->topic_data[i];
         struct cn_topic *t = cn_topic_find(b, td->name);
         if (!t)
             continue;
-        for (int32_t j = 0;
-             j < td->partition_data_len && pr->n < REMOTE_CHECK_MAX; j++) {
+        for (int32_t j = 0; j < td->partition_data_len && pr->n < cap; j++) {
             const struct cn_produce_request_partition_produce_data *pd =
                 &td->partition_data[j];
             struct cn_batch_hdr hdr;
