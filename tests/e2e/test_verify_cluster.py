@@ -217,8 +217,9 @@ def test_verify_cluster_tv1_delays(tmp_path):
     EndTxn), which Kafka's protocol allows without transaction version 2.
     A 30-minute run with every fault saw 2 aborted_visible (a held EndTxn
     committing the next transaction) and read-process-write inputs "never
-    in the output" (a held Produce appended into the next transaction,
-    whose own batch with the same sequences was then a duplicate of it).
+    in the output" (a held Produce delivered just before its transaction
+    was aborted; the next transaction's batch, same epoch and sequences,
+    was then a duplicate of it).
     This run prints what it sees; it fails only if a broker dies or the
     checker cannot run."""
     duration = int(os.environ.get("CAIRN_VERIFY_SECONDS", 1800))
