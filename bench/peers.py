@@ -245,23 +245,19 @@ def _kafka_ref():
 
 
 class KafkaBroker:
-    """Apache Kafka 4.4.0 with Kafka's own JVM defaults.
-
-    kafka_ref.RefKafka starts it for the tests with a smaller heap; this
-    reuses its properties, StorageTool formatting and readiness probe
-    (kafka_wire) but starts the JVM as Kafka's scripts would.
-    NOTE for unification: if RefKafka.start took the JVM options (and
-    extra properties), this class would shrink to a call.
-    """
+    """Apache Kafka 4.4.0 as its scripts start it (KAFKA_JVM_DEFAULTS):
+    kafka_ref.RefKafka, the differential tests' broker, with Kafka's own
+    JVM options instead of the tests' small heap.  nodes=3 is a
+    three-node cluster (combined broker+controller nodes)."""
 
     def __init__(self, workdir, **ref_kw):
-        """ref_kw goes to RefKafka: listeners, server_props, format_args
-        (bench/security.py's SSL listener)."""
+        """ref_kw goes to RefKafka: nodes, listeners, server_props,
+        format_args (bench/security.py's SSL listener)."""
         kafka_ref, java_harness = _kafka_ref()
+        ref_kw.setdefault("jvm_opts", KAFKA_JVM_DEFAULTS)
         self.ref = kafka_ref.RefKafka(workdir, java_harness.classpath(),
                                       **ref_kw)
         self.ref.dir.mkdir(parents=True, exist_ok=True)
-        self.kafka_ref = kafka_ref
         self.bootstrap = self.ref.bootstrap
         self.proc = None
         self.users = 0
@@ -269,60 +265,8 @@ class KafkaBroker:
     def start(self, timeout=120):
         if self.proc is not None:
             return
-        import base64
-        import uuid
-        ref = self.ref
-        if hasattr(ref, "_props"):
-            # kafka_ref with its multi-node mode writes node 1's file.
-            props = ref._props(0)
-        else:
-            props = ref.dir / "server.properties"
-            props.write_text(self.kafka_ref.PROPERTIES.format(
-                port=ref.port, cport=ref.cport, data=ref.dir / "data"))
-        cid = "-"
-        while cid.startswith("-"):
-            cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
-        t0 = time.monotonic()
-        res = ref._java("kafka.tools.StorageTool", "format", "-t", cid,
-                        "-c", str(props), "--standalone",
-                        *getattr(ref, "format_args", ()))
-        if res.returncode != 0:
-            raise RuntimeError("kafka-storage format failed:\n" + res.stdout)
-        with open(ref.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                ["java"] + KAFKA_JVM_DEFAULTS
-                + ["-cp", ref.cp, "kafka.Kafka", str(props)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                cwd=str(ref.dir))
-        ref.proc = self.proc
-        if hasattr(ref, "procs"):     # so ref.kill() finds it
-            ref.procs.append(self.proc)
-        self._wait_ready(t0 + timeout)
-        ref.start_seconds = time.monotonic() - t0
-
-    def _wait_ready(self, deadline):
-        """Ready when it hands out producer ids and both coordinators
-        answer (see kafka_ref.RefKafka.start)."""
-        import kafka_wire as kw
-        while True:
-            err = -1
-            try:
-                cli = kw.TxnClient(self.ref.port)
-                err = cli.init_producer_id()[0]
-                for key_type in (1, 0):
-                    if not err:
-                        err = cli.find_coordinator(
-                            "warm-up", key_type=key_type)[0]["error"]
-                cli.close()
-            except (OSError, AssertionError, ConnectionError):
-                err = -1
-            if err == 0:
-                return
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.ref.kill()
-                raise RuntimeError("Kafka not ready:\n%s"
-                                   % self.ref.log_tail())
-            time.sleep(0.2)
+        self.ref.start(timeout=timeout)
+        self.proc = self.ref.proc
 
     def stop(self):
         # A clean stop (SIGTERM) flushes every log: slow and pointless

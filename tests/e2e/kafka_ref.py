@@ -7,6 +7,9 @@ RefKafka(..., nodes=3) starts a three-node cluster instead: each node
 broker and controller (combined mode), a static quorum of the three,
 internal topics replicated three times (min.insync.replicas 2).
 
+jvm_opts replaces the JVM options (default: a 512 MiB heap, 384 MiB per
+node of a cluster).
+
 Secured listeners (one node only): listeners={"SSL": "SSL", ...} adds a
 listener of that name and security protocol on its own port
 (self.listener_ports[name]), advertised as advertised_host;
@@ -48,7 +51,7 @@ transaction.abort.timed.out.transaction.cleanup.interval.ms=200
 class RefKafka:
     def __init__(self, workdir, classpath, nodes=1, listeners=None,
                  server_props=None, format_args=(),
-                 advertised_host="127.0.0.1"):
+                 advertised_host="127.0.0.1", jvm_opts=None):
         self.dir = Path(workdir)
         self.cp = classpath
         self.nodes = nodes
@@ -58,6 +61,10 @@ class RefKafka:
         self.advertised_host = advertised_host
         self.server_props = dict(server_props or {})
         self.format_args = list(format_args)
+        # The tests' small heaps by default; the benchmark passes Kafka's
+        # own JVM defaults (bench/peers.py).
+        self.jvm_opts = list(jvm_opts or (
+            ["-Xmx512m"] if nodes == 1 else ["-Xmx384m"]))
         self.ports = [free_port() for _ in range(nodes)]
         self.cports = [free_port() for _ in range(nodes)]
         self.port = self.ports[0]
@@ -114,11 +121,10 @@ class RefKafka:
             if res.returncode != 0:
                 raise RuntimeError("kafka-storage format failed:\n"
                                    + res.stdout)
-        heap = "-Xmx512m" if self.nodes == 1 else "-Xmx384m"
         for i in range(self.nodes):
             log = open(self.dir / ("kafka-%d.log" % (i + 1)), "wb")
             self.procs.append(subprocess.Popen(
-                ["java", heap, "-cp", self.cp, "kafka.Kafka",
+                ["java"] + self.jvm_opts + ["-cp", self.cp, "kafka.Kafka",
                  str(self.dir / ("server-%d.properties" % (i + 1)))],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 cwd=str(self.dir)))
