@@ -804,7 +804,9 @@ def table(report):
 # ---- as a part of bench/run.py (make bench) -----------------------------
 
 REPORT_VARIANTS = ["rf1_acks1", "rf3_acks1", "rf3_acksall"]
-REPORT_RATE = 10000         # records/s of the latency figure
+REPORT_RATE = 5000          # records/s of the latency figure: below what
+                            # Kafka RF 3 acks=all kept up with on this
+                            # machine under load (10000 it did not)
 REPORT_METRICS = ["mb_per_s", "latency_ms_p50", "latency_ms_p99",
                   "cpu_s_per_gb"]
 REPORT_LABELS = {"rf1_acks1": "RF 1 acks=1", "rf3_acks1": "RF 3 acks=1",
@@ -856,8 +858,8 @@ def run_for_report(build, cairn, workdir, opts, progress_fn, kafka=True):
                      "kafka_start_seconds": info.get("kafka_start_seconds"),
                      "kafka_error": info.get("kafka_error"),
                      "broker_settings": info.get("broker_settings")}
-            f = run_figure(args, key, "replication 1 KiB acks=1/all, RF 1 "
-                           "and 3, three nodes each, %s" % label, rate,
+            f = run_figure(args, key, "replication 1 KiB, 3 nodes each, %s"
+                           % label, rate,
                            variants, peers, ALL_PAIRS, REPORT_METRICS,
                            report_name, extra)
             if rate and f.get("stats"):
@@ -868,6 +870,10 @@ def run_for_report(build, cairn, workdir, opts, progress_fn, kafka=True):
                 f["kept_up"] = {
                     a: bool(st) and st["median"] >= 0.9 * offered
                     for a, st in f["stats"]["mb_per_s"].items()}
+                # MB/s is the offered load here, not a result: no ratios
+                # of it (figures.chart would draw them).
+                f["ratios"] = [r for r in f["ratios"]
+                               if r["metric"] != "mb_per_s"]
             figs.append(f)
     finally:
         for p in peers.values():
