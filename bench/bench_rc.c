@@ -7,6 +7,7 @@
  *   bench_rc consume --brokers B --topic T [--partitions P]
  *                  --messages N [--txn-records R] [--abort-every K]
  *                  [--size BYTES] [--log-bytes L] [--rounds X]
+ *                  [--isolation read_committed|read_uncommitted]
  *   bench_rc latency --brokers B --topic T [--partitions P] [--size BYTES]
  *                  [--rate MSGS_PER_S] [--commit-interval-ms MS]
  *                  [--seconds S] [--fetch-wait-ms W] [--create]
@@ -28,10 +29,13 @@
  * (committed); nothing is open after `write`, so both are the log end.
  * The clock runs from the first delivered record to the last EOF.  Prints
  * one JSON line per pass and one "read_committed" summary with the best
- * pass of each level.  Log throughput is L (the partitions' on-disk log
- * bytes, measured by the caller; without it the written value bytes) per
- * second: both levels scan the same log, so it is the fair comparison,
- * while read_committed delivers (K-1)/K of the records.
+ * pass of each level.  With --isolation, each round is one pass of that
+ * level alone and there is no summary: bench/rc_figs.py interleaves the
+ * levels (and the brokers) itself, each sample X passes of one level.
+ * Log throughput is L (the partitions' on-disk log bytes, measured by the
+ * caller; without it the written value bytes) per second: both levels
+ * scan the same log, so it is the fair comparison, while read_committed
+ * delivers (K-1)/K of the records.
  *
  * latency: a consumer thread (read_committed, fetch.wait.max.ms W) and a
  * transactional producer sending RATE records per second, each carrying
@@ -62,6 +66,7 @@ struct opts {
     int producers;        /* concurrent transactional producers */
     long long log_bytes;  /* on-disk log bytes of the topic, 0 unknown */
     int rounds;           /* consume rounds (uncommitted + committed) */
+    int isolation;        /* consume: -1 both, 0 uncommitted, 1 committed */
     int rate;             /* latency mode send rate, records/s */
     int interval_ms;      /* latency mode commit interval, ms */
     double seconds;       /* latency mode duration, s */
@@ -71,9 +76,18 @@ struct opts {
 };
 
 static struct opts o = {
-    .parts = 6, .messages = 1000000, .size = -1, .txn_records = 100,
-    .abort_every = 10, .producers = 4, .rounds = 3, .rate = 2000,
-    .interval_ms = 100, .seconds = 10, .fetch_wait_ms = 10,
+    .parts = 6,
+    .messages = 1000000,
+    .size = -1,
+    .txn_records = 100,
+    .abort_every = 10,
+    .producers = 4,
+    .rounds = 3,
+    .isolation = -1,
+    .rate = 2000,
+    .interval_ms = 100,
+    .seconds = 10,
+    .fetch_wait_ms = 10,
 };
 
 /* Delivery counts of one producer instance (its rd_kafka opaque). */
@@ -423,6 +437,8 @@ static int run_consume(void)
 
     for (r = 0; r < o.rounds; r++) {
         for (c = 0; c < 2; c++) {
+            if (o.isolation >= 0 && c != o.isolation)
+                continue;
             consume_pass(c, &ps);
             print_pass(c ? "fetch_read_committed" : "fetch_read_uncommitted",
                        c, r, &ps, expect[c], log_bytes);
@@ -438,6 +454,8 @@ static int run_consume(void)
                 best[c] = ps;
         }
     }
+    if (o.isolation >= 0)
+        return bad;
     if (!best[0].records || !best[1].records)
         return 1;
     printf("{\"test\": \"read_committed\", \"size\": %d, \"partitions\": %d, "
@@ -699,6 +717,7 @@ static void usage(void)
             "[--abort-every K]\n"
             "  write: [--producers J]   consume: [--log-bytes L] "
             "[--rounds X]\n"
+            "    [--isolation read_committed|read_uncommitted]\n"
             "  latency: [--rate MSGS_PER_S] [--commit-interval-ms MS] "
             "[--seconds S] [--fetch-wait-ms W]\n");
     exit(2);
@@ -740,7 +759,14 @@ int main(int argc, char **argv)
             o.log_bytes = atoll(v);
         else if (!strcmp(a, "--rounds"))
             o.rounds = atoi(v);
-        else if (!strcmp(a, "--rate"))
+        else if (!strcmp(a, "--isolation")) {
+            if (!strcmp(v, "read_committed"))
+                o.isolation = 1;
+            else if (!strcmp(v, "read_uncommitted"))
+                o.isolation = 0;
+            else
+                usage();
+        } else if (!strcmp(a, "--rate"))
             o.rate = atoi(v);
         else if (!strcmp(a, "--commit-interval-ms"))
             o.interval_ms = atoi(v);
