@@ -26,6 +26,15 @@
  * compacted topic; default: no key).
  * -X key=value (repeatable) sets a producer property, e.g.
  * -X security.protocol=ssl -X ssl.ca.location=ca.pem for a TLS listener.
+ *
+ * --producers N (default 1) runs N producer instances (rd_kafka_t), driven
+ * in turn by one loop: record i goes to producer i % N, and producer j
+ * writes only partitions j*P/N .. (j+1)*P/N-1 (every partition,
+ * round-robin, when P < N), so N = P/10 is "one producer per 10
+ * partitions".  The queue limit is shared out among them; the window, the
+ * latency samples and the series are every producer's together, and the
+ * JSON says "producers" and "start_seconds" (creating them and fetching
+ * their metadata) only when N > 1: the single-producer line is unchanged.
  */
 #include <librdkafka/rdkafka.h>
 #include <stdint.h>
@@ -37,47 +46,146 @@
 
 #include "bench_util.h"
 
-static long dr_ok, dr_fail;
-
 #define MAX_SERIES 3600
+#define MAX_PRODUCERS 1000
 
-/* The timed window of a --seconds run, filled by dr_cb. */
+/* The timed window of a --seconds run: set before any producer starts,
+ * read-only after. */
 static struct {
     int64_t t0_ns;        /* production start */
     int64_t start_ns;     /* window start (t0 + warm-up) */
     int64_t end_ns;       /* window end */
+} win;
+
+/*
+ * One producer instance and what its delivery reports counted.  Every
+ * report is served by rd_kafka_poll/flush in the main thread, so the
+ * counters need no lock; main() adds them up at the end.
+ */
+struct prod {
+    rd_kafka_t *rk;
+    int lo, n;            /* its partitions: lo .. lo + n - 1 */
+    int first;            /* the partition of its record 0, lo + first */
+    long messages;        /* produced */
+    long dr_ok, dr_fail;  /* delivery reports */
     long msgs;            /* delivered in the window */
     long long bytes;      /* their value bytes */
     struct samples lat;   /* enqueue -> delivery report, ms */
     double series[MAX_SERIES]; /* delivered bytes per second since t0 */
-} win;
+    int err;                   /* producev failed */
+};
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
+    struct prod *pr = opaque;
     int64_t now;
     long sec;
 
     (void)rk;
-    (void)opaque;
     if (m->err) {
-        if (dr_fail++ < 5)
+        if (pr->dr_fail++ < 5)
             fprintf(stderr, "delivery failed: %s\n",
                     rd_kafka_err2str(m->err));
         return;
     }
-    dr_ok++;
+    pr->dr_ok++;
     if (!win.t0_ns)
         return;
     now = now_ns();
     sec = (long)((now - win.t0_ns) / 1000000000);
     if (sec >= 0 && sec < MAX_SERIES)
-        win.series[sec] += (double)m->len;
+        pr->series[sec] += (double)m->len;
     if (now < win.start_ns || now > win.end_ns)
         return;
-    win.msgs++;
-    win.bytes += (long long)m->len;
-    samples_add(&win.lat,
+    pr->msgs++;
+    pr->bytes += (long long)m->len;
+    samples_add(&pr->lat,
                 (double)(now - (int64_t)(intptr_t)m->_private) / 1e6);
+}
+
+/* Serves every producer's delivery reports that are due. */
+static void poll_all(struct prod *prods, int nprod)
+{
+    for (int j = 0; j < nprod; j++)
+        rd_kafka_poll(prods[j].rk, 0);
+}
+
+/*
+ * Produces `messages` records (or until the window ends), then waits for
+ * every delivery report.  One loop drives every producer, each record
+ * going to the next producer in turn and to that producer's next
+ * partition, so the client spends the same application CPU on one
+ * producer as on a hundred (on two cores, a hundred threads producing flat
+ * out would take the broker's CPU).  A producer whose queue is full is
+ * passed over until every one is full; then all their delivery reports
+ * are served, so a report is timed when it arrives, not when its producer
+ * comes round again.
+ */
+static void produce_all(struct prod *prods, int nprod, long messages,
+                        const char *topic, const char *buf, int size,
+                        long keys, double rate, double seconds)
+{
+    double t0 = now_s();
+    char kbuf[32];
+    int klen = 0, cur = 0, full = 0;
+    long i = 0;
+
+    while (i < messages) {
+        struct prod *pr = &prods[cur];
+        rd_kafka_resp_err_t err;
+
+        if (keys)
+            klen = snprintf(kbuf, sizeof kbuf, "k%ld", i % keys);
+        err = rd_kafka_producev(
+            pr->rk, RD_KAFKA_V_TOPIC(topic),
+            RD_KAFKA_V_PARTITION(
+                (int32_t)(pr->lo + (pr->messages + pr->first) % pr->n)),
+            RD_KAFKA_V_KEY(keys ? kbuf : NULL, (size_t)klen),
+            RD_KAFKA_V_VALUE((void *)buf, (size_t)size),
+            RD_KAFKA_V_OPAQUE((void *)(intptr_t)now_ns()),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+            if (nprod == 1) {
+                rd_kafka_poll(pr->rk, 5);
+                continue;
+            }
+            cur = (cur + 1) % nprod;
+            if (++full >= nprod) {
+                poll_all(prods, nprod);
+                rd_kafka_poll(pr->rk, 1);
+                full = 0;
+                if (seconds > 0 && now_ns() >= win.end_ns)
+                    break;
+            }
+            continue;
+        }
+        if (err) {
+            fprintf(stderr, "producev: %s\n", rd_kafka_err2str(err));
+            pr->err = 1;
+            return;
+        }
+        pr->messages++;
+        full = 0;
+        cur = (cur + 1) % nprod;
+        if ((i & 1023) == 0) {
+            poll_all(prods, nprod);
+            if (seconds > 0 && now_ns() >= win.end_ns)
+                break;
+        }
+        /* Paced: wait until record i + 1 is due. */
+        while (rate > 0 && (double)(i + 1) > (now_s() - t0) * rate) {
+            if (nprod > 1)
+                poll_all(prods, nprod);
+            rd_kafka_poll(pr->rk, 1);
+            if (seconds > 0 && now_ns() >= win.end_ns)
+                break;
+        }
+        if (rate > 0 && seconds > 0 && now_ns() >= win.end_ns)
+            break;
+        i++;
+    }
+    for (int j = 0; j < nprod; j++)
+        rd_kafka_flush(prods[j].rk, 300000);
 }
 
 /* Consumer tuning, from the command line. */
@@ -193,19 +301,19 @@ int main(int argc, char **argv)
     const char *codec = "none";
     long messages = 1000000, i;
     int size = 1024, parts = 6, create = 0, produce = 1, p;
-    int consume_after = 1, idempotent = 0;
+    int consume_after = 1, idempotent = 0, nprod = 1, j;
     const char *linger_ms = "10", *inflight = NULL;
     double seconds = 0, warmup = 0, rate = 0;
     long keys = 0;
-    char kbuf[32];
-    int klen = 0;
-    char errstr[256];
-    rd_kafka_conf_t *conf;
-    rd_kafka_t *rk;
+    char errstr[256], qkb[32], pfield[96] = "";
+    struct prod *prods;
+    long dr_ok = 0, dr_fail = 0, wmsgs = 0;
+    long long wbytes = 0;
+    struct samples lat = {0};
     char *buf;
-    double t0, t;
+    double t0, t, t_start;
     const char *xprops[32];
-    int nx = 0;
+    int nx = 0, failed = 0;
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -255,6 +363,8 @@ int main(int argc, char **argv)
             rate = atof(v);
         else if (!strcmp(a, "--keys"))
             keys = atol(v);
+        else if (!strcmp(a, "--producers"))
+            nprod = atoi(v);
         else if (!strcmp(a, "--consumer"))
             copts.mode = v;
         else if (!strcmp(a, "--fetch-max-bytes"))
@@ -268,15 +378,18 @@ int main(int argc, char **argv)
         consume_after = 0;
     if (!brokers || !topic || parts < 1 || size < 1 || messages < 1 ||
         seconds < 0 || warmup < 0 || warmup + seconds >= MAX_SERIES ||
-        rate < 0 || keys < 0) {
-        fprintf(stderr, "usage: bench_client --brokers B --topic T "
+        rate < 0 || keys < 0 || nprod < 1 || nprod > MAX_PRODUCERS ||
+        (seconds <= 0 && messages < nprod)) {
+        fprintf(stderr,
+                "usage: bench_client --brokers B --topic T "
                 "[--partitions P] [--messages N] [--size BYTES] "
                 "[--acks A] [--codec C] [--create] [--consume-only] "
                 "[--produce-only] [--idempotent] [--linger-ms MS] "
                 "[--max-in-flight N] [--seconds S [--warmup-seconds W]] "
-                "[--rate R] [--keys K] [-X key=value] "
+                "[--rate R] [--keys K] [--producers N<=%d] [-X key=value] "
                 "[--consumer batch|poll] [--fetch-max-bytes B] "
-                "[--partition-max-bytes B]\n");
+                "[--partition-max-bytes B]\n",
+                MAX_PRODUCERS);
         return 2;
     }
     if (create && create_topic(brokers, topic, parts))
@@ -284,98 +397,111 @@ int main(int argc, char **argv)
     if (!produce)
         return consume(brokers, topic, parts, messages, size) ? 1 : 0;
 
-    conf = rd_kafka_conf_new();
-    conf_set(conf, "bootstrap.servers", brokers);
-    conf_set(conf, "acks", acks);
-    conf_set(conf, "compression.codec", codec);
-    if (idempotent)
-        conf_set(conf, "enable.idempotence", "true");
-    conf_set(conf, "linger.ms", linger_ms);
-    if (inflight)
-        conf_set(conf, "max.in.flight.requests.per.connection", inflight);
-    conf_set(conf, "batch.size", "1000000");
-    conf_set(conf, "batch.num.messages", "100000");
-    conf_set(conf, "queue.buffering.max.messages", "1000000");
     /* A timed run keeps 64 MiB queued at most (a third of a second at
      * 200 MB/s): enough to keep every partition busy, and the final flush,
-     * outside the window, stays short. */
-    conf_set(conf, "queue.buffering.max.kbytes",
-             seconds > 0 ? "65536" : "1048576");
-    conf_set(conf, "message.timeout.ms", "120000");
-    for (int x = 0; x < nx; x++)
-        conf_set_kv(conf, xprops[x]);
-    rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
-    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    if (!rk) {
-        fprintf(stderr, "rd_kafka_new: %s\n", errstr);
+     * outside the window, stays short.  N producers share it (at least
+     * 512 KiB each, a quarter second of a 100-producer run's share of
+     * 200 MB/s): 100 instances must not queue 100 x 64 MiB.  A counted
+     * run shares 1 GiB the same way (at least 16 MiB each). */
+    snprintf(qkb, sizeof qkb, "%d",
+             seconds > 0
+                 ? (65536 / nprod > 512 ? 65536 / nprod : 512)
+                 : (1048576 / nprod > 16384 ? 1048576 / nprod : 16384));
+    prods = calloc((size_t)nprod, sizeof *prods);
+    buf = malloc((size_t)size);
+    if (!prods || !buf) {
+        perror("calloc");
         return 2;
     }
-    buf = malloc((size_t)size);
     for (p = 0; p < size; p++)
         buf[p] = (char)('a' + p % 26);
-    /* Metadata first, so the clock measures the broker, not start-up. */
-    {
-        const struct rd_kafka_metadata *md;
-        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    t_start = now_s();
+    for (j = 0; j < nprod; j++) {
+        struct prod *pr = &prods[j];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
 
-        if (!rd_kafka_metadata(rk, 0, rkt, &md, 10000))
-            rd_kafka_metadata_destroy(md);
-        rd_kafka_topic_destroy(rkt);
+        if (parts >= nprod) {
+            pr->lo = (int)((long)j * parts / nprod);
+            pr->n = (int)((long)(j + 1) * parts / nprod) - pr->lo;
+        } else {
+            pr->lo = 0;
+            pr->n = parts;
+            pr->first = j % parts;
+        }
+        conf_set(conf, "bootstrap.servers", brokers);
+        conf_set(conf, "acks", acks);
+        conf_set(conf, "compression.codec", codec);
+        if (idempotent)
+            conf_set(conf, "enable.idempotence", "true");
+        conf_set(conf, "linger.ms", linger_ms);
+        if (inflight)
+            conf_set(conf, "max.in.flight.requests.per.connection", inflight);
+        conf_set(conf, "batch.size", "1000000");
+        conf_set(conf, "batch.num.messages", "100000");
+        conf_set(conf, "queue.buffering.max.messages", "1000000");
+        conf_set(conf, "queue.buffering.max.kbytes", qkb);
+        conf_set(conf, "message.timeout.ms", "120000");
+        for (int x = 0; x < nx; x++)
+            conf_set_kv(conf, xprops[x]);
+        rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+        rd_kafka_conf_set_opaque(conf, pr);
+        pr->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+        if (!pr->rk) {
+            fprintf(stderr, "rd_kafka_new: %s\n", errstr);
+            return 2;
+        }
+        /* Metadata first, so the clock measures the broker, not
+         * start-up. */
+        {
+            const struct rd_kafka_metadata *md;
+            rd_kafka_topic_t *rkt = rd_kafka_topic_new(pr->rk, topic, NULL);
+
+            if (!rd_kafka_metadata(pr->rk, 0, rkt, &md, 10000))
+                rd_kafka_metadata_destroy(md);
+            rd_kafka_topic_destroy(rkt);
+        }
     }
     t0 = now_s();
+    t_start = t0 - t_start;
     if (seconds > 0) {
         win.t0_ns = now_ns();
         win.start_ns = win.t0_ns + (int64_t)(warmup * 1e9);
         win.end_ns = win.start_ns + (int64_t)(seconds * 1e9);
         messages = LONG_MAX;
     }
-    for (i = 0; i < messages; i++) {
-        rd_kafka_resp_err_t err;
-
-        if (keys)
-            klen = snprintf(kbuf, sizeof kbuf, "k%ld", i % keys);
-        for (;;) {
-            err = rd_kafka_producev(
-                rk, RD_KAFKA_V_TOPIC(topic),
-                RD_KAFKA_V_PARTITION((int32_t)(i % parts)),
-                RD_KAFKA_V_KEY(keys ? kbuf : NULL, (size_t)klen),
-                RD_KAFKA_V_VALUE(buf, (size_t)size),
-                RD_KAFKA_V_OPAQUE((void *)(intptr_t)now_ns()),
-                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-            if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                break;
-            rd_kafka_poll(rk, 5);
-        }
-        if (err) {
-            fprintf(stderr, "producev: %s\n", rd_kafka_err2str(err));
-            return 1;
-        }
-        if ((i & 1023) == 0) {
-            rd_kafka_poll(rk, 0);
-            if (seconds > 0 && now_ns() >= win.end_ns)
-                break;
-        }
-        /* Paced: wait until record i + 1 is due. */
-        while (rate > 0 && (double)(i + 1) > (now_s() - t0) * rate) {
-            rd_kafka_poll(rk, 1);
-            if (seconds > 0 && now_ns() >= win.end_ns)
-                break;
-        }
-        if (rate > 0 && seconds > 0 && now_ns() >= win.end_ns)
-            break;
-    }
-    if (seconds > 0)
-        messages = i + 1;
-    rd_kafka_flush(rk, 300000);
+    produce_all(prods, nprod, messages, topic, buf, size, keys, rate, seconds);
     t = now_s() - t0;
-    rd_kafka_destroy(rk);
+    messages = 0;
+    for (j = 0; j < nprod; j++) {
+        struct prod *pr = &prods[j];
+
+        rd_kafka_destroy(pr->rk);
+        failed |= pr->err;
+        messages += pr->messages;
+        dr_ok += pr->dr_ok;
+        dr_fail += pr->dr_fail;
+        wmsgs += pr->msgs;
+        wbytes += pr->bytes;
+        for (size_t k = 0; k < pr->lat.n; k++)
+            samples_add(&lat, pr->lat.v[k]);
+        free(pr->lat.v);
+        if (j)
+            for (int s = 0; s < MAX_SERIES; s++)
+                prods[0].series[s] += pr->series[s];
+    }
     free(buf);
+    if (failed)
+        return 1;
+    if (nprod > 1)
+        snprintf(pfield, sizeof pfield,
+                 "\"producers\": %d, \"start_seconds\": %.3f, ", nprod,
+                 t_start);
     if (seconds > 0) {
         long s, nsec = (long)(warmup + seconds);
 
-        samples_sort(&win.lat);
+        samples_sort(&lat);
         printf("{\"test\": \"%s\", \"mode\": \"timed\", \"size\": %d, "
-               "\"partitions\": %d, \"acks\": \"%s\", \"codec\": \"%s\", "
+               "\"partitions\": %d, %s\"acks\": \"%s\", \"codec\": \"%s\", "
                "\"produced\": %ld, \"delivered\": %ld, \"failed\": %ld, "
                "\"warmup_seconds\": %.3f, \"seconds\": %.3f, "
                "\"rate\": %.0f, \"messages\": %ld, \"msgs_per_s\": %.0f, "
@@ -383,22 +509,24 @@ int main(int argc, char **argv)
                "\"latency_ms_p50\": %.3f, \"latency_ms_p99\": %.3f, "
                "\"latency_ms_max\": %.3f, \"series_mb_per_s\": [",
                idempotent ? "produce_idempotent" : "produce", size, parts,
-               acks, codec, messages, dr_ok, dr_fail, warmup, seconds, rate,
-               win.msgs, win.msgs / seconds, win.bytes / seconds / 1e6,
-               win.bytes, samples_pct(&win.lat, 0.5),
-               samples_pct(&win.lat, 0.99), samples_pct(&win.lat, 1.0));
+               pfield, acks, codec, messages, dr_ok, dr_fail, warmup, seconds,
+               rate, wmsgs, wmsgs / seconds, wbytes / seconds / 1e6, wbytes,
+               samples_pct(&lat, 0.5), samples_pct(&lat, 0.99),
+               samples_pct(&lat, 1.0));
         for (s = 0; s < nsec; s++)
-            printf("%s%.1f", s ? ", " : "", win.series[s] / 1e6);
+            printf("%s%.1f", s ? ", " : "", prods[0].series[s] / 1e6);
         printf("]}\n");
         fflush(stdout);
+        free(prods);
         return dr_ok == messages ? 0 : 1;
     }
+    free(prods);
     printf("{\"test\": \"%s\", \"messages\": %ld, \"size\": %d, "
-           "\"partitions\": %d, \"acks\": \"%s\", \"codec\": \"%s\", "
+           "\"partitions\": %d, %s\"acks\": \"%s\", \"codec\": \"%s\", "
            "\"delivered\": %ld, \"failed\": %ld, \"seconds\": %.3f, "
            "\"msgs_per_s\": %.0f, \"mb_per_s\": %.1f}\n",
            idempotent ? "produce_idempotent" : "produce", messages, size,
-           parts, acks, codec, dr_ok, dr_fail, t, dr_ok / t,
+           parts, pfield, acks, codec, dr_ok, dr_fail, t, dr_ok / t,
            dr_ok * (double)size / t / 1e6);
     fflush(stdout);
     if (dr_ok != messages)

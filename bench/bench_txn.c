@@ -36,9 +36,29 @@
  * coordinator writing its prepare record and the markers) rather than the
  * delivery of the transaction's data, which commit_transaction would
  * otherwise wait for first.  The flush time is reported separately.
+ *
+ * --queue-kbytes K: the producers' queue.buffering.max.kbytes together
+ * (default 1048576 for one producer, 65536 for more; at least 512 each).
+ *
+ * --producers N (throughput mode; default 1) runs N transactional
+ * producers (distinct transactional.id), each in its own thread with its
+ * own transactions and commit clock: producer j writes partitions j*P/N ..
+ * (j+1)*P/N-1 (every partition, round-robin, when P < N).  They are all
+ * initialised (init_transactions, in parallel) before the clock starts.
+ * The figures are every producer's together: records and commits summed,
+ * commit and flush percentiles over all their commits,
+ * achieved_interval_ms the mean interval of one producer (S * N /
+ * commits), and the JSON says "producers" and "init_seconds" (their
+ * start-up: rd_kafka_new, init_transactions, metadata; only when N > 1).
+ *
+ * In a timed run the commit and flush percentiles are those of the
+ * commits that returned in the window, like every other figure of it:
+ * the first commit of each producer (its first AddPartitionsToTxn, N at
+ * once) is start-up, not the steady state.
  */
 #include <librdkafka/rdkafka.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,22 +67,31 @@
 
 #include "bench_util.h"
 
-static long dr_ok, dr_fail;
+#define MAX_PRODUCERS 1000
+
 static const char *debug; /* librdkafka debug contexts, or NULL */
 static const char *linger_ms = "10"; /* --linger-ms */
 static const char *xprops[32];       /* -X key=value */
+static char qkb[24] = "1048576";     /* queue.buffering.max.kbytes */
 static int nx;
+
+/* One producer's delivery reports, counted by dr_cb in the thread that
+ * polls (flushes) that producer: no lock. */
+struct drc {
+    long ok, fail;
+};
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
+    struct drc *d = opaque;
+
     (void)rk;
-    (void)opaque;
     if (m->err) {
-        if (dr_fail++ < 5)
+        if (d->fail++ < 5)
             fprintf(stderr, "delivery failed: %s\n",
                     rd_kafka_err2str(m->err));
     } else {
-        dr_ok++;
+        d->ok++;
     }
 }
 
@@ -124,8 +153,9 @@ struct commits {
     long aborts;           /* transactions aborted on abortable errors */
 };
 
-/* Flushes, then commits the open transaction, timing both. */
-static void commit_timed(rd_kafka_t *rk, struct commits *c)
+/* Flushes, then commits the open transaction, timing both; 0 when it
+ * committed. */
+static int commit_timed(rd_kafka_t *rk, struct commits *c)
 {
     double t0, t1, t2;
     rd_kafka_error_t *err;
@@ -137,10 +167,11 @@ static void commit_timed(rd_kafka_t *rk, struct commits *c)
     t2 = now_s();
     if (txn_check(rk, err, "commit_transaction")) {
         c->aborts++;
-        return;
+        return -1;
     }
     samples_add(&c->flush, (t1 - t0) * 1e3);
     samples_add(&c->commit, (t2 - t1) * 1e3);
+    return 0;
 }
 
 static void begin(rd_kafka_t *rk)
@@ -155,7 +186,8 @@ static void begin(rd_kafka_t *rk)
     }
 }
 
-static rd_kafka_t *new_producer(const char *brokers, const char *topic)
+static rd_kafka_t *new_producer(const char *brokers, const char *topic,
+                                struct drc *d, int j)
 {
     char errstr[256], txid[128];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -164,8 +196,8 @@ static rd_kafka_t *new_producer(const char *brokers, const char *topic)
     struct timespec ts;
 
     clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(txid, sizeof(txid), "bench_txn-%s-%ld-%ld-%ld", topic,
-             (long)getpid(), (long)ts.tv_sec, ts.tv_nsec);
+    snprintf(txid, sizeof(txid), "bench_txn-%s-%ld-%ld-%ld-%d", topic,
+             (long)getpid(), (long)ts.tv_sec, ts.tv_nsec, j);
     conf_set(conf, "bootstrap.servers", brokers);
     conf_set(conf, "transactional.id", txid);
     conf_set(conf, "acks", "all");
@@ -175,7 +207,7 @@ static rd_kafka_t *new_producer(const char *brokers, const char *topic)
     conf_set(conf, "batch.size", "1000000");
     conf_set(conf, "batch.num.messages", "100000");
     conf_set(conf, "queue.buffering.max.messages", "1000000");
-    conf_set(conf, "queue.buffering.max.kbytes", "1048576");
+    conf_set(conf, "queue.buffering.max.kbytes", qkb);
     /* librdkafka wants message.timeout.ms <= transaction.timeout.ms. */
     conf_set(conf, "transaction.timeout.ms", "60000");
     conf_set(conf, "message.timeout.ms", "60000");
@@ -184,6 +216,7 @@ static rd_kafka_t *new_producer(const char *brokers, const char *topic)
     for (int x = 0; x < nx; x++)
         conf_set_kv(conf, xprops[x]);
     rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+    rd_kafka_conf_set_opaque(conf, d);
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!rk) {
         fprintf(stderr, "rd_kafka_new: %s\n", errstr);
@@ -218,47 +251,62 @@ struct tput_opts {
     double warmup;     /* timed run: seconds before the window */
 };
 
-static int run_throughput(const char *brokers, const char *topic, int parts,
-                          const struct tput_opts *o)
-{
-    struct commits c = {0};
-    rd_kafka_t *rk = new_producer(brokers, topic);
-    double interval = o->interval_ms / 1e3, t0, txn_t0, t, now;
-    double win_start, win_end, span;
-    char *buf = malloc((size_t)o->size);
-    long i, messages = o->seconds > 0 ? LONG_MAX : o->messages;
-    long in_txn = 0, win_msgs = 0, win_commits = 0;
-    size_t commits_before;
-    char name[64];
-    int p;
+/* One transactional producer of a throughput run, run by its own
+ * thread: everything it counts is its own until main() adds them up. */
+struct txp {
+    int j;            /* index: its transactional.id ends in -j */
+    int lo, n, first; /* partitions lo .. lo + n - 1, starting at first */
+    long messages;    /* to produce (counted run), then produced */
+    rd_kafka_t *rk;
+    struct drc d;     /* its delivery reports */
+    struct commits c; /* every commit */
+    struct commits w; /* the commits that returned in the window */
+    long win_msgs;    /* records of those commits */
+};
 
-    for (p = 0; p < o->size; p++)
-        buf[p] = (char)('a' + p % 26);
-    t0 = now_s();
-    win_start = t0 + o->warmup;
-    win_end = win_start + o->seconds;
+/* What every producer thread of a throughput run shares. */
+static struct {
+    const char *brokers, *topic, *buf;
+    const struct tput_opts *o;
+    pthread_barrier_t ready; /* every producer initialised */
+    pthread_barrier_t go;    /* the clock is set */
+    double t0, win_start, win_end;
+} tp;
+
+static void *txn_loop(void *arg)
+{
+    struct txp *pr = arg;
+    const struct tput_opts *o = tp.o;
+    rd_kafka_t *rk;
+    double interval = o->interval_ms / 1e3, txn_t0, now;
+    long i, messages = pr->messages, in_txn = 0;
+
+    rk = pr->rk = new_producer(tp.brokers, tp.topic, &pr->d, pr->j);
+    pthread_barrier_wait(&tp.ready);
+    pthread_barrier_wait(&tp.go);
     begin(rk);
-    txn_t0 = t0;
+    txn_t0 = tp.t0;
     for (i = 0; i < messages; i++) {
-        produce_one(rk, topic, (int32_t)(i % parts), buf, o->size);
+        produce_one(rk, tp.topic, (int32_t)(pr->lo + (i + pr->first) % pr->n),
+                    tp.buf, o->size);
         in_txn++;
         if ((i & 1023) == 0)
             rd_kafka_poll(rk, 0);
         if (i + 1 == messages)
             break;
         now = now_s();
-        if (o->seconds > 0 && now >= win_end)
+        if (o->seconds > 0 && now >= tp.win_end)
             break;
         if (o->txn_records ? in_txn < o->txn_records
                            : now - txn_t0 < interval)
             continue;
-        commits_before = c.commit.n;
-        commit_timed(rk, &c);
-        now = now_s();
-        if (c.commit.n > commits_before && now >= win_start &&
-            now <= win_end) {
-            win_msgs += in_txn;
-            win_commits++;
+        if (!commit_timed(rk, &pr->c)) {
+            now = now_s();
+            if (now >= tp.win_start && now <= tp.win_end) {
+                pr->win_msgs += in_txn;
+                samples_add(&pr->w.commit, pr->c.commit.v[pr->c.commit.n - 1]);
+                samples_add(&pr->w.flush, pr->c.flush.v[pr->c.flush.n - 1]);
+            }
         }
         in_txn = 0;
         begin(rk);
@@ -269,13 +317,92 @@ static int run_throughput(const char *brokers, const char *topic, int parts,
          * than the interval would leave one record per transaction.) */
         txn_t0 = now_s();
     }
-    messages = i + 1;
-    commit_timed(rk, &c);
+    pr->messages = i + 1;
+    commit_timed(rk, &pr->c);
+    return NULL;
+}
+
+/* Appends b's samples to a. */
+static void samples_merge(struct samples *a, const struct samples *b)
+{
+    for (size_t k = 0; k < b->n; k++)
+        samples_add(a, b->v[k]);
+}
+
+static int run_throughput(const char *brokers, const char *topic, int parts,
+                          int nprod, const struct tput_opts *o)
+{
+    struct txp *prods = calloc((size_t)nprod, sizeof *prods);
+    pthread_t *tids = calloc((size_t)nprod, sizeof *tids);
+    struct commits c = {0}, w = {0}, *fig;
+    double t0, t, span;
+    char *buf = malloc((size_t)o->size);
+    long messages = 0, win_msgs = 0, win_commits, dr_ok = 0, dr_fail = 0;
+    char name[64], pfield[96] = "";
+    double t_init = now_s();
+    int p, j;
+
+    if (!prods || !tids || !buf) {
+        perror("calloc");
+        exit(2);
+    }
+    for (p = 0; p < o->size; p++)
+        buf[p] = (char)('a' + p % 26);
+    tp.brokers = brokers;
+    tp.topic = topic;
+    tp.buf = buf;
+    tp.o = o;
+    pthread_barrier_init(&tp.ready, NULL, (unsigned)nprod + 1);
+    pthread_barrier_init(&tp.go, NULL, (unsigned)nprod + 1);
+    for (j = 0; j < nprod; j++) {
+        struct txp *pr = &prods[j];
+
+        pr->j = j;
+        if (parts >= nprod) {
+            pr->lo = (int)((long)j * parts / nprod);
+            pr->n = (int)((long)(j + 1) * parts / nprod) - pr->lo;
+        } else {
+            pr->lo = 0;
+            pr->n = parts;
+            pr->first = j % parts;
+        }
+        pr->messages = o->seconds > 0
+                           ? LONG_MAX
+                           : o->messages / nprod + (j < o->messages % nprod);
+        if (pthread_create(&tids[j], NULL, txn_loop, pr)) {
+            perror("pthread_create");
+            exit(2);
+        }
+    }
+    /* Every producer has its producer id before the clock starts. */
+    pthread_barrier_wait(&tp.ready);
+    t0 = tp.t0 = now_s();
+    t_init = t0 - t_init;
+    tp.win_start = t0 + o->warmup;
+    tp.win_end = tp.win_start + o->seconds;
+    pthread_barrier_wait(&tp.go);
+    for (j = 0; j < nprod; j++)
+        pthread_join(tids[j], NULL);
     t = now_s() - t0;
-    rd_kafka_destroy(rk);
+    for (j = 0; j < nprod; j++) {
+        struct txp *pr = &prods[j];
+
+        rd_kafka_destroy(pr->rk);
+        messages += pr->messages;
+        dr_ok += pr->d.ok;
+        dr_fail += pr->d.fail;
+        win_msgs += pr->win_msgs;
+        c.aborts += pr->c.aborts;
+        samples_merge(&c.commit, &pr->c.commit);
+        samples_merge(&c.flush, &pr->c.flush);
+        samples_merge(&w.commit, &pr->w.commit);
+        samples_merge(&w.flush, &pr->w.flush);
+    }
     free(buf);
-    samples_sort(&c.commit);
-    samples_sort(&c.flush);
+    free(tids);
+    free(prods);
+    pthread_barrier_destroy(&tp.ready);
+    pthread_barrier_destroy(&tp.go);
     if (o->txn_records)
         snprintf(name, sizeof name, "produce_txn_%ldrec", o->txn_records);
     else
@@ -283,14 +410,21 @@ static int run_throughput(const char *brokers, const char *topic, int parts,
     if (o->seconds <= 0) {
         /* A counted run: everything, start to last commit. */
         win_msgs = dr_ok;
-        win_commits = (long)c.commit.n;
+        fig = &c;
         span = t;
     } else {
+        fig = &w;
         span = o->seconds;
     }
+    win_commits = (long)fig->commit.n;
+    samples_sort(&fig->commit);
+    samples_sort(&fig->flush);
+    if (nprod > 1)
+        snprintf(pfield, sizeof pfield,
+                 "\"producers\": %d, \"init_seconds\": %.3f, ", nprod, t_init);
     printf("{\"test\": \"%s\", \"mode\": \"%s\", "
            "\"commit_interval_ms\": %d, \"txn_records\": %ld, "
-           "\"produced\": %ld, \"size\": %d, \"partitions\": %d, "
+           "\"produced\": %ld, \"size\": %d, \"partitions\": %d, %s"
            "\"acks\": \"all\", \"delivered\": %ld, \"failed\": %ld, "
            "\"warmup_seconds\": %.3f, \"seconds\": %.3f, "
            "\"messages\": %ld, \"msgs_per_s\": %.0f, \"mb_per_s\": %.2f, "
@@ -300,15 +434,15 @@ static int run_throughput(const char *brokers, const char *topic, int parts,
            "\"commit_ms_p99\": %.3f, \"commit_ms_max\": %.3f, "
            "\"flush_ms_p50\": %.3f, \"flush_ms_p99\": %.3f}\n",
            name, o->seconds > 0 ? "timed" : "counted", o->interval_ms,
-           o->txn_records, messages, o->size, parts, dr_ok, dr_fail,
+           o->txn_records, messages, o->size, parts, pfield, dr_ok, dr_fail,
            o->warmup, span, win_msgs, win_msgs / span,
            win_msgs * (double)o->size / span / 1e6,
            (long long)win_msgs * o->size, win_commits, win_commits / span,
-           win_commits ? span * 1e3 / win_commits : 0.0,
+           win_commits ? span * 1e3 * nprod / win_commits : 0.0,
            win_commits ? (double)win_msgs / win_commits : 0.0, c.aborts,
-           samples_pct(&c.commit, 0.5), samples_pct(&c.commit, 0.99),
-           samples_pct(&c.commit, 1.0), samples_pct(&c.flush, 0.5),
-           samples_pct(&c.flush, 0.99));
+           samples_pct(&fig->commit, 0.5), samples_pct(&fig->commit, 0.99),
+           samples_pct(&fig->commit, 1.0), samples_pct(&fig->flush, 0.5),
+           samples_pct(&fig->flush, 0.99));
     fflush(stdout);
     return dr_ok == messages && !c.aborts ? 0 : 1;
 }
@@ -317,7 +451,8 @@ static int run_latency(const char *brokers, const char *topic, int k,
                        long txns, int size)
 {
     struct commits c = {0};
-    rd_kafka_t *rk = new_producer(brokers, topic);
+    struct drc d = {0};
+    rd_kafka_t *rk = new_producer(brokers, topic, &d, 0);
     char *buf = malloc((size_t)size);
     double p50, p99, p999, max;
     long i;
@@ -354,9 +489,9 @@ static int run_latency(const char *brokers, const char *topic, int k,
            "\"max_ms\": %.3f, \"flush_ms_p50\": %.3f, "
            "\"delivered\": %ld, \"failed\": %ld}\n",
            k, c.commit.n, c.aborts, size, p50, p99, p999, max,
-           samples_pct(&c.flush, 0.5), dr_ok, dr_fail);
+           samples_pct(&c.flush, 0.5), d.ok, d.fail);
     fflush(stdout);
-    return (long)c.commit.n == txns && !dr_fail ? 0 : 1;
+    return (long)c.commit.n == txns && !d.fail ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -364,7 +499,8 @@ int main(int argc, char **argv)
     const char *brokers = NULL, *topic = NULL;
     long messages = 300000, txns = 200, i;
     int size = -1, parts = 6, create = 0, latency = 0, k = 1;
-    int interval_ms = 100;
+    int interval_ms = 100, nprod = 1;
+    long queue_kb = 0;
     long txn_records = 0;
     double seconds = 0, warmup = 0;
 
@@ -406,6 +542,10 @@ int main(int argc, char **argv)
             txn_records = atol(v);
         else if (!strcmp(a, "--seconds"))
             seconds = atof(v);
+        else if (!strcmp(a, "--producers"))
+            nprod = atoi(v);
+        else if (!strcmp(a, "--queue-kbytes"))
+            queue_kb = atol(v);
         else if (!strcmp(a, "--warmup-seconds"))
             warmup = atof(v);
         else
@@ -414,12 +554,15 @@ int main(int argc, char **argv)
     if (size < 0)
         size = latency ? 64 : 1024;
     if (!brokers || !topic || parts < 1 || size < 1 || messages < 1 ||
-        interval_ms < 1 || k < 1 || k > parts || txns < 1 ||
-        txn_records < 0 || seconds < 0 || warmup < 0) {
-        fprintf(stderr, "usage: bench_txn --brokers B --topic T "
+        interval_ms < 1 || k < 1 || k > parts || txns < 1 || txn_records < 0 ||
+        seconds < 0 || warmup < 0 || nprod < 1 || nprod > MAX_PRODUCERS ||
+        (seconds <= 0 && messages < nprod) || queue_kb < 0) {
+        fprintf(stderr,
+                "usage: bench_txn --brokers B --topic T "
                 "[--partitions P] [--create] [--size BYTES]\n"
                 "         [--messages N | --seconds S [--warmup-seconds W]]\n"
                 "         [--commit-interval-ms MS | --txn-records R]\n"
+                "         [--producers N] [--queue-kbytes K]\n"
                 "       | --commit-latency [--partitions-per-txn K<=P] "
                 "[--transactions T]\n"
                 "       [--debug librdkafka-debug-contexts] "
@@ -434,6 +577,15 @@ int main(int argc, char **argv)
         struct tput_opts o = {messages, size, interval_ms, txn_records,
                               seconds, warmup};
 
-        return run_throughput(brokers, topic, parts, &o);
+        /* The producers share --queue-kbytes (default 1 GiB for one,
+         * 64 MiB for more), at least 512 KiB each.  A producer flat out
+         * fills its queue between commits, so this bounds how much each
+         * transaction piles up beyond the broker's pace: 100 producers
+         * with 1 GiB each would flush for seconds before every commit. */
+        if (!queue_kb)
+            queue_kb = nprod == 1 ? 1048576 : 65536;
+        snprintf(qkb, sizeof qkb, "%ld",
+                 queue_kb / nprod > 512 ? queue_kb / nprod : 512);
+        return run_throughput(brokers, topic, parts, nprod, &o);
     }
 }
