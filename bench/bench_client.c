@@ -33,8 +33,10 @@
  * round-robin, when P < N), so N = P/10 is "one producer per 10
  * partitions".  The queue limit is shared out among them; the window, the
  * latency samples and the series are every producer's together, and the
- * JSON says "producers" and "start_seconds" (creating them and fetching
- * their metadata) only when N > 1: the single-producer line is unchanged.
+ * JSON says "producers", "start_seconds" (creating them and fetching
+ * their metadata) and "client_cpu_seconds" (this process, user + system:
+ * a hundred producers can make the client the bottleneck) only when
+ * N > 1: the single-producer line is unchanged.
  */
 #include <librdkafka/rdkafka.h>
 #include <stdint.h>
@@ -42,6 +44,7 @@
 #include <stdlib.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "bench_util.h"
@@ -101,6 +104,16 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     pr->bytes += (long long)m->len;
     samples_add(&pr->lat,
                 (double)(now - (int64_t)(intptr_t)m->_private) / 1e6);
+}
+
+/* This process's CPU seconds so far (user + system, every thread). */
+static double cpu_self_s(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+           ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
 /* Serves every producer's delivery reports that are due. */
@@ -305,7 +318,7 @@ int main(int argc, char **argv)
     const char *linger_ms = "10", *inflight = NULL;
     double seconds = 0, warmup = 0, rate = 0;
     long keys = 0;
-    char errstr[256], qkb[32], pfield[96] = "";
+    char errstr[256], qkb[32], pfield[128] = "";
     struct prod *prods;
     long dr_ok = 0, dr_fail = 0, wmsgs = 0;
     long long wbytes = 0;
@@ -494,8 +507,9 @@ int main(int argc, char **argv)
         return 1;
     if (nprod > 1)
         snprintf(pfield, sizeof pfield,
-                 "\"producers\": %d, \"start_seconds\": %.3f, ", nprod,
-                 t_start);
+                 "\"producers\": %d, \"start_seconds\": %.3f, "
+                 "\"client_cpu_seconds\": %.3f, ",
+                 nprod, t_start, cpu_self_s());
     if (seconds > 0) {
         long s, nsec = (long)(warmup + seconds);
 

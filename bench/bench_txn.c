@@ -48,8 +48,10 @@
  * The figures are every producer's together: records and commits summed,
  * commit and flush percentiles over all their commits,
  * achieved_interval_ms the mean interval of one producer (S * N /
- * commits), and the JSON says "producers" and "init_seconds" (their
- * start-up: rd_kafka_new, init_transactions, metadata; only when N > 1).
+ * commits), and the JSON says "producers", "init_seconds" (their
+ * start-up: rd_kafka_new, init_transactions, metadata) and
+ * "client_cpu_seconds" (this process, user + system: a hundred producers
+ * can make the client the bottleneck), only when N > 1.
  *
  * In a timed run the commit and flush percentiles are those of the
  * commits that returned in the window, like every other figure of it:
@@ -62,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -322,6 +325,16 @@ static void *txn_loop(void *arg)
     return NULL;
 }
 
+/* This process's CPU seconds so far (user + system, every thread). */
+static double cpu_self_s(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+           ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
 /* Appends b's samples to a. */
 static void samples_merge(struct samples *a, const struct samples *b)
 {
@@ -338,7 +351,7 @@ static int run_throughput(const char *brokers, const char *topic, int parts,
     double t0, t, span;
     char *buf = malloc((size_t)o->size);
     long messages = 0, win_msgs = 0, win_commits, dr_ok = 0, dr_fail = 0;
-    char name[64], pfield[96] = "";
+    char name[64], pfield[128] = "";
     double t_init = now_s();
     int p, j;
 
@@ -421,7 +434,9 @@ static int run_throughput(const char *brokers, const char *topic, int parts,
     samples_sort(&fig->flush);
     if (nprod > 1)
         snprintf(pfield, sizeof pfield,
-                 "\"producers\": %d, \"init_seconds\": %.3f, ", nprod, t_init);
+                 "\"producers\": %d, \"init_seconds\": %.3f, "
+                 "\"client_cpu_seconds\": %.3f, ",
+                 nprod, t_init, cpu_self_s());
     printf("{\"test\": \"%s\", \"mode\": \"%s\", "
            "\"commit_interval_ms\": %d, \"txn_records\": %ld, "
            "\"produced\": %ld, \"size\": %d, \"partitions\": %d, %s"
