@@ -36,12 +36,18 @@ def spread(values):
 class Arm:
     """One peer running one workload: run(peer, rep) -> the program's JSON
     (a dict) or None.  name is how the samples are keyed: the peer's name,
-    or "peer/workload" when a figure has several workloads."""
+    or "peer/workload" when a figure has several workloads.  before(peer,
+    rep) and after(peer, rep), when given, run around each run outside its
+    CPU and wall-time count: making a fresh topic, deleting it and waiting
+    for its files to go, so neither the set-up nor a full disk is in the
+    figure."""
 
-    def __init__(self, name, peer, run):
+    def __init__(self, name, peer, run, before=None, after=None):
         self.name = name
         self.peer = peer
         self.run = run
+        self.before = before
+        self.after = after
 
 
 def measure(figure, arms, reps, progress=None, order=None):
@@ -63,11 +69,15 @@ def measure(figure, arms, reps, progress=None, order=None):
                 if progress:
                     progress("  %s is not running; skipped" % peer.name)
                 continue
+            if arm.before:
+                arm.before(peer, rep)
             cpu0 = peer.cpu_seconds()
             t0 = time.monotonic()
             rec = arm.run(peer, rep)
             wall = time.monotonic() - t0
             cpu1 = peer.cpu_seconds()
+            if arm.after:
+                arm.after(peer, rep)
             if rec is None:
                 continue
             rec = dict(rec)
