@@ -148,6 +148,31 @@ class Peer:
                 print("delete %s on %s: %s" % (topic, self.name, e),
                       file=sys.stderr)
 
+    def data_dirs(self):
+        """The broker's log directories (none for the mock)."""
+        return []
+
+    def topic_dirs(self, topic):
+        """The topic's partition directories still on disk, also those a
+        deletion has renamed but not yet removed (Kafka's
+        <topic>-<n>.<uuid>-delete)."""
+        out = []
+        for d in self.data_dirs():
+            for e in Path(d).glob("%s-*" % topic):
+                part = e.name[len(topic) + 1:].split(".", 1)[0]
+                if part.isdigit():
+                    out.append(e)
+        return out
+
+    def delete_topic_wait(self, topic, timeout=60):
+        """Deletes the topic and waits until its files are gone: a
+        benchmark run writes GBs, and neither a full disk nor the next run
+        sharing the disk with the unlinking may be part of a figure."""
+        self.delete_topic(topic)
+        deadline = time.monotonic() + timeout
+        while self.topic_dirs(topic) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def drop_admin(self):
         """Before the broker stops: its client would log reconnects."""
         self._admin_client = None
@@ -194,6 +219,9 @@ class CairnPeer(Peer):
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
+
+    def data_dirs(self):
+        return [self.dir / "data"]
 
     def stop(self):
         self.drop_admin()
@@ -255,6 +283,13 @@ class KafkaBroker:
         format_args (bench/security.py's SSL listener)."""
         kafka_ref, java_harness = _kafka_ref()
         ref_kw.setdefault("jvm_opts", KAFKA_JVM_DEFAULTS)
+        # A deleted topic's files go at once rather than a minute later
+        # (Kafka's default), so the benchmark can wait for them to be gone
+        # before the next run: the disk holds a few runs, not all of them.
+        # Only deletion is affected, not the produce or fetch path.
+        props = dict(ref_kw.get("server_props") or {})
+        props.setdefault("log.segment.delete.delay.ms", "0")
+        ref_kw["server_props"] = props
         self.ref = kafka_ref.RefKafka(workdir, java_harness.classpath(),
                                       **ref_kw)
         self.ref.dir.mkdir(parents=True, exist_ok=True)
@@ -292,6 +327,9 @@ class KafkaPeer(Peer):
 
     def pid(self):
         return self.broker.proc.pid
+
+    def data_dirs(self):
+        return sorted(self.broker.ref.dir.glob("data*"))
 
     def alive(self):
         return (self.broker.proc is not None

@@ -99,9 +99,12 @@ def _prime(ctx, peer, topic, partitions):
 
 
 def _drop(peer, topic):
+    """Deletes the topic and waits for its files to go (a figure's topic
+    holds GBs; the next figure should not share the disk with unlinking
+    them); returns the seconds that took."""
     t0 = time.monotonic()
     if peer.alive():
-        peer.delete_topic(topic)
+        peer.delete_topic_wait(topic)
     return round(time.monotonic() - t0, 3)
 
 
