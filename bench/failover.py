@@ -27,10 +27,15 @@ Cairn, Kafka, Cairn, ...):
   2. a producer (confluent-kafka-python / librdkafka 2.16, out-of-the-box
      settings but bootstrap.servers and transactional.id, a child
      process: build/venv/bin/python this file --client) commits a
-     transaction of 6 records, one per partition, every --interval-ms
-     (100 ms), printing a line per commit, per error, per abort and per
-     re-created producer, each with its CLOCK_MONOTONIC time (the
-     parent's clock too);
+     transaction of 6 records, one per partition, pausing --interval-ms
+     (100 ms) after each commit, printing a line per commit, per error,
+     per abort and per re-created producer, each with its
+     CLOCK_MONOTONIC time (the parent's clock too).  commit_transaction()
+     is called without a timeout, as a user's code would (it blocks until
+     the commit is done); --commit-timeout T calls it with T and again
+     after each timeout, which is not the same: with T = 10 s both
+     brokers' failovers measured ~20 s, the commit finishing only after
+     the second retry (librdkafka);
   3. once commits have flowed for --steady seconds without an error, the
      harness waits for the next commit and kills the coordinator's broker
      with SIGKILL right after it: the kill lands between two
@@ -40,7 +45,17 @@ Cairn, Kafka, Cairn, ...):
      succeeds after it; also how many errors, aborted transactions and
      re-created producers (a fatal error: the child makes a new producer
      with the same transactional.id and calls init_transactions again, and
-     failover_s includes that), when the client saw its first error;
+     failover_s includes that), when the client saw its first error; and,
+     polled every 50 ms meanwhile, the brokers' part: when every
+     surviving broker names a live coordinator for the id
+     (coordinator_moved_s) and leads every partition of the topic with a
+     live broker (leaders_moved_s).  The rest of failover_s is the
+     client's: librdkafka asks FindCoordinator again only when a
+     reconnect to the dead coordinator fails, and its reconnect backoff
+     doubles up to reconnect.backoff.max.ms (10 s), so it may learn of
+     the new coordinator seconds late; then it re-queries the dead
+     broker's partition leaders about once a second (seen in its debug
+     log: --client-debug eos,topic,broker --keep);
   5. --after seconds more of commits, then the child stops and reads the
      topic read_committed: every transaction it saw acknowledged must be
      there whole (lost_txns, partial_txns, duplicates);
@@ -150,6 +165,7 @@ def client_main(argv):
     ap.add_argument("--partitions", type=int, default=PARTITIONS)
     ap.add_argument("--interval-ms", type=float, default=INTERVAL_MS)
     ap.add_argument("--commit-timeout", type=float, default=0)
+    ap.add_argument("--debug", default="")
     a = ap.parse_args(argv)
     from confluent_kafka import Consumer, KafkaError, KafkaException, \
         Producer, TopicPartition
@@ -183,6 +199,8 @@ def client_main(argv):
 
     conf = {"bootstrap.servers": a.bootstrap,
             "transactional.id": a.txn_id}
+    if a.debug:
+        conf["debug"] = a.debug     # librdkafka's log, to stderr
 
     def make():
         # Out of the box: nothing but the address and the id.
@@ -714,12 +732,15 @@ def one_rep(side, rep, build, opts, progress):
     s = {"txn_id": tid, "controller": ctl, "planned_victim": want,
          "failover_s": None}
     py = Path(build) / "venv" / "bin" / "python"
+    if not py.exists():
+        py = REPO / "build" / "venv" / "bin" / "python"
     child = Child([str(py), str(Path(__file__).resolve()), "--client",
                    "--bootstrap", side.bootstrap, "--topic", side.topic,
                    "--txn-id", tid, "--partitions", str(PARTITIONS),
                    "--interval-ms", str(interval), "--commit-timeout",
-                   str(opts.get("commit_timeout", 0))],
-                  side.root / ("client-%s.log" % side.name))
+                   str(opts.get("commit_timeout", 0)), "--debug",
+                   opts.get("client_debug") or ""],
+                  side.root / ("client-%s-rep%d.log" % (side.name, rep)))
     victim = None
     t_kill = None
     try:
@@ -833,12 +854,14 @@ def describe(rec):
         return "-" if v is None else "%.2f s" % v
     return ("coordinator %s%s killed, next commit after %.2f s (brokers: "
             "coordinator moved %s, leaders %s; client's first error %s), "
-            "%d errors %s, %d aborted, %d re-created producers, lost %s"
+            "%d errors%s, %d aborted, %d re-created producers, lost %s"
             % (rec["victim"], " (controller)"
                 if rec.get("victim_was_controller") else "",
                 rec["failover_s"], t("coordinator_moved_s"),
                 t("leaders_moved_s"), t("first_error_s"),
-                rec.get("errors", 0), ",".join(rec.get("error_codes", [])),
+                rec.get("errors", 0),
+                " (%s)" % ", ".join(rec["error_codes"])
+                if rec.get("error_codes") else "",
                 rec.get("aborted_txns", 0), rec.get("recreated", 0),
                 rec.get("lost_txns")))
 
@@ -907,6 +930,14 @@ def summary_lines(figs):
             method.find_ratio(f, "failover_s", "cairn", "kafka"), False)
         if line:
             lines.append(line)
+        line = figures.said_line(
+            "coordinator failover, the brokers' part (kill -9 until "
+            "every survivor names a live coordinator), Cairn vs Kafka "
+            "(lower is better)",
+            method.find_ratio(f, "coordinator_moved_s", "cairn", "kafka"),
+            False)
+        if line:
+            lines.append(line)
         for arm, samples in f.get("samples", {}).items():
             lost = sum(s.get("lost_txns") or 0 for s in samples)
             bad = [s for s in samples if s.get("failover_s") is None]
@@ -943,13 +974,13 @@ def table(fig):
         lines.append("  %-40s %-22s %-22s" % (
             what, method.fmt_spread(st.get("cairn"), spec),
             method.fmt_spread(st.get("kafka"), spec)))
-    r = method.find_ratio(fig, "failover_s", "cairn", "kafka")
-    lines.append("  failover_s Cairn / Kafka: %s" % method.fmt_ratio(r))
+    for m in ("failover_s", "coordinator_moved_s"):
+        r = method.find_ratio(fig, m, "cairn", "kafka")
+        lines.append("  %s Cairn / Kafka: %s" % (m, method.fmt_ratio(r)))
     for arm, samples in fig["samples"].items():
         for smp in samples:
-            lines.append("  %s rep %d: %s; error codes %s" % (
-                arm, smp["rep"], describe(smp),
-                ", ".join(smp.get("error_codes", [])) or "-"))
+            lines.append("  %s rep %d: %s" % (arm, smp["rep"],
+                                               describe(smp)))
     lines.append("  settings: %s" % json.dumps(
         {k: {kk: vv for kk, vv in v.items()
              if kk not in ("jvm_opts", "server_properties")}
@@ -984,6 +1015,10 @@ def main():
     ap.add_argument("--after", type=float, default=AFTER_S,
                     help="seconds of commits after the first one past the "
                     "kill, before the check")
+    ap.add_argument("--client-debug", default="",
+                    help="librdkafka debug contexts for the producer's "
+                    "log (e.g. eos,topic,broker; with --keep: "
+                    "failover/client-<side>-rep<N>.log)")
     ap.add_argument("--keep", action="store_true",
                     help="keep the brokers' directories and logs")
     args = ap.parse_args()
@@ -1005,6 +1040,7 @@ def main():
     opts = {"reps": args.reps, "interval_ms": args.interval_ms,
             "steady_s": args.steady, "after_s": args.after,
             "commit_timeout": args.commit_timeout,
+            "client_debug": args.client_debug,
             "keep": args.keep}
     report = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC",
                                        time.gmtime()),
