@@ -723,14 +723,34 @@ def _commits(evs):
 
 def one_rep(side, rep, build, opts, progress):
     """One kill-and-measure on side; the sample (failover_s None and
-    "error" when it could not be measured).  The cluster is whole again
-    when it returns, or an exception says why not."""
+    "error" when it could not be measured).  The killed broker is
+    restarted and the cluster whole again when it returns, or an
+    exception says why not; a signal (SystemExit) ends it at once, and
+    run_for_report's finally kills every broker."""
+    s = {"failover_s": None}
+    try:
+        _kill_and_measure(side, rep, build, opts, s)
+    except (BenchError, side.cl.BenchError, OSError, ValueError,
+            struct.error, subprocess.SubprocessError) as e:
+        s["error"] = "%s: %s" % (type(e).__name__, e)
+    victim = s.get("victim")
+    if victim is not None and not side.node_alive(victim):
+        t = time.monotonic()
+        side.restart(victim)
+        side.wait_whole()
+        s["restart_whole_s"] = round(time.monotonic() - t, 3)
+        progress("  %s: node %d back, cluster whole after %.1f s"
+                 % (side.name, victim, s["restart_whole_s"]))
+    return s
+
+
+def _kill_and_measure(side, rep, build, opts, s):
+    """Fills in the sample s."""
     interval = opts.get("interval_ms", INTERVAL_MS)
     steady = opts.get("steady_s", STEADY_S)
     after = opts.get("after_s", AFTER_S)
     tid, want, ctl = side.pick_txn_id(rep)
-    s = {"txn_id": tid, "controller": ctl, "planned_victim": want,
-         "failover_s": None}
+    s.update(txn_id=tid, controller=ctl, planned_victim=want)
     py = Path(build) / "venv" / "bin" / "python"
     if not py.exists():
         py = REPO / "build" / "venv" / "bin" / "python"
@@ -837,13 +857,6 @@ def one_rep(side, rep, build, opts, progress):
         return s
     finally:
         child.kill()
-        if victim is not None and not side.node_alive(victim):
-            t = time.monotonic()
-            side.restart(victim)
-            side.wait_whole()
-            s["restart_whole_s"] = round(time.monotonic() - t, 3)
-            progress("  %s: node %d back, cluster whole after %.1f s"
-                     % (side.name, victim, s["restart_whole_s"]))
 
 
 def describe(rec):
