@@ -92,7 +92,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -103,24 +102,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {"reps": 3, "seconds": 1.0, "warmup": 0.5, "steady": 6,
          "jvm_warmup": 2, "scale": 0.1}
-DEFAULT = {"reps": 5, "seconds": 3.0, "warmup": 1.0, "steady": 20,
+DEFAULT = {"reps": 5, "seconds": 3.0, "warmup": 1.0, "steady": 10,
            "jvm_warmup": 5, "scale": 1.0}
-RC_TOPIC = "bench-rc"
-RC_PARTITIONS = 6
-RC_RECORDS = 300000         # read_committed topic, records at scale 1
-RC_MOCK_CAP = 20000
-RC_SIZE = 1024
-RC_TXN_RECORDS = 100
-RC_ABORT_EVERY = 10         # every 10th transaction aborts
-RC_PRODUCERS = 8
-RC_ROUNDS = 3
-RC_TARGET = 0.95            # min read_committed / read_uncommitted, log B/s
-RC_LAT_TOPIC = "bench-rc-latency"
-RC_LAT_SECONDS = 10
-RC_LAT_RATE = 2000
-RC_LAT_INTERVAL_MS = 100
-RC_LAT_FETCH_WAIT_MS = 10
-RC_LAT_TARGET_MS = RC_LAT_INTERVAL_MS + 10  # p99 target
 LOAD_IDS = 100000
 MEM_TOPICS = 100
 MEM_PARTITIONS = 100        # per topic
@@ -128,15 +111,22 @@ MEM_PRODUCERS = 100000
 SCALE_PARTITIONS = [1, 1000, 10000, 100000]
 SCALE_BYTES = 256 << 20     # produced (then fetched) per partition count
 SCALE_PER_REQUEST = 100
-PARTS = ["limits", "produce", "acks1", "idem_txn", "consume", "commit",
-         "jvm", "steady", "cleaner", "security", "rc_tput", "rc_latency",
-         "load", "memory", "pstate", "scaling"]
-OPT_IN = {"jvm", "acks1"}   # only with --only (make bench: 20 min)
-FIGURE_PARTS = {"produce", "acks1", "idem_txn", "consume", "commit", "jvm",
-                "steady", "cleaner"}
-OLD_PEER_PARTS = {"rc_tput", "rc_latency"}   # Cairn and the mock, one run
+PARTS = ["limits", "produce", "acks1", "acks100", "idem_txn", "consume",
+         "rc", "commit", "jvm", "steady", "partitions", "txn_producers",
+         "replication", "failover", "cleaner", "security", "load", "memory",
+         "pstate", "scaling"]
+# Left out of make bench (20 minutes); --only names them, --only all runs
+# everything (make bench-all).
+OPT_IN = {"jvm", "acks1", "acks100", "cleaner", "security", "load",
+          "memory", "scaling"}
+FIGURE_PARTS = {"produce", "acks1", "acks100", "idem_txn", "consume", "rc",
+                "commit", "jvm", "steady", "cleaner", "partitions",
+                "txn_producers"}
 ALIASES = {"client": ["produce", "idem_txn", "consume"],
-           "txn": ["idem_txn", "commit"], "rc": ["rc_tput", "rc_latency"]}
+           "txn": ["idem_txn", "commit"],
+           "rc_tput": ["rc"], "rc_latency": ["rc"],
+           "cluster": ["replication", "failover"],
+           "all": PARTS}
 ALL_PEERS = ["cairn", "cairn-nofsync", "kafka", "kafka-flush1", "mock"]
 T0 = time.monotonic()
 
@@ -194,81 +184,6 @@ def uptime():
         return ""
 
 
-class Target:
-    """One broker under test: Cairn or the mock cluster."""
-
-    def __init__(self, name, args, tmp):
-        self.name = name
-        self.mock = name == "mock"
-        self.args = args
-        self.tmp = tmp / name
-        self.tmp.mkdir()
-        self.proc = None
-        self.bootstrap = None
-        self.res = {"runs": []}
-
-    def create(self):
-        return [] if self.mock else ["--create"]
-
-    def start(self, topics):
-        log = open(self.tmp / "broker.log", "wb")
-        if self.mock:
-            argv = [str(Path(self.args.build_dir) / "e2e_mockbroker")]
-            for t, parts in topics:
-                argv += ["--topic", "%s:%d" % (t, parts)]
-            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                                         stderr=log,
-                                         stdin=subprocess.DEVNULL)
-            self.bootstrap = self.proc.stdout.readline().split()[1].decode()
-            return
-        port = free_port()
-        data = self.tmp / "data"
-        data.mkdir()
-        argv = [self.args.cairn, "--set",
-                "listeners=PLAINTEXT://127.0.0.1:%d" % port,
-                "--set", "log.dirs=%s" % data]
-        self.proc = subprocess.Popen(argv, stdout=log, stderr=log,
-                                     stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                if (self.proc.poll() is not None
-                        or time.monotonic() > deadline):
-                    self.stop()
-                    sys.exit("broker did not start; see %s"
-                             % (self.tmp / "broker.log"))
-                time.sleep(0.05)
-        self.bootstrap = "127.0.0.1:%d" % port
-
-    def alive(self):
-        if self.proc.poll() is not None:
-            sys.exit("%s broker died; see %s" % (self.name,
-                                                  self.tmp / "broker.log"))
-
-    def rss_kb(self):
-        try:
-            with open("/proc/%d/status" % self.proc.pid) as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1])
-        except OSError:
-            pass
-        return None
-
-    def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-
 def scaled(n, scale, floor):
     return max(floor, int(n * scale))
 
@@ -280,87 +195,6 @@ def log_bytes(t, topic):
         if d.name[len(topic) + 1:].isdigit():
             total += sum(f.stat().st_size for f in d.glob("*.log"))
     return total
-
-
-def run_rc_tput(t, build, scale):
-    n = max(10 * RC_TXN_RECORDS, int(RC_RECORDS * scale))
-    if t.mock:
-        n = min(n, RC_MOCK_CAP)
-    n -= n % RC_TXN_RECORDS
-    common = ["--brokers", t.bootstrap, "--topic", RC_TOPIC, "--partitions",
-              RC_PARTITIONS, "--messages", n, "--size", RC_SIZE,
-              "--txn-records", RC_TXN_RECORDS, "--abort-every",
-              RC_ABORT_EVERY]
-    progress("%s: %s: transactional write %d x %d B, %d per transaction, "
-             "every %dth aborted, %d producers"
-             % (t.name, RC_TOPIC, n, RC_SIZE, RC_TXN_RECORDS,
-                RC_ABORT_EVERY, RC_PRODUCERS))
-    rc = {"write": None, "passes": []}
-    t.res["read_committed"] = rc
-    recs = run_prog([build / "bench_rc", "write"] + common
-                    + ["--producers", RC_PRODUCERS] + t.create(), 900,
-                    "bench_rc write")
-    for rec in recs:
-        rc["write"] = rec
-        progress("  write: %s, %d transactions in %.1f s"
-                 % (summary(rec), rec["transactions"], rec["seconds"]))
-    if not recs:
-        return
-    t.alive()
-    lb = 0 if t.mock else log_bytes(t, RC_TOPIC)
-    progress("%s: %s: consume %d rounds of read_uncommitted + "
-             "read_committed, log %.1f MB"
-             % (t.name, RC_TOPIC, RC_ROUNDS, lb / 1e6))
-    for rec in run_prog([build / "bench_rc", "consume"] + common
-                        + ["--rounds", RC_ROUNDS, "--log-bytes", lb], 600,
-                        "bench_rc consume"):
-        if rec["test"] == "read_committed":
-            rc["summary"] = rec
-            progress("  ratio committed/uncommitted: log bytes/s %.3f, "
-                     "delivered records/s %.3f"
-                     % (rec["ratio_log_bytes_per_s"],
-                        rec["ratio_msgs_per_s"]))
-        else:
-            rc["passes"].append(rec)
-            progress("  %-16s round %d: %.2f s, log %.1f MB/s, delivered "
-                     "%s, %d/%d records"
-                     % (rec["isolation"], rec["round"], rec["seconds"],
-                        rec["log_mb_per_s"], summary(rec), rec["consumed"],
-                        rec["expected"]))
-    t.alive()
-
-
-def run_rc_latency(t, build):
-    progress("%s: read_committed latency, %d msgs/s, commit every %d ms, "
-             "%d s" % (t.name, RC_LAT_RATE, RC_LAT_INTERVAL_MS,
-                       RC_LAT_SECONDS))
-    for rec in run_prog(
-            [build / "bench_rc", "latency", "--brokers", t.bootstrap,
-             "--topic", RC_LAT_TOPIC, "--partitions", RC_PARTITIONS,
-             "--rate", RC_LAT_RATE, "--commit-interval-ms",
-             RC_LAT_INTERVAL_MS, "--seconds", RC_LAT_SECONDS,
-             "--fetch-wait-ms", RC_LAT_FETCH_WAIT_MS] + t.create(), 300,
-            "bench_rc latency"):
-        t.res["rc_latency"] = rec
-        progress("  p50 %.1f ms p99 %.1f ms p99.9 %.1f ms, %d samples"
-                 % (rec["p50_ms"], rec["p99_ms"], rec["p999_ms"],
-                    rec["samples"]))
-    t.alive()
-
-
-def run_target(t, build, parts, scale):
-    progress("starting %s" % ("librdkafka mock cluster" if t.mock
-                              else "Cairn broker"))
-    t.start([(RC_TOPIC, RC_PARTITIONS), (RC_LAT_TOPIC, RC_PARTITIONS)])
-    try:
-        if "rc_tput" in parts:
-            run_rc_tput(t, build, scale)
-        if "rc_latency" in parts:
-            run_rc_latency(t, build)
-        t.res["rss_end_kb"] = t.rss_kb()
-    finally:
-        progress("stopping %s" % t.name)
-        t.stop()
 
 
 def run_load(args, scale):
@@ -394,29 +228,32 @@ def run_memory(args, scale):
 
 
 def run_scaling(args, build, tmp, scale):
+    import peers as pe
     out = []
     total = max(1 << 20, int(SCALE_BYTES * scale))
     for parts in SCALE_PARTITIONS:
-        t = Target("scale-%d" % parts, args, tmp)
+        t = pe.CairnPeer(tmp, args.cairn, name="scale-%d" % parts)
         progress("scaling: %d partitions, %d MiB produced then fetched"
                  % (parts, total >> 20))
-        t.start([])
+        t.start()
         try:
             for rec in run_prog(
                     [build / "bench_scale", "--brokers", t.bootstrap,
                      "--topic", "bench-scale", "--partitions", parts,
                      "--bytes", total, "--per-request", SCALE_PER_REQUEST],
                     3600, "bench_scale"):
-                rec["rss_kb"] = t.rss_kb()
+                rec["rss_kb"] = t.memory_kb().get("rss_kb")
                 progress("  %s: %s%s" % (
                     rec["test"], summary(rec),
                     ", topic created in %.1f s" % rec["create_seconds"]
                     if "create_seconds" in rec else ""))
                 out.append(rec)
-            t.alive()
+            if not t.alive():
+                progress("  scale-%d broker died; see %s"
+                         % (parts, t.dir / "broker.log"))
         finally:
             t.stop()
-            shutil.rmtree(t.tmp, ignore_errors=True)
+            shutil.rmtree(t.dir, ignore_errors=True)
     return out
 
 
@@ -451,23 +288,6 @@ def fmt(v, spec="%.1f"):
 
 def ratio(a, b):
     return round(a / b, 3) if a is not None and b else None
-
-
-def print_rc(report):
-    for name, res in report["targets"].items():
-        s = (res.get("read_committed") or {}).get("summary")
-        if s:
-            ok = s["ratio_log_bytes_per_s"] >= RC_TARGET
-            print("%s: read_committed / read_uncommitted, log bytes/s %.3f "
-                  "(>= %.2f %s); delivered records/s %.3f (10%% aborted)"
-                  % (name, s["ratio_log_bytes_per_s"], RC_TARGET,
-                     "ok" if ok else "MISS", s["ratio_msgs_per_s"]))
-        lat = res.get("rc_latency")
-        if lat:
-            print("%s: e2e read_committed p50 %.1f p99 %.1f ms (< %d ms "
-                  "%s)" % (name, lat["p50_ms"], lat["p99_ms"],
-                           RC_LAT_TARGET_MS, "ok" if lat["p99_ms"] <
-                           RC_LAT_TARGET_MS else "MISS"))
 
 
 def print_other(report):
@@ -604,11 +424,11 @@ def main():
             elif w in PARTS:
                 parts.add(w)
             else:
-                sys.exit("--only: unknown part %r (parts: %s, client, txn, "
-                         "rc)" % (w, ", ".join(PARTS)))
-    targets = [n for n in ("cairn", "mock") if n in names]
+                sys.exit("--only: unknown part %r (parts: %s; aliases: "
+                         "%s)" % (w, ", ".join(PARTS), ", ".join(ALIASES)))
     if "cairn" not in names:
-        parts -= {"load", "memory", "scaling", "security"}
+        parts -= {"load", "memory", "scaling", "security", "replication",
+                  "failover"}
 
     out_dir = REPO / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -622,10 +442,11 @@ def main():
             "commit": ["bench_txn"],
             "security": ["bench_client", "bench_txn"],
             "cleaner": ["bench_client"],
-            "rc_tput": ["bench_rc"], "rc_latency": ["bench_rc"],
+            "rc": ["bench_rc"], "partitions": ["bench_client"],
+            "txn_producers": ["bench_txn"], "replication": ["bench_client"],
             "pstate": ["bench_pstate"], "scaling": ["bench_scale"]}
     progs = {p for k in parts for p in need.get(k, [])}
-    if "mock" in names and parts & (FIGURE_PARTS | OLD_PEER_PARTS):
+    if "mock" in names and parts & FIGURE_PARTS:
         progs.add("e2e_mockbroker")
     for prog in sorted(progs):
         if not (build / prog).exists():
@@ -640,7 +461,7 @@ def main():
                           "kernel": os.uname().release,
                           "uptime_before": uptime(),
                           "loadavg_before": os.getloadavg()},
-              "limits": {}, "figures": [], "targets": {}}
+              "limits": {}, "figures": [], "part_seconds": {}}
     if args.only:
         report["only"] = sorted(parts)
     progress("load before: %s" % report["machine"]["uptime_before"])
@@ -669,41 +490,58 @@ def main():
                                       for n, p in peers.items()}
             ctx = figures.Ctx(peers, build, opts, progress)
             figures.warm_up(ctx)
-            opts["extra"] = sorted(parts & {"acks1"})
+            opts["extra"] = sorted(parts & {"acks1", "acks100"})
             opts["produce_default"] = "produce" in parts
-            if "acks1" in parts:
+            if parts & {"acks1", "acks100"}:
                 parts.add("produce")
+            import cleaner
+            import rc_figs
+            import scaling_figs
             for part, fn in (("produce", figures.run_produce),
                              ("idem_txn", figures.run_idem_txn),
                              ("consume", figures.run_consume),
+                             ("rc", rc_figs.run_rc),
                              ("commit", figures.run_commit),
-                             ("jvm", figures.run_jvm)):
+                             ("jvm", figures.run_jvm),
+                             ("steady", lambda c: [figures.run_steady(
+                                 c, tmp)]),
+                             ("partitions", scaling_figs.run_partitions),
+                             ("txn_producers",
+                              scaling_figs.run_txn_producers),
+                             ("cleaner", cleaner.run_cleaner)):
                 if part in parts:
+                    t0 = time.monotonic()
                     report["figures"] += fn(ctx)
-            if "steady" in parts:
-                report["steady"] = figures.run_steady(ctx, tmp)
-            if "cleaner" in parts:
-                import cleaner
-                report["figures"] += cleaner.run_cleaner(ctx)
+                    report["part_seconds"][part] = round(
+                        time.monotonic() - t0, 1)
+                    progress("%s done in %.0f s" % (
+                        part, report["part_seconds"][part]))
             report["memory_end"] = {n: p.memory_kb()
                                     for n, p in peers.items()}
             for n in list(peers):
                 progress("stopping %s" % n)
                 peers.pop(n).stop()
+        if "replication" in parts:
+            import replication
+            t0 = time.monotonic()
+            report["figures"] += replication.run_for_report(
+                build, args.cairn, tmp, opts, progress,
+                kafka="kafka" in names)
+            report["part_seconds"]["replication"] = round(
+                time.monotonic() - t0, 1)
+        if "failover" in parts:
+            import failover
+            t0 = time.monotonic()
+            report["figures"].append(failover.run_for_report(
+                build, args.cairn, tmp, opts, progress))
+            report["part_seconds"]["failover"] = round(
+                time.monotonic() - t0, 1)
         if "security" in parts:
             import security
             fig, report["security"] = security.run_security(
                 figures.Ctx({}, build, opts, progress), args, tmp,
                 kafka="kafka" in names)
             report["figures"].append(fig)
-        if parts & OLD_PEER_PARTS:
-            # Their own brokers, apart from the compared peers' data.
-            rc_tmp = tmp / "rc"
-            rc_tmp.mkdir()
-            for name in targets:
-                t = Target(name, args, rc_tmp)
-                report["targets"][name] = t.res
-                run_target(t, build, parts, scale)
         if "load" in parts:
             report["coordinator_load"] = run_load(args, scale)
         if "memory" in parts:
@@ -721,17 +559,22 @@ def main():
         report["machine"]["loadavg_after"] = os.getloadavg()
         report["seconds"] = round(time.monotonic() - T0, 1)
 
-    report["summary"] = figures.summary_lines(
-        report["figures"], report.get("steady"), report["limits"])
     import cleaner
-    report["summary"] += cleaner.summary_lines(report["figures"])
+    import failover
+    import rc_figs
+    import replication
+    import scaling_figs
+    figs = report["figures"]
+    report["summary"] = figures.summary_lines(figs, report["limits"])
+    for mod in (rc_figs, scaling_figs, replication, failover, cleaner):
+        report["summary"] += mod.summary_lines(figs)
     if report.get("security"):
         import security
         report["summary"] += security.summary_lines(
-            next(f for f in report["figures"] if f["key"] == "security"),
+            next(f for f in figs if f["key"] == "security"),
             report["security"])
-    report["verdicts"] = figures.verdicts(report["figures"],
-                                          report.get("steady"))
+    report["verdicts"] = figures.verdicts(figs)
+    report["verdicts"].update(rc_figs.verdicts(figs))
     m = report["machine"]
     print()
     print("Cairn benchmark %s, scale %g, %d CPUs, %.0f s; each figure: "
@@ -740,6 +583,9 @@ def main():
              opts["reps"], opts["seconds"]))
     print("load before: %s" % m["uptime_before"])
     print("load after:  %s" % m["uptime_after"])
+    if report["part_seconds"]:
+        print("seconds per part: %s" % ", ".join(
+            "%s %.0f" % kv for kv in report["part_seconds"].items()))
     if report["summary"]:
         print()
         print("Summary (Cairn / peer, ratio of medians; per-pair range of "
@@ -756,7 +602,7 @@ def main():
                 k, v["value"], ">=" if v["at_least"] else "<=",
                 v["target"], "ok" if v["ok"] else "MISS",
                 "" if v.get("pair_min") is None else
-                ", per-pair %.2f-%.2f" % (v["pair_min"], v["pair_max"]),
+                ", range %.2f-%.2f" % (v["pair_min"], v["pair_max"]),
                 " (the pairs fall on both sides: not settled)"
                 if crosses else ""))
     lim = report["limits"]
@@ -773,21 +619,6 @@ def main():
                     n, v.get("rss_kb", 0) / 1024, v.get("hwm_kb", 0) / 1024)
                 for n, v in report[when].items())))
     figures.print_figures(report["figures"])
-    if report.get("steady"):
-        st = report["steady"]
-        print()
-        print("steady state (%g s runs, steady = median of the second half "
-              "of the per-second MB/s):" % st["seconds"])
-        if st.get("disk"):
-            print("  synced disk: %.0f MB/s overall, steady %s"
-                  % (st["disk"]["mb_per_s"], st["disk"]["steady_mb_per_s"]))
-        for n, r in st["runs"].items():
-            print("  %-13s %.0f MB/s overall, steady %s, broker %.2f CPU "
-                  "s/GB" % (n, r["mb_per_s"], r["steady_mb_per_s"],
-                            r.get("cpu_s_per_gb") or 0))
-    if report["targets"]:
-        print()
-        print_rc(report)
     print_other(report)
     if report.get("scaling"):
         print_scaling(report["scaling"])
