@@ -9,11 +9,21 @@
 #                 ThreadSanitizer unit tests, libFuzzer builds, the Java
 #                 and Go test programs, the Python client venv), run
 #                 every test
-#   make bench    throughput against this machine's limits
+#   make bench    the report against Apache Kafka 4.4.0 and this
+#                 machine's limits, about 20 minutes (bench/run.py)
+#   make bench-cluster-kafka  three Cairn and three Kafka brokers:
+#                 replication factor 1 and 3, coordinator failover (about
+#                 12 minutes; bench/run.py --only cluster)
+#   make bench-all  the report with every part, the opt-in ones too
+#                 (cluster, cleaner, security, coordinator load, memory,
+#                 100,000 partitions, ...), about 45 minutes
+#   make bench-failover  transaction coordinator failover, kill -9 to the
+#                 next commit, three Cairn and three Kafka brokers
 #   make bench-cluster  election, fencing, propagation and 1,000-topic
 #                 figures of a three-node quorum (bench/cluster.py)
 #   make bench-replication  produce throughput and latency at replication
-#                 factor 1 and 3, acks=1 and all (bench/replication.py)
+#                 factor 1 and 3, acks=1 and all, three Cairn and three
+#                 Kafka brokers (bench/replication.py)
 #   make soak     the long tests `make test` leaves out (CAIRN_SOAK=1)
 #   make gen      regenerate src/proto/gen from ../shared/kafka-protocol
 #   make lint     clang-tidy and cppcheck over src/ (CI runs it)
@@ -24,7 +34,7 @@ MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 
-.PHONY: all build build-asan build-tsan build-fuzz build-java build-go build-py deps test-deps run cluster test soak bench bench-cluster bench-replication gen check-gen lint format-check format clean
+.PHONY: all build build-asan build-tsan build-fuzz build-java build-go build-py deps test-deps run cluster test soak bench bench-all bench-cluster-kafka bench-failover bench-cluster bench-replication gen check-gen lint format-check format clean
 
 all: build
 
@@ -108,10 +118,23 @@ bench: build build-java
 	@tools/deps.sh bench
 	$(PY) bench/run.py
 
+bench-cluster-kafka: build build-java build-py
+	@tools/deps.sh bench
+	$(PY) bench/run.py --only cluster
+
+bench-all: build build-java build-py
+	@tools/deps.sh bench
+	$(PY) bench/run.py --only all
+
+bench-failover: build build-java build-py
+	@tools/deps.sh bench
+	$(PY) bench/failover.py
+
 bench-cluster: build
 	$(PY) bench/cluster.py
 
-bench-replication: build
+bench-replication: build build-java
+	@tools/deps.sh bench
 	$(PY) bench/replication.py
 
 gen:

@@ -21,6 +21,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# How often both brokers enforce retention.bytes (bench/scaling_figs.py's
+# topics, kept over a figure's repetitions, are bounded that way).
+RETENTION_CHECK_MS = 1000
 
 # What bin/kafka-server-start.sh and bin/kafka-run-class.sh of Kafka 4.x
 # give the broker when KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS are
@@ -123,14 +126,14 @@ class Peer:
                 {"bootstrap.servers": self.bootstrap})
         return self._admin_client
 
-    def create_topic(self, topic, partitions):
-        """Creates the topic with this peer's configs; the mock gets its
-        topics at start."""
+    def create_topic(self, topic, partitions, config=None):
+        """Creates the topic with this peer's configs (and config); the
+        mock gets its topics at start."""
         if not self.can_create:
             return
         from confluent_kafka.admin import NewTopic
         nt = NewTopic(topic, num_partitions=partitions, replication_factor=1,
-                      config=dict(self.topic_config))
+                      config=dict(self.topic_config, **(config or {})))
         for fut in self._admin().create_topics(
                 [nt], request_timeout=60).values():
             fut.result(timeout=90)
@@ -203,6 +206,11 @@ class CairnPeer(Peer):
                 "listeners=PLAINTEXT://127.0.0.1:%d" % port,
                 "--set", "log.dirs=%s" % data,
                 "--set", "http.listener=127.0.0.1:%d" % self.http_port]
+        # Retention checked every second (Kafka's default is 5 min, and
+        # the Kafka peer gets the same): a figure that keeps one topic
+        # over its repetitions bounds it with retention.bytes.
+        argv += ["--set", "log.retention.check.interval.ms=%d"
+                 % RETENTION_CHECK_MS]
         if not self.fsync:
             argv += ["--set", "cairn.fsync.group.commit=false"]
         for s in self.sets:
@@ -289,6 +297,8 @@ class KafkaBroker:
         # Only deletion is affected, not the produce or fetch path.
         props = dict(ref_kw.get("server_props") or {})
         props.setdefault("log.segment.delete.delay.ms", "0")
+        props.setdefault("log.retention.check.interval.ms",
+                         str(RETENTION_CHECK_MS))
         ref_kw["server_props"] = props
         self.ref = kafka_ref.RefKafka(workdir, java_harness.classpath(),
                                       **ref_kw)

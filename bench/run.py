@@ -11,7 +11,7 @@ every raw sample in bench/out/report.json and a chart beside it (.png).
 
 Method (bench/method.py): every compared figure is a set of arms, a peer
 running a workload; each arm runs --reps times (default 5) for --seconds
-(default 3) after --warmup (1) unmeasured seconds, the arms interleaved
+(default 3) after --warmup (0.5) unmeasured seconds, the arms interleaved
 (A B C A B C ...).  Reported: min / median / max per arm, and for pairs of
 arms the ratio of medians plus the median and range of the per-pair
 ratios (run i of A against run i of B).  Each run also records the
@@ -32,52 +32,73 @@ Peers (bench/peers.py, all running at once; --peers picks some):
 Before the first figure each Kafka peer gets one unmeasured 5 s run (the
 JIT compiles Kafka's hot paths; its first seconds run far slower).
 
-Parts, in the order they run:
+Parts, in the order they run (make bench runs all but the opt-in ones,
+in about 20 minutes; --only cluster, make bench-cluster-kafka, the two
+three-broker comparisons with Kafka, about 12; --only all, make
+bench-all, every part):
 
   limits     this machine: fdatasync'd sequential 256 KiB writes (MB/s),
              4 KiB fdatasync latency, loopback TCP throughput (bench_limits)
   produce    librdkafka producer (bench_client --seconds), 6 partitions:
-             acks=all 1 KiB (every peer), acks=all 100 B, acks=all 1 KiB
-             at a fixed 20k records/s (latency at the same offered load)
-  acks1      opt-in (--only acks1): acks=1 1 KiB, Cairn and Kafka
+             acks=all 1 KiB (every peer), acks=all 1 KiB at a fixed 20k
+             records/s (latency at the same offered load)
+  acks100    opt-in: acks=all 100 B, Cairn and both Kafkas
+  acks1      opt-in: acks=1 1 KiB, Cairn and Kafka
   idem_txn   1 KiB, 6 partitions, Cairn and Kafka, all interleaved:
-             acks=all at 5 in flight (Cairn only), idempotent,
-             transactional committing every 10 ms, every 100 ms and every
-             1000 records, with the achieved commit interval beside the
-             nominal one (bench_txn)
+             idempotent, transactional committing every 10 ms, every
+             100 ms and every 1000 records, with the achieved commit
+             interval beside the nominal one (bench_txn)
+  inflight5  opt-in: adds acks=all at 5 in flight (Cairn only) to idem_txn
+             (the baseline of issue #4's idempotent target)
   consume    librdkafka consumer and the raw Fetch client (bench_fetch_raw,
-             50 MiB requests) over a pre-filled 2 GB topic (page-cached)
+             50 MiB requests) over a pre-filled 6 GB topic (page-cached)
+  rc         read_committed vs read_uncommitted consume of a topic written
+             by 8 transactional producers (every 10th transaction
+             aborted), and produce -> read_committed delivery latency,
+             Cairn and Kafka (bench/rc_figs.py)
   commit     commit latency: 200 transactions of one record on 1 and on 16
              partitions (bench_txn --commit-latency)
-  jvm        opt-in (--only jvm): Kafka's ProducerPerformance (the JVM
-             client), 500k x 1 KiB acks=all, Cairn and Kafka
-  steady     one long (--steady-seconds, 20) 1 KiB acks=all run per peer,
-             and the synced-disk limit measured the same way, MB/s per
-             second; steady = median of the second half
-  cleaner    log cleaner MB/s and produce acks=all p50/p99 during a pass
-             vs idle, Cairn, Cairn without fsync and Kafka (bench/cleaner.py)
-  security   one Cairn with PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512)
-             listeners, the protocols in rotating order per rep: 1 KiB
-             acks=all and transactional (commit every 1000 records),
-             ratios to PLAINTEXT; TLS 1.3/1.2 handshake and SCRAM login
-             times (bench/security.py, its own broker; with kafka among
-             --peers also Kafka over PLAINTEXT and SSL, its own broker)
-  rc_tput    read_committed vs read_uncommitted consume of a topic written
-             by 8 transactional producers, 100 records per transaction,
-             every 10th aborted (bench_rc write/consume, best of 3 each;
-             Cairn and the mock, not yet interleaved)
-  rc_latency end-to-end produce -> read_committed delivery latency at 2000
-             msgs/s, commit every 100 ms, for 10 s (bench_rc latency)
-  load       coordinator load time after a restart with 100k transactional
-             ids (bench_txn_load.py, its own broker)
-  memory     broker VmRSS with 10k partitions (100 topics x 100) and 100k
-             idempotent producer ids each writing one batch
+  jvm        opt-in: Kafka's ProducerPerformance (the JVM client), 500k x
+             1 KiB acks=all, Cairn and Kafka
+  steady     1 KiB acks=all runs of --steady-seconds (10) per peer,
+             interleaved with the synced-disk limit measured the same way,
+             MB/s per second; steady = median of the second half
+  partitions produce acks=all 1 KiB with 1, 10, 100 and 1,000 partitions,
+             one producer, and at 1,000 one producer per 10 partitions
+  txn_producers  1, 10 and 100 transactional producers committing every
+             100 ms on 100 partitions (both: bench/scaling_figs.py)
+  replication opt-in: three Cairn and three Kafka brokers: RF 1 acks=1, RF 3
+             acks=1, RF 3 acks=all, as fast as one producer goes and at
+             5,000 records/s (bench/replication.py; make bench-replication
+             has more variants)
+  failover   opt-in: transaction coordinator failover, kill -9 of the
+             coordinator's broker to the next commit, three Cairn and
+             three Kafka brokers (bench/failover.py, make bench-failover)
+  cleaner    opt-in: log cleaner MB/s and produce acks=all p50/p99 during
+             a pass vs idle, Cairn, Cairn without fsync and Kafka
+             (bench/cleaner.py)
+  security   opt-in: one Cairn with PLAINTEXT, SSL and SASL_SSL
+             (SCRAM-SHA-512) listeners, the protocols in rotating order per
+             rep: 1 KiB acks=all and transactional (commit every 1000
+             records), ratios to PLAINTEXT; TLS 1.3/1.2 handshake and SCRAM
+             login times (bench/security.py, its own broker; with kafka
+             among --peers also Kafka over PLAINTEXT and SSL)
+  load       opt-in: coordinator load time after a restart with 100k
+             transactional ids (bench_txn_load.py, its own broker)
+  memory     opt-in: broker VmRSS with 10k partitions (100 topics x 100)
+             and 100k idempotent producer ids each writing one batch
              (bench_mem.py, its own broker)
   pstate     producer table bytes per idle entry (bench_pstate, in-process)
-  scaling    produce and fetch throughput with 1, 1,000, 10,000 and 100,000
-             partitions (bench_scale, raw protocol, a fresh Cairn each)
+  scaling    opt-in: produce and fetch throughput with 1, 1,000, 10,000 and
+             100,000 partitions (bench_scale, raw protocol, a fresh Cairn
+             each)
   (aliases: client = produce,idem_txn,consume; txn = idem_txn,commit;
-  rc = rc_tput,rc_latency)
+  cluster = replication,failover; all = every part)
+
+Every timed run of a producer gets a new topic, deleted with its files
+gone before the next run (peers.Peer.delete_topic_wait): at 1 GB/s five
+repetitions of five peers would not fit on the disk, and the next run
+should not share it with the unlinking.
 
 --scale multiplies the counts of the count-based parts (default 1);
 "small" is a fast check of the harness (3 reps of 1 s, 0.1 of the
@@ -102,7 +123,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {"reps": 3, "seconds": 1.0, "warmup": 0.5, "steady": 6,
          "jvm_warmup": 2, "scale": 0.1}
-DEFAULT = {"reps": 5, "seconds": 3.0, "warmup": 1.0, "steady": 10,
+DEFAULT = {"reps": 5, "seconds": 3.0, "warmup": 0.5, "steady": 10,
            "jvm_warmup": 5, "scale": 1.0}
 LOAD_IDS = 100000
 MEM_TOPICS = 100
@@ -111,15 +132,17 @@ MEM_PRODUCERS = 100000
 SCALE_PARTITIONS = [1, 1000, 10000, 100000]
 SCALE_BYTES = 256 << 20     # produced (then fetched) per partition count
 SCALE_PER_REQUEST = 100
-PARTS = ["limits", "produce", "acks1", "acks100", "idem_txn", "consume",
+PARTS = ["limits", "produce", "acks1", "acks100", "idem_txn", "inflight5",
+         "consume",
          "rc", "commit", "jvm", "steady", "partitions", "txn_producers",
          "replication", "failover", "cleaner", "security", "load", "memory",
          "pstate", "scaling"]
 # Left out of make bench (20 minutes); --only names them, --only all runs
 # everything (make bench-all).
-OPT_IN = {"jvm", "acks1", "acks100", "cleaner", "security", "load",
-          "memory", "scaling"}
-FIGURE_PARTS = {"produce", "acks1", "acks100", "idem_txn", "consume", "rc",
+OPT_IN = {"jvm", "acks1", "acks100", "inflight5", "cleaner", "security",
+          "load", "memory", "scaling", "replication", "failover"}
+FIGURE_PARTS = {"produce", "acks1", "acks100", "idem_txn", "inflight5",
+                "consume", "rc",
                 "commit", "jvm", "steady", "cleaner", "partitions",
                 "txn_producers"}
 ALIASES = {"client": ["produce", "idem_txn", "consume"],
@@ -490,10 +513,12 @@ def main():
                                       for n, p in peers.items()}
             ctx = figures.Ctx(peers, build, opts, progress)
             figures.warm_up(ctx)
-            opts["extra"] = sorted(parts & {"acks1", "acks100"})
+            opts["extra"] = sorted(parts & {"acks1", "acks100", "inflight5"})
             opts["produce_default"] = "produce" in parts
             if parts & {"acks1", "acks100"}:
                 parts.add("produce")
+            if "inflight5" in parts:
+                parts.add("idem_txn")
             import cleaner
             import rc_figs
             import scaling_figs

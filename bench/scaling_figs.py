@@ -10,7 +10,8 @@ client can (bench_client --seconds), arms per peer x producer mode:
   per10  one producer per 10 partitions (bench_client --producers P/10),
          driven by one loop so the client's own CPU is the same as with
          one; at 1,000 partitions only (100 producers), see PER10_AT
-Each peer's topic is made once per figure, timed (the figure records
+Each peer's topic is made once per figure, bounded by retention.bytes
+(about 2 GiB in all: retention()), timed (the figure records
 create_seconds, until every partition has a leader, and delete_seconds
 per peer), primed with one unmeasured second of writes when it has 100
 partitions or more (_prime), and dropped after the figure.
@@ -60,6 +61,16 @@ TXN_QUEUE_KB = 65536
 READY_TIMEOUT = 120               # s for a new topic's leaders to show
 PRIME_AT = 100                    # topics this wide get an unmeasured run
 PRIME_SECONDS = 1
+RETAIN_BYTES = 2 << 30            # per topic, over all its partitions
+
+
+def retention(partitions):
+    """Topic configs that keep a figure's topic near RETAIN_BYTES on disk:
+    its repetitions write up to 1 GB/s for minutes, which filled the disk
+    once (both brokers check retention every second, peers.py)."""
+    per = max(16 << 20, RETAIN_BYTES // partitions)
+    return {"retention.bytes": str(per),
+            "segment.bytes": str(max(4 << 20, per // 4))}
 
 
 def _create(peer, topic, partitions, progress):
@@ -67,7 +78,7 @@ def _create(peer, topic, partitions, progress):
     the broker's metadata (Kafka answers CreateTopics before its
     partitions are ready); returns the seconds it took."""
     t0 = time.monotonic()
-    peer.create_topic(topic, partitions)
+    peer.create_topic(topic, partitions, retention(partitions))
     admin = peer._admin()
     while time.monotonic() - t0 < READY_TIMEOUT:
         try:
