@@ -433,14 +433,7 @@ int main(int argc, char **argv)
         struct prod *pr = &prods[j];
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
 
-        if (parts >= nprod) {
-            pr->lo = (int)((long)j * parts / nprod);
-            pr->n = (int)((long)(j + 1) * parts / nprod) - pr->lo;
-        } else {
-            pr->lo = 0;
-            pr->n = parts;
-            pr->first = j % parts;
-        }
+        partition_share(j, nprod, parts, &pr->lo, &pr->n, &pr->first);
         conf_set(conf, "bootstrap.servers", brokers);
         conf_set(conf, "acks", acks);
         conf_set(conf, "compression.codec", codec);

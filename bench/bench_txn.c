@@ -371,14 +371,7 @@ static int run_throughput(const char *brokers, const char *topic, int parts,
         struct txp *pr = &prods[j];
 
         pr->j = j;
-        if (parts >= nprod) {
-            pr->lo = (int)((long)j * parts / nprod);
-            pr->n = (int)((long)(j + 1) * parts / nprod) - pr->lo;
-        } else {
-            pr->lo = 0;
-            pr->n = parts;
-            pr->first = j % parts;
-        }
+        partition_share(j, nprod, parts, &pr->lo, &pr->n, &pr->first);
         pr->messages = o->seconds > 0
                            ? LONG_MAX
                            : o->messages / nprod + (j < o->messages % nprod);

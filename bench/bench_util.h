@@ -173,4 +173,22 @@ static inline double samples_pct(const struct samples *s, double q)
     return s->v[i];
 }
 
+/* Producer j of nprod's partitions out of parts: a range of its own when
+ * there are at least as many partitions as producers (j * parts / nprod
+ * up to the next one's start), else every partition, starting at j's own
+ * so the producers do not all write partition 0 first. */
+static inline void partition_share(int j, int nprod, int parts, int *lo,
+                                   int *n, int *first)
+{
+    if (parts >= nprod) {
+        *lo = (int)((long)j * parts / nprod);
+        *n = (int)((long)(j + 1) * parts / nprod) - *lo;
+        *first = 0;
+    } else {
+        *lo = 0;
+        *n = parts;
+        *first = j % parts;
+    }
+}
+
 #endif

@@ -721,9 +721,10 @@ def verdicts(figs):
 
 
 # The chart's rows: (label, figure key, metric, arm a, arm b, lower is
-# better[, target: the bar is green when the target is met]).  Cairn against Kafka at its defaults, against Kafka with an
-# fsync per append where the figure has it, and Cairn against itself where
-# the issue sets a target (transactional / idempotent, steady / disk).
+# better[, target: the bar is green when it is met]).  Cairn against Kafka
+# at its defaults, against Kafka with an fsync per append where the figure
+# has it, and Cairn against itself where the issue sets a target
+# (transactional / idempotent, steady / disk).
 CHART_ROWS = [
     ("produce acks=all 1 KiB, MB/s", "acksall_1k", "mb_per_s", "cairn",
      "kafka", False),
@@ -761,20 +762,20 @@ CHART_ROWS = [
      "kafka/read_committed", True),
     ("produce -> read_committed p99", "rc_latency", "p99_ms", "cairn",
      "kafka", True),
-    ("scaling: 1 partition, MB/s", "scale_p1", "mb_per_s", "cairn/1p", "kafka/1p",
-     False),
-    ("scaling: 10 partitions, MB/s", "scale_p10", "mb_per_s", "cairn/1p", "kafka/1p",
-     False),
+    ("scaling: 1 partition, MB/s", "scale_p1", "mb_per_s", "cairn/1p",
+     "kafka/1p", False),
+    ("scaling: 10 partitions, MB/s", "scale_p10", "mb_per_s", "cairn/1p",
+     "kafka/1p", False),
     ("scaling: 100 partitions, MB/s", "scale_p100", "mb_per_s", "cairn/1p",
      "kafka/1p", False),
     ("scaling: 1000 partitions, MB/s", "scale_p1000", "mb_per_s", "cairn/1p",
      "kafka/1p", False),
-    ("scaling: 1000 partitions, 100 producers, MB/s", "scale_p1000", "mb_per_s",
-     "cairn/per10", "kafka/per10", False),
-    ("scaling: 10 txn producers, MB/s", "scale_txn", "mb_per_s", "cairn/10tp",
-     "kafka/10tp", False),
-    ("scaling: 100 txn producers, MB/s", "scale_txn", "mb_per_s", "cairn/100tp",
-     "kafka/100tp", False),
+    ("scaling: 1000 partitions, 100 producers, MB/s", "scale_p1000",
+     "mb_per_s", "cairn/per10", "kafka/per10", False),
+    ("scaling: 10 txn producers, MB/s", "scale_txn", "mb_per_s",
+     "cairn/10tp", "kafka/10tp", False),
+    ("scaling: 100 txn producers, MB/s", "scale_txn", "mb_per_s",
+     "cairn/100tp", "kafka/100tp", False),
     ("3 nodes RF 1 acks=1, MB/s", "replication_tput", "mb_per_s",
      "cairn/rf1_acks1", "kafka/rf1_acks1", False),
     ("3 nodes RF 3 acks=1, MB/s", "replication_tput", "mb_per_s",

@@ -53,7 +53,8 @@ class Arm:
 def measure(figure, arms, reps, progress=None, order=None):
     """Runs every arm reps times, interleaved (arm 1, arm 2, ..., arm 1,
     ...), or in the order order(rep, arms) gives for each repetition (to
-    rotate which arm goes first).  Returns the figure dict with "samples": {arm name: [sample]},
+    rotate which arm goes first).  Returns the figure dict with
+    "samples": {arm name: [sample]},
     each sample the program's JSON with "rep", "cpu_seconds",
     "wall_seconds", "rss_kb", "hwm_kb" and "cpu_s_per_gb" (broker CPU per
     GB of record bytes moved, "bytes_total") added."""
