@@ -24,6 +24,9 @@ desynchronization" error when a leader dies holding a batch it had not
 replicated while a later batch is in flight (librdkafka PR #4438, fixed
 in 2.3.0; seen against Apache Kafka too), which would end the test's
 producer for a client bug, not a broker one.
+
+CAIRN_REPL_PRODUCER_DEBUG=eos,protocol (any librdkafka debug contexts)
+puts librdkafka's debug log into the producer's log.
 """
 
 import argparse
@@ -75,6 +78,12 @@ def main():
             print("client error %s: %s" % (err.name(), err.str()),
                   file=sys.stderr, flush=True)
 
+    conf = {}
+    if os.environ.get("CAIRN_REPL_PRODUCER_DEBUG"):
+        # librdkafka's debug contexts (e.g. eos,protocol,broker) into this
+        # producer's log, to see why a producer stalls after a leader kill.
+        conf = {"debug": os.environ["CAIRN_REPL_PRODUCER_DEBUG"],
+                "log_level": 7}
     p = Producer({
         "bootstrap.servers": a.brokers,
         "enable.idempotence": True,
@@ -87,6 +96,7 @@ def main():
         "topic.metadata.refresh.interval.ms": 1000,
         "log_level": 3,
         "error_cb": on_error,
+        **conf,
     })
     seq = local_err = 0
     t0 = time.monotonic()
