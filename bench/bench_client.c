@@ -439,13 +439,9 @@ int main(int argc, char **argv)
         conf_set(conf, "compression.codec", codec);
         if (idempotent)
             conf_set(conf, "enable.idempotence", "true");
-        conf_set(conf, "linger.ms", linger_ms);
         if (inflight)
             conf_set(conf, "max.in.flight.requests.per.connection", inflight);
-        conf_set(conf, "batch.size", "1000000");
-        conf_set(conf, "batch.num.messages", "100000");
-        conf_set(conf, "queue.buffering.max.messages", "1000000");
-        conf_set(conf, "queue.buffering.max.kbytes", qkb);
+        conf_set_batching(conf, linger_ms, qkb);
         conf_set(conf, "message.timeout.ms", "120000");
         for (int x = 0; x < nx; x++)
             conf_set_kv(conf, xprops[x]);

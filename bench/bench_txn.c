@@ -204,13 +204,7 @@ static rd_kafka_t *new_producer(const char *brokers, const char *topic,
     conf_set(conf, "bootstrap.servers", brokers);
     conf_set(conf, "transactional.id", txid);
     conf_set(conf, "acks", "all");
-    /* The same batching as bench_client's produce runs, so the ratio to
-     * idempotent produce compares like with like. */
-    conf_set(conf, "linger.ms", linger_ms);
-    conf_set(conf, "batch.size", "1000000");
-    conf_set(conf, "batch.num.messages", "100000");
-    conf_set(conf, "queue.buffering.max.messages", "1000000");
-    conf_set(conf, "queue.buffering.max.kbytes", qkb);
+    conf_set_batching(conf, linger_ms, qkb);
     /* librdkafka wants message.timeout.ms <= transaction.timeout.ms. */
     conf_set(conf, "transaction.timeout.ms", "60000");
     conf_set(conf, "message.timeout.ms", "60000");

@@ -173,6 +173,20 @@ static inline double samples_pct(const struct samples *s, double q)
     return s->v[i];
 }
 
+/* Throughput-oriented batching, the same in every producing bench program
+ * so their figures compare like with like (idempotent bench_client against
+ * transactional bench_txn): queue_kbytes bounds what waits in the client. */
+static inline void conf_set_batching(rd_kafka_conf_t *conf,
+                                     const char *linger_ms,
+                                     const char *queue_kbytes)
+{
+    conf_set(conf, "linger.ms", linger_ms);
+    conf_set(conf, "batch.size", "1000000");
+    conf_set(conf, "batch.num.messages", "100000");
+    conf_set(conf, "queue.buffering.max.messages", "1000000");
+    conf_set(conf, "queue.buffering.max.kbytes", queue_kbytes);
+}
+
 /* Producer j of nprod's partitions out of parts: a range of its own when
  * there are at least as many partitions as producers (j * parts / nprod
  * up to the next one's start), else every partition, starting at j's own

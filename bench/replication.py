@@ -240,6 +240,20 @@ def create_topic_request(corr, name, partitions, rf, configs,
     return kw.request(cl.API_CREATE_TOPICS, 4, corr, body)
 
 
+def create_topic_at(port, topic, parts, rf, min_isr, extra=None):
+    """CreateTopics through the broker at port (Cairn's or Kafka's), with
+    min.insync.replicas capped at the replication factor."""
+    configs = {"min.insync.replicas": str(min(min_isr, rf))}
+    configs.update(extra or {})
+    c = kw.Client(port, timeout=60)
+    try:
+        res = cl.parse_create_topics(c.call(create_topic_request, topic,
+                                            parts, rf, configs))
+    finally:
+        c.close()
+    cl.check_created(res, topic)
+
+
 class ClusterPeer:
     """A cluster of three nodes as bench/method.py's peer: alive when all
     are, CPU and memory summed over them."""
@@ -275,15 +289,7 @@ class ClusterPeer:
 
     def create(self, topic, parts, rf, extra=None):
         port = self.c.nodes[0].port
-        configs = {"min.insync.replicas": str(min(self.min_isr, rf))}
-        configs.update(extra or {})
-        c = kw.Client(port, timeout=60)
-        try:
-            res = cl.parse_create_topics(c.call(create_topic_request, topic,
-                                                parts, rf, configs))
-        finally:
-            c.close()
-        cl.check_created(res, topic)
+        create_topic_at(port, topic, parts, rf, self.min_isr, extra)
         self.c.wait_topic(topic, parts)
 
         def full():
@@ -424,15 +430,7 @@ class KafkaClusterPeer:
                 "hwm_kb": sum(s.get("hwm_kb", 0) for s in st)}
 
     def create(self, topic, parts, rf, extra=None):
-        configs = {"min.insync.replicas": str(min(self.min_isr, rf))}
-        configs.update(extra or {})
-        c = kw.Client(self.ports[0], timeout=60)
-        try:
-            res = cl.parse_create_topics(c.call(create_topic_request, topic,
-                                                parts, rf, configs))
-        finally:
-            c.close()
-        cl.check_created(res, topic)
+        create_topic_at(self.ports[0], topic, parts, rf, self.min_isr, extra)
 
         def full():
             # Every broker knows every partition's leader and a full ISR.

@@ -113,7 +113,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -191,14 +190,6 @@ def run_prog(argv, timeout, what):
     return json_lines(res.stdout)
 
 
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def uptime():
     try:
         return subprocess.run(["uptime"], stdout=subprocess.PIPE, text=True,
@@ -209,15 +200,6 @@ def uptime():
 
 def scaled(n, scale, floor):
     return max(floor, int(n * scale))
-
-
-def log_bytes(t, topic):
-    """On-disk bytes of the topic's .log segments (0 with the mock)."""
-    total = 0
-    for d in (t.tmp / "data").glob("%s-*" % topic):
-        if d.name[len(topic) + 1:].isdigit():
-            total += sum(f.stat().st_size for f in d.glob("*.log"))
-    return total
 
 
 def run_load(args, scale):
@@ -297,20 +279,8 @@ def print_scaling(rows):
             fmt(f and f["rss_kb"] and f["rss_kb"] / 1024.0)))
 
 
-def find(runs, test, size, parts):
-    for r in runs:
-        if (r["test"] == test and r["size"] == size
-                and r.get("partitions") == parts):
-            return r
-    return None
-
-
 def fmt(v, spec="%.1f"):
     return "-" if v is None else spec % v
-
-
-def ratio(a, b):
-    return round(a / b, 3) if a is not None and b else None
 
 
 def print_other(report):
